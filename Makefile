@@ -1,0 +1,29 @@
+# The two commands: `make up` (whole stack + demo) and `make test`.
+SHELL := /bin/bash
+ENV := source scripts/env.sh &&
+
+.PHONY: up down test setup services
+
+setup:
+	@bash scripts/setup.sh
+
+services: setup
+	@bash scripts/services.sh start
+
+up: services
+	@$(ENV) $$VENV/bin/python manage.py migrate --noinput -v0
+	@$(ENV) $$VENV/bin/python manage.py collectstatic --noinput -v0
+	@$(ENV) $$VENV/bin/python manage.py register_cluster --name local --bootstrap-servers "$$KAFKA_BOOTSTRAP_SERVERS"
+	@$(ENV) bash scripts/app.sh start
+	@$(ENV) $$VENV/bin/python manage.py ensure_admin --password-file "$$GAPWATCH_HOME/admin-password"
+	@$(ENV) echo "Gapwatch is up: http://127.0.0.1:$$WEB_PORT/   (logs: $$GAPWATCH_HOME/logs, stop: make down)"
+
+down:
+	@bash scripts/app.sh stop
+	@bash scripts/services.sh stop
+
+# Tests use Redis database 1 so a running `make up` stack never takes their
+# tasks, and close database connections at once so live-server threads do not
+# keep the test database open.
+test: services
+	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 $$VENV/bin/python -m pytest $(PYTEST_ARGS)

@@ -1,0 +1,12 @@
+"""The Celery application. Configured from Django settings (``CELERY_*``)."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+
+app = Celery("gapwatch")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+# Task modules live in the `tasks` package, not in per-app tasks.py files.
+app.autodiscover_tasks(["tasks"], related_name="jobs")

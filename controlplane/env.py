@@ -1,0 +1,95 @@
+"""Typed readers for settings that come from the environment.
+
+Each refuses a bad value with an ``ImproperlyConfigured`` that names the
+variable, so a misconfigured deployment stops at start-up, not at first use.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str | None = None) -> str:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        if default is None:
+            raise ImproperlyConfigured(f"{name} must be set")
+        return default
+    return value
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {value!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {number}")
+    return number
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+def env_database(name: str, default: str) -> dict:
+    """Parse ``postgresql://user:password@host:port/dbname`` into Django's DATABASES entry."""
+    raw = env_str(name, default)
+    url = urlparse(raw)
+    if url.scheme not in {"postgres", "postgresql"}:
+        raise ImproperlyConfigured(
+            f"{name} must be a postgresql:// URL (Gapwatch runs on PostgreSQL only), got scheme {url.scheme!r}"
+        )
+    database = url.path.lstrip("/")
+    if not url.hostname or not database:
+        raise ImproperlyConfigured(f"{name} must name a host and a database, like postgresql://user:pass@host:5432/db")
+    try:
+        port = url.port or 5432
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} has an invalid port") from None
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(database),
+        "USER": unquote(url.username or ""),
+        "PASSWORD": unquote(url.password or ""),
+        "HOST": url.hostname,
+        "PORT": str(port),
+        "CONN_MAX_AGE": env_int("DB_CONN_MAX_AGE", 60, minimum=0),
+        "CONN_HEALTH_CHECKS": True,
+    }
+
+
+def env_redis(name: str, default: str) -> str:
+    raw = env_str(name, default)
+    url = urlparse(raw)
+    if url.scheme not in {"redis", "rediss"} or not url.hostname:
+        raise ImproperlyConfigured(f"{name} must be a redis:// URL, got {raw!r}")
+    return raw
+
+
+def env_spark_master(name: str, default: str) -> str:
+    raw = env_str(name, default)
+    if not (raw.startswith(("local", "spark://", "k8s://")) or raw == "yarn"):
+        raise ImproperlyConfigured(f"{name} must be local[...], spark://..., yarn or k8s://..., got {raw!r}")
+    return raw

@@ -1,0 +1,120 @@
+"""Django settings. Every deployment-specific value comes from the environment
+through ``controlplane.env``; a bad value stops start-up naming the variable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from controlplane.env import (
+    env_bool,
+    env_database,
+    env_int,
+    env_list,
+    env_redis,
+    env_spark_master,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DEBUG", False)
+
+# A development key only with DEBUG on; without DEBUG a missing key stops start-up.
+SECRET_KEY = env_str("SECRET_KEY", "dev-only-insecure-key-never-use-in-production" if DEBUG else None)
+
+# Encrypts SASL passwords at rest. Its own variable so SECRET_KEY can rotate;
+# falls back to a key derived from SECRET_KEY.
+FIELD_ENCRYPTION_KEY = env_str("FIELD_ENCRYPTION_KEY", SECRET_KEY)
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", ",")
+
+DATABASES = {"default": env_database("DATABASE_URL", "postgresql://gapwatch:gapwatch@127.0.0.1:5439/gapwatch")}
+REDIS_URL = env_redis("REDIS_URL", "redis://127.0.0.1:6379/0")
+SPARK_MASTER = env_spark_master("SPARK_MASTER", "local[*]")
+# Connector jars fetched by Maven at setup time; Spark never downloads at run time.
+SPARK_KAFKA_JARS_DIR = Path(env_str("SPARK_KAFKA_JARS_DIR", str(BASE_DIR / ".gapwatch" / "lib" / "spark")))
+POLL_INTERVAL_SECONDS = env_int("POLL_INTERVAL_SECONDS", 10, minimum=1)
+KAFKA_TIMEOUT_SECONDS = env_int("KAFKA_TIMEOUT_SECONDS", 10, minimum=1)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_celery_beat",
+    "groups",
+    "tasks",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "controlplane.urls"
+WSGI_APPLICATION = "controlplane.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / ".gapwatch" / "static"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = not DEBUG
+CSRF_COOKIE_SECURE = not DEBUG
+
+# Celery: Redis is the broker and result store. Long tasks (Spark) need late
+# acks, requeue on worker loss and a visibility timeout above the longest task.
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600}
+CELERY_RESULT_EXPIRES = 24 * 3600
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE: dict = {}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

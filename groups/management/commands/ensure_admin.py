@@ -1,0 +1,39 @@
+"""Create (or keep) the admin user used by `make up`.
+
+Credentials come from ADMIN_USERNAME / ADMIN_PASSWORD, or a random password
+is generated once and kept in a file readable only by its owner.
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Create the admin user if missing and print its credentials."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--password-file", type=Path, required=True)
+
+    def handle(self, *args, password_file: Path, **options):
+        username = os.environ.get("ADMIN_USERNAME", "admin")
+        password = os.environ.get("ADMIN_PASSWORD", "")
+        if not password:
+            if password_file.exists():
+                password = password_file.read_text().strip()
+            else:
+                password = secrets.token_urlsafe(12)
+                password_file.parent.mkdir(parents=True, exist_ok=True)
+                password_file.touch(mode=0o600)
+                password_file.write_text(password + "\n")
+        user, created = get_user_model().objects.get_or_create(
+            username=username, defaults={"is_staff": True, "is_superuser": True}
+        )
+        if created or not user.check_password(password):
+            user.is_staff = user.is_superuser = True
+            user.set_password(password)
+            user.save()
+        self.stdout.write(f"login: {username} / {password}")

@@ -1,0 +1,83 @@
+"""What one poll read from a cluster, as plain frozen data.
+
+The Kafka adapter (``tasks/kafka_adapter.py``) produces these; the pure core
+(``groups/core.py``) consumes them. Nothing here imports Django or Kafka.
+
+Offsets always mean "the next message to read": a partition's log start
+offset is the first offset still stored, its high watermark is the offset the
+next produced message will get, so it holds ``high_watermark - log_start``
+messages, and every range is half-open ``[start, end)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    partition: int
+    log_start: int
+    high_watermark: int
+
+
+@dataclass(frozen=True)
+class TopicSnapshot:
+    name: str
+    topic_id: str
+    is_internal: bool
+    # Sorted by partition id.
+    partitions: tuple[PartitionOffsets, ...]
+
+    @property
+    def partition_ids(self) -> frozenset[int]:
+        return frozenset(p.partition for p in self.partitions)
+
+
+@dataclass(frozen=True)
+class MemberSnapshot:
+    member_id: str
+    client_id: str
+    host: str
+    # (topic, partition) pairs currently assigned to this member.
+    assignment: frozenset[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class GroupSnapshot:
+    group_id: str
+    state: str  # "Stable", "Empty", "PreparingRebalance", "Dead", ... as the broker names it
+    type: str  # "classic" or "consumer" (KIP-848)
+    assignor: str
+    members: tuple[MemberSnapshot, ...]
+    # Committed offset (next message to read) per (topic, partition); a
+    # partition without a commit is absent.
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def owner_of(self, topic: str, partition: int) -> MemberSnapshot | None:
+        for member in self.members:
+            if (topic, partition) in member.assignment:
+                return member
+        return None
+
+    def topics(self) -> frozenset[str]:
+        """Topics this group reads: committed on, or assigned to a member."""
+        names = {topic for topic, _ in self.committed}
+        for member in self.members:
+            names.update(topic for topic, _ in member.assignment)
+        return frozenset(names)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    cluster: str
+    taken_at: datetime
+    topics: tuple[TopicSnapshot, ...]
+    groups: tuple[GroupSnapshot, ...]
+
+    def topic(self, name: str) -> TopicSnapshot | None:
+        for topic in self.topics:
+            if topic.name == name:
+                return topic
+        return None

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Starts and stops the app's own background processes (web, worker, beat,
+# demo producer and consumer) with pid files and logs under .gapwatch/.
+#
+#   scripts/app.sh start    (idempotent: a running process is left alone)
+#   scripts/app.sh stop
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$GAPWATCH_ROOT"
+RUN=$GAPWATCH_HOME/run
+LOGS=$GAPWATCH_HOME/logs
+mkdir -p "$RUN" "$LOGS"
+PY=$VENV/bin
+
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# spawn NAME COMMAND...: runs COMMAND in its own session, so stop can end its children too.
+spawn() {
+  local name=$1; shift
+  local pid=$RUN/$name.pid
+  if pid_alive "$pid"; then return 0; fi
+  setsid nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  echo $! >"$pid"
+}
+
+stop_one() {
+  local pid=$RUN/$1.pid
+  if pid_alive "$pid"; then
+    kill -TERM -- -"$(cat "$pid")" 2>/dev/null || kill "$(cat "$pid")" 2>/dev/null || true
+    for _ in $(seq 1 60); do pid_alive "$pid" || break; sleep 0.25; done
+    pid_alive "$pid" && kill -KILL -- -"$(cat "$pid")" 2>/dev/null || true
+  fi
+  rm -f "$pid"
+}
+
+web_ready() { curl -fs -o /dev/null "http://127.0.0.1:$WEB_PORT/accounts/login/"; }
+
+case ${1:-} in
+  start)
+    spawn web "$PY/gunicorn" controlplane.wsgi --bind "127.0.0.1:$WEB_PORT" --workers 2 --threads 4 \
+      --timeout 60 --access-logfile -
+    spawn worker "$PY/celery" -A controlplane worker --concurrency 2 --loglevel INFO -n "worker@%h"
+    spawn beat "$PY/celery" -A controlplane beat --loglevel INFO \
+      -S django_celery_beat.schedulers:DatabaseScheduler --pidfile=
+    if [ "${DEMO:-1}" != 0 ]; then
+      spawn demo "$PY/python" -m tasks.demo --bootstrap "$KAFKA_BOOTSTRAP_SERVERS" --state-dir "$GAPWATCH_HOME/demo"
+    fi
+    for _ in $(seq 1 120); do web_ready && break; sleep 0.25; done
+    web_ready || { tail -n 30 "$LOGS/web.log" >&2; echo "app: web server did not answer (log: $LOGS/web.log)" >&2; exit 1; }
+    ;;
+  stop)
+    for name in demo beat worker web; do stop_one "$name"; done
+    ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac

@@ -1,0 +1,20 @@
+# Sourced by the scripts and the Makefile's recipes: one place for the local
+# stack's ports, paths and the environment the app reads. Every value can be
+# overridden from the caller's environment.
+GAPWATCH_ROOT=${GAPWATCH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+GAPWATCH_HOME=${GAPWATCH_HOME:-$GAPWATCH_ROOT/.gapwatch}
+PG_PORT=${PG_PORT:-5439}
+REDIS_PORT=${REDIS_PORT:-6379}
+KAFKA_PORT=${KAFKA_PORT:-9092}
+KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-9093}
+WEB_PORT=${WEB_PORT:-8000}
+KAFKA_HEAP=${KAFKA_HEAP:-512m}
+VENV=${VENV:-$GAPWATCH_ROOT/.venv}
+
+export GAPWATCH_ROOT GAPWATCH_HOME PG_PORT REDIS_PORT KAFKA_PORT KAFKA_CONTROLLER_PORT WEB_PORT VENV
+export DATABASE_URL=${DATABASE_URL:-postgresql://gapwatch:gapwatch@127.0.0.1:$PG_PORT/gapwatch}
+export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:$REDIS_PORT/0}
+export KAFKA_BOOTSTRAP_SERVERS=${KAFKA_BOOTSTRAP_SERVERS:-127.0.0.1:$KAFKA_PORT}
+export DEBUG=${DEBUG:-1}
+export ALLOWED_HOSTS=${ALLOWED_HOSTS:-127.0.0.1,localhost}
+export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-controlplane.settings}

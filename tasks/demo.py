@@ -1,0 +1,131 @@
+"""The demo scenario that `make up` runs, as one managed background process.
+
+1. Topic ``demo.orders`` with 2 partitions; a producer writes a few messages a
+   second to every partition it knows (refreshing its metadata every 5 s,
+   like a producer in production does).
+2. Two real consumer groups read it and commit: ``demo-latest``
+   (``auto.offset.reset=latest``) and ``demo-earliest`` (``earliest``). Both
+   refresh metadata only every 90 s, as slow clients do.
+3. Once both groups have committed, the topic is raised to 4 partitions (once:
+   a marker file in the state dir remembers it). The producer writes to the new
+   partitions at once; the groups notice them up to 90 s later. ``demo-latest``
+   then starts at the end, and every message written in between is the gap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+TOPIC = "demo.orders"
+INITIAL_PARTITIONS = 2
+RAISED_PARTITIONS = 4
+CONSUMER_REFRESH_MS = 90_000
+log = logging.getLogger("gapwatch.demo")
+stopping = threading.Event()
+
+
+def ensure_topic(admin: AdminClient) -> int:
+    topics = admin.list_topics(timeout=10).topics
+    if TOPIC not in topics:
+        future = admin.create_topics([NewTopic(TOPIC, num_partitions=INITIAL_PARTITIONS, replication_factor=1)])
+        future[TOPIC].result()
+        log.info("created %s with %d partitions", TOPIC, INITIAL_PARTITIONS)
+        return INITIAL_PARTITIONS
+    return len(topics[TOPIC].partitions)
+
+
+def produce_forever(bootstrap: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "topic.metadata.refresh.interval.ms": 5000, "linger.ms": 50})
+    sequence = 0
+    while not stopping.is_set():
+        partitions = producer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
+        for partition in sorted(partitions):
+            producer.produce(TOPIC, key=f"order-{sequence}", value=f'{{"order": {sequence}}}', partition=partition)
+            sequence += 1
+        producer.poll(0)
+        stopping.wait(1.0)
+    producer.flush(10)
+
+
+def consume_forever(bootstrap: str, group_id: str, offset_reset: str, committed: threading.Event) -> None:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "client.id": f"{group_id}-client",
+            "auto.offset.reset": offset_reset,
+            "enable.auto.commit": True,
+            "auto.commit.interval.ms": 1000,
+            "topic.metadata.refresh.interval.ms": CONSUMER_REFRESH_MS,
+        }
+    )
+    consumer.subscribe([TOPIC])
+    try:
+        while not stopping.is_set():
+            message = consumer.poll(1.0)
+            if message is not None and not message.error():
+                if consumer.committed(consumer.assignment(), timeout=5) and not committed.is_set():
+                    committed.set()
+    finally:
+        consumer.close()
+
+
+def raise_partitions_once(admin: AdminClient, marker: Path) -> None:
+    if marker.exists():
+        return
+    current = len(admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
+    if current < RAISED_PARTITIONS:
+        admin.create_partitions([NewPartitions(TOPIC, RAISED_PARTITIONS)])[TOPIC].result()
+        log.info("raised %s from %d to %d partitions", TOPIC, current, RAISED_PARTITIONS)
+    marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--state-dir", type=Path, required=True)
+    parser.add_argument("--settle-seconds", type=float, default=15.0)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    args.state_dir.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
+
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    ensure_topic(admin)
+    committed = {name: threading.Event() for name in ("demo-latest", "demo-earliest")}
+    threads = [threading.Thread(target=produce_forever, args=(args.bootstrap,), daemon=True)]
+    threads += [
+        threading.Thread(
+            target=consume_forever, args=(args.bootstrap, name, name.split("-")[1], committed[name]), daemon=True
+        )
+        for name in committed
+    ]
+    for thread in threads:
+        thread.start()
+    # The gap needs groups that already consumed the topic before it grows.
+    deadline = time.monotonic() + 120
+    while not stopping.is_set() and not all(e.is_set() for e in committed.values()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    stopping.wait(args.settle_seconds)
+    if not stopping.is_set():
+        try:
+            raise_partitions_once(admin, args.state_dir / "partitions-raised")
+        except KafkaException as error:
+            log.error("could not raise partitions: %s", error)
+    while not stopping.is_set():
+        stopping.wait(1.0)
+    for thread in threads:
+        thread.join(timeout=15)
+
+
+if __name__ == "__main__":
+    main()

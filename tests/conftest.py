@@ -1,0 +1,64 @@
+"""Shared fixtures: the real services started by `make test` (scripts/services.sh)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# Playwright's sync API runs an event loop in the test thread.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture
+def unique():
+    """A short unique suffix, so tests sharing one broker never collide."""
+    return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> str:
+    return os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
+
+
+def services(action: str, service: str) -> None:
+    subprocess.run(["bash", str(ROOT / "scripts" / "services.sh"), action, service], check=True, timeout=180)
+
+
+@pytest.fixture
+def stopped_kafka():
+    """Stops the local broker for the test and always starts it again."""
+    services("stop", "kafka")
+    try:
+        yield
+    finally:
+        services("start", "kafka")
+
+
+@pytest.fixture
+def celery_worker_thread(transactional_db):
+    """A real Celery worker (threads) consuming from the real Redis broker."""
+    from celery.contrib.testing.worker import start_worker
+
+    from controlplane.celery import app
+
+    with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False, shutdown_timeout=30) as worker:
+        yield worker
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """Before the test database is dropped, end sessions that threads of the
+    live server (a browser's keep-alive socket) or a Celery worker still hold."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "select pg_terminate_backend(pid) from pg_stat_activity"
+            " where datname = current_database() and pid <> pg_backend_pid()"
+        )

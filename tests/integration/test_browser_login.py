@@ -1,0 +1,46 @@
+"""A person logs in with a real headless Chromium and sees the dashboard."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from groups.models import Cluster
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic",
+]
+
+
+@pytest.fixture
+def page():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page()
+        finally:
+            browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_it_logs_in_and_shows_the_registered_clusters(live_server, page):
+    get_user_model().objects.create_user("operator", password="correct horse battery")
+    Cluster.objects.create(name="local", bootstrap_servers="127.0.0.1:9092")
+    page.goto(f"{live_server.url}/")
+    assert "/accounts/login/" in page.url
+    page.fill("input[name=username]", "operator")
+    page.fill("input[name=password]", "wrong")
+    page.click("button[type=submit]")
+    assert page.locator("text=Please enter a correct username").is_visible()
+    page.fill("input[name=username]", "operator")
+    page.fill("input[name=password]", "correct horse battery")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    assert page.locator("td", has_text="local").first.is_visible()

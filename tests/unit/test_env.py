@@ -1,0 +1,37 @@
+"""Typed environment readers refuse bad values, naming the variable."""
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from controlplane.env import env_bool, env_database, env_int
+
+
+def test_it_parses_a_postgresql_url(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://user:p%40ss@db.example:6543/gap")
+    config = env_database("DATABASE_URL", "")
+    assert (config["USER"], config["PASSWORD"], config["HOST"], config["PORT"], config["NAME"]) == (
+        "user", "p@ss", "db.example", "6543", "gap",
+    )
+
+
+@pytest.mark.parametrize("value", ["sqlite:///x.db", "postgresql://host-only", "postgresql://h:notaport/db"])
+def test_it_refuses_database_urls_that_are_not_postgresql(monkeypatch, value):
+    monkeypatch.setenv("DATABASE_URL", value)
+    with pytest.raises(ImproperlyConfigured, match="DATABASE_URL"):
+        env_database("DATABASE_URL", "")
+
+
+def test_it_reads_booleans_and_refuses_other_words(monkeypatch):
+    monkeypatch.setenv("FLAG", "Yes")
+    assert env_bool("FLAG") is True
+    monkeypatch.setenv("FLAG", "perhaps")
+    with pytest.raises(ImproperlyConfigured, match="FLAG"):
+        env_bool("FLAG")
+
+
+def test_it_applies_the_minimum(monkeypatch):
+    monkeypatch.setenv("N", "0")
+    with pytest.raises(ImproperlyConfigured, match="N must be at least 1"):
+        env_int("N", 5, minimum=1)
+    monkeypatch.delenv("N")
+    assert env_int("N", 5, minimum=1) == 5
