@@ -1,0 +1,550 @@
+"""Table-driven tests of the pure core: each case says why its answer is right.
+
+The stories run on topic ``orders`` (partitions 0 and 1 at generation 1) and
+group ``billing``, which reads it. A poll that shows a third partition opens
+the finding (billing, orders, 2, generation 2); the steps then say what each
+poll saw on partition 2. ``Store`` plays the service: it feeds every poll's
+Changes back as the stored state of the next one.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from groups.core import (
+    Changes,
+    FindingKey,
+    FindingState,
+    KnownGroup,
+    KnownTopic,
+    StateTransition,
+    evaluate_snapshot,
+)
+from groups.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
+POLL_INTERVAL = timedelta(minutes=1)
+ORDERS_ID = "orders-id-1"
+NEW_PARTITION = FindingKey(group_id="billing", topic="orders", partition=2, generation=2)
+
+
+# --- Building snapshots -----------------------------------------------------
+
+
+def topic(name: str, *offsets: tuple[int, int], topic_id: str | None = None, internal: bool = False) -> TopicSnapshot:
+    """A topic whose partition i has (log start, high watermark) = offsets[i]."""
+    return TopicSnapshot(
+        name=name,
+        topic_id=topic_id or f"{name}-id-1",
+        is_internal=internal,
+        partitions=tuple(PartitionOffsets(p, start, end) for p, (start, end) in enumerate(offsets)),
+    )
+
+
+def orders(partition_count: int, *, topic_id: str = ORDERS_ID) -> TopicSnapshot:
+    return topic("orders", *[(0, 1000)] * partition_count, topic_id=topic_id)
+
+
+def group(group_id: str, *, owns: tuple[tuple[str, int], ...] = (), commits: dict | None = None) -> GroupSnapshot:
+    """A group with one member owning ``owns`` and the given commits."""
+    member = MemberSnapshot(
+        member_id=f"{group_id}-1", client_id=f"{group_id}-app", host="/10.0.0.7", assignment=frozenset(owns)
+    )
+    return GroupSnapshot(
+        group_id=group_id, state="Stable", type="classic", assignor="range",
+        members=(member,) if owns else (), committed=dict(commits or {}),
+    )
+
+
+def billing_reading(*partitions: int) -> GroupSnapshot:
+    """billing owns and has committed 1000 on the given orders partitions."""
+    return group(
+        "billing",
+        owns=tuple(("orders", p) for p in partitions),
+        commits={("orders", p): 1000 for p in partitions},
+    )
+
+
+def poll(*topics: TopicSnapshot, groups: tuple[GroupSnapshot, ...] = ()) -> Snapshot:
+    return Snapshot(cluster="main", taken_at=T0, topics=topics, groups=groups)
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one poll saw on orders partition 2 (partitions 0 and 1 are steady)."""
+
+    log_start: int
+    high_watermark: int
+    owned: bool = False
+    commit: int | None = None
+    guard_start: int | None = None  # reported by the consumer-side guard before this poll
+
+    def snapshot(self) -> Snapshot:
+        owns = [("orders", 0), ("orders", 1)] + ([("orders", 2)] if self.owned else [])
+        commits = {("orders", 0): 1000, ("orders", 1): 1000}
+        if self.commit is not None:
+            commits[("orders", 2)] = self.commit
+        orders_now = topic("orders", (0, 1000), (0, 1000), (self.log_start, self.high_watermark), topic_id=ORDERS_ID)
+        return poll(orders_now, groups=(group("billing", owns=tuple(owns), commits=commits),))
+
+
+@dataclass
+class Store:
+    """Stored state between polls, updated from each poll's Changes as the service would."""
+
+    topics: dict[str, KnownTopic]
+    groups: dict[str, KnownGroup]
+    findings: dict[FindingKey, FindingState] = field(default_factory=dict)
+    unowned_after_polls: int = 30
+    now: datetime = T0
+
+    def apply(self, snapshot: Snapshot) -> Changes:
+        changes = evaluate_snapshot(
+            snapshot=snapshot, known_topics=self.topics.values(), known_groups=self.groups.values(),
+            open_findings=self.findings.values(), now=self.now, unowned_after_polls=self.unowned_after_polls,
+        )
+        for generation in changes.new_generations:
+            self.topics[generation.topic] = KnownTopic(
+                generation.topic, generation.topic_id, generation.generation, generation.partition_ids
+            )
+        for name in changes.deleted_topics:
+            self.topics[name] = replace(self.topics[name], deleted=True)
+        for accounting in changes.accounting:
+            self.findings[accounting.key] = accounting.as_state()
+        for key in changes.closed_findings:
+            del self.findings[key]
+        for seen in snapshot.groups:
+            if seen.group_id in self.groups:
+                known = self.groups[seen.group_id]
+                self.groups[seen.group_id] = replace(known, consumed_topics=known.consumed_topics | seen.topics())
+        self.now += POLL_INTERVAL
+        return changes
+
+    def report_guard(self, key: FindingKey, start_offset: int) -> None:
+        self.findings[key] = replace(self.findings[key], guard_start_offset=start_offset)
+
+
+# --- Generations and which findings open ------------------------------------
+
+
+@dataclass(frozen=True)
+class PollExpectation:
+    generations: tuple[tuple, ...] = ()  # (topic, generation, added, removed, is_new_lineage)
+    new_findings: tuple[FindingKey, ...] = ()
+    deleted_topics: tuple[str, ...] = ()
+    closed_findings: tuple[FindingKey, ...] = ()
+
+
+def key(partition: int, generation: int, group_id: str = "billing", topic_name: str = "orders") -> FindingKey:
+    return FindingKey(group_id=group_id, topic=topic_name, partition=partition, generation=generation)
+
+
+def billing_store(
+    *, policy: str = "unknown", also_read: frozenset[str] = frozenset(), unowned_after_polls: int = 30,
+    **topics: KnownTopic,
+) -> Store:
+    """orders at generation 1 with partitions 0 and 1, read by billing (plus ``also_read``)."""
+    return Store(
+        topics={"orders": KnownTopic("orders", ORDERS_ID, 1, frozenset({0, 1})), **topics},
+        groups={"billing": KnownGroup("billing", frozenset({"orders"}) | also_read, policy)},
+        unowned_after_polls=unowned_after_polls,
+    )
+
+
+CONSUMER_OFFSETS = KnownTopic("__consumer_offsets", "co-id", 1, frozenset(range(3)))
+PAYMENTS = KnownTopic("payments", "payments-id-1", 4, frozenset({0}))
+
+GENERATION_CASES = [
+    pytest.param(
+        billing_store(),
+        [poll(orders(2), groups=(billing_reading(0, 1),))],
+        [PollExpectation()],
+        "same topic id and partition set: no new generation, nothing to find",
+        id="unchanged-topic",
+    ),
+    pytest.param(
+        billing_store(),
+        [poll(orders(4), groups=(billing_reading(0, 1),)), poll(orders(6), groups=(billing_reading(0, 1, 2, 3),))],
+        [
+            PollExpectation(
+                generations=(("orders", 2, {2, 3}, set(), False),), new_findings=(key(2, 2), key(3, 2))
+            ),
+            PollExpectation(
+                generations=(("orders", 3, {4, 5}, set(), False),), new_findings=(key(4, 3), key(5, 3))
+            ),
+        ],
+        "2->4 then 4->6: each growth is its own generation (2, then 3), and billing, which read orders "
+        "before each poll, gets one finding per added partition of that generation",
+        id="two-increases-in-a-row",
+    ),
+    pytest.param(
+        billing_store(),
+        [
+            poll(orders(3), groups=(billing_reading(0, 1),)),
+            poll(orders(4, topic_id="orders-id-2"), groups=(billing_reading(0, 1),)),
+        ],
+        [
+            PollExpectation(generations=(("orders", 2, {2}, set(), False),), new_findings=(key(2, 2),)),
+            PollExpectation(
+                generations=(("orders", 3, {0, 1, 2, 3}, set(), True),), closed_findings=(key(2, 2),)
+            ),
+        ],
+        "a new topic id under the same name is a deleted-and-recreated topic: a new lineage (numbering "
+        "continues at 3), no findings, and the old lineage's open finding is closed: its offsets are gone",
+        id="topic-recreated-same-name",
+    ),
+    pytest.param(
+        billing_store(),
+        [poll(orders(3), groups=(billing_reading(0, 1), group("audit", owns=(("orders", 0),))))],
+        [PollExpectation(generations=(("orders", 2, {2}, set(), False),), new_findings=(key(2, 2),))],
+        "audit is brand new: it never knew orders with two partitions, so it cannot have missed the third",
+        id="brand-new-group",
+    ),
+    pytest.param(
+        Store(
+            topics={"orders": KnownTopic("orders", ORDERS_ID, 1, frozenset({0, 1}))},
+            groups={"billing": KnownGroup("billing", frozenset({"orders"})),
+                    "reports": KnownGroup("reports", frozenset({"payments"}))},
+        ),
+        [poll(orders(3), groups=(billing_reading(0, 1), group("reports", commits={("payments", 0): 5})))],
+        [PollExpectation(generations=(("orders", 2, {2}, set(), False),), new_findings=(key(2, 2),))],
+        "reports never consumed orders: a partition added to orders is nothing it missed",
+        id="group-that-never-read-the-topic",
+    ),
+    pytest.param(
+        Store(topics={"orders": KnownTopic("orders", ORDERS_ID, 1, frozenset({0, 1}))},
+              groups={"billing": KnownGroup("billing", frozenset({"orders"}))}),
+        [poll(orders(3))],
+        [PollExpectation(generations=(("orders", 2, {2}, set(), False),))],
+        "billing is no longer listed by the cluster: it has no members and no commits, so no partition "
+        "can be missed by it; if it returns, every partition is new to it",
+        id="known-group-gone-from-cluster",
+    ),
+    pytest.param(
+        billing_store(also_read=frozenset({"__consumer_offsets"}), __consumer_offsets=CONSUMER_OFFSETS),
+        [poll(orders(2), topic("__consumer_offsets", *[(0, 9)] * 4, topic_id="co-id", internal=True),
+              groups=(group("billing", commits={("orders", 0): 1, ("__consumer_offsets", 0): 1}),))],
+        [PollExpectation(generations=(("__consumer_offsets", 2, {3}, set(), False),))],
+        "internal topics get their generation recorded but never a finding, even for a group that read them",
+        id="internal-topic-ignored",
+    ),
+    pytest.param(
+        billing_store(),
+        [poll(orders(2), topic("payments", (0, 0), (0, 0)), groups=(billing_reading(0, 1),))],
+        [PollExpectation(generations=(("payments", 1, {0, 1}, set(), True),))],
+        "first sight of a name is generation 1 of a new lineage: nobody can have missed part of it",
+        id="first-sight-of-a-topic",
+    ),
+    pytest.param(
+        billing_store(payments=PAYMENTS, gone=replace(PAYMENTS, name="gone", deleted=True)),
+        [poll(orders(2), groups=(billing_reading(0, 1),))],
+        [PollExpectation(deleted_topics=("payments",))],
+        "payments is known and absent from a complete snapshot: deleted; gone was already marked deleted",
+        id="topic-deleted",
+    ),
+    pytest.param(
+        billing_store(payments=PAYMENTS),
+        [poll(orders(2), topic("payments", (0, 0), (0, 0), topic_id="payments-id-1"),
+              groups=(billing_reading(0, 1),))],
+        [PollExpectation(generations=(("payments", 5, {1}, set(), False),))],
+        "same topic id, one partition more: generation known + 1 = 5; billing never read payments",
+        id="generation-counts-from-the-known-one",
+    ),
+]
+
+
+@pytest.mark.parametrize("store, polls, expected, why", GENERATION_CASES)
+def test_generations_and_new_findings(store: Store, polls: list[Snapshot], expected: list[PollExpectation], why):
+    store = deepcopy(store)  # the parameter is shared by every run of this case
+    for snapshot, expectation in zip(polls, expected, strict=True):
+        changes = store.apply(snapshot)
+        generations = tuple(
+            (g.topic, g.generation, set(g.added_partitions), set(g.removed_partitions), g.is_new_lineage)
+            for g in changes.new_generations
+        )
+        assert generations == expectation.generations, why
+        assert changes.new_findings == expectation.new_findings, why
+        assert changes.deleted_topics == expectation.deleted_topics, why
+        assert changes.closed_findings == expectation.closed_findings, why
+        assert {a.key for a in changes.accounting} >= set(changes.new_findings), "new findings are accounted at once"
+
+
+def test_removed_partitions_are_recorded_without_findings():
+    store = billing_store()
+    changes = store.apply(poll(topic("orders", (0, 5), topic_id=ORDERS_ID), groups=(billing_reading(0),)))
+    (generation,) = changes.new_generations
+    assert (generation.generation, generation.added_partitions, generation.removed_partitions) == (
+        2, frozenset(), frozenset({1})
+    )
+    assert changes.new_findings == ()
+
+
+# --- Accounting stories on the new partition --------------------------------
+
+
+@dataclass(frozen=True)
+class Story:
+    steps: tuple[Step, ...]
+    states: tuple[str, ...]  # the finding's state after each poll
+    final: dict  # exact accounting fields after the last poll
+    policy: str = "unknown"
+    unowned_after_polls: int = 30
+    watched: tuple[bool, ...] | None = None  # is billing in groups_to_watch after each poll
+    explanation_mentions: str = ""
+
+
+STORIES = [
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True), Step(0, 300, owned=True, commit=260),
+                   Step(0, 900, owned=True, commit=880)),
+            states=("pending", "pending", "pending", "gap", "gap"),
+            watched=(False, False, True, False, False),
+            final=dict(pre_pickup_high_watermark=180, first_commit=260, missed_definite=180, missed_possible=80,
+                       backfill_start=0, backfill_end=260, policy_source="assumed", lag=20, committed_offset=880,
+                       polls_without_owner=0, expired=0),
+            explanation_mentions="assumed latest",
+        ),
+        "the last poll with neither owner nor commit saw H=180, so [0,180) was written before billing could read "
+        "it; the first commit 260 >= 180 and no policy is declared, so latest is assumed and [180,260) may or "
+        "may not have been read; commits at 880 later change none of these numbers",
+        id="group-commits-only-later",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 200, owned=True), Step(0, 260, owned=True, commit=50),
+                   Step(0, 400, owned=True, commit=390)),
+            states=("pending", "pending", "covered", "covered"),
+            final=dict(pre_pickup_high_watermark=100, first_commit=50, missed_definite=0, missed_possible=0,
+                       backfill_start=None, backfill_end=None, policy_source="evidenced", expired=0),
+        ),
+        "the first commit 50 lies below H_k=100: a latest consumer starts at or above 100, so billing started "
+        "earlier and is catching up",
+        id="earliest-catches-up-slowly",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 200, owned=True, commit=200)),
+            states=("pending", "gap"),
+            final=dict(missed_definite=100, missed_possible=100, backfill_start=0, backfill_end=200,
+                       policy_source="assumed"),
+            explanation_mentions="assumed latest",
+        ),
+        "caught up within one commit interval: C_f=200 >= H_k=100 looks the same from latest and from a quick "
+        "earliest; with nothing declared latest is assumed, and the finding says so",
+        id="quick-catch-up-undeclared-is-assumed-gap",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 200, owned=True, commit=200)),
+            states=("pending", "covered"),
+            policy="earliest",
+            final=dict(missed_definite=0, missed_possible=0, policy_source="declared", backfill_start=None),
+        ),
+        "the same commits, but the operator declared earliest: the declaration decides what commits cannot",
+        id="quick-catch-up-declared-earliest-is-covered",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 150), Step(0, 210, owned=True, commit=210)),
+            states=("pending", "pending", "gap"),
+            policy="latest",
+            final=dict(pre_pickup_high_watermark=150, missed_definite=150, missed_possible=60,
+                       policy_source="declared", backfill_start=0, backfill_end=210, lag=0),
+        ),
+        "declared latest: [0,150) was written before pickup, [150,210) before the first commit",
+        id="declared-latest",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 100, owned=True, commit=100)),
+            states=("pending", "gap"),
+            final=dict(missed_definite=100, missed_possible=0, policy_source="assumed", backfill_end=100),
+        ),
+        "a first commit exactly at H_k=100 is what latest produces when nothing new arrived: no evidence of "
+        "earliest, so [0,100) is definitely missed under assumed latest",
+        id="first-commit-equal-to-pre-pickup-end-is-no-evidence",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, owned=True), Step(0, 90, owned=True, commit=70)),
+            states=("pending", "gap"),
+            watched=(True, False),
+            final=dict(pre_pickup_high_watermark=None, first_commit=70, missed_definite=0, missed_possible=70,
+                       backfill_start=0, backfill_end=70, policy_source="assumed", polls_without_owner=0),
+            explanation_mentions="no poll saw the partition before the group picked it up",
+        ),
+        "billing owned partition 2 at the first poll that saw it: no poll proves a message was written before "
+        "pickup, so nothing is definitely missed; under assumed latest [0,70) is possibly missed",
+        id="picked-up-before-any-poll-saw-it",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 0, owned=True, commit=0),),
+            states=("covered",),
+            final=dict(missed_definite=0, missed_possible=0, backfill_start=None, policy_source="assumed"),
+        ),
+        "picked up and committed at the log start before any poll: even under latest nothing was missed",
+        id="picked-up-at-log-start-misses-nothing",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 150, owned=True, commit=150), Step(120, 400, owned=True, commit=390)),
+            states=("pending", "gap", "expired"),
+            policy="latest",
+            final=dict(missed_definite=100, missed_possible=50, expired=120, backfill_start=120, backfill_end=150),
+            explanation_mentions="120 already deleted by retention",
+        ),
+        "retention moved the log start to 120: offsets [0,120) of the missed [0,150) are gone, reported as "
+        "expired and left out of the backfill, which shrinks to [120,150); the missed counts stay exact",
+        id="retention-expires-part-of-gap",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 150, owned=True, commit=150), Step(200, 500, owned=True, commit=490)),
+            states=("pending", "gap", "expired"),
+            policy="latest",
+            final=dict(expired=150, backfill_start=None, backfill_end=None, lag=10),
+        ),
+        "the log start 200 passed the whole missed range [0,150): all 150 expired, nothing left to backfill",
+        id="retention-expires-whole-gap",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 200, owned=True, commit=50), Step(150, 400, owned=True, commit=390)),
+            states=("pending", "covered", "covered"),
+            final=dict(expired=0, policy_source="evidenced"),
+        ),
+        "a covered finding missed nothing, so retention can expire nothing of it",
+        id="retention-leaves-covered-alone",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 10), Step(0, 20), Step(0, 30), Step(0, 40)),
+            states=("pending", "pending", "unowned", "unowned"),
+            unowned_after_polls=3,
+            final=dict(polls_without_owner=4, pre_pickup_high_watermark=40, lag=40, owner_member_id=None),
+            explanation_mentions="no member has owned the partition for 4 polls",
+        ),
+        "three polls without an owner while messages keep arriving: billing's clients never picked it up",
+        id="unowned-after-n-polls",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 10), Step(0, 20), Step(0, 30, owned=True)),
+            states=("pending", "unowned", "pending"),
+            unowned_after_polls=2,
+            watched=(False, False, True),
+            final=dict(polls_without_owner=0, owner_member_id="billing-1", owner_client_id="billing-app",
+                       owner_host="/10.0.0.7", pre_pickup_high_watermark=20),
+        ),
+        "a member finally owns the partition: picking up again (pending), watched for its first commit",
+        id="unowned-then-picked-up",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 0), Step(0, 0), Step(0, 0)),
+            states=("pending", "pending", "pending"),
+            unowned_after_polls=2,
+            final=dict(polls_without_owner=3, lag=0),
+        ),
+        "no data arrives, so no message is at risk: not unowned however long nobody owns it",
+        id="empty-partition-is-never-unowned",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(20, 300)),
+            states=("pending", "pending"),
+            final=dict(lag=280, committed_offset=None, expired=0),
+        ),
+        "without a commit every stored message is unread: lag = H - E = 300 - 20, not 0 or unknown",
+        id="lag-without-commit-is-h-minus-e",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 200, owned=True, commit=200, guard_start=0)),
+            states=("pending", "covered"),
+            final=dict(missed_definite=0, missed_possible=0, policy_source="guard", backfill_start=None),
+        ),
+        "the guard started at 0, the log start when the partition appeared: exactly nothing missed, though "
+        "the commits alone would have assumed a gap",
+        id="guard-start-at-log-start-is-covered",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 200, owned=True, commit=200, guard_start=150)),
+            states=("pending", "gap"),
+            final=dict(missed_definite=150, missed_possible=0, policy_source="guard", backfill_start=0,
+                       backfill_end=150),
+        ),
+        "the guard started at 150: exactly [0,150) missed, nothing possibly missed",
+        id="guard-start-late-is-exact-gap",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 200, owned=True, guard_start=0)),
+            states=("pending", "covered"),
+            watched=(False, False),
+            final=dict(first_commit=None, policy_source="guard"),
+        ),
+        "the guard's report is exact, so it decides without waiting for a first commit; nothing to watch",
+        id="guard-decides-before-first-commit",
+    ),
+]
+
+
+@pytest.mark.parametrize("story, why", STORIES)
+def test_gap_accounting(story: Story, why: str):
+    store = billing_store(policy=story.policy, unowned_after_polls=story.unowned_after_polls)
+    states, watched, transitions = [], [], []
+    for step in story.steps:
+        if step.guard_start is not None:
+            store.report_guard(NEW_PARTITION, step.guard_start)
+        changes = store.apply(step.snapshot())
+        (accounting,) = [a for a in changes.accounting if a.key == NEW_PARTITION]
+        states.append(accounting.state)
+        watched.append("billing" in changes.groups_to_watch)
+        transitions.extend(changes.transitions)
+
+    assert tuple(states) == story.states, why
+    if story.watched is not None:
+        assert tuple(watched) == story.watched, why
+    actual = {name: getattr(accounting, name) for name in story.final}
+    assert actual == story.final, why
+    assert story.explanation_mentions in accounting.explanation
+    # A transition for creation, then one per change of state, none for polls that keep it.
+    expected_transitions = [StateTransition(NEW_PARTITION, None, story.states[0])] + [
+        StateTransition(NEW_PARTITION, old, new) for old, new in zip(story.states, story.states[1:]) if old != new
+    ]
+    assert transitions == expected_transitions, why
+
+
+def test_new_finding_is_accounted_from_the_snapshot_that_opens_it():
+    store = billing_store()
+    changes = store.apply(Step(5, 70).snapshot())
+
+    (accounting,) = changes.accounting
+    assert changes.new_findings == (NEW_PARTITION,)
+    assert (accounting.created_at, accounting.first_log_start, accounting.pre_pickup_high_watermark) == (T0, 5, 70)
+    assert (accounting.polls_without_owner, accounting.lag, accounting.policy_source) == (1, 65, None)
+
+
+def test_groups_to_watch_lists_only_groups_picking_a_finding_up():
+    store = Store(
+        topics={"orders": KnownTopic("orders", ORDERS_ID, 1, frozenset({0, 1}))},
+        groups={g: KnownGroup(g, frozenset({"orders"})) for g in ("billing", "audit", "search")},
+    )
+    changes = store.apply(poll(topic("orders", (0, 9), (0, 9), (0, 9), topic_id=ORDERS_ID), groups=(
+        group("billing", owns=(("orders", 2),)),  # owns the new partition, no commit yet: watch
+        group("audit", owns=(("orders", 0),)),  # nobody in audit owns it yet: pending, nothing to catch
+        group("search", owns=(("orders", 2),), commits={("orders", 2): 9}),  # already committed: decided
+    )))
+
+    assert changes.groups_to_watch == frozenset({"billing"})
+    assert {a.key.group_id: a.state for a in changes.accounting} == {
+        "billing": "pending", "audit": "pending", "search": "gap"
+    }
