@@ -36,6 +36,20 @@ SPARK_MASTER = env_spark_master("SPARK_MASTER", "local[*]")
 SPARK_KAFKA_JARS_DIR = Path(env_str("SPARK_KAFKA_JARS_DIR", str(BASE_DIR / ".gapwatch" / "lib" / "spark")))
 POLL_INTERVAL_SECONDS = env_int("POLL_INTERVAL_SECONDS", 10, minimum=1)
 KAFKA_TIMEOUT_SECONDS = env_int("KAFKA_TIMEOUT_SECONDS", 10, minimum=1)
+# Committed-offset fetches in flight at once (the client fetches one group per call).
+KAFKA_MAX_IN_FLIGHT = env_int("KAFKA_MAX_IN_FLIGHT", 32, minimum=1)
+# A finding nobody picked up after this many polls while data arrives is "unowned".
+UNOWNED_AFTER_POLLS = env_int("UNOWNED_AFTER_POLLS", 30, minimum=1)
+# While a group owns a new partition without a first commit, poll again this soon.
+FAST_POLL_SECONDS = env_int("FAST_POLL_SECONDS", 2, minimum=1)
+# A dead worker's poll lock expires after this long.
+POLL_LOCK_SECONDS = env_int("POLL_LOCK_SECONDS", max(120, 6 * POLL_INTERVAL_SECONDS), minimum=10)
+LAG_SAMPLE_INTERVAL_SECONDS = env_int("LAG_SAMPLE_INTERVAL_SECONDS", 60, minimum=1)
+LAG_SAMPLE_RETENTION_HOURS = env_int("LAG_SAMPLE_RETENTION_HOURS", 72, minimum=1)
+# Global webhook for finding events; a cluster's own webhook_url takes precedence.
+WEBHOOK_URL = env_str("WEBHOOK_URL", "")
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -44,6 +58,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",
     "django_celery_beat",
     "groups",
     "tasks",
@@ -109,7 +124,15 @@ CELERY_RESULT_EXPIRES = 24 * 3600
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-CELERY_BEAT_SCHEDULE: dict = {}
+# Loaded into django-celery-beat's database schedule when beat starts.
+CELERY_BEAT_SCHEDULE = {
+    "poll-all-clusters": {
+        "task": "gapwatch.poll_all_clusters",
+        "schedule": float(POLL_INTERVAL_SECONDS),
+        # A poll still queued after one interval is stale: the next one replaces it.
+        "options": {"expires": float(POLL_INTERVAL_SECONDS)},
+    },
+}
 
 LOGGING = {
     "version": 1,

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from groups import crypto
@@ -40,7 +41,10 @@ class Cluster(models.Model):
     webhook_url = models.URLField(blank=True, default="")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.NEW)
     last_poll_at = models.DateTimeField(null=True, blank=True)
+    last_poll_duration_ms = models.PositiveIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
+    polls_total = models.PositiveBigIntegerField(default=0)
+    poll_failures_total = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -65,3 +69,197 @@ class Cluster(models.Model):
             sasl_username=self.sasl_username,
             sasl_password=crypto.decrypt(self.sasl_password_encrypted) if self.sasl_password_encrypted else "",
         )
+
+
+class Topic(models.Model):
+    """A topic name on a cluster. A topic deleted and recreated keeps this row;
+    its generations record the new topic id as a new lineage."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="topics")
+    name = models.CharField(max_length=249)
+    kafka_topic_id = models.CharField(max_length=64)
+    is_internal = models.BooleanField(default=False)
+    partition_count = models.PositiveIntegerField(default=0)
+    deleted = models.BooleanField(default=False)
+    first_seen_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="topic_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PartitionGeneration(models.Model):
+    """The partition set of a topic as observed; a new row only when the set
+    or the topic id changes."""
+
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="generations")
+    number = models.PositiveIntegerField()
+    kafka_topic_id = models.CharField(max_length=64)
+    partitions = ArrayField(models.IntegerField())
+    added_partitions = ArrayField(models.IntegerField(), default=list)
+    removed_partitions = ArrayField(models.IntegerField(), default=list)
+    is_new_lineage = models.BooleanField(default=False)
+    observed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["topic", "number"]
+        constraints = [models.UniqueConstraint(fields=["topic", "number"], name="generation_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.topic.name} gen {self.number} ({len(self.partitions)} partitions)"
+
+
+class ConsumerGroup(models.Model):
+    class Policy(models.TextChoices):
+        UNKNOWN = "unknown"
+        LATEST = "latest"
+        EARLIEST = "earliest"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="groups")
+    # Group ids are arbitrary strings from the cluster: hostile text everywhere.
+    group_id = models.TextField()
+    state = models.CharField(max_length=40, blank=True, default="")
+    type = models.CharField(max_length=20, blank=True, default="")
+    assignor = models.CharField(max_length=100, blank=True, default="")
+    member_count = models.PositiveIntegerField(default=0)
+    declared_policy = models.CharField(max_length=10, choices=Policy.choices, default=Policy.UNKNOWN)
+    present = models.BooleanField(default=True)
+    first_seen_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["cluster", "group_id"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "group_id"], name="group_unique_id")]
+
+    def __str__(self) -> str:
+        return self.group_id
+
+
+class GroupTopic(models.Model):
+    """A topic a group consumes (committed on, or assigned), with its current lag."""
+
+    group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="group_topics")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="group_topics")
+    lag = models.BigIntegerField(default=0)
+    first_seen_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    # Lag samples are written at most every LAG_SAMPLE_INTERVAL_SECONDS.
+    last_sample_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["group", "topic"], name="group_topic_unique")]
+
+
+class Finding(models.Model):
+    """One (group, topic, partition) where the partition appeared in a new
+    generation of a topic the group already consumed. The accounting fields
+    mirror ``groups.core.FindingAccounting``; offsets are "next to read" and
+    ranges half-open."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        UNOWNED = "unowned"
+        GAP = "gap"
+        COVERED = "covered"
+        EXPIRED = "expired"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="findings")
+    group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="findings")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="findings")
+    partition = models.IntegerField()
+    generation = models.ForeignKey(PartitionGeneration, on_delete=models.CASCADE, related_name="findings")
+    state = models.CharField(max_length=10, choices=State.choices)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    first_log_start = models.BigIntegerField()
+    log_start_offset = models.BigIntegerField()
+    high_watermark = models.BigIntegerField()
+    committed_offset = models.BigIntegerField(null=True, blank=True)
+    lag = models.BigIntegerField()
+    owner_member_id = models.TextField(blank=True, default="")
+    owner_client_id = models.TextField(blank=True, default="")
+    owner_host = models.TextField(blank=True, default="")
+    pre_pickup_high_watermark = models.BigIntegerField(null=True, blank=True)
+    first_commit = models.BigIntegerField(null=True, blank=True)
+    polls_without_owner = models.PositiveIntegerField(default=0)
+    guard_start_offset = models.BigIntegerField(null=True, blank=True)
+    missed_definite = models.BigIntegerField(default=0)
+    missed_possible = models.BigIntegerField(default=0)
+    expired = models.BigIntegerField(default=0)
+    backfill_start = models.BigIntegerField(null=True, blank=True)
+    backfill_end = models.BigIntegerField(null=True, blank=True)
+    policy_source = models.CharField(max_length=10, blank=True, default="")
+    explanation = models.TextField(blank=True, default="")
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_reason = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "group", "topic", "partition", "generation"], name="finding_unique"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["cluster", "state"]),
+            models.Index(fields=["closed_at"]),
+            # The dashboard's default page: open findings, newest first.
+            models.Index(
+                models.F("created_at").desc(), "id", name="finding_open_newest",
+                condition=models.Q(closed_at__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group.group_id} {self.topic.name}[{self.partition}] gen {self.generation.number}"
+
+
+class LagSample(models.Model):
+    """Lag of a group on a topic at one poll, for charts. Pruned after
+    LAG_SAMPLE_RETENTION_HOURS."""
+
+    group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="lag_samples")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="lag_samples")
+    at = models.DateTimeField()
+    lag = models.BigIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["group", "topic", "at"]), models.Index(fields=["at"])]
+
+
+class Notification(models.Model):
+    """A webhook delivery: kept so retries and failures are visible."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="notifications")
+    finding = models.ForeignKey(Finding, on_delete=models.SET_NULL, null=True, related_name="notifications")
+    url = models.URLField(max_length=1000)
+    event = models.CharField(max_length=40)
+    payload = models.JSONField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+
+class AuditEvent(models.Model):
+    """Every state change by a person or by the system."""
+
+    at = models.DateTimeField(auto_now_add=True)
+    actor = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True)
+    system = models.BooleanField(default=False)
+    action = models.CharField(max_length=60)
+    cluster = models.ForeignKey(Cluster, on_delete=models.SET_NULL, null=True, blank=True)
+    detail = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-at"]

@@ -1,0 +1,146 @@
+"""GET /metrics: Prometheus text format, computed from the database at each
+scrape (stored state only; no Kafka call).
+
+A scrape is allowed for a logged-in user, with ``Authorization: Bearer
+<METRICS_TOKEN>`` when that setting is non-empty, or from loopback without a
+proxy header; anything else gets 403. Label values (group ids are arbitrary
+text) are escaped by prometheus_client.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from groups import selectors
+from groups.models import Cluster, Finding
+
+# Headers a reverse proxy adds: a request carrying one came from elsewhere,
+# even if the proxy itself connects from loopback.
+_PROXY_HEADERS = ("HTTP_X_FORWARDED_FOR", "HTTP_X_REAL_IP", "HTTP_FORWARDED")
+
+
+class GapwatchCollector:
+    """Evaluated per scrape; five queries whatever the number of clusters."""
+
+    def collect(self) -> Iterator[Metric]:
+        clusters = list(selectors.clusters_list())
+        yield from self._cluster_metrics(clusters)
+        yield from self._finding_metrics([cluster.name for cluster in clusters])
+        yield from self._lag_metrics()
+
+    def _cluster_metrics(self, clusters: list[Cluster]) -> Iterator[Metric]:
+        up = GaugeMetricFamily("gapwatch_cluster_up", "1 if the last poll of the cluster succeeded.", labels=["cluster"])
+        duration = GaugeMetricFamily(
+            "gapwatch_last_poll_duration_seconds", "Duration of the last poll of the cluster.", labels=["cluster"]
+        )
+        last_poll = GaugeMetricFamily(
+            "gapwatch_last_poll_timestamp_seconds", "Unix time of the last poll of the cluster.", labels=["cluster"]
+        )
+        polls = CounterMetricFamily("gapwatch_polls", "Polls of the cluster, failed ones included.", labels=["cluster"])
+        failures = CounterMetricFamily("gapwatch_poll_failures", "Failed polls of the cluster.", labels=["cluster"])
+        for cluster in clusters:
+            up.add_metric([cluster.name], 1 if cluster.status == Cluster.Status.OK else 0)
+            # A cluster never polled has no duration or time: no sample rather than a made-up 0.
+            if cluster.last_poll_duration_ms is not None:
+                duration.add_metric([cluster.name], cluster.last_poll_duration_ms / 1000)
+            if cluster.last_poll_at is not None:
+                last_poll.add_metric([cluster.name], cluster.last_poll_at.timestamp())
+            polls.add_metric([cluster.name], cluster.polls_total)
+            failures.add_metric([cluster.name], cluster.poll_failures_total)
+        yield from (up, duration, last_poll, polls, failures)
+
+    def _finding_metrics(self, cluster_names: list[str]) -> Iterator[Metric]:
+        open_findings = GaugeMetricFamily(
+            "gapwatch_open_findings", "Open findings by state.", labels=["cluster", "state"]
+        )
+        counts = selectors.findings_open_count_by_cluster_state()
+        for name in cluster_names:
+            for state in Finding.State.values:
+                open_findings.add_metric([name, state], counts.get((name, state), 0))
+        yield open_findings
+
+        definite = GaugeMetricFamily(
+            "gapwatch_missed_messages_definite",
+            "Messages certainly never read, summed over open findings in state gap or expired.",
+            labels=["cluster"],
+        )
+        possible = GaugeMetricFamily(
+            "gapwatch_missed_messages_possible",
+            "Messages possibly never read, summed over open findings in state gap or expired.",
+            labels=["cluster"],
+        )
+        missed = selectors.findings_missed_by_cluster()
+        for name in cluster_names:
+            missed_definite, missed_possible = missed.get(name, (0, 0))
+            definite.add_metric([name], missed_definite)
+            possible.add_metric([name], missed_possible)
+        yield from (definite, possible)
+
+    def _lag_metrics(self) -> Iterator[Metric]:
+        finding_lag = GaugeMetricFamily(
+            "gapwatch_finding_lag_messages",
+            "Lag of a group on a partition with an open finding (high watermark minus committed offset, "
+            "or minus log start when the group has no commit).",
+            labels=["cluster", "group", "topic", "partition", "state"],
+        )
+        for row in selectors.findings_open_lag_list():
+            finding_lag.add_metric(
+                [row["cluster"], row["group"], row["topic"], str(row["partition"]), row["state"]], row["lag"]
+            )
+        group_lag = GaugeMetricFamily(
+            "gapwatch_group_topic_lag_messages",
+            "Total lag of a present group on a topic, over all its partitions.",
+            labels=["cluster", "group", "topic"],
+        )
+        for row in selectors.group_topics_lag_list():
+            group_lag.add_metric([row["cluster"], row["group"], row["topic"]], row["lag"])
+        yield from (finding_lag, group_lag)
+
+
+# A private registry: the process-wide default one would add Python process
+# metrics and be shared with anything else that registers there.
+registry = CollectorRegistry(auto_describe=False)
+registry.register(GapwatchCollector())
+
+
+def _bearer_token_matches(request: HttpRequest) -> bool:
+    expected = getattr(settings, "METRICS_TOKEN", "")
+    if not expected:
+        return False
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(token.strip().encode(), expected.encode())
+
+
+def _direct_from_loopback(request: HttpRequest) -> bool:
+    if any(header in request.META for header in _PROXY_HEADERS):
+        return False
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def may_scrape(request: HttpRequest) -> bool:
+    return request.user.is_authenticated or _bearer_token_matches(request) or _direct_from_loopback(request)
+
+
+@never_cache
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    if not may_scrape(request):
+        return HttpResponse("forbidden\n", status=403, content_type="text/plain; charset=utf-8")
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

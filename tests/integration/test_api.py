@@ -1,0 +1,556 @@
+"""The JSON API under /api/v1/, against real PostgreSQL; rows are made with
+the ORM by the small factories below (tests/integration/test_metrics.py
+uses them too)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.contrib.auth.models import User
+
+from groups.api_schema import openapi_document
+from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, Topic
+
+NOW = datetime(2025, 3, 1, 12, 0, tzinfo=dt_timezone.utc)
+HOSTILE_GROUP_ID = "<script>alert(1)</script> \"q'uote\" & spaces?=&page=9#frag 🦄 %20+"
+
+
+# --- Factories -------------------------------------------------------------------
+
+
+def make_cluster(name: str = "prod", **fields) -> Cluster:
+    return Cluster.objects.create(name=name, bootstrap_servers=f"{name}-kafka:9092", **fields)
+
+
+def make_topic(cluster: Cluster, name: str = "orders", **fields) -> Topic:
+    defaults = {"kafka_topic_id": f"id-{cluster.name}-{name}", "partition_count": 3, "first_seen_at": NOW}
+    defaults.update(fields)
+    return Topic.objects.create(cluster=cluster, name=name, updated_at=NOW, **defaults)
+
+
+def make_generation(topic: Topic, number: int = 1, partitions: tuple[int, ...] = (0, 1, 2)) -> PartitionGeneration:
+    return PartitionGeneration.objects.create(
+        topic=topic,
+        number=number,
+        kafka_topic_id=topic.kafka_topic_id,
+        partitions=list(partitions),
+        observed_at=NOW,
+    )
+
+
+def make_group(cluster: Cluster, group_id: str = "billing", **fields) -> ConsumerGroup:
+    defaults = {"state": "Stable", "type": "classic", "assignor": "range", "member_count": 1}
+    defaults.update(fields)
+    return ConsumerGroup.objects.create(cluster=cluster, group_id=group_id, first_seen_at=NOW, last_seen_at=NOW, **defaults)
+
+
+def make_group_topic(group: ConsumerGroup, topic: Topic, lag: int) -> GroupTopic:
+    return GroupTopic.objects.create(group=group, topic=topic, lag=lag, first_seen_at=NOW, updated_at=NOW)
+
+
+def make_finding(
+    group: ConsumerGroup, generation: PartitionGeneration, partition: int = 2, *, minutes_ago: int = 0, **fields
+) -> Finding:
+    defaults = {
+        "state": Finding.State.GAP,
+        "first_log_start": 0,
+        "log_start_offset": 0,
+        "high_watermark": 100,
+        "committed_offset": 60,
+        "lag": 40,
+        "missed_definite": 30,
+        "missed_possible": 10,
+        "backfill_start": 0,
+        "backfill_end": 40,
+        "policy_source": "assumed",
+        "explanation": "assumed latest",
+        "owner_client_id": "client-1",
+        "owner_host": "/10.0.0.1",
+    }
+    defaults.update(fields)
+    found_at = NOW - timedelta(minutes=minutes_ago)
+    return Finding.objects.create(
+        cluster=group.cluster,
+        group=group,
+        topic=generation.topic,
+        generation=generation,
+        partition=partition,
+        created_at=found_at,
+        updated_at=found_at,
+        **defaults,
+    )
+
+
+# --- Helpers -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def api(client, db):
+    client.force_login(User.objects.create_user("viewer", password="viewer-pass-123"))
+    return client
+
+
+def get_json(client, path: str, params: dict | None = None, status: int = 200) -> dict:
+    response = client.get(path, params or {})
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/json"
+    return json.loads(response.content)
+
+
+def ids(body: dict) -> list[int]:
+    return [row["id"] for row in body["results"]]
+
+
+@pytest.fixture
+def two_clusters(db):
+    """prod: orders (gen 2 added partition 2) read by billing and audit;
+    payments (gen 1) read by billing. stage: orders read by billing.
+    Findings, newest first: f_gap, f_pending, f_covered, f_payments, f_stage;
+    f_closed is closed."""
+    prod, stage = make_cluster("prod"), make_cluster("stage")
+    orders = make_topic(prod, "orders")
+    payments = make_topic(prod, "payments")
+    stage_orders = make_topic(stage, "orders")
+    make_generation(orders, 1, (0, 1))
+    orders_gen2 = make_generation(orders, 2, (0, 1, 2))
+    payments_gen = make_generation(payments, 1, (0,))
+    stage_gen = make_generation(stage_orders, 3)
+    billing, audit = make_group(prod, "billing"), make_group(prod, "audit")
+    stage_billing = make_group(stage, "billing")
+    return {
+        "f_gap": make_finding(billing, orders_gen2, 2, minutes_ago=1),
+        "f_pending": make_finding(
+            audit, orders_gen2, 2, minutes_ago=2, state=Finding.State.PENDING, committed_offset=None, lag=100,
+            missed_definite=0, missed_possible=0, backfill_start=None, backfill_end=None, policy_source="",
+        ),
+        "f_covered": make_finding(billing, orders_gen2, 1, minutes_ago=3, state=Finding.State.COVERED),
+        "f_payments": make_finding(billing, payments_gen, 0, minutes_ago=4),
+        "f_stage": make_finding(stage_billing, stage_gen, 2, minutes_ago=5),
+        "f_closed": make_finding(audit, orders_gen2, 1, minutes_ago=0, closed_at=NOW, closed_reason="topic deleted"),
+    }
+
+
+# --- Access ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["findings", "clusters", "topics", "groups", "schema"])
+def test_it_answers_401_json_without_a_session(client, db, path):
+    response = client.get(f"/api/v1/{path}")
+    assert response.status_code == 401
+    assert response["Content-Type"] == "application/json"
+    assert "Location" not in response
+    assert json.loads(response.content) == {"error": "authentication required: log in first"}
+
+
+def test_it_answers_405_json_to_a_post(api):
+    response = api.post("/api/v1/findings")
+    assert response.status_code == 405
+    assert response["Allow"] == "GET, HEAD"
+    assert json.loads(response.content) == {"error": "method POST not allowed"}
+
+
+# --- Findings ----------------------------------------------------------------------
+
+
+def test_it_lists_open_findings_newest_first_with_every_field(api, two_clusters):
+    body = get_json(api, "/api/v1/findings")
+    f = two_clusters
+    assert ids(body) == [f[name].id for name in ("f_gap", "f_pending", "f_covered", "f_payments", "f_stage")]
+    assert (body["count"], body["page"], body["page_size"], body["next"], body["previous"]) == (5, 1, 50, None, None)
+    assert body["results"][0] == {
+        "id": f["f_gap"].id,
+        "cluster": "prod",
+        "topic": "orders",
+        "partition": 2,
+        "group": "billing",
+        "generation": 2,
+        "state": "gap",
+        "found_at": "2025-03-01T11:59:00+00:00",
+        "updated_at": "2025-03-01T11:59:00+00:00",
+        "closed_at": None,
+        "closed_reason": "",
+        "log_start_offset": 0,
+        "high_watermark": 100,
+        "committed_offset": 60,
+        "lag": 40,
+        "missed_definite": 30,
+        "missed_possible": 10,
+        "expired": 0,
+        "backfill_start": 0,
+        "backfill_end": 40,
+        "policy_source": "assumed",
+        "explanation": "assumed latest",
+        "owner_client_id": "client-1",
+        "owner_host": "/10.0.0.1",
+    }
+    pending = body["results"][1]
+    assert (pending["committed_offset"], pending["policy_source"], pending["lag"]) == (None, None, 100)
+
+
+def test_it_breaks_ties_of_found_at_by_id(api, db):
+    cluster = make_cluster()
+    generations = [make_generation(make_topic(cluster, f"t{n}")) for n in range(10)]
+    group = make_group(cluster)
+    same_time = [make_finding(group, generation, p, minutes_ago=7) for p in (2, 0, 1) for generation in generations]
+    newer = make_finding(make_group(cluster, "other"), generations[0], 0, minutes_ago=1)
+    # Rewrite every other row so it moves to the end of the table: without the
+    # id tie-break, ties come back in storage order.
+    Finding.objects.filter(id__in=[f.id for f in same_time[::2]]).update(lag=41)
+    body = get_json(api, "/api/v1/findings")
+    assert ids(body) == [newer.id] + sorted(f.id for f in same_time)
+    pages = [get_json(api, "/api/v1/findings", {"page_size": "7", "page": str(n)}) for n in (1, 2, 3, 4, 5)]
+    assert sum((ids(page) for page in pages), []) == ids(body)
+
+
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ({"cluster": "stage"}, ["f_stage"]),
+        ({"cluster": "prod", "topic": "orders"}, ["f_gap", "f_pending", "f_covered"]),
+        ({"topic": "orders"}, ["f_gap", "f_pending", "f_covered", "f_stage"]),
+        ({"group": "billing"}, ["f_gap", "f_covered", "f_payments", "f_stage"]),
+        ({"group": "billing", "cluster": "prod", "topic": "payments"}, ["f_payments"]),
+        ({"group": "BILLING"}, []),
+        ({"group": "billin"}, []),
+        ({"state": "pending"}, ["f_pending"]),
+        ({"state": "gap"}, ["f_gap", "f_payments", "f_stage"]),
+        ({"state": "gap", "cluster": "prod"}, ["f_gap", "f_payments"]),
+        ({"include_closed": "true"}, ["f_closed", "f_gap", "f_pending", "f_covered", "f_payments", "f_stage"]),
+        ({"include_closed": "false"}, ["f_gap", "f_pending", "f_covered", "f_payments", "f_stage"]),
+        ({"include_closed": "1", "group": "audit"}, ["f_closed", "f_pending"]),
+        ({"cluster": "nowhere"}, []),
+        ({"cluster": "", "state": ""}, ["f_gap", "f_pending", "f_covered", "f_payments", "f_stage"]),
+    ],
+)
+def test_it_filters_findings(api, two_clusters, params, expected):
+    body = get_json(api, "/api/v1/findings", params)
+    assert ids(body) == [two_clusters[name].id for name in expected]
+    assert body["count"] == len(expected)
+
+
+@pytest.mark.parametrize(
+    "params, parameter",
+    [
+        ({"state": "gone"}, "state"),
+        ({"state": "GAP"}, "state"),
+        ({"include_closed": "maybe"}, "include_closed"),
+        ({"page": "0"}, "page"),
+        ({"page": "-1"}, "page"),
+        ({"page": "two"}, "page"),
+        ({"page": "1.5"}, "page"),
+        ({"page_size": "0"}, "page_size"),
+        ({"page_size": "501"}, "page_size"),
+        ({"page_size": "ten"}, "page_size"),
+        ({"group": "nul\x00byte"}, "group"),
+    ],
+)
+def test_it_answers_400_naming_a_bad_parameter(api, two_clusters, params, parameter):
+    body = get_json(api, "/api/v1/findings", params, status=400)
+    assert body["parameter"] == parameter
+    assert parameter in body["error"]
+
+
+@pytest.mark.parametrize("path", ["clusters", "topics", "groups"])
+def test_it_answers_400_for_a_bad_page_size_on_every_list(api, db, path):
+    assert get_json(api, f"/api/v1/{path}", {"page_size": "9999"}, status=400)["parameter"] == "page_size"
+
+
+def test_it_pages_with_next_and_previous_links(api, two_clusters):
+    everything = ids(get_json(api, "/api/v1/findings"))
+    first = get_json(api, "/api/v1/findings", {"page_size": "2", "cluster": ""})
+    assert (first["count"], first["page"], first["page_size"], first["previous"]) == (5, 1, 2, None)
+    assert first["next"] == "http://testserver/api/v1/findings?page_size=2&cluster=&page=2"
+
+    seen = ids(first)
+    body = first
+    while body["next"]:
+        body = get_json(api, body["next"])
+        seen += ids(body)
+    assert seen == everything
+    assert (body["page"], len(body["results"]), body["next"]) == (3, 1, None)
+    assert body["previous"] == "http://testserver/api/v1/findings?page_size=2&cluster=&page=2"
+
+    back = get_json(api, body["previous"])
+    assert ids(back) == everything[2:4]
+    assert back["previous"] == "http://testserver/api/v1/findings?page_size=2&cluster=&page=1"
+
+
+def test_it_answers_an_empty_page_past_the_end(api, two_clusters):
+    body = get_json(api, "/api/v1/findings", {"page_size": "2", "page": "7"})
+    assert (body["count"], body["results"], body["next"]) == (5, [], None)
+    assert parse_qs(urlsplit(body["previous"]).query)["page"] == ["3"]
+
+
+def test_it_round_trips_a_hostile_group_id_through_the_filter_links_and_json(api, db):
+    cluster = make_cluster()
+    generation = make_generation(make_topic(cluster))
+    hostile = make_group(cluster, HOSTILE_GROUP_ID)
+    make_group(cluster, "<script>alert(1)</script>")
+    wanted = [make_finding(hostile, generation, partition, minutes_ago=partition) for partition in (0, 1)]
+    make_finding(ConsumerGroup.objects.get(group_id="<script>alert(1)</script>"), generation, 0)
+
+    first = get_json(api, "/api/v1/findings", {"group": HOSTILE_GROUP_ID, "page_size": "1"})
+    assert first["count"] == 2
+    assert first["results"][0]["group"] == HOSTILE_GROUP_ID
+    assert parse_qs(urlsplit(first["next"]).query)["group"] == [HOSTILE_GROUP_ID]
+    second = get_json(api, first["next"])
+    assert [first["results"][0]["id"], second["results"][0]["id"]] == [f.id for f in wanted]
+    assert second["results"][0]["group"] == HOSTILE_GROUP_ID
+
+    groups = get_json(api, "/api/v1/groups")["results"]
+    assert HOSTILE_GROUP_ID in [group["group_id"] for group in groups]
+
+
+def test_it_reads_a_page_of_findings_in_two_queries_whatever_its_size(api, db, django_assert_max_num_queries):
+    clusters = [make_cluster(f"c{n}") for n in range(3)]
+    for n, cluster in enumerate(clusters):
+        topics = [make_topic(cluster, f"t{m}") for m in range(3)]
+        generations = [make_generation(topic, 2) for topic in topics]
+        for g in range(4):
+            group = make_group(cluster, f"g{g}")
+            for generation in generations:
+                make_finding(group, generation, 2, minutes_ago=n)
+    # Two for the session and its user, one count, one page.
+    with django_assert_max_num_queries(4):
+        body = get_json(api, "/api/v1/findings", {"page_size": "500"})
+    assert len(body["results"]) == 36
+    assert {row["topic"] for row in body["results"]} == {"t0", "t1", "t2"}
+    with django_assert_max_num_queries(4):
+        get_json(api, "/api/v1/topics")
+    with django_assert_max_num_queries(4):
+        get_json(api, "/api/v1/clusters")
+    # Groups add one query for their topics, prefetched for the whole page.
+    with django_assert_max_num_queries(5):
+        assert len(get_json(api, "/api/v1/groups")["results"]) == 12
+
+
+def test_it_stays_fast_with_ten_thousand_findings(api, db):
+    cluster = make_cluster()
+    topic = make_topic(cluster, partition_count=100)
+    generation = make_generation(topic, 2, tuple(range(100)))
+    groups = ConsumerGroup.objects.bulk_create(
+        ConsumerGroup(cluster=cluster, group_id=f"g{n}", first_seen_at=NOW, last_seen_at=NOW) for n in range(100)
+    )
+    Finding.objects.bulk_create(
+        Finding(
+            cluster=cluster, group=group, topic=topic, generation=generation, partition=partition,
+            state=Finding.State.GAP if partition % 2 else Finding.State.PENDING,
+            created_at=NOW - timedelta(seconds=n * 100 + partition), updated_at=NOW,
+            first_log_start=0, log_start_offset=0, high_watermark=10, lag=10,
+        )
+        for n, group in enumerate(groups)
+        for partition in range(100)
+    )
+    started = time.monotonic()
+    first = get_json(api, "/api/v1/findings", {"page_size": "500"})
+    last = get_json(api, "/api/v1/findings", {"page_size": "500", "page": "20", "state": "gap"})
+    filtered = get_json(api, "/api/v1/findings", {"group": "g99", "cluster": "prod"})
+    elapsed = time.monotonic() - started
+    assert (first["count"], len(first["results"])) == (10_000, 500)
+    assert (last["count"], len(last["results"]), last["next"]) == (5_000, 0, None)
+    assert filtered["count"] == 100
+    assert elapsed < 3.0, f"three pages over 10,000 findings took {elapsed:.2f}s"
+
+
+# --- Clusters, topics, groups ----------------------------------------------------------
+
+
+def test_it_never_shows_the_sasl_password_or_its_ciphertext(api, db):
+    cluster = make_cluster(
+        "secure",
+        security_protocol=Cluster.SecurityProtocol.SASL_SSL,
+        sasl_mechanism=Cluster.SaslMechanism.SCRAM_SHA_512,
+        sasl_username="gapwatch",
+        status=Cluster.Status.OK,
+        last_poll_at=NOW,
+        last_poll_duration_ms=1234,
+        polls_total=10,
+        poll_failures_total=2,
+    )
+    cluster.set_sasl_password("s3cret-PASS")
+    cluster.save()
+    make_cluster("open")
+    ciphertext = Cluster.objects.get(name="secure").sasl_password_encrypted
+    assert ciphertext and "s3cret-PASS" not in ciphertext
+
+    response = api.get("/api/v1/clusters")
+    raw = response.content.decode()
+    assert response.status_code == 200
+    assert "s3cret-PASS" not in raw
+    assert ciphertext not in raw
+    assert "sasl_password_encrypted" not in raw
+    body = json.loads(raw)
+    assert body["results"] == [
+        {
+            "name": "open",
+            "bootstrap_servers": "open-kafka:9092",
+            "security_protocol": "PLAINTEXT",
+            "sasl_mechanism": "",
+            "sasl_username": "",
+            "sasl_password_set": False,
+            "enabled": True,
+            "status": "new",
+            "last_poll_at": None,
+            "last_poll_duration_ms": None,
+            "last_error": "",
+            "polls_total": 0,
+            "poll_failures_total": 0,
+        },
+        {
+            "name": "secure",
+            "bootstrap_servers": "secure-kafka:9092",
+            "security_protocol": "SASL_SSL",
+            "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_username": "gapwatch",
+            "sasl_password_set": True,
+            "enabled": True,
+            "status": "ok",
+            "last_poll_at": "2025-03-01T12:00:00+00:00",
+            "last_poll_duration_ms": 1234,
+            "last_error": "",
+            "polls_total": 10,
+            "poll_failures_total": 2,
+        },
+    ]
+
+
+def test_it_lists_topics_with_their_latest_generation_and_filters_by_cluster(api, db):
+    prod, stage = make_cluster("prod"), make_cluster("stage")
+    orders = make_topic(prod, "orders", partition_count=3)
+    for number in (1, 3, 2):
+        make_generation(orders, number)
+    make_topic(prod, "__consumer_offsets", is_internal=True, partition_count=50)
+    make_topic(stage, "orders", deleted=True)
+
+    body = get_json(api, "/api/v1/topics")
+    assert [(t["cluster"], t["name"], t["generation"]) for t in body["results"]] == [
+        ("prod", "__consumer_offsets", None),
+        ("prod", "orders", 3),
+        ("stage", "orders", None),
+    ]
+    assert body["results"][1] == {
+        "cluster": "prod",
+        "name": "orders",
+        "topic_id": "id-prod-orders",
+        "partition_count": 3,
+        "deleted": False,
+        "internal": False,
+        "generation": 3,
+        "first_seen_at": "2025-03-01T12:00:00+00:00",
+    }
+    assert body["results"][0]["internal"] is True
+    stage_only = get_json(api, "/api/v1/topics", {"cluster": "stage"})
+    assert [(t["cluster"], t["deleted"]) for t in stage_only["results"]] == [("stage", True)]
+
+
+def test_it_lists_groups_with_topic_lags_and_open_findings(api, two_clusters):
+    prod = Cluster.objects.get(name="prod")
+    billing = ConsumerGroup.objects.get(cluster=prod, group_id="billing")
+    make_group_topic(billing, Topic.objects.get(cluster=prod, name="payments"), 7)
+    make_group_topic(billing, Topic.objects.get(cluster=prod, name="orders"), 140)
+    make_group(prod, "idle", present=False, declared_policy=ConsumerGroup.Policy.EARLIEST, member_count=0)
+
+    body = get_json(api, "/api/v1/groups", {"cluster": "prod"})
+    assert body["count"] == 3
+    by_id = {group["group_id"]: group for group in body["results"]}
+    assert list(by_id) == ["audit", "billing", "idle"]
+    assert by_id["billing"] == {
+        "cluster": "prod",
+        "group_id": "billing",
+        "state": "Stable",
+        "type": "classic",
+        "assignor": "range",
+        "member_count": 1,
+        "declared_policy": "unknown",
+        "present": True,
+        "topics": [{"topic": "orders", "lag": 140}, {"topic": "payments", "lag": 7}],
+        "open_findings": 3,
+    }
+    # audit's closed finding does not count.
+    assert (by_id["audit"]["open_findings"], by_id["audit"]["topics"]) == (1, [])
+    assert (by_id["idle"]["open_findings"], by_id["idle"]["present"]) == (0, False)
+    assert get_json(api, "/api/v1/groups")["count"] == 4
+
+
+# --- Schema -------------------------------------------------------------------------
+
+
+def _resolve(document: dict, schema: dict) -> dict:
+    while "$ref" in schema:
+        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def check_against_schema(document: dict, instance, schema: dict, where: str = "$") -> int:
+    """Asserts ``instance`` fits ``schema`` (the OpenAPI subset the API uses);
+    returns how many values it checked, so a caller can tell it walked."""
+    schema = _resolve(document, schema)
+    if instance is None:
+        assert schema.get("nullable") is True, f"{where} is null but not nullable"
+        return 1
+    kind = schema["type"]
+    python_types = {"string": str, "boolean": bool, "object": dict, "array": list, "number": (int, float)}
+    if kind == "integer":
+        assert isinstance(instance, int) and not isinstance(instance, bool), f"{where}: {instance!r} not integer"
+    else:
+        assert isinstance(instance, python_types[kind]), f"{where}: {instance!r} is not {kind}"
+    if "enum" in schema:
+        assert instance in schema["enum"], f"{where}: {instance!r} not in {schema['enum']}"
+    if schema.get("format") == "date-time":
+        assert datetime.fromisoformat(instance).tzinfo is not None, where
+    if schema.get("format") == "uri":
+        assert urlsplit(instance).scheme in ("http", "https"), where
+    checked = 1
+    if kind == "object" and "properties" in schema:
+        for name in schema.get("required", []):
+            assert name in instance, f"{where}.{name} is missing"
+        if schema.get("additionalProperties") is False:
+            assert set(instance) <= set(schema["properties"]), f"{where}: undocumented {set(instance) - set(schema['properties'])}"
+        for name, value in instance.items():
+            checked += check_against_schema(document, value, schema["properties"][name], f"{where}.{name}")
+    if kind == "array":
+        for index, item in enumerate(instance):
+            checked += check_against_schema(document, item, schema["items"], f"{where}[{index}]")
+    return checked
+
+
+def test_it_serves_an_openapi_document_that_every_answer_conforms_to(api, two_clusters):
+    prod = Cluster.objects.get(name="prod")
+    billing = ConsumerGroup.objects.get(cluster=prod, group_id="billing")
+    make_group_topic(billing, Topic.objects.get(cluster=prod, name="orders"), 140)
+    make_topic(prod, "fresh")  # no generation yet: a null
+    Cluster.objects.filter(name="prod").update(last_poll_at=NOW, last_poll_duration_ms=12, status="ok")
+    document = get_json(api, "/api/v1/schema")
+    assert document == json.loads(json.dumps(openapi_document()))
+    assert document["openapi"].startswith("3.0.")
+    assert set(document["paths"]) == {f"/api/v1/{name}" for name in ("findings", "clusters", "topics", "groups", "schema")}
+
+    for path, item in document["paths"].items():
+        operation = item["get"]
+        ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
+        body = get_json(api, path, {"include_closed": "true"} if path.endswith("findings") else {})
+        checked = check_against_schema(document, body, ok, path)
+        if "results" in body:
+            assert body["results"], f"{path} walked no rows"
+            item_schema = _resolve(document, _resolve(document, ok)["properties"]["results"]["items"])
+            assert checked > len(body["results"]) * len(item_schema["properties"])
+        # Every declared parameter is accepted; every enum value too.
+        for parameter in operation.get("parameters", []):
+            values = parameter["schema"].get("enum") or [{"integer": "1", "boolean": "true"}.get(parameter["schema"]["type"], "x")]
+            for value in values:
+                get_json(api, path, {parameter["name"]: value})
+        error_schema = operation["responses"]["401"]["content"]["application/json"]["schema"]
+        api.logout()
+        check_against_schema(document, get_json(api, path, status=401), error_schema, f"{path} 401")
+        api.force_login(User.objects.get(username="viewer"))
+
+    bad = get_json(api, "/api/v1/findings", {"state": "nope"}, status=400)
+    error_schema = document["paths"]["/api/v1/findings"]["get"]["responses"]["400"]["content"]["application/json"]["schema"]
+    check_against_schema(document, bad, error_schema, "400")
+    state = next(p for p in document["paths"]["/api/v1/findings"]["get"]["parameters"] if p["name"] == "state")
+    assert state["schema"]["enum"] == ["pending", "unowned", "gap", "covered", "expired"]

@@ -1,0 +1,206 @@
+"""GET /metrics: exact values from stored state, label escaping, access rules."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client.parser import text_string_to_metric_families
+
+from groups.models import Cluster, Finding
+from tests.integration.test_api import (
+    NOW,
+    make_cluster,
+    make_finding,
+    make_generation,
+    make_group,
+    make_group_topic,
+    make_topic,
+)
+
+# A quote, a backslash and a newline: the three characters the text format escapes.
+HOSTILE_GROUP_ID = 'we"ird\\group\nname'
+REMOTE = "203.0.113.7"
+
+
+@pytest.fixture
+def stored_state(db):
+    """prod (ok, polled) with findings and lags; stage (unreachable, never
+    polled) with nothing. Comments give each row's part in the numbers."""
+    prod = make_cluster(
+        "prod", status=Cluster.Status.OK, last_poll_at=NOW, last_poll_duration_ms=1500, polls_total=42,
+        poll_failures_total=3,
+    )
+    make_cluster("stage", status=Cluster.Status.UNREACHABLE, polls_total=5, poll_failures_total=5)
+    orders = make_topic(prod, "orders")
+    payments = make_topic(prod, "payments")
+    deleted = make_topic(prod, "old", deleted=True)
+    orders_gen2 = make_generation(orders, 2, (0, 1, 2))
+    orders_gen3 = make_generation(orders, 3, (0, 1, 2, 3))
+    payments_gen = make_generation(payments, 1, (0,))
+    billing = make_group(prod, "billing")
+    hostile = make_group(prod, HOSTILE_GROUP_ID)
+    gone = make_group(prod, "gone", present=False)
+
+    # gap: lag series, counted, missed 30 + 10.
+    make_finding(billing, orders_gen2, 2, state=Finding.State.GAP, lag=40, missed_definite=30, missed_possible=10)
+    # expired: counted, missed 20 + 7.
+    make_finding(hostile, orders_gen2, 2, state=Finding.State.EXPIRED, lag=5, missed_definite=20, missed_possible=7)
+    # pending: its (made-up) missed numbers must not be summed.
+    make_finding(billing, orders_gen3, 3, state=Finding.State.PENDING, lag=100, missed_definite=1000, missed_possible=1000)
+    # covered: lag 0, missed numbers not summed.
+    make_finding(billing, payments_gen, 0, state=Finding.State.COVERED, lag=0, missed_definite=0, missed_possible=500)
+    # Closed: no series, not counted, not summed.
+    make_finding(hostile, orders_gen2, 1, state=Finding.State.GAP, lag=9, missed_definite=900, closed_at=NOW)
+
+    make_group_topic(billing, orders, 140)
+    make_group_topic(billing, payments, 0)
+    make_group_topic(hostile, orders, 5)
+    make_group_topic(gone, orders, 99)  # group no longer listed: no series
+    make_group_topic(billing, deleted, 12)  # topic deleted: no series
+
+
+def scrape(client, status: int = 200, **extra) -> str:
+    response = client.get("/metrics", **extra)
+    assert response.status_code == status, response.content
+    if status == 200:
+        assert response["Content-Type"] == CONTENT_TYPE_LATEST
+    return response.content.decode()
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def expected_samples() -> dict[tuple[str, tuple], float]:
+    expected: dict[tuple[str, tuple], float] = {}
+
+    def put(name: str, value: float, **labels: str) -> None:
+        expected[(name, tuple(sorted(labels.items())))] = value
+
+    put("gapwatch_cluster_up", 1, cluster="prod")
+    put("gapwatch_cluster_up", 0, cluster="stage")
+    put("gapwatch_last_poll_duration_seconds", 1.5, cluster="prod")
+    put("gapwatch_last_poll_timestamp_seconds", NOW.timestamp(), cluster="prod")
+    put("gapwatch_polls_total", 42, cluster="prod")
+    put("gapwatch_polls_total", 5, cluster="stage")
+    put("gapwatch_poll_failures_total", 3, cluster="prod")
+    put("gapwatch_poll_failures_total", 5, cluster="stage")
+    prod_open = {"pending": 1, "unowned": 0, "gap": 1, "covered": 1, "expired": 1}
+    for state, count in prod_open.items():
+        put("gapwatch_open_findings", count, cluster="prod", state=state)
+        put("gapwatch_open_findings", 0, cluster="stage", state=state)
+    put("gapwatch_missed_messages_definite", 30 + 20, cluster="prod")
+    put("gapwatch_missed_messages_possible", 10 + 7, cluster="prod")
+    put("gapwatch_missed_messages_definite", 0, cluster="stage")
+    put("gapwatch_missed_messages_possible", 0, cluster="stage")
+    lag = "gapwatch_finding_lag_messages"
+    put(lag, 40, cluster="prod", group="billing", topic="orders", partition="2", state="gap")
+    put(lag, 100, cluster="prod", group="billing", topic="orders", partition="3", state="pending")
+    put(lag, 0, cluster="prod", group="billing", topic="payments", partition="0", state="covered")
+    put(lag, 5, cluster="prod", group=HOSTILE_GROUP_ID, topic="orders", partition="2", state="expired")
+    put("gapwatch_group_topic_lag_messages", 140, cluster="prod", group="billing", topic="orders")
+    put("gapwatch_group_topic_lag_messages", 0, cluster="prod", group="billing", topic="payments")
+    put("gapwatch_group_topic_lag_messages", 5, cluster="prod", group=HOSTILE_GROUP_ID, topic="orders")
+    return expected
+
+
+def test_it_exports_exact_values_from_stored_state(client, stored_state):
+    assert samples(scrape(client)) == expected_samples()
+
+
+def test_it_escapes_a_quote_a_backslash_and_a_newline_in_label_values(client, stored_state):
+    text = scrape(client)
+    escaped = 'group="we\\"ird\\\\group\\nname"'
+    assert (
+        'gapwatch_finding_lag_messages{cluster="prod",' + escaped + ',partition="2",state="expired",topic="orders"} 5.0'
+    ) in text.splitlines()
+    assert 'gapwatch_group_topic_lag_messages{cluster="prod",' + escaped + ',topic="orders"} 5.0' in text.splitlines()
+    # Every line is still one sample or one comment: the raw newline never leaks.
+    assert all(line.startswith(("gapwatch_", "# HELP gapwatch_", "# TYPE gapwatch_")) for line in text.splitlines())
+
+
+def test_it_emits_one_series_per_partition_when_generations_overlap(client, stored_state):
+    billing = Finding.objects.get(group__group_id="billing", partition=2).group
+    gen4 = make_generation(billing.cluster.topics.get(name="orders"), 4, (0, 1, 2, 3))
+    make_finding(billing, gen4, 2, state=Finding.State.UNOWNED, lag=77)
+    lags = {
+        labels: value for (name, labels), value in samples(scrape(client)).items()
+        if name == "gapwatch_finding_lag_messages" and dict(labels)["group"] == "billing" and dict(labels)["partition"] == "2"
+    }
+    # The newest generation's finding wins; both stay counted as open findings.
+    assert list(lags.values()) == [77]
+    assert dict(next(iter(lags)))["state"] == "unowned"
+    assert samples(scrape(client))[("gapwatch_open_findings", (("cluster", "prod"), ("state", "unowned")))] == 1
+
+
+def test_it_reads_the_database_at_every_scrape_in_a_bounded_number_of_queries(
+    client, stored_state, django_assert_max_num_queries
+):
+    with django_assert_max_num_queries(5):
+        scrape(client)
+    Cluster.objects.filter(name="stage").update(status=Cluster.Status.OK, polls_total=6)
+    with django_assert_max_num_queries(5):
+        after = samples(scrape(client))
+    assert after[("gapwatch_cluster_up", (("cluster", "stage"),))] == 1
+    assert after[("gapwatch_polls_total", (("cluster", "stage"),))] == 6
+
+
+def test_it_exports_only_gapwatch_metrics(client, stored_state):
+    names = {name for name, _ in samples(scrape(client))}
+    assert names and all(name.startswith("gapwatch_") for name in names)
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"])
+def test_it_lets_anonymous_loopback_scrape(client, db, address):
+    scrape(client, REMOTE_ADDR=address)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"REMOTE_ADDR": REMOTE},
+        {"REMOTE_ADDR": "10.0.0.8"},
+        {"REMOTE_ADDR": "::ffff:203.0.113.7"},
+        # A proxy on the same host: the client is elsewhere.
+        {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": REMOTE},
+        {"REMOTE_ADDR": "127.0.0.1", "HTTP_FORWARDED": f"for={REMOTE}"},
+    ],
+)
+def test_it_refuses_anonymous_scrapes_from_elsewhere(client, db, extra, settings):
+    settings.METRICS_TOKEN = ""
+    assert scrape(client, status=403, **extra) == "forbidden\n"
+
+
+def test_it_accepts_the_bearer_token_from_anywhere_and_only_that_token(client, db, settings):
+    settings.METRICS_TOKEN = "tok-3f9a"
+    scrape(client, REMOTE_ADDR=REMOTE, HTTP_AUTHORIZATION="Bearer tok-3f9a")
+    scrape(client, REMOTE_ADDR=REMOTE, HTTP_AUTHORIZATION="bearer tok-3f9a")
+    scrape(client, status=403, REMOTE_ADDR=REMOTE, HTTP_AUTHORIZATION="Bearer tok-3f9")
+    scrape(client, status=403, REMOTE_ADDR=REMOTE, HTTP_AUTHORIZATION="Basic tok-3f9a")
+    scrape(client, status=403, REMOTE_ADDR=REMOTE, HTTP_AUTHORIZATION="tok-3f9a")
+    scrape(client, status=403, REMOTE_ADDR=REMOTE)
+
+
+@pytest.mark.parametrize("token", ["", None])
+def test_it_never_matches_an_empty_token(client, db, settings, token):
+    if token is None:
+        del settings.METRICS_TOKEN
+    else:
+        settings.METRICS_TOKEN = token
+    scrape(client, status=403, REMOTE_ADDR=REMOTE, HTTP_AUTHORIZATION="Bearer ")
+    scrape(client, status=403, REMOTE_ADDR=REMOTE, HTTP_AUTHORIZATION="Bearer")
+
+
+def test_it_lets_a_logged_in_user_scrape_from_anywhere(client, db, settings):
+    settings.METRICS_TOKEN = ""
+    client.force_login(User.objects.create_user("viewer", password="viewer-pass-123"))
+    scrape(client, REMOTE_ADDR=REMOTE)
+
+
+def test_it_answers_405_to_a_post(client, db):
+    assert client.post("/metrics").status_code == 405
