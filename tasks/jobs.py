@@ -1,9 +1,89 @@
 """Celery tasks. Thin: they take ids, load objects and call services."""
 
+from __future__ import annotations
+
+import json
+import logging
+import urllib.error
+import urllib.request
+
+import redis
 from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+from groups.models import Cluster, Notification
+from tasks.polling import poll_cluster
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="gapwatch.ping")
 def ping(payload: str) -> str:
     """Round trip through the broker and the result backend; used by health checks and tests."""
     return f"pong:{payload}"
+
+
+@shared_task(name="gapwatch.poll_all_clusters", ignore_result=True)
+def poll_all_clusters() -> None:
+    for cluster_id in Cluster.objects.filter(enabled=True).values_list("id", flat=True):
+        poll_cluster_task.apply_async((cluster_id,), expires=settings.POLL_INTERVAL_SECONDS)
+
+
+def poll_lock_key(cluster_id: int) -> str:
+    return f"gapwatch:poll-lock:{cluster_id}"
+
+
+@shared_task(name="gapwatch.poll_cluster")
+def poll_cluster_task(cluster_id: int) -> dict:
+    """Poll one cluster under a Redis lock: no two polls of one cluster overlap,
+    and a dead worker's lock expires after POLL_LOCK_SECONDS.
+
+    While a group owns a new partition without a first commit, poll again after
+    FAST_POLL_SECONDS, to catch that first commit (the evidence of its policy).
+    """
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    lock = client.lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS)
+    if not lock.acquire(blocking=False):
+        return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is already running"}
+    try:
+        summary = poll_cluster(cluster_id=cluster_id)
+    finally:
+        try:
+            lock.release()
+        except redis.exceptions.LockError:
+            log.warning("poll lock of cluster %s expired before the poll ended", cluster_id)
+    if summary.groups_to_watch:
+        poll_cluster_task.apply_async((cluster_id,), countdown=settings.FAST_POLL_SECONDS)
+    return summary.as_dict()
+
+
+@shared_task(name="gapwatch.send_notification", bind=True, max_retries=None, ignore_result=True)
+def send_notification(self, notification_id: int) -> None:
+    """POST one webhook; retried with exponential backoff up to WEBHOOK_MAX_ATTEMPTS.
+    Never blocks a poll: it runs on its own after the poll committed."""
+    notification = Notification.objects.filter(id=notification_id, status=Notification.Status.PENDING).first()
+    if notification is None:
+        return
+    attempts = notification.attempts + 1
+    request = urllib.request.Request(
+        notification.url, data=json.dumps(notification.payload).encode(), method="POST",
+        headers={"Content-Type": "application/json", "User-Agent": "gapwatch"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            response.read()
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        final = attempts >= settings.WEBHOOK_MAX_ATTEMPTS
+        Notification.objects.filter(id=notification_id).update(
+            attempts=attempts, last_error=str(error)[:1000],
+            status=Notification.Status.FAILED if final else Notification.Status.PENDING,
+        )
+        log.warning("webhook %s attempt %d/%d failed: %s", notification_id, attempts,
+                    settings.WEBHOOK_MAX_ATTEMPTS, error)
+        if not final:
+            raise self.retry(countdown=min(300, 2 ** attempts))
+        return
+    Notification.objects.filter(id=notification_id).update(
+        attempts=attempts, status=Notification.Status.SENT, sent_at=timezone.now(), last_error=""
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,14 +30,25 @@ def services(action: str, service: str) -> None:
     subprocess.run(["bash", str(ROOT / "scripts" / "services.sh"), action, service], check=True, timeout=180)
 
 
-@pytest.fixture
-def stopped_kafka():
-    """Stops the local broker for the test and always starts it again."""
+@contextmanager
+def kafka_stopped():
+    """Stops the local broker and always starts it again."""
     services("stop", "kafka")
     try:
         yield
     finally:
         services("start", "kafka")
+
+
+@pytest.fixture
+def stopped_kafka():
+    with kafka_stopped():
+        yield
+
+
+@pytest.fixture
+def stopped_kafka_factory():
+    return kafka_stopped
 
 
 @pytest.fixture
@@ -62,3 +74,4 @@ def django_db_setup(django_db_setup, django_db_blocker):
             "select pg_terminate_backend(pid) from pg_stat_activity"
             " where datname = current_database() and pid <> pg_backend_pid()"
         )
+

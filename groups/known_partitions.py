@@ -1,0 +1,78 @@
+"""Known-partition sets in Redis, read by consumer-side guards.
+
+Key layout (one Redis set per cluster, topic and group):
+
+    gapwatch:known-partitions:<cluster>:<topic>:<group id>
+
+Members are partition ids (decimal strings). The set holds the partitions that
+existed at the group's current generation: every partition of the topic except
+the new ones the group has not committed on yet (open findings without a
+commit). A guard seeing a partition with no commit that is NOT in the set
+knows it is new and starts it at the beginning. Cluster names are slugs and
+topic names cannot contain ':', so everything after the third ':' is the group
+id, whatever it contains. Sets expire after KNOWN_SET_TTL_SECONDS without a
+poll refreshing them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+
+import redis
+from django.conf import settings
+
+from groups import core
+from groups.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+PREFIX = "gapwatch:known-partitions"
+KNOWN_SET_TTL_SECONDS = 7 * 24 * 3600
+
+
+def key(*, cluster: str, topic: str, group_id: str) -> str:
+    return f"{PREFIX}:{cluster}:{topic}:{group_id}"
+
+
+def compute(*, snapshot: Snapshot, accounting: Iterable[core.FindingAccounting]) -> dict[tuple[str, str], frozenset[int]]:
+    """(topic, group id) -> known partitions, for every group and topic it reads."""
+    not_yet_known: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for finding in accounting:
+        if finding.committed_offset is None:
+            not_yet_known[(finding.key.topic, finding.key.group_id)].add(finding.key.partition)
+    partitions = {topic.name: topic.partition_ids for topic in snapshot.topics}
+    return {
+        (topic, group.group_id): frozenset(partitions[topic] - not_yet_known[(topic, group.group_id)])
+        for group in snapshot.groups
+        for topic in group.topics()
+        if topic in partitions
+    }
+
+
+def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]]) -> None:
+    """Replace each set atomically (write a temporary key, then RENAME)."""
+    if not sets:
+        return
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+    try:
+        pipe = client.pipeline(transaction=False)
+        for (topic, group_id), partitions in sets.items():
+            target = key(cluster=cluster, topic=topic, group_id=group_id)
+            if not partitions:
+                pipe.delete(target)
+                continue
+            staging = f"{target}:staging"
+            pipe.delete(staging)
+            pipe.sadd(staging, *sorted(partitions))
+            pipe.rename(staging, target)
+            pipe.expire(target, KNOWN_SET_TTL_SECONDS)
+        pipe.execute()
+    except redis.RedisError as error:
+        # Guards fall back to their own bookkeeping; the poll itself succeeded.
+        log.warning("could not publish known-partition sets for cluster %s: %s", cluster, error)
+
+
+def read(*, cluster: str, topic: str, group_id: str) -> frozenset[int]:
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+    return frozenset(int(member) for member in client.smembers(key(cluster=cluster, topic=topic, group_id=group_id)))

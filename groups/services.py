@@ -1,0 +1,364 @@
+"""Writes. One poll's changes are written here, in one transaction, in bulk.
+
+The poller observes (``tasks.kafka_adapter``), the core decides
+(``groups.core``), and these functions write — in that order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from groups import core, known_partitions
+from groups.models import (
+    AuditEvent,
+    Cluster,
+    ConsumerGroup,
+    Finding,
+    GroupTopic,
+    LagSample,
+    Notification,
+    PartitionGeneration,
+    Topic,
+)
+from groups.snapshot import GroupSnapshot, Snapshot, TopicSnapshot
+
+log = logging.getLogger(__name__)
+
+# Transitions worth telling a person about (old state None = just created).
+NOTIFY_STATES = {"gap", "unowned"}
+
+_ACCOUNTING_FIELDS = [
+    "state", "updated_at", "log_start_offset", "high_watermark", "committed_offset", "lag",
+    "owner_member_id", "owner_client_id", "owner_host", "pre_pickup_high_watermark", "first_commit",
+    "polls_without_owner", "guard_start_offset", "missed_definite", "missed_possible", "expired",
+    "backfill_start", "backfill_end", "policy_source", "explanation",
+]
+
+
+@dataclass(frozen=True)
+class PollSummary:
+    cluster: str
+    ok: bool
+    error: str = ""
+    kafka_seconds: float = 0.0
+    write_seconds: float = 0.0
+    topics: int = 0
+    partitions: int = 0
+    groups: int = 0
+    new_generations: int = 0
+    open_findings: int = 0
+    new_findings: list[dict] = field(default_factory=list)
+    transitions: int = 0
+    groups_to_watch: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "cluster": self.cluster, "ok": self.ok, "error": self.error,
+            "duration_seconds": round(self.kafka_seconds + self.write_seconds, 4),
+            "kafka_seconds": round(self.kafka_seconds, 4), "write_seconds": round(self.write_seconds, 4),
+            "topics": self.topics, "partitions": self.partitions, "groups": self.groups,
+            "new_generations": self.new_generations, "open_findings": self.open_findings,
+            "transitions": self.transitions, "groups_to_watch": self.groups_to_watch,
+            "new_findings": self.new_findings,
+        }
+
+
+def group_topic_lag(*, group: GroupSnapshot, topic: TopicSnapshot) -> int:
+    """Sum of lag over the topic's partitions: H - C with a commit, H - E without
+    (a partition with no commit has all its messages ahead of the group)."""
+    total = 0
+    for offsets in topic.partitions:
+        committed = group.committed.get((topic.name, offsets.partition))
+        start = offsets.log_start if committed is None else max(committed, offsets.log_start)
+        total += max(0, offsets.high_watermark - start)
+    return total
+
+
+def cluster_record_failure(*, cluster_id: int, error: str, now: datetime, kafka_seconds: float) -> PollSummary:
+    """A failed or partial poll changes nothing but the cluster's status and error."""
+    Cluster.objects.filter(id=cluster_id).update(
+        status=Cluster.Status.UNREACHABLE, last_error=error[:2000], last_poll_at=now,
+        last_poll_duration_ms=int(kafka_seconds * 1000),
+        polls_total=F("polls_total") + 1, poll_failures_total=F("poll_failures_total") + 1,
+    )
+    name = Cluster.objects.values_list("name", flat=True).get(id=cluster_id)
+    return PollSummary(cluster=name, ok=False, error=error, kafka_seconds=kafka_seconds)
+
+
+def _known_state(cluster: Cluster) -> tuple[dict, dict, list, list, list]:
+    topics = {topic.name: topic for topic in Topic.objects.filter(cluster=cluster)}
+    latest = {
+        generation.topic_id: generation
+        for generation in PartitionGeneration.objects.filter(topic__cluster=cluster)
+        .order_by("topic_id", "-number")
+        .distinct("topic_id")
+    }
+    known_topics = [
+        core.KnownTopic(
+            name=topic.name, topic_id=latest[topic.id].kafka_topic_id, generation=latest[topic.id].number,
+            partition_ids=frozenset(latest[topic.id].partitions), deleted=topic.deleted,
+        )
+        for topic in topics.values()
+        if topic.id in latest
+    ]
+    groups = {group.group_id: group for group in ConsumerGroup.objects.filter(cluster=cluster)}
+    consumed: dict[str, set[str]] = defaultdict(set)
+    for group_id, topic_name in GroupTopic.objects.filter(group__cluster=cluster).values_list(
+        "group__group_id", "topic__name"
+    ):
+        consumed[group_id].add(topic_name)
+    known_groups = [
+        core.KnownGroup(group_id=g.group_id, consumed_topics=frozenset(consumed[g.group_id]),
+                        declared_policy=g.declared_policy)
+        for g in groups.values()
+    ]
+    open_rows = list(
+        Finding.objects.filter(cluster=cluster, closed_at__isnull=True).select_related("group", "topic", "generation")
+    )
+    return topics, groups, known_topics, known_groups, open_rows
+
+
+def _finding_key(row: Finding) -> core.FindingKey:
+    return core.FindingKey(row.group.group_id, row.topic.name, row.partition, row.generation.number)
+
+
+def _finding_state(row: Finding) -> core.FindingState:
+    return core.FindingState(
+        key=_finding_key(row), created_at=row.created_at, first_log_start=row.first_log_start,
+        pre_pickup_high_watermark=row.pre_pickup_high_watermark, first_commit=row.first_commit,
+        polls_without_owner=row.polls_without_owner, state=row.state, guard_start_offset=row.guard_start_offset,
+    )
+
+
+def _apply_accounting(row: Finding, accounting: core.FindingAccounting, now: datetime) -> None:
+    row.state = accounting.state
+    row.updated_at = now
+    row.log_start_offset = accounting.log_start_offset
+    row.high_watermark = accounting.high_watermark
+    row.committed_offset = accounting.committed_offset
+    row.lag = accounting.lag
+    row.owner_member_id = accounting.owner_member_id or ""
+    row.owner_client_id = accounting.owner_client_id or ""
+    row.owner_host = accounting.owner_host or ""
+    row.pre_pickup_high_watermark = accounting.pre_pickup_high_watermark
+    row.first_commit = accounting.first_commit
+    row.polls_without_owner = accounting.polls_without_owner
+    row.guard_start_offset = accounting.guard_start_offset
+    row.missed_definite = accounting.missed_definite
+    row.missed_possible = accounting.missed_possible
+    row.expired = accounting.expired
+    row.backfill_start = accounting.backfill_start
+    row.backfill_end = accounting.backfill_end
+    row.policy_source = accounting.policy_source or ""
+    row.explanation = accounting.explanation
+
+
+def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, kafka_seconds: float) -> PollSummary:
+    """Write one complete poll.
+
+    1. Lock the cluster row (two polls of one cluster never interleave writes)
+       and load what is stored.
+    2. Ask the core what the snapshot changes.
+    3. Upsert topics, generations, groups and group-topic lag; write lag
+       samples; create, update and close findings; audit every state change
+       and queue notifications — all in bulk, in this one transaction.
+    4. After commit: publish the known-partition sets for consumer-side guards
+       and send the notifications.
+    """
+    started = time.monotonic()
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().get(id=cluster_id)
+        topics, groups, known_topics, known_groups, open_rows = _known_state(cluster)
+        changes = core.evaluate_snapshot(
+            snapshot=snapshot, known_topics=known_topics, known_groups=known_groups,
+            open_findings=[_finding_state(row) for row in open_rows], now=now,
+            unowned_after_polls=settings.UNOWNED_AFTER_POLLS,
+        )
+        topics = _write_topics(cluster=cluster, snapshot=snapshot, stored=topics, changes=changes, now=now)
+        generations = _write_generations(topics=topics, changes=changes, now=now)
+        groups = _write_groups(cluster=cluster, snapshot=snapshot, stored=groups, now=now)
+        _write_group_topics(snapshot=snapshot, topics=topics, groups=groups, now=now)
+        findings = _write_findings(
+            cluster=cluster, changes=changes, open_rows=open_rows, topics=topics, groups=groups,
+            generations=generations, now=now,
+        )
+        notifications = _write_audit_and_notifications(cluster=cluster, changes=changes, findings=findings)
+        Cluster.objects.filter(id=cluster.id).update(
+            status=Cluster.Status.OK, last_error="", last_poll_at=now,
+            last_poll_duration_ms=int((kafka_seconds + time.monotonic() - started) * 1000),
+            polls_total=F("polls_total") + 1,
+        )
+        sets = known_partitions.compute(snapshot=snapshot, accounting=changes.accounting)
+        transaction.on_commit(lambda: known_partitions.publish(cluster=cluster.name, sets=sets))
+        if notifications:
+            from tasks.jobs import send_notification
+
+            ids = [n.id for n in notifications]
+            transaction.on_commit(lambda: [send_notification.delay(nid) for nid in ids])
+    write_seconds = time.monotonic() - started
+    new_keys = set(changes.new_findings)
+    return PollSummary(
+        cluster=cluster.name, ok=True, kafka_seconds=kafka_seconds, write_seconds=write_seconds,
+        topics=len(snapshot.topics), partitions=sum(len(t.partitions) for t in snapshot.topics),
+        groups=len(snapshot.groups), new_generations=len(changes.new_generations),
+        open_findings=len(changes.accounting), transitions=len(changes.transitions),
+        groups_to_watch=sorted(changes.groups_to_watch),
+        new_findings=[
+            {"group": a.key.group_id, "topic": a.key.topic, "partition": a.key.partition,
+             "generation": a.key.generation, "state": a.state, "lag": a.lag}
+            for a in changes.accounting if a.key in new_keys
+        ],
+    )
+
+
+def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes: core.Changes, now: datetime) -> dict:
+    rows = [
+        Topic(
+            cluster=cluster, name=t.name, kafka_topic_id=t.topic_id, is_internal=t.is_internal,
+            partition_count=len(t.partitions), deleted=False,
+            first_seen_at=stored[t.name].first_seen_at if t.name in stored else now, updated_at=now,
+        )
+        for t in snapshot.topics
+    ]
+    Topic.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["cluster", "name"],
+        update_fields=["kafka_topic_id", "is_internal", "partition_count", "deleted", "updated_at"],
+    )
+    if changes.deleted_topics:
+        Topic.objects.filter(cluster=cluster, name__in=changes.deleted_topics).update(deleted=True, updated_at=now)
+    return {topic.name: topic for topic in Topic.objects.filter(cluster=cluster)}
+
+
+def _write_generations(*, topics: dict, changes: core.Changes, now: datetime) -> dict:
+    created = PartitionGeneration.objects.bulk_create(
+        PartitionGeneration(
+            topic=topics[g.topic], number=g.generation, kafka_topic_id=g.topic_id,
+            partitions=sorted(g.partition_ids), added_partitions=sorted(g.added_partitions),
+            removed_partitions=sorted(g.removed_partitions), is_new_lineage=g.is_new_lineage, observed_at=now,
+        )
+        for g in changes.new_generations
+    )
+    return {(gen.topic.name, gen.number): gen for gen in created}
+
+
+def _write_groups(*, cluster: Cluster, snapshot: Snapshot, stored: dict, now: datetime) -> dict:
+    rows = [
+        ConsumerGroup(
+            cluster=cluster, group_id=g.group_id, state=g.state, type=g.type, assignor=g.assignor,
+            member_count=len(g.members), present=True,
+            first_seen_at=stored[g.group_id].first_seen_at if g.group_id in stored else now, last_seen_at=now,
+        )
+        for g in snapshot.groups
+    ]
+    ConsumerGroup.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["cluster", "group_id"],
+        update_fields=["state", "type", "assignor", "member_count", "present", "last_seen_at"],
+    )
+    listed = {g.group_id for g in snapshot.groups}
+    ConsumerGroup.objects.filter(cluster=cluster, present=True).exclude(group_id__in=listed).update(
+        present=False, state="", member_count=0
+    )
+    return {group.group_id: group for group in ConsumerGroup.objects.filter(cluster=cluster, group_id__in=listed)}
+
+
+def _write_group_topics(*, snapshot: Snapshot, topics: dict, groups: dict, now: datetime) -> None:
+    by_name = {t.name: t for t in snapshot.topics}
+    stored = {
+        (gt.group_id, gt.topic_id): gt
+        for gt in GroupTopic.objects.filter(group__in=groups.values())
+    }
+    sample_due = now - timedelta(seconds=settings.LAG_SAMPLE_INTERVAL_SECONDS)
+    rows, samples = [], []
+    for group in snapshot.groups:
+        for name in sorted(group.topics()):
+            if name not in by_name:
+                continue
+            group_row, topic_row = groups[group.group_id], topics[name]
+            previous = stored.get((group_row.id, topic_row.id))
+            lag = group_topic_lag(group=group, topic=by_name[name])
+            due = previous is None or previous.last_sample_at is None or previous.last_sample_at <= sample_due
+            rows.append(GroupTopic(
+                group=group_row, topic=topic_row, lag=lag, updated_at=now,
+                first_seen_at=previous.first_seen_at if previous else now,
+                last_sample_at=now if due else previous.last_sample_at,
+            ))
+            if due:
+                samples.append(LagSample(group=group_row, topic=topic_row, at=now, lag=lag))
+    GroupTopic.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["group", "topic"],
+        update_fields=["lag", "updated_at", "last_sample_at"],
+    )
+    LagSample.objects.bulk_create(samples)
+    cutoff = now - timedelta(hours=settings.LAG_SAMPLE_RETENTION_HOURS)
+    LagSample.objects.filter(at__lt=cutoff, group__in=groups.values()).delete()
+
+
+def _write_findings(
+    *, cluster: Cluster, changes: core.Changes, open_rows: list, topics: dict, groups: dict, generations: dict,
+    now: datetime,
+) -> dict:
+    by_key = {_finding_key(row): row for row in open_rows}
+    accounting = {a.key: a for a in changes.accounting}
+    new_rows = []
+    for key in changes.new_findings:
+        row = Finding(
+            cluster=cluster, group=groups[key.group_id], topic=topics[key.topic], partition=key.partition,
+            generation=generations[(key.topic, key.generation)], created_at=now,
+            first_log_start=accounting[key].first_log_start,
+        )
+        _apply_accounting(row, accounting[key], now)
+        new_rows.append(row)
+    # The cluster row lock serialises polls, and the unique constraint backs it up.
+    Finding.objects.bulk_create(new_rows)
+    updated = []
+    for key, row in by_key.items():
+        if key in accounting:
+            _apply_accounting(row, accounting[key], now)
+            updated.append(row)
+    Finding.objects.bulk_update(updated, _ACCOUNTING_FIELDS, batch_size=1000)
+    closed_ids = [by_key[key].id for key in changes.closed_findings if key in by_key]
+    if closed_ids:
+        Finding.objects.filter(id__in=closed_ids).update(
+            closed_at=now, closed_reason="topic deleted or recreated: its offsets are gone"
+        )
+    return {**by_key, **{_finding_key(row): row for row in new_rows}}
+
+
+def _write_audit_and_notifications(*, cluster: Cluster, changes: core.Changes, findings: dict) -> list[Notification]:
+    AuditEvent.objects.bulk_create(
+        AuditEvent(
+            system=True, cluster=cluster,
+            action="finding.created" if t.old_state is None else "finding.state_changed",
+            detail={"group": t.key.group_id, "topic": t.key.topic, "partition": t.key.partition,
+                    "generation": t.key.generation, "from": t.old_state, "to": t.new_state},
+        )
+        for t in changes.transitions
+    )
+    url = cluster.webhook_url or settings.WEBHOOK_URL
+    if not url:
+        return []
+    accounting = {a.key: a for a in changes.accounting}
+    notifications = []
+    for transition in changes.transitions:
+        if transition.old_state is not None and transition.new_state not in NOTIFY_STATES:
+            continue
+        event = "finding.created" if transition.old_state is None else f"finding.{transition.new_state}"
+        a = accounting[transition.key]
+        notifications.append(Notification(
+            cluster=cluster, finding=findings.get(transition.key), url=url, event=event,
+            payload={
+                "event": event, "cluster": cluster.name, "group": a.key.group_id, "topic": a.key.topic,
+                "partition": a.key.partition, "generation": a.key.generation, "state": a.state,
+                "previous_state": transition.old_state, "lag": a.lag, "missed_definite": a.missed_definite,
+                "missed_possible": a.missed_possible, "explanation": a.explanation,
+            },
+        ))
+    return Notification.objects.bulk_create(notifications)

@@ -1,0 +1,118 @@
+"""Real Kafka clients for scenario tests: topics, producers and consumer
+groups running in threads, as applications would run them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+
+def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Broker:
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.topics: list[str] = []
+
+    def create_topic(self, name: str, partitions: int, config: dict | None = None) -> None:
+        topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+        self.admin.create_topics([topic])[name].result(timeout=30)
+        self.topics.append(name)
+        wait_until(lambda: name in self.admin.list_topics(timeout=10).topics, what=f"topic {name}")
+
+    def raise_partitions(self, name: str, total: int) -> None:
+        self.admin.create_partitions([NewPartitions(name, total)])[name].result(timeout=30)
+        # Like producers in production, ours learns the new partitions from its metadata.
+        wait_until(
+            lambda: len(self.producer.list_topics(name, timeout=10).topics[name].partitions) == total,
+            what=f"the producer to see {total} partitions of {name}",
+        )
+
+    def produce(self, topic: str, partition: int, count: int, prefix: str = "m") -> None:
+        for number in range(count):
+            self.producer.poll(0)
+            self.producer.produce(topic, key=f"{prefix}-{partition}-{number}", value=f"{prefix}-{number}",
+                                  partition=partition)
+        assert self.producer.flush(30) == 0
+
+    def close(self) -> None:
+        if self.topics:
+            for future in self.admin.delete_topics(self.topics).values():
+                try:
+                    future.result(timeout=30)
+                except Exception:  # noqa: BLE001 - best-effort cleanup
+                    pass
+
+
+class GroupConsumer:
+    """One member of a consumer group, polling in a thread and committing.
+
+    ``delay`` slows consumption (seconds per message) and commits after each
+    message, so a poll can see a commit in the middle of a backlog.
+    """
+
+    def __init__(self, bootstrap: str, group_id: str, topic: str, *, offset_reset: str,
+                 refresh_ms: int = 600_000, delay: float = 0.0, client_id: str | None = None) -> None:
+        config = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "client.id": client_id or f"{group_id}-client",
+            "auto.offset.reset": offset_reset,
+            "topic.metadata.refresh.interval.ms": refresh_ms,
+            "enable.auto.commit": delay == 0,
+            "auto.commit.interval.ms": 300,
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        }
+        self.consumer = Consumer(config)
+        self.topic = topic
+        self.delay = delay
+        self.received: dict[int, list[int]] = defaultdict(list)
+        self.assigned: set[int] = set()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.consumer.subscribe([topic], on_assign=self._on_assign)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _on_assign(self, consumer, partitions) -> None:
+        with self._lock:
+            self.assigned = {p.partition for p in partitions}
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            message = self.consumer.poll(0.2)
+            if message is None or message.error():
+                continue
+            with self._lock:
+                self.received[message.partition()].append(message.offset())
+            if self.delay:
+                self.consumer.commit(message=message, asynchronous=False)
+                time.sleep(self.delay)
+
+    def count(self, partition: int) -> int:
+        with self._lock:
+            return len(self.received[partition])
+
+    def committed(self, partitions: list[int]) -> dict[int, int]:
+        result = self.consumer.committed([TopicPartition(self.topic, p) for p in partitions], timeout=10)
+        return {tp.partition: tp.offset for tp in result}
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.consumer.close()

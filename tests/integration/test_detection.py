@@ -1,0 +1,232 @@
+"""The problem scenario end to end, on the real broker, with real consumers,
+polled by the real adapter and written to the real database (no mocks)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+
+from groups import known_partitions
+from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration
+from tasks.polling import poll_cluster
+from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
+
+K = 25  # messages produced to each new partition before the group picks it up
+
+
+@pytest.fixture
+def broker(kafka_bootstrap):
+    broker = Broker(kafka_bootstrap)
+    yield broker
+    broker.close()
+
+
+@pytest.fixture
+def cluster(kafka_bootstrap):
+    return Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+
+
+def poll(cluster):
+    summary = poll_cluster(cluster_id=cluster.id)
+    assert summary.ok, summary.error
+    return summary
+
+
+def findings(topic: str, group_id: str) -> dict[int, Finding]:
+    rows = Finding.objects.filter(topic__name=topic, group__group_id=group_id, closed_at__isnull=True)
+    return {row.partition: row for row in rows}
+
+
+def start_consuming_group(broker, topic, group_id, *, offset_reset, **kwargs) -> GroupConsumer:
+    """A group that consumed and committed on the topic's first 2 partitions."""
+    consumer = GroupConsumer(broker.bootstrap, group_id, topic, offset_reset=offset_reset, **kwargs)
+    wait_until(lambda: consumer.assigned == {0, 1}, what=f"{group_id} assigned 0 and 1")
+
+    # A `latest` consumer only reads what is produced after it fetched its
+    # start position: keep producing until it has read from both partitions.
+    def consumed_both() -> bool:
+        broker.produce(topic, 0, 1)
+        broker.produce(topic, 1, 1)
+        return consumer.count(0) > 0 and consumer.count(1) > 0
+
+    wait_until(consumed_both, interval=0.5, what=f"{group_id} to consume")
+    return consumer
+
+
+def produce_one_each(broker, topic: str, partitions: list[int]) -> bool:
+    for partition in partitions:
+        broker.produce(topic, partition, 1, prefix="tick")
+    return True
+
+
+def wait_for_commits(cluster, topic, group_id, partitions, at_least: dict[int, int]):
+    """Poll until the group committed at least the given offsets on those partitions."""
+
+    def committed_enough():
+        poll(cluster)
+        rows = findings(topic, group_id)
+        return all(
+            rows[p].committed_offset is not None and rows[p].committed_offset >= at_least[p] for p in partitions
+        )
+
+    wait_until(committed_enough, timeout=60, interval=0.5, what=f"{group_id} commits {at_least}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_latest_group_misses_exactly_what_was_written_before_it_picked_the_new_partitions_up(
+    broker, cluster, unique
+):
+    topic, group_id = f"orders-{unique}", f"latest-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = start_consuming_group(broker, topic, group_id, offset_reset="latest")
+    wait_until(lambda: poll(cluster) and ConsumerGroup.objects.filter(group_id=group_id).exists(),
+               what="group seen")
+    wait_until(lambda: poll(cluster) and findings(topic, group_id) == {} and
+               cluster.groups.get(group_id=group_id).group_topics.exists(), what="group consuming topic")
+
+    broker.raise_partitions(topic, 4)
+    for partition in (2, 3):
+        broker.produce(topic, partition, K)
+    summary = poll(cluster)
+
+    # Nobody owns the new partitions yet: pending, every message at risk.
+    rows = findings(topic, group_id)
+    assert sorted(rows) == [2, 3]
+    for row in rows.values():
+        assert (row.state, row.lag, row.committed_offset, row.generation.number) == ("pending", K, None, 2)
+        assert row.owner_client_id == ""
+    assert {(f["topic"], f["partition"]) for f in summary.new_findings if f["group"] == group_id} == {
+        (topic, 2), (topic, 3)
+    }
+    generation = PartitionGeneration.objects.get(topic__name=topic, number=2)
+    assert (generation.partitions, generation.added_partitions) == ([0, 1, 2, 3], [2, 3])
+    # Guards are told the new partitions are not known to the group yet.
+    assert known_partitions.read(cluster="local", topic=topic, group_id=group_id) == {0, 1}
+
+    # The group's clients pick the partitions up (here: restart, as clients
+    # that never refresh do) and start at the end, because of `latest`.
+    consumer.close()
+    consumer = GroupConsumer(broker.bootstrap, group_id, topic, offset_reset="latest")
+    try:
+        wait_until(lambda: consumer.assigned == {0, 1, 2, 3}, what="new partitions assigned")
+        wait_until(lambda: poll(cluster) and all(r.owner_client_id for r in findings(topic, group_id).values()),
+                   what="owner seen")
+        # It reads only what is produced after it took its start position.
+        wait_until(lambda: produce_one_each(broker, topic, [2, 3]) and consumer.count(2) and consumer.count(3),
+                   interval=0.5, what="the group to read the new partitions")
+        wait_until(lambda: poll(cluster) and all(
+            r.committed_offset == r.high_watermark for r in findings(topic, group_id).values()
+        ), interval=0.5, what="the group to commit up to the end")
+    finally:
+        consumer.close()
+
+    poll(cluster)
+    for row in findings(topic, group_id).values():
+        assert row.state == "gap", row.explanation
+        assert row.missed_definite == K  # exactly the messages written before pickup
+        assert row.pre_pickup_high_watermark == K
+        # [H_k, C_f): written after the last pre-pickup poll; may or may not have been read.
+        assert row.first_commit > K and row.missed_possible == row.first_commit - K
+        assert row.committed_offset == row.high_watermark and row.lag == 0
+        assert row.policy_source == "assumed"
+        assert (row.backfill_start, row.backfill_end) == (0, row.first_commit)
+    assert known_partitions.read(cluster="local", topic=topic, group_id=group_id) == {0, 1, 2, 3}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_earliest_group_working_through_the_backlog_slowly_is_covered_by_evidence(broker, cluster, unique):
+    topic, group_id = f"slow-{unique}", f"earliest-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = start_consuming_group(broker, topic, group_id, offset_reset="earliest", delay=0.15)
+    wait_until(lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__isnull=False).exists(),
+               what="group consuming topic")
+    broker.raise_partitions(topic, 3)
+    broker.produce(topic, 2, K)
+    poll(cluster)
+    assert findings(topic, group_id)[2].state == "pending"
+    consumer.close()
+    consumer = GroupConsumer(broker.bootstrap, group_id, topic, offset_reset="earliest", delay=0.15)
+    try:
+        # Poll while it works through the backlog: a commit below K is proof.
+        wait_until(lambda: poll(cluster) and findings(topic, group_id)[2].first_commit is not None,
+                   interval=0.1, what="first commit")
+    finally:
+        consumer.close()
+    row = findings(topic, group_id)[2]
+    assert row.first_commit < K
+    assert (row.state, row.policy_source, row.missed_definite) == ("covered", "evidenced", 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_group_declared_earliest_is_covered_even_when_it_catches_up_at_once(broker, cluster, unique):
+    topic, group_id = f"decl-{unique}", f"declared-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = start_consuming_group(broker, topic, group_id, offset_reset="earliest")
+    wait_until(lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__isnull=False).exists(),
+               what="group consuming topic")
+    ConsumerGroup.objects.filter(group_id=group_id).update(declared_policy="earliest")
+    broker.raise_partitions(topic, 3)
+    broker.produce(topic, 2, K)
+    poll(cluster)
+    consumer.close()
+    consumer = GroupConsumer(broker.bootstrap, group_id, topic, offset_reset="earliest")
+    try:
+        wait_until(lambda: consumer.count(2) == K, what="backlog consumed")
+        wait_for_commits(cluster, topic, group_id, [2], {2: K})
+    finally:
+        consumer.close()
+    row = findings(topic, group_id)[2]
+    assert (row.state, row.policy_source, row.missed_definite, row.lag) == ("covered", "declared", 0, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(UNOWNED_AFTER_POLLS=3)
+def test_a_group_that_never_refreshes_leaves_the_partition_unowned(broker, cluster, unique):
+    topic, group_id = f"stale-{unique}", f"stale-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = start_consuming_group(broker, topic, group_id, offset_reset="latest")
+    try:
+        wait_until(lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__isnull=False).exists(),
+                   what="group consuming topic")
+        broker.raise_partitions(topic, 3)
+        states = []
+        for _ in range(3):
+            broker.produce(topic, 2, 5)
+            poll(cluster)
+            states.append(findings(topic, group_id)[2].state)
+    finally:
+        consumer.close()
+    assert states == ["pending", "pending", "unowned"]
+    row = findings(topic, group_id)[2]
+    assert (row.lag, row.polls_without_owner, row.committed_offset) == (15, 3, None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_poll_changes_only_the_cluster_status(broker, cluster, unique, stopped_kafka_factory):
+    topic, group_id = f"outage-{unique}", f"outage-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = start_consuming_group(broker, topic, group_id, offset_reset="latest")
+    try:
+        wait_until(lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__isnull=False).exists(),
+                   what="group consuming topic")
+        broker.raise_partitions(topic, 3)
+        broker.produce(topic, 2, 7)
+        poll(cluster)
+    finally:
+        consumer.close()
+    before = list(Finding.objects.order_by("id").values())
+    topics_before = list(cluster.topics.order_by("id").values("name", "deleted", "partition_count"))
+
+    with stopped_kafka_factory():
+        summary = poll_cluster(cluster_id=cluster.id)
+        assert not summary.ok
+        cluster.refresh_from_db()
+        assert cluster.status == "unreachable" and cluster.last_error
+        assert cluster.poll_failures_total == 1
+        assert list(Finding.objects.order_by("id").values()) == before
+        assert list(cluster.topics.order_by("id").values("name", "deleted", "partition_count")) == topics_before
+
+    wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok, timeout=60, interval=1, what="poll after restart")
+    cluster.refresh_from_db()
+    assert (cluster.status, cluster.last_error) == ("ok", "")
+    assert findings(topic, group_id)[2].lag == 7

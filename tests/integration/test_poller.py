@@ -1,0 +1,142 @@
+"""The poller as it runs in production: Celery tasks on a real worker,
+the Redis lock, webhooks, and the poll_now command."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+import redis
+from django.conf import settings
+from django.core.management import call_command
+
+from groups.models import Cluster, Finding, Notification
+from tasks.jobs import poll_all_clusters, poll_cluster_task, poll_lock_key
+from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
+from tests.integration.test_detection import poll, start_consuming_group
+
+
+@pytest.fixture
+def broker(kafka_bootstrap):
+    broker = Broker(kafka_bootstrap)
+    yield broker
+    broker.close()
+
+
+class WebhookReceiver:
+    """A local HTTP server standing in for a remote webhook receiver."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.received: list[dict] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if fail:
+                    self.send_response(500)
+                else:
+                    receiver.received.append(json.loads(body))
+                    self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+@pytest.fixture
+def receiver():
+    receiver = WebhookReceiver()
+    yield receiver
+    receiver.close()
+
+
+def test_it_skips_a_poll_while_another_poll_of_the_cluster_holds_the_lock(transactional_db, kafka_bootstrap):
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    lock = client.lock(poll_lock_key(cluster.id), timeout=30)
+    assert lock.acquire(blocking=False)
+    try:
+        result = poll_cluster_task.apply(args=(cluster.id,)).get()
+        assert result == {"cluster_id": cluster.id, "skipped": "a poll of this cluster is already running"}
+        cluster.refresh_from_db()
+        assert cluster.polls_total == 0
+    finally:
+        lock.release()
+    result = poll_cluster_task.apply(args=(cluster.id,)).get()
+    assert result["ok"] is True
+    cluster.refresh_from_db()
+    assert (cluster.polls_total, cluster.status) == (1, "ok")
+
+
+def test_beat_task_polls_every_enabled_cluster_on_a_real_worker(celery_worker_thread, kafka_bootstrap):
+    enabled = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    disabled = Cluster.objects.create(name="off", bootstrap_servers=kafka_bootstrap, enabled=False)
+    poll_all_clusters.delay()
+    wait_until(lambda: Cluster.objects.get(id=enabled.id).polls_total >= 1, timeout=60, what="worker poll")
+    assert Cluster.objects.get(id=disabled.id).polls_total == 0
+    assert settings.CELERY_BEAT_SCHEDULE["poll-all-clusters"]["schedule"] == float(settings.POLL_INTERVAL_SECONDS)
+
+
+def test_webhooks_announce_new_findings_and_failed_deliveries_are_retried_then_marked(
+    celery_worker_thread, broker, kafka_bootstrap, unique, receiver, settings
+):
+    settings.WEBHOOK_MAX_ATTEMPTS = 2
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap, webhook_url=receiver.url)
+    topic, group_id = f"hook-{unique}", f"<script>alert('{unique}')</script>"
+    broker.create_topic(topic, 2)
+    consumer = start_consuming_group(broker, topic, group_id, offset_reset="latest")
+    try:
+        wait_until(lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__isnull=False)
+                   .exists(), what="group consuming topic")
+        broker.raise_partitions(topic, 3)
+        poll(cluster)
+    finally:
+        consumer.close()
+    wait_until(lambda: any(p["topic"] == topic for p in receiver.received), timeout=30, what="webhook delivery")
+    payload = next(p for p in receiver.received if p["topic"] == topic)
+    assert (payload["event"], payload["group"], payload["partition"], payload["state"]) == (
+        "finding.created", group_id, 2, "pending"
+    )
+    finding = Finding.objects.get(topic__name=topic)
+    assert Notification.objects.get(finding=finding).status == "sent"
+
+    # A receiver that keeps failing: retried, then marked failed; polls go on.
+    failing = WebhookReceiver(fail=True)
+    try:
+        note = Notification.objects.create(cluster=cluster, url=failing.url, event="finding.gap", payload={"x": 1})
+        from tasks.jobs import send_notification
+
+        send_notification.delay(note.id)
+        wait_until(lambda: Notification.objects.get(id=note.id).status == "failed", timeout=30,
+                   what="delivery marked failed")
+        note.refresh_from_db()
+        assert note.attempts == 2 and "500" in note.last_error
+    finally:
+        failing.close()
+
+
+def test_poll_now_prints_json_with_duration_counts_and_new_findings(transactional_db, kafka_bootstrap, capsys):
+    Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    call_command("poll_now", "--cluster", "local", "--json")
+    [summary] = json.loads(capsys.readouterr().out)
+    assert summary["ok"] is True and summary["cluster"] == "local"
+    assert summary["duration_seconds"] >= summary["kafka_seconds"] > 0
+    assert summary["topics"] >= 1 and summary["partitions"] >= summary["topics"]
+    assert summary["new_findings"] == []  # a first poll only records generations
+
+
+def test_poll_now_names_an_unknown_cluster(transactional_db):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="no cluster named 'nope'"):
+        call_command("poll_now", "--cluster", "nope")
