@@ -19,9 +19,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 django.setup()
 
-from confluent_kafka import TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, ConsumerGroupTopicPartitions, NewTopic  # noqa: E402
-from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from groups.models import Cluster  # noqa: E402
 from tasks.kafka_adapter import KafkaAdapter  # noqa: E402
@@ -37,6 +36,7 @@ def prepare(bootstrap: str, topics: int, partitions_per_topic: int, groups: int)
     if missing:
         for future in admin.create_topics(missing, request_timeout=120).values():
             future.result()
+        time.sleep(5)  # new partitions need their leaders before producing
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
         for name in names:
             for partition in range(partitions_per_topic):
@@ -58,6 +58,7 @@ def main() -> None:
     parser.add_argument("--partitions-per-topic", type=int, default=20)
     parser.add_argument("--groups", type=int, default=200)
     parser.add_argument("--polls", type=int, default=5)
+    parser.add_argument("--keep", action="store_true", help="keep the bench.* topics and groups for the next run")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -91,6 +92,17 @@ def main() -> None:
     if stage_times and stage_times[0]:
         for stage in stage_times[0]:
             print(f"  {stage}: {median(t[stage] for t in stage_times):.3f}s")
+    if not args.keep:
+        cleanup(args.bootstrap, args.topics, args.groups)
+
+
+def cleanup(bootstrap: str, topics: int, groups: int) -> None:
+    """Leave the local broker as the demo expects it: no bench.* topics or groups."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.delete_consumer_groups([f"bench.g{n:03d}" for n in range(groups)]).values():
+        future.result()
+    for future in admin.delete_topics([f"bench.t{n:03d}" for n in range(topics)]).values():
+        future.result()
 
 
 if __name__ == "__main__":
