@@ -4,8 +4,8 @@
    second to every partition it knows (refreshing its metadata every 5 s,
    like a producer in production does).
 2. Two real consumer groups read it and commit: ``demo-latest``
-   (``auto.offset.reset=latest``) and ``demo-earliest`` (``earliest``). Both
-   refresh metadata only every 90 s, as slow clients do.
+   (``auto.offset.reset=latest``) and ``demo-earliest`` (``earliest``, and
+   slow). Both refresh metadata only every 90 s, as slow clients do.
 3. Once both groups have committed, the topic is raised to 4 partitions (once:
    a marker file in the state dir remembers it). The producer writes to the new
    partitions at once; the groups notice them up to 90 s later. ``demo-latest``
@@ -55,15 +55,17 @@ def produce_forever(bootstrap: str) -> None:
     producer.flush(10)
 
 
-def consume_forever(bootstrap: str, group_id: str, offset_reset: str, committed: threading.Event) -> None:
+def consume_forever(bootstrap: str, group_id: str, offset_reset: str, committed: threading.Event,
+                    seconds_per_message: float) -> None:
+    """Consume and commit after every message; a slow consumer lets a poll see
+    a commit in the middle of its backlog (Gapwatch's evidence of `earliest`)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": group_id,
             "client.id": f"{group_id}-client",
             "auto.offset.reset": offset_reset,
-            "enable.auto.commit": True,
-            "auto.commit.interval.ms": 1000,
+            "enable.auto.commit": False,
             "topic.metadata.refresh.interval.ms": CONSUMER_REFRESH_MS,
         }
     )
@@ -71,9 +73,11 @@ def consume_forever(bootstrap: str, group_id: str, offset_reset: str, committed:
     try:
         while not stopping.is_set():
             message = consumer.poll(1.0)
-            if message is not None and not message.error():
-                if consumer.committed(consumer.assignment(), timeout=5) and not committed.is_set():
-                    committed.set()
+            if message is None or message.error():
+                continue
+            consumer.commit(message=message, asynchronous=False)
+            committed.set()
+            stopping.wait(seconds_per_message)
     finally:
         consumer.close()
 
@@ -103,9 +107,13 @@ def main() -> None:
     ensure_topic(admin)
     committed = {name: threading.Event() for name in ("demo-latest", "demo-earliest")}
     threads = [threading.Thread(target=produce_forever, args=(args.bootstrap,), daemon=True)]
+    # demo-earliest reads slowly (0.1 s a message), so its backlog on the new
+    # partitions takes several polls to drain: the evidence that it is covered.
+    pace = {"demo-latest": 0.0, "demo-earliest": 0.1}
     threads += [
         threading.Thread(
-            target=consume_forever, args=(args.bootstrap, name, name.split("-")[1], committed[name]), daemon=True
+            target=consume_forever, args=(args.bootstrap, name, name.split("-")[1], committed[name], pace[name]),
+            daemon=True,
         )
         for name in committed
     ]
