@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin
 
-from groups.models import Cluster
+from groups.models import AuditEvent, Cluster, ConsumerGroup, Finding, Notification, PartitionGeneration, Topic
 
 
 class ClusterAdminForm(forms.ModelForm):
@@ -48,3 +48,83 @@ class ClusterAdmin(admin.ModelAdmin):
     @admin.display(boolean=True, description="SASL password set")
     def password_set(self, obj: Cluster) -> bool:
         return obj.has_sasl_password
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Observed state is written by the poller only."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Topic)
+class TopicAdmin(ReadOnlyAdmin):
+    list_display = ["name", "cluster", "partition_count", "kafka_topic_id", "deleted", "is_internal", "updated_at"]
+    list_filter = ["cluster", "deleted", "is_internal"]
+    search_fields = ["name"]
+
+
+@admin.register(PartitionGeneration)
+class PartitionGenerationAdmin(ReadOnlyAdmin):
+    list_display = ["topic", "number", "partition_count", "added_partitions", "is_new_lineage", "observed_at"]
+    list_filter = ["topic__cluster", "is_new_lineage"]
+    search_fields = ["topic__name"]
+    list_select_related = ["topic"]
+
+    @admin.display(description="partitions")
+    def partition_count(self, obj: PartitionGeneration) -> int:
+        return len(obj.partitions)
+
+
+@admin.register(ConsumerGroup)
+class ConsumerGroupAdmin(admin.ModelAdmin):
+    """Only the declared offset-reset policy is a person's to change."""
+
+    list_display = ["group_id", "cluster", "state", "type", "member_count", "declared_policy", "present"]
+    list_filter = ["cluster", "state", "declared_policy", "present"]
+    search_fields = ["group_id"]
+    fields = ["cluster", "group_id", "state", "type", "assignor", "member_count", "present", "declared_policy",
+              "first_seen_at", "last_seen_at"]
+    readonly_fields = [f for f in fields if f != "declared_policy"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if "declared_policy" in form.changed_data:
+            AuditEvent.objects.create(
+                actor=request.user, cluster=obj.cluster, action="group.policy_declared",
+                detail={"group": obj.group_id, "policy": obj.declared_policy},
+            )
+
+
+@admin.register(Finding)
+class FindingAdmin(ReadOnlyAdmin):
+    list_display = ["group", "topic", "partition", "generation_number", "state", "lag", "missed_definite",
+                    "missed_possible", "policy_source", "created_at", "closed_at"]
+    list_filter = ["cluster", "state", "policy_source"]
+    search_fields = ["group__group_id", "topic__name"]
+    list_select_related = ["group", "topic", "generation"]
+
+    @admin.display(description="generation")
+    def generation_number(self, obj: Finding) -> int:
+        return obj.generation.number
+
+
+@admin.register(Notification)
+class NotificationAdmin(ReadOnlyAdmin):
+    list_display = ["event", "cluster", "status", "attempts", "created_at", "sent_at"]
+    list_filter = ["status", "event"]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ["at", "action", "actor", "system", "cluster"]
+    list_filter = ["action", "system"]
