@@ -37,8 +37,9 @@ def findings(topic: str, group_id: str) -> dict[int, Finding]:
     return {row.partition: row for row in rows}
 
 
-def start_consuming_group(broker, topic, group_id, *, offset_reset, **kwargs) -> GroupConsumer:
-    """A group that consumed and committed on the topic's first 2 partitions."""
+def start_consuming_group(broker, cluster, topic, group_id, *, offset_reset, **kwargs) -> GroupConsumer:
+    """A group that consumed and committed on the topic's first 2 partitions,
+    and that a poll has seen reading the topic."""
     consumer = GroupConsumer(broker.bootstrap, group_id, topic, offset_reset=offset_reset, **kwargs)
     wait_until(lambda: consumer.assigned == {0, 1}, what=f"{group_id} assigned 0 and 1")
 
@@ -50,6 +51,10 @@ def start_consuming_group(broker, topic, group_id, *, offset_reset, **kwargs) ->
         return consumer.count(0) > 0 and consumer.count(1) > 0
 
     wait_until(consumed_both, interval=0.5, what=f"{group_id} to consume")
+    wait_until(
+        lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__topic__name=topic).exists(),
+        interval=0.5, what=f"a poll to see {group_id} reading {topic}",
+    )
     return consumer
 
 
@@ -78,11 +83,8 @@ def test_a_latest_group_misses_exactly_what_was_written_before_it_picked_the_new
 ):
     topic, group_id = f"orders-{unique}", f"latest-{unique}"
     broker.create_topic(topic, 2)
-    consumer = start_consuming_group(broker, topic, group_id, offset_reset="latest")
-    wait_until(lambda: poll(cluster) and ConsumerGroup.objects.filter(group_id=group_id).exists(),
-               what="group seen")
-    wait_until(lambda: poll(cluster) and findings(topic, group_id) == {} and
-               cluster.groups.get(group_id=group_id).group_topics.exists(), what="group consuming topic")
+    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest")
+    assert findings(topic, group_id) == {}
 
     broker.raise_partitions(topic, 4)
     for partition in (2, 3):
@@ -137,9 +139,7 @@ def test_a_latest_group_misses_exactly_what_was_written_before_it_picked_the_new
 def test_an_earliest_group_working_through_the_backlog_slowly_is_covered_by_evidence(broker, cluster, unique):
     topic, group_id = f"slow-{unique}", f"earliest-{unique}"
     broker.create_topic(topic, 2)
-    consumer = start_consuming_group(broker, topic, group_id, offset_reset="earliest", delay=0.15)
-    wait_until(lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__isnull=False).exists(),
-               what="group consuming topic")
+    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="earliest", delay=0.15)
     broker.raise_partitions(topic, 3)
     broker.produce(topic, 2, K)
     poll(cluster)
@@ -161,9 +161,7 @@ def test_an_earliest_group_working_through_the_backlog_slowly_is_covered_by_evid
 def test_a_group_declared_earliest_is_covered_even_when_it_catches_up_at_once(broker, cluster, unique):
     topic, group_id = f"decl-{unique}", f"declared-{unique}"
     broker.create_topic(topic, 2)
-    consumer = start_consuming_group(broker, topic, group_id, offset_reset="earliest")
-    wait_until(lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__isnull=False).exists(),
-               what="group consuming topic")
+    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="earliest")
     ConsumerGroup.objects.filter(group_id=group_id).update(declared_policy="earliest")
     broker.raise_partitions(topic, 3)
     broker.produce(topic, 2, K)
@@ -184,10 +182,8 @@ def test_a_group_declared_earliest_is_covered_even_when_it_catches_up_at_once(br
 def test_a_group_that_never_refreshes_leaves_the_partition_unowned(broker, cluster, unique):
     topic, group_id = f"stale-{unique}", f"stale-{unique}"
     broker.create_topic(topic, 2)
-    consumer = start_consuming_group(broker, topic, group_id, offset_reset="latest")
+    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest")
     try:
-        wait_until(lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__isnull=False).exists(),
-                   what="group consuming topic")
         broker.raise_partitions(topic, 3)
         states = []
         for _ in range(3):
@@ -205,10 +201,8 @@ def test_a_group_that_never_refreshes_leaves_the_partition_unowned(broker, clust
 def test_a_failed_poll_changes_only_the_cluster_status(broker, cluster, unique, stopped_kafka_factory):
     topic, group_id = f"outage-{unique}", f"outage-{unique}"
     broker.create_topic(topic, 2)
-    consumer = start_consuming_group(broker, topic, group_id, offset_reset="latest")
+    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest")
     try:
-        wait_until(lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__isnull=False).exists(),
-                   what="group consuming topic")
         broker.raise_partitions(topic, 3)
         broker.produce(topic, 2, 7)
         poll(cluster)

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from groups.snapshot import GroupSnapshot, PartitionOffsets, Snapshot
 from tasks.kafka_adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable
+from tests.integration.kafka_harness import wait_until
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -61,16 +62,6 @@ def group_ids(admin):
                 future.result(timeout=60)
             except Exception:  # noqa: BLE001 - a group with no commits may already be gone
                 pass
-
-
-def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:

@@ -94,10 +94,8 @@ def test_webhooks_announce_new_findings_and_failed_deliveries_are_retried_then_m
     cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap, webhook_url=receiver.url)
     topic, group_id = f"hook-{unique}", f"<script>alert('{unique}')</script>"
     broker.create_topic(topic, 2)
-    consumer = start_consuming_group(broker, topic, group_id, offset_reset="latest")
+    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest")
     try:
-        wait_until(lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__isnull=False)
-                   .exists(), what="group consuming topic")
         broker.raise_partitions(topic, 3)
         poll(cluster)
     finally:
