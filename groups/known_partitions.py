@@ -76,3 +76,40 @@ def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]]) -> Non
 def read(*, cluster: str, topic: str, group_id: str) -> frozenset[int]:
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
     return frozenset(int(member) for member in client.smembers(key(cluster=cluster, topic=topic, group_id=group_id)))
+
+
+GUARD_PREFIX = "gapwatch:guard-starts"
+
+
+def guard_key(*, cluster: str, topic: str, group_id: str) -> str:
+    """Hash written by consumer-side guards: partition id -> the offset the guard
+    started that new partition at (HSETNX: the first start wins)."""
+    return f"{GUARD_PREFIX}:{cluster}:{topic}:{group_id}"
+
+
+def read_guard_starts(*, cluster: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str, int], int]:
+    """(topic, group id, partition) -> reported start offset, for the given (topic, group id) pairs.
+
+    Redis being unreachable only means no reports this poll: findings then
+    keep their estimate, and the next poll tries again.
+    """
+    pairs = sorted(set(pairs))
+    if not pairs:
+        return {}
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+    try:
+        pipe = client.pipeline(transaction=False)
+        for topic, group_id in pairs:
+            pipe.hgetall(guard_key(cluster=cluster, topic=topic, group_id=group_id))
+        answers = pipe.execute()
+    except redis.RedisError as error:
+        log.warning("could not read guard reports for cluster %s: %s", cluster, error)
+        return {}
+    starts = {}
+    for (topic, group_id), answer in zip(pairs, answers):
+        for partition, offset in answer.items():
+            try:
+                starts[(topic, group_id, int(partition))] = int(offset)
+            except ValueError:
+                log.warning("ignoring malformed guard report %r=%r for %s/%s", partition, offset, topic, group_id)
+    return starts

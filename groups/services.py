@@ -130,11 +130,15 @@ def _finding_key(row: Finding) -> core.FindingKey:
     return core.FindingKey(row.group.group_id, row.topic.name, row.partition, row.generation.number)
 
 
-def _finding_state(row: Finding) -> core.FindingState:
+def _finding_state(row: Finding, guard_starts: dict[tuple[str, str, int], int]) -> core.FindingState:
+    key = _finding_key(row)
+    guard_start = row.guard_start_offset
+    if guard_start is None:
+        guard_start = guard_starts.get((key.topic, key.group_id, key.partition))
     return core.FindingState(
-        key=_finding_key(row), created_at=row.created_at, first_log_start=row.first_log_start,
+        key=key, created_at=row.created_at, first_log_start=row.first_log_start,
         pre_pickup_high_watermark=row.pre_pickup_high_watermark, first_commit=row.first_commit,
-        polls_without_owner=row.polls_without_owner, state=row.state, guard_start_offset=row.guard_start_offset,
+        polls_without_owner=row.polls_without_owner, state=row.state, guard_start_offset=guard_start,
     )
 
 
@@ -177,9 +181,13 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(id=cluster_id)
         topics, groups, known_topics, known_groups, open_rows = _known_state(cluster)
+        guard_starts = known_partitions.read_guard_starts(
+            cluster=cluster.name,
+            pairs=[(row.topic.name, row.group.group_id) for row in open_rows if row.guard_start_offset is None],
+        )
         changes = core.evaluate_snapshot(
             snapshot=snapshot, known_topics=known_topics, known_groups=known_groups,
-            open_findings=[_finding_state(row) for row in open_rows], now=now,
+            open_findings=[_finding_state(row, guard_starts) for row in open_rows], now=now,
             unowned_after_polls=settings.UNOWNED_AFTER_POLLS,
         )
         topics = _write_topics(cluster=cluster, snapshot=snapshot, stored=topics, changes=changes, now=now)

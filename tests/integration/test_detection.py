@@ -224,3 +224,35 @@ def test_a_failed_poll_changes_only_the_cluster_status(broker, cluster, unique, 
     cluster.refresh_from_db()
     assert (cluster.status, cluster.last_error) == ("ok", "")
     assert findings(topic, group_id)[2].lag == 7
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_guard_report_makes_the_finding_exact(broker, cluster, unique, settings):
+    import redis
+
+    topic, group_id = f"guarded-{unique}", f"guarded-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest")
+    try:
+        broker.raise_partitions(topic, 4)
+        broker.produce(topic, 2, K)
+        broker.produce(topic, 3, K)
+        poll(cluster)
+        assert {row.state for row in findings(topic, group_id).values()} == {"pending"}
+        # One guard started partition 2 at its beginning, another started 3 late at 5.
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        key = known_partitions.guard_key(cluster="local", topic=topic, group_id=group_id)
+        client.hsetnx(key, "2", 0)
+        client.hsetnx(key, "3", 5)
+        client.hsetnx(key, "3", 0)  # a later rebalance never overwrites the first report
+        poll(cluster)
+    finally:
+        consumer.close()
+        client.delete(key)
+    rows = findings(topic, group_id)
+    assert (rows[2].state, rows[2].policy_source, rows[2].guard_start_offset, rows[2].missed_definite) == (
+        "covered", "guard", 0, 0
+    )
+    assert (rows[3].state, rows[3].policy_source, rows[3].guard_start_offset, rows[3].missed_definite) == (
+        "gap", "guard", 5, 5
+    )
