@@ -46,11 +46,16 @@ def produce_forever(bootstrap: str) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "topic.metadata.refresh.interval.ms": 5000, "linger.ms": 50})
     sequence = 0
     while not stopping.is_set():
-        partitions = producer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
-        for partition in sorted(partitions):
-            producer.produce(TOPIC, key=f"order-{sequence}", value=f'{{"order": {sequence}}}', partition=partition)
-            sequence += 1
-        producer.poll(0)
+        try:
+            partitions = producer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
+            for partition in sorted(partitions):
+                producer.produce(TOPIC, key=f"order-{sequence}", value=f'{{"order": {sequence}}}',
+                                 partition=partition)
+                sequence += 1
+            producer.poll(0)
+        except (KafkaException, BufferError) as error:
+            # A broker restart (the test suite does one) must not end the demo.
+            log.warning("producer: %s; retrying", error)
         stopping.wait(1.0)
     producer.flush(10)
 
@@ -75,7 +80,11 @@ def consume_forever(bootstrap: str, group_id: str, offset_reset: str, committed:
             message = consumer.poll(1.0)
             if message is None or message.error():
                 continue
-            consumer.commit(message=message, asynchronous=False)
+            try:
+                consumer.commit(message=message, asynchronous=False)
+            except KafkaException as error:
+                log.warning("%s: commit failed: %s", group_id, error)
+                continue
             committed.set()
             stopping.wait(seconds_per_message)
     finally:
