@@ -50,6 +50,10 @@ LAG_SAMPLE_RETENTION_HOURS = env_int("LAG_SAMPLE_RETENTION_HOURS", 72, minimum=1
 WEBHOOK_URL = env_str("WEBHOOK_URL", "")
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+# Four-eyes: the person who requests a remediation cannot approve it.
+FOUR_EYES = env_bool("FOUR_EYES", False)
+# Where Parquet backfills are written (a local folder or any Hadoop-compatible URI).
+BACKFILL_OUTPUT = env_str("BACKFILL_OUTPUT", str(BASE_DIR / ".gapwatch" / "backfills"))
 
 INSTALLED_APPS = [
     "django.contrib.admin",

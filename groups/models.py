@@ -43,6 +43,9 @@ class Cluster(models.Model):
     last_poll_at = models.DateTimeField(null=True, blank=True)
     last_poll_duration_ms = models.PositiveIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
+    last_test_at = models.DateTimeField(null=True, blank=True)
+    last_test_ok = models.BooleanField(null=True, blank=True)
+    last_test_message = models.TextField(blank=True, default="")
     polls_total = models.PositiveBigIntegerField(default=0)
     poll_failures_total = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -127,6 +130,11 @@ class ConsumerGroup(models.Model):
     assignor = models.CharField(max_length=100, blank=True, default="")
     member_count = models.PositiveIntegerField(default=0)
     declared_policy = models.CharField(max_length=10, choices=Policy.choices, default=Policy.UNKNOWN)
+    # Opt-in: reset new partitions to their log start at once when the group is Empty at detection.
+    auto_repair = models.BooleanField(default=False)
+    # Backfill defaults for this group (approvers may change them).
+    backfill_sink = models.CharField(max_length=10, default="parquet")
+    replay_topic = models.CharField(max_length=249, blank=True, default="")
     present = models.BooleanField(default=True)
     first_seen_at = models.DateTimeField()
     last_seen_at = models.DateTimeField()
@@ -196,6 +204,7 @@ class Finding(models.Model):
     explanation = models.TextField(blank=True, default="")
     closed_at = models.DateTimeField(null=True, blank=True)
     closed_reason = models.TextField(blank=True, default="")
+    closed_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
 
     class Meta:
         ordering = ["-created_at", "id"]
@@ -252,14 +261,104 @@ class Notification(models.Model):
 
 
 class AuditEvent(models.Model):
-    """Every state change by a person or by the system."""
+    """Every state change by a person or by the system; append-only.
 
-    at = models.DateTimeField(auto_now_add=True)
+    ``object_type``/``object_id`` name what changed; ``detail`` holds the
+    before/after values (never a secret)."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True)
     system = models.BooleanField(default=False)
-    action = models.CharField(max_length=60)
+    action = models.CharField(max_length=60, db_index=True)
     cluster = models.ForeignKey(Cluster, on_delete=models.SET_NULL, null=True, blank=True)
+    object_type = models.CharField(max_length=40, blank=True, default="")
+    object_id = models.CharField(max_length=40, blank=True, default="")
     detail = models.JSONField(default=dict)
 
     class Meta:
-        ordering = ["-at"]
+        ordering = ["-at", "-id"]
+
+
+class RemediationJob(models.Model):
+    """An approved offset reset or Spark backfill for findings of one group.
+
+    Its status moves only by compare-and-set (``groups.remediation.job_transition``),
+    so two approvals or two workers can never run one job twice.
+    """
+
+    class Kind(models.TextChoices):
+        RESET = "reset"
+        BACKFILL = "backfill"
+
+    class Status(models.TextChoices):
+        REQUESTED = "requested"  # four-eyes: waiting for a second approver
+        APPROVED = "approved"
+        QUEUED = "queued"
+        WAITING = "waiting"  # e.g. a reset whose group still has members
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ACTIVE = (Status.REQUESTED, Status.APPROVED, Status.QUEUED, Status.WAITING, Status.RUNNING)
+    CANCELLABLE = (Status.REQUESTED, Status.APPROVED, Status.QUEUED, Status.WAITING)
+    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="jobs")
+    group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    status = models.CharField(max_length=10, choices=Status.choices)
+    findings = models.ManyToManyField(Finding, through="JobFinding", related_name="jobs")
+    # What the operator chose (reset target, backfill sink) and the exact plan
+    # (per partition), stored before anything runs.
+    params = models.JSONField(default=dict)
+    plan = models.JSONField(default=list)
+    result = models.JSONField(default=dict, blank=True)
+    progress_done = models.BigIntegerField(null=True, blank=True)
+    progress_total = models.BigIntegerField(null=True, blank=True)
+    status_reason = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    requested_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, related_name="+")
+    approved_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    retry_of = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="retries")
+    created_at = models.DateTimeField(auto_now_add=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        permissions = [
+            ("approve_remediation", "Can request and approve offset resets, backfills and dismissals"),
+            ("manage_clusters", "Can add and change clusters and declared group policies"),
+        ]
+        indexes = [models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job {self.id} ({self.status})"
+
+    @property
+    def progress_percent(self) -> int | None:
+        if not self.progress_total:
+            return None
+        return min(100, int(100 * (self.progress_done or 0) / self.progress_total))
+
+
+class JobFinding(models.Model):
+    """Links a job to its findings. ``active`` while the job is not finished:
+    the partial unique constraint allows one active job per finding and kind,
+    so a double click or two operators at once yield exactly one job."""
+
+    job = models.ForeignKey(RemediationJob, on_delete=models.CASCADE, related_name="job_findings")
+    finding = models.ForeignKey(Finding, on_delete=models.CASCADE, related_name="job_findings")
+    kind = models.CharField(max_length=10, choices=RemediationJob.Kind.choices)
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "finding"], name="job_finding_unique"),
+            models.UniqueConstraint(
+                fields=["finding", "kind"], condition=models.Q(active=True), name="one_active_job_per_finding_kind"
+            ),
+        ]

@@ -12,7 +12,8 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from groups.models import Cluster, Notification
+from groups.models import Cluster, Notification, RemediationJob
+from groups.remediation import job_transition
 from tasks.polling import poll_cluster
 
 log = logging.getLogger(__name__)
@@ -87,3 +88,21 @@ def send_notification(self, notification_id: int) -> None:
     Notification.objects.filter(id=notification_id).update(
         attempts=attempts, status=Notification.Status.SENT, sent_at=timezone.now(), last_error=""
     )
+
+
+@shared_task(name="gapwatch.run_remediation_job", acks_late=True, reject_on_worker_lost=True)
+def run_remediation_job(job_id: int) -> str:
+    """Move an approved job to ``queued`` (compare-and-set: a repeated message
+    is harmless) and hand it to the executor of its kind."""
+    from tasks.executors import EXECUTORS
+
+    job_transition(job_id=job_id, from_statuses=[RemediationJob.Status.APPROVED],
+                   to_status=RemediationJob.Status.QUEUED)
+    kind = RemediationJob.objects.values_list("kind", flat=True).get(id=job_id)
+    executor = EXECUTORS.get(kind)
+    if executor is None:
+        RemediationJob.objects.filter(id=job_id, status=RemediationJob.Status.QUEUED).update(
+            status_reason=f"no executor for {kind} jobs is installed in this version; the job stays queued"
+        )
+        return "no executor"
+    return executor(job_id=job_id)

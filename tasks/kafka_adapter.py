@@ -189,6 +189,33 @@ class KafkaAdapter:
             ),
         )
 
+    def partition_offsets(self, *, topic: str, partitions: Sequence[int]) -> dict[int, PartitionOffsets]:
+        """Log start and high watermark of some partitions of one topic, now
+        (executors check these again right before acting)."""
+        if not partitions:
+            return {}
+        found: dict[str, dict[int, int]] = {"log_start": {}, "high_watermark": {}}
+        for field_name, spec in (("log_start", OffsetSpec.earliest()), ("high_watermark", OffsetSpec.latest())):
+            try:
+                futures = self.admin.list_offsets(
+                    {TopicPartition(topic, partition): spec for partition in partitions},
+                    isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout,
+                )
+            except KafkaException as error:
+                raise self._unavailable("watermarks", f"list offsets of {topic!r}: {_describe(error)}") from None
+            for key, future in futures.items():
+                try:
+                    found[field_name][key.partition] = future.result(timeout=self._timeout + 5).offset
+                except Exception as error:  # noqa: BLE001 - KafkaException or a timeout: both mean no answer
+                    raise self._unavailable(
+                        "watermarks", f"list offsets of {topic!r} [{key.partition}]: {_describe(error)}"
+                    ) from None
+        return {
+            partition: PartitionOffsets(partition=partition, log_start=found["log_start"][partition],
+                                        high_watermark=found["high_watermark"][partition])
+            for partition in partitions
+        }
+
     # -- 1. topics ---------------------------------------------------------
 
     def _read_topics(self) -> dict[str, _DescribedTopic]:

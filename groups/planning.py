@@ -1,0 +1,145 @@
+"""Pure planning of remediations: no Django, no Kafka, offsets are "next to
+read" and ranges half-open.
+
+Reset planning follows Kafka's own reset tool: a target outside
+``[log start, high watermark]`` is clamped to it, and the clamp is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+TargetKind = Literal["earliest", "offset", "timestamp", "shift"]
+
+
+class PlanError(ValueError):
+    """The request cannot be planned; the message says why, for the operator."""
+
+
+@dataclass(frozen=True)
+class PartitionPosition:
+    topic: str
+    partition: int
+    log_start: int
+    high_watermark: int
+    committed: int | None
+
+
+@dataclass(frozen=True)
+class ResetTarget:
+    kind: TargetKind
+    # offset: the offset; shift: the signed shift; timestamp: epoch milliseconds.
+    value: int | None = None
+
+    @classmethod
+    def parse(cls, *, kind: str, value: str | int | None) -> ResetTarget:
+        if kind not in ("earliest", "offset", "timestamp", "shift"):
+            raise PlanError(f"unknown reset target {kind!r}: use earliest, offset, timestamp or shift")
+        if kind == "earliest":
+            return cls("earliest")
+        if value is None or value == "":
+            raise PlanError(f"a {kind} reset needs a value")
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            raise PlanError(f"{kind} must be a whole number, got {value!r}") from None
+        if kind == "offset" and number < 0:
+            raise PlanError(f"offset must not be negative, got {number}")
+        if kind == "timestamp" and number < 0:
+            raise PlanError(f"timestamp must not be negative, got {number}")
+        return cls(kind, number)
+
+
+@dataclass(frozen=True)
+class PlannedReset:
+    topic: str
+    partition: int
+    log_start: int
+    high_watermark: int
+    current: int | None
+    planned: int
+    clamped: bool
+    # Messages the group will read again (planned below its commit), or skip (above it).
+    redelivered: int
+    skipped: int
+    note: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _requested_offset(*, target: ResetTarget, position: PartitionPosition, timestamp_offset: int | None) -> int:
+    if target.kind == "earliest":
+        return position.log_start
+    if target.kind == "offset":
+        return target.value
+    if target.kind == "shift":
+        base = position.committed if position.committed is not None else position.log_start
+        return base + target.value
+    # timestamp: the first offset at or after it; none means "the end".
+    return position.high_watermark if timestamp_offset is None else timestamp_offset
+
+
+def plan_reset(
+    *, target: ResetTarget, positions: list[PartitionPosition],
+    timestamp_offsets: dict[tuple[str, int], int | None] | None = None,
+) -> list[PlannedReset]:
+    """The planned offset per partition, clamped to [log start, high watermark].
+
+    A timestamp target needs ``timestamp_offsets`` (looked up from the broker
+    by the caller: the first offset at or after the timestamp, or None).
+    """
+    if target.kind == "timestamp" and timestamp_offsets is None:
+        raise PlanError("a timestamp reset is resolved against the broker when the job runs")
+    plans = []
+    for position in sorted(positions, key=lambda p: (p.topic, p.partition)):
+        requested = _requested_offset(
+            target=target, position=position,
+            timestamp_offset=(timestamp_offsets or {}).get((position.topic, position.partition)),
+        )
+        planned = min(max(requested, position.log_start), position.high_watermark)
+        clamped = planned != requested
+        current = position.committed
+        if current is None:
+            note = "no committed offset: the group will start here instead of applying auto.offset.reset"
+            redelivered = skipped = 0
+        else:
+            redelivered, skipped = max(0, current - planned), max(0, planned - current)
+            note = ""
+        if clamped:
+            note = (f"requested {requested} is outside [{position.log_start}, {position.high_watermark}): "
+                    f"clamped to {planned}" + (f"; {note}" if note else ""))
+        plans.append(PlannedReset(
+            topic=position.topic, partition=position.partition, log_start=position.log_start,
+            high_watermark=position.high_watermark, current=current, planned=planned, clamped=clamped,
+            redelivered=redelivered, skipped=skipped, note=note,
+        ))
+    return plans
+
+
+@dataclass(frozen=True)
+class BackfillRange:
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+    @property
+    def count(self) -> int:
+        return self.end - self.start
+
+    def as_dict(self) -> dict:
+        return {"topic": self.topic, "partition": self.partition, "start": self.start, "end": self.end}
+
+
+def plan_backfill(*, ranges: list[tuple[str, int, int | None, int | None]]) -> list[BackfillRange]:
+    """Validate per-partition ``[start, end)`` ranges; refuse unknown or empty ones."""
+    plans = []
+    for topic, partition, start, end in sorted(ranges, key=lambda r: (r[0], r[1])):
+        if start is None or end is None:
+            raise PlanError(f"{topic}[{partition}]: the missed range is not known yet (the group has not committed)")
+        if start < 0 or end <= start:
+            raise PlanError(f"{topic}[{partition}]: nothing to backfill in [{start}, {end})")
+        plans.append(BackfillRange(topic, partition, start, end))
+    return plans

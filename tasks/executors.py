@@ -1,0 +1,12 @@
+"""Which function executes a job of each kind: ``executor(job_id=...) -> str``.
+
+An executor moves the job with ``groups.remediation.job_transition`` (queued or
+waiting -> running -> succeeded/failed/waiting) and records plan, progress and
+result on the job. Kinds without an executor stay ``queued``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+EXECUTORS: dict[str, Callable[..., str]] = {}
