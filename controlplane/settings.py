@@ -52,6 +52,8 @@ WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 # Four-eyes: the person who requests a remediation cannot approve it.
 FOUR_EYES = env_bool("FOUR_EYES", False)
+# A reset job whose group has members waits at most this long for it to be Empty, then fails.
+RESET_WAIT_DEADLINE_SECONDS = env_int("RESET_WAIT_DEADLINE_SECONDS", 3600, minimum=1)
 # Where Parquet backfills are written (a local folder or any Hadoop-compatible URI).
 BACKFILL_OUTPUT = env_str("BACKFILL_OUTPUT", str(BASE_DIR / ".gapwatch" / "backfills"))
 
@@ -75,6 +77,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "groups.tokens.ApiTokenMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from groups import api
+from groups import api, api_write
 
 app_name = "api"
 
@@ -12,4 +12,7 @@ urlpatterns = [
     path("topics", api.topics, name="topics"),
     path("groups", api.groups, name="groups"),
     path("schema", api.schema, name="schema"),
+    path("jobs", api_write.jobs, name="jobs"),
+    path("findings/<int:finding_id>/approve", api_write.approve, name="finding_approve"),
+    path("findings/<int:finding_id>/dismiss", api_write.dismiss, name="finding_dismiss"),
 ]

@@ -362,3 +362,18 @@ class JobFinding(models.Model):
                 fields=["finding", "kind"], condition=models.Q(active=True), name="one_active_job_per_finding_kind"
             ),
         ]
+
+
+class ApiToken(models.Model):
+    """A token for scripts using the JSON API as ``user`` (same permissions).
+    Only a SHA-256 of the token is stored; the token is shown once."""
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=8, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

@@ -50,6 +50,13 @@ class ResetTarget:
             raise PlanError(f"timestamp must not be negative, got {number}")
         return cls(kind, number)
 
+    def require_not_future(self, *, now_ms: int) -> None:
+        """Refuse a timestamp after ``now_ms``: no message can be that recent,
+        so Kafka would answer "the end" and the reset would silently skip
+        everything written until then."""
+        if self.kind == "timestamp" and self.value > now_ms:
+            raise PlanError(f"timestamp {self.value} is in the future (now is {now_ms}): no message is that recent")
+
 
 @dataclass(frozen=True)
 class PlannedReset:
@@ -67,6 +74,10 @@ class PlannedReset:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> PlannedReset:
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
 
 def _requested_offset(*, target: ResetTarget, position: PartitionPosition, timestamp_offset: int | None) -> int:
@@ -118,6 +129,36 @@ def plan_reset(
     return plans
 
 
+def reset_drift(*, plan: list[PlannedReset], committed: dict[tuple[str, int], int | None]) -> list[str]:
+    """Partitions whose committed offset moved since the plan, one line each.
+
+    A partition has not moved when its commit is still the plan's ``current``,
+    or already the ``planned`` offset (an earlier attempt of this job whose
+    answer was lost may have applied it). Anything else was moved by someone
+    else, and a reset must not overwrite it.
+    """
+    moved = []
+    for p in plan:
+        now = committed.get((p.topic, p.partition))
+        if now != p.current and now != p.planned:
+            moved.append(f"{p.topic}[{p.partition}] was {_shown(p.current)} when planned, now {_shown(now)}")
+    return moved
+
+
+def reset_mismatches(*, plan: list[PlannedReset], committed: dict[tuple[str, int], int | None]) -> list[str]:
+    """Partitions whose committed offset, read back after the commit, is not
+    the planned one, one line each. A reset is done only when this is empty."""
+    return [
+        f"{p.topic}[{p.partition}] reads back {_shown(committed.get((p.topic, p.partition)))}, planned {p.planned}"
+        for p in plan
+        if committed.get((p.topic, p.partition)) != p.planned
+    ]
+
+
+def _shown(offset: int | None) -> str:
+    return "no commit" if offset is None else str(offset)
+
+
 @dataclass(frozen=True)
 class BackfillRange:
     topic: str
@@ -130,7 +171,8 @@ class BackfillRange:
         return self.end - self.start
 
     def as_dict(self) -> dict:
-        return {"topic": self.topic, "partition": self.partition, "start": self.start, "end": self.end}
+        return {"topic": self.topic, "partition": self.partition, "start": self.start, "end": self.end,
+                "count": self.count}
 
 
 def plan_backfill(*, ranges: list[tuple[str, int, int | None, int | None]]) -> list[BackfillRange]:

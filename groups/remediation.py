@@ -65,10 +65,15 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
     current and planned offset, messages re-delivered or skipped, and whether
     the group was empty at the last poll."""
     findings = _open_findings_of_one_group(finding_ids)
-    target = ResetTarget.parse(kind=target_kind, value=target_value)
+    try:
+        target = ResetTarget.parse(kind=target_kind, value=target_value)
+        # A timestamp is resolved against the broker when the job runs.
+        plan = [] if target.kind == "timestamp" else [
+            p.as_dict() for p in plan_reset(target=target, positions=positions_of(findings))
+        ]
+    except PlanError as error:
+        raise ValidationError(str(error)) from None
     group = findings[0].group
-    plan = [] if target.kind == "timestamp" else [p.as_dict() for p in plan_reset(target=target,
-                                                                                  positions=positions_of(findings))]
     return {
         "findings": findings, "group": group, "target": {"kind": target.kind, "value": target.value}, "plan": plan,
         "group_empty": group.state in ("Empty", "Dead") or group.member_count == 0,
@@ -80,7 +85,12 @@ def backfill_preview(*, finding_ids: Iterable[int], sink: str) -> dict:
     findings = _open_findings_of_one_group(finding_ids)
     if sink not in SINKS:
         raise ValidationError(f"unknown sink {sink!r}: use {' or '.join(SINKS)}")
-    ranges = plan_backfill(ranges=[(f.topic.name, f.partition, f.backfill_start, f.backfill_end) for f in findings])
+    try:
+        ranges = plan_backfill(
+            ranges=[(f.topic.name, f.partition, f.backfill_start, f.backfill_end) for f in findings]
+        )
+    except PlanError as error:
+        raise ValidationError(str(error)) from None
     return {"findings": findings, "group": findings[0].group, "sink": sink, "plan": [r.as_dict() for r in ranges],
             "total": sum(r.count for r in ranges)}
 
@@ -95,18 +105,15 @@ def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) ->
     3. Audit, and enqueue the job after commit when approved.
     """
     _require_approver(user)
-    try:
-        if kind == RemediationJob.Kind.RESET:
-            preview = reset_preview(finding_ids=finding_ids, target_kind=params.get("target", "earliest"),
-                                    target_value=params.get("value"))
-            params = {"target": preview["target"]["kind"], "value": preview["target"]["value"]}
-        elif kind == RemediationJob.Kind.BACKFILL:
-            preview = backfill_preview(finding_ids=finding_ids, sink=params.get("sink", "parquet"))
-            params = {"sink": preview["sink"]}
-        else:
-            raise ValidationError(f"unknown remediation kind {kind!r}")
-    except PlanError as error:
-        raise ValidationError(str(error)) from None
+    if kind == RemediationJob.Kind.RESET:
+        preview = reset_preview(finding_ids=finding_ids, target_kind=params.get("target", "earliest"),
+                                target_value=params.get("value"))
+        params = {"target": preview["target"]["kind"], "value": preview["target"]["value"]}
+    elif kind == RemediationJob.Kind.BACKFILL:
+        preview = backfill_preview(finding_ids=finding_ids, sink=params.get("sink", "parquet"))
+        params = {"sink": preview["sink"]}
+    else:
+        raise ValidationError(f"unknown remediation kind {kind!r}")
     findings = preview["findings"]
     four_eyes = settings.FOUR_EYES
     now = timezone.now()

@@ -1,7 +1,22 @@
-from django.urls import path
+from django.urls import include, path
 
 from groups import views
+from groups import views_reset
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("findings/table", views.findings_table, name="findings_table"),
+    path("findings/reset", views.preview_reset, name="preview_reset"),
+    path("findings/reset/approve", views.approve_reset, name="approve_reset"),
+    path("findings/backfill", views.preview_backfill, name="preview_backfill"),
+    path("findings/backfill/approve", views.approve_backfill, name="approve_backfill"),
+    path("findings/<int:finding_id>/dismiss", views.dismiss_form, name="dismiss_form"),
+    path("findings/<int:finding_id>/dismiss/confirm", views.dismiss, name="dismiss"),
+    path("jobs/", views.jobs, name="jobs"),
+    path("jobs/<int:job_id>/", views.job_detail, name="job_detail"),
+    path("jobs/<int:job_id>/cancel", views.job_cancel, name="job_cancel"),
+    path("jobs/<int:job_id>/retry", views.job_retry, name="job_retry"),
+    path("jobs/<int:job_id>/approve", views.job_approve, name="job_approve"),
+    path("jobs/<int:job_id>/export.csv", views_reset.job_export_csv, name="job_export_csv"),
+    path("", include("groups.urls_browse")),
 ]

@@ -1,9 +1,267 @@
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+"""The operator's pages: new partitions (findings), the approve flows, and jobs.
 
-from groups.models import Cluster
+Views are thin: they validate input, call one service or selector, and
+redirect. They read stored state only; no page view calls Kafka. Every
+state-changing view is POST-only; the services check permissions again.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Count, Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from groups import remediation, selectors
+from groups.models import Cluster, Finding, JobFinding, RemediationJob
+
+PAGE_SIZE = 50
+# Sort keys a person can choose, and the columns they order by (stable with id).
+SORTS = {
+    "found": ("-created_at", "-id"),
+    "-found": ("created_at", "id"),
+    "lag": ("-lag", "-id"),
+    "missed": ("-missed_definite", "-missed_possible", "-id"),
+    "group": ("group__group_id", "topic__name", "partition", "id"),
+    "topic": ("topic__name", "partition", "id"),
+    "state": ("state", "-created_at", "id"),
+}
+STATES = [choice for choice, _ in Finding.State.choices]
+
+
+def _finding_filters(request: HttpRequest) -> dict:
+    state = request.GET.get("state", "")
+    return {
+        "cluster": request.GET.get("cluster", "") or None,
+        "topic": request.GET.get("topic", "") or None,
+        "group": request.GET.get("group", "") or None,
+        "state": state if state in STATES else None,
+    }
+
+
+def _findings_context(request: HttpRequest) -> dict:
+    filters = _finding_filters(request)
+    sort = request.GET.get("sort", "found")
+    if sort not in SORTS:
+        sort = "found"
+    # The job links of the whole page in one query, whatever the page size.
+    findings = selectors.findings_list(**filters).order_by(*SORTS[sort]).prefetch_related(
+        Prefetch("job_findings", queryset=JobFinding.objects.filter(active=True).select_related("job"),
+                 to_attr="active_links")
+    )
+    page = Paginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
+    counts_filters = {**filters, "state": None}
+    counts = dict(
+        selectors.findings_list(**counts_filters).values_list("state").annotate(n=Count("id")).order_by()
+    )
+    query = {key: value for key, value in filters.items() if value}
+    return {
+        "page": page,
+        "filters": filters,
+        "sort": sort,
+        "sorts": list(SORTS),
+        "states": STATES,
+        "state_counts": [(state, counts.get(state, 0)) for state in STATES],
+        "total_open": sum(counts.values()),
+        "query": urlencode(query),
+        "query_with_sort": urlencode({**query, "sort": sort}),
+        "clusters": Cluster.objects.values_list("name", flat=True),
+        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+    }
 
 
 @login_required
-def home(request):
-    return render(request, "groups/home.html", {"clusters": Cluster.objects.all()})
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    """New partitions: every open finding with its lag and missed counts."""
+    return render(request, "groups/findings.html", _findings_context(request))
+
+
+@login_required
+@require_GET
+def findings_table(request: HttpRequest) -> HttpResponse:
+    """The table and counts alone, for the page's live refresh."""
+    return render(request, "groups/_findings_table.html", _findings_context(request))
+
+
+def _selected_ids(request: HttpRequest) -> list[int]:
+    raw = request.POST.getlist("ids") if request.method == "POST" else request.GET.getlist("ids")
+    ids = []
+    for item in raw:
+        for part in str(item).split(","):
+            if part.strip():
+                try:
+                    ids.append(int(part))
+                except ValueError:
+                    raise ValidationError(f"not a finding id: {part!r}") from None
+    return ids
+
+
+def _preview(request: HttpRequest, *, kind: str, source) -> tuple[list[int], dict, dict]:
+    """Plan from stored state; raises ValidationError for bad input."""
+    ids = _selected_ids(request)
+    if kind == RemediationJob.Kind.RESET:
+        params = {"target": source.get("target", "earliest"), "value": source.get("value") or None}
+        return ids, params, remediation.reset_preview(
+            finding_ids=ids, target_kind=params["target"], target_value=params["value"]
+        )
+    params = {"sink": source.get("sink", "")}
+    if not params["sink"]:
+        first = Finding.objects.filter(id__in=ids).select_related("group").first()
+        params["sink"] = first.group.backfill_sink if first else "parquet"
+    return ids, params, remediation.backfill_preview(finding_ids=ids, sink=params["sink"])
+
+
+def _render_approve(request: HttpRequest, *, kind: str, ids, params, preview, errors=(), status=200) -> HttpResponse:
+    return render(request, f"groups/approve_{kind}.html", {
+        "ids_csv": ",".join(map(str, ids)), "params": params, "preview": preview, "kind": kind,
+        "errors": list(errors), "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+    }, status=status)
+
+
+def _preview_page(request: HttpRequest, *, kind: str) -> HttpResponse:
+    """The preview of a remediation, before anyone approves it (GET, changes nothing)."""
+    try:
+        ids, params, preview = _preview(request, kind=kind, source=request.GET)
+    except ValidationError as error:
+        return _render_approve(request, kind=kind, ids=request.GET.getlist("ids"), params=request.GET.dict(),
+                               preview=None, errors=error.messages, status=400)
+    return _render_approve(request, kind=kind, ids=ids, params=params, preview=preview)
+
+
+def _approve(request: HttpRequest, *, kind: str) -> HttpResponse:
+    """POST: create one job for the selected findings, then show it."""
+    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+        raise PermissionDenied("approving remediations needs the approver role")
+    try:
+        ids, params, preview = _preview(request, kind=kind, source=request.POST)
+        job = remediation.job_request(user=request.user, finding_ids=ids, kind=kind, params=params)
+    except remediation.DuplicateJob as duplicate:
+        messages.warning(request, str(duplicate))
+        return redirect("job_detail", job_id=duplicate.job.id)
+    except ValidationError as error:
+        # Bad input is shown on the same form; nothing is created.
+        return _render_approve(request, kind=kind, ids=request.POST.getlist("ids"), params=request.POST.dict(),
+                               preview=None, errors=error.messages, status=400)
+    verb = "requested (needs a second approver)" if job.status == RemediationJob.Status.REQUESTED else "approved"
+    messages.success(request, f"{kind} job {job.id} {verb}")
+    return redirect("job_detail", job_id=job.id)
+
+
+@login_required
+@require_GET
+def preview_reset(request: HttpRequest) -> HttpResponse:
+    return _preview_page(request, kind=RemediationJob.Kind.RESET)
+
+
+@login_required
+@require_GET
+def preview_backfill(request: HttpRequest) -> HttpResponse:
+    return _preview_page(request, kind=RemediationJob.Kind.BACKFILL)
+
+
+@login_required
+@require_POST
+def approve_reset(request: HttpRequest) -> HttpResponse:
+    return _approve(request, kind=RemediationJob.Kind.RESET)
+
+
+@login_required
+@require_POST
+def approve_backfill(request: HttpRequest) -> HttpResponse:
+    return _approve(request, kind=RemediationJob.Kind.BACKFILL)
+
+
+@login_required
+@require_GET
+def dismiss_form(request: HttpRequest, finding_id: int) -> HttpResponse:
+    finding = get_object_or_404(Finding.objects.select_related("group", "topic", "cluster"), id=finding_id)
+    return render(request, "groups/dismiss.html", {"finding": finding})
+
+
+@login_required
+@require_POST
+def dismiss(request: HttpRequest, finding_id: int) -> HttpResponse:
+    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+        raise PermissionDenied("dismissing findings needs the approver role")
+    finding = get_object_or_404(Finding.objects.select_related("group", "topic", "cluster"), id=finding_id)
+    try:
+        remediation.finding_dismiss(user=request.user, finding_id=finding.id, reason=request.POST.get("reason", ""))
+    except ValidationError as error:
+        return render(request, "groups/dismiss.html", {"finding": finding, "errors": error.messages}, status=400)
+    messages.success(request, "finding dismissed")
+    return redirect("home")
+
+
+@login_required
+@require_GET
+def jobs(request: HttpRequest) -> HttpResponse:
+    status = request.GET.get("status", "")
+    kind = request.GET.get("kind", "")
+    queryset = RemediationJob.objects.select_related("cluster", "group", "requested_by", "approved_by").annotate(
+        finding_count=Count("job_findings")
+    )
+    if status in RemediationJob.Status.values:
+        queryset = queryset.filter(status=status)
+    if kind in RemediationJob.Kind.values:
+        queryset = queryset.filter(kind=kind)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "groups/jobs.html", {
+        "page": page, "statuses": RemediationJob.Status.values, "kinds": RemediationJob.Kind.values,
+        "status": status, "kind": kind, "query": urlencode({k: v for k, v in {"status": status, "kind": kind}.items()
+                                                             if v}),
+    })
+
+
+@login_required
+@require_GET
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(
+        RemediationJob.objects.select_related("cluster", "group", "requested_by", "approved_by", "retry_of"),
+        id=job_id,
+    )
+    findings = job.findings.select_related("topic", "generation").order_by("topic__name", "partition")
+    return render(request, "groups/job_detail.html", {
+        "job": job, "findings": findings, "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        "cancellable": job.status in RemediationJob.CANCELLABLE,
+    })
+
+
+def _job_action(request: HttpRequest, job_id: int, action, done: str) -> HttpResponse:
+    try:
+        job = action(user=request.user, job_id=job_id)
+    except RemediationJob.DoesNotExist:
+        return HttpResponse(status=404)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("job_detail", job_id=job_id)
+    except remediation.DuplicateJob as duplicate:
+        messages.warning(request, str(duplicate))
+        return redirect("job_detail", job_id=duplicate.job.id)
+    messages.success(request, f"job {job.id} {done}")
+    return redirect("job_detail", job_id=job.id)
+
+
+@login_required
+@require_POST
+def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
+    return _job_action(request, job_id, remediation.job_cancel, "cancelled")
+
+
+@login_required
+@require_POST
+def job_retry(request: HttpRequest, job_id: int) -> HttpResponse:
+    return _job_action(request, job_id, remediation.job_retry, "created as a retry")
+
+
+@login_required
+@require_POST
+def job_approve(request: HttpRequest, job_id: int) -> HttpResponse:
+    return _job_action(request, job_id, remediation.job_approve, "approved")
+

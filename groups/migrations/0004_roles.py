@@ -3,6 +3,8 @@ dismiss, and manage clusters). Assign people to them in the admin."""
 
 from django.db import migrations
 
+from groups.roles import ensure_roles
+
 
 def create_roles(apps, schema_editor):
     from django.contrib.auth.management import create_permissions
@@ -11,15 +13,7 @@ def create_roles(apps, schema_editor):
         app_config.models_module = True
         create_permissions(app_config, verbosity=0, apps=apps)
         app_config.models_module = None
-    Group = apps.get_model("auth", "Group")
-    Permission = apps.get_model("auth", "Permission")
-    Group.objects.get_or_create(name="viewer")
-    approver, _ = Group.objects.get_or_create(name="approver")
-    approver.permissions.add(
-        *Permission.objects.filter(
-            content_type__app_label="groups", codename__in=["approve_remediation", "manage_clusters"]
-        )
-    )
+    ensure_roles(group_model=apps.get_model("auth", "Group"), permission_model=apps.get_model("auth", "Permission"))
 
 
 class Migration(migrations.Migration):

@@ -8,7 +8,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
 from groups.models import Cluster, Finding
-from tests.integration.test_api import (
+from tests.factories import (
     NOW,
     make_cluster,
     make_finding,

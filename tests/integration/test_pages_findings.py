@@ -1,0 +1,272 @@
+"""The new-partitions page, the approve flows, jobs, and the write API:
+permissions on every state-changing path, exactly-one job, escaping, and a
+query count that does not grow with the page."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.db import connection, connections
+from django.test import Client
+
+from groups.models import AuditEvent, Finding, RemediationJob
+from groups.remediation import job_transition
+from groups.roles import ensure_roles
+from groups.tokens import api_token_create
+from tests.factories import HOSTILE_GROUP_ID, make_cluster, make_finding, make_generation, make_group, make_topic
+
+ATTRIBUTE_BREAKER = '" onmouseover="x'
+
+
+def user_with_role(username: str, role: str) -> User:
+    ensure_roles()  # a transactional test's flush removes what migrations created
+    user = User.objects.create_user(username, password="pw-" + username)
+    user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def approver(db):
+    return user_with_role("ada", "approver")
+
+
+@pytest.fixture
+def viewer(db):
+    return user_with_role("vic", "viewer")
+
+
+@pytest.fixture
+def gap_findings(db):
+    """Two gap findings of one group (hostile id) on partitions 2 and 3."""
+    cluster = make_cluster("prod")
+    topic = make_topic(cluster, "orders")
+    generation = make_generation(topic, 2, (0, 1, 2, 3))
+    group = make_group(cluster, HOSTILE_GROUP_ID, state="Empty", member_count=0)
+    return [
+        make_finding(group, generation, 2, high_watermark=100, committed_offset=60, backfill_start=0, backfill_end=60),
+        make_finding(group, generation, 3, high_watermark=80, committed_offset=50, backfill_start=0, backfill_end=50),
+    ]
+
+
+def client_for(user: User, *, csrf: bool = False) -> Client:
+    client = Client(enforce_csrf_checks=csrf)
+    client.force_login(user)
+    return client
+
+
+def test_it_sends_anonymous_visitors_to_the_login_page(client, db):
+    response = client.get("/")
+    assert response.status_code == 302 and response.url.startswith("/accounts/login/")
+
+
+def test_it_lists_findings_with_counts_and_escapes_hostile_group_ids(approver, gap_findings):
+    body = client_for(approver).get("/").content.decode()
+    assert HOSTILE_GROUP_ID not in body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "gap 2" in body and "pending 0" in body
+    assert "30 / 10" in body  # missed definite / possible of the factory's findings
+
+
+def test_it_filters_by_a_hostile_group_id_and_by_state(approver, gap_findings):
+    client = client_for(approver)
+    other = make_group(gap_findings[0].cluster, "plain-group")
+    make_finding(other, gap_findings[0].generation, 2, state="pending")
+    page = client.get("/findings/table", {"group": HOSTILE_GROUP_ID})
+    rows = page.content.decode().count('data-finding="')
+    assert rows == 2
+    assert client.get("/findings/table", {"state": "pending"}).content.decode().count('data-finding="') == 1
+
+
+def test_the_home_page_query_count_does_not_grow_with_the_page(approver, gap_findings, django_assert_max_num_queries):
+    client = client_for(approver)
+    client.get("/")  # warm the session and permission caches
+    group, generation = gap_findings[0].group, gap_findings[0].generation
+    for partition in range(4, 64):
+        make_finding(group, generation, partition)
+    with django_assert_max_num_queries(9) as few:
+        assert client.get("/findings/table").status_code == 200
+    for partition in range(64, 400):
+        make_finding(group, generation, partition)
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        response = client.get("/findings/table")
+    assert response.content.decode().count('data-finding="') == 50  # a full page either way
+
+
+def test_the_reset_preview_shows_the_plan_and_whether_the_group_is_empty(approver, gap_findings):
+    ids = ",".join(str(f.id) for f in gap_findings)
+    body = client_for(approver).get("/findings/reset", {"ids": ids}).content.decode()
+    assert "empty" in body and "Approve reset" in body
+    # Earliest: planned 0 on both partitions, re-delivering 60 and 50.
+    assert '<td class="num"><strong>0</strong></td>' in body
+    assert '<td class="num">60</td>' in body and '<td class="num">50</td>' in body
+
+
+def test_a_bad_reset_target_is_a_clear_400_and_creates_nothing(approver, gap_findings):
+    client = client_for(approver)
+    response = client.post("/findings/reset/approve", {"ids": gap_findings[0].id, "target": "offset", "value": "-5"})
+    assert response.status_code == 400
+    assert "offset must not be negative" in response.content.decode()
+    assert RemediationJob.objects.count() == 0
+
+
+def test_approving_creates_one_audited_job_and_a_double_click_lands_on_it(approver, gap_findings):
+    client = client_for(approver)
+    ids = ",".join(str(f.id) for f in gap_findings)
+    first = client.post("/findings/backfill/approve", {"ids": ids, "sink": "parquet"})
+    job = RemediationJob.objects.get()
+    assert first.status_code == 302 and first.url == f"/jobs/{job.id}/"
+    assert (job.kind, job.status, job.approved_by, job.params) == ("backfill", "approved", approver, {"sink": "parquet"})
+    assert job.plan == [
+        {"topic": "orders", "partition": 2, "start": 0, "end": 60, "count": 60},
+        {"topic": "orders", "partition": 3, "start": 0, "end": 50, "count": 50},
+    ]
+    second = client.post("/findings/backfill/approve", {"ids": ids, "sink": "parquet"})
+    assert second.status_code == 302 and second.url == f"/jobs/{job.id}/"
+    assert RemediationJob.objects.count() == 1
+    assert set(AuditEvent.objects.filter(object_id=str(job.id)).values_list("action", flat=True)) >= {
+        "job.requested", "job.approved"
+    }
+    detail = client.get(f"/jobs/{job.id}/").content.decode()
+    assert HOSTILE_GROUP_ID not in detail and "Cancel" in detail
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twenty_concurrent_approvals_of_one_finding_create_exactly_one_job():
+    approver = user_with_role("race", "approver")
+    cluster = make_cluster("prod")
+    generation = make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2))
+    finding = make_finding(make_group(cluster, "g"), generation, 2)
+    barrier = threading.Barrier(20)
+    statuses: list[int] = []
+
+    def approve():
+        client = client_for(approver)
+        barrier.wait()
+        try:
+            response = client.post("/findings/reset/approve", {"ids": finding.id, "target": "earliest"})
+            statuses.append(response.status_code)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=approve) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert statuses == [302] * 20
+    assert RemediationJob.objects.count() == 1
+    assert Finding.objects.get(id=finding.id).job_findings.filter(active=True).count() == 1
+
+
+STATE_CHANGING = [
+    ("/findings/reset/approve", {"target": "earliest"}),
+    ("/findings/backfill/approve", {"sink": "parquet"}),
+    ("/findings/{finding}/dismiss/confirm", {"reason": "noise"}),
+    ("/jobs/{job}/cancel", {}),
+    ("/jobs/{job}/retry", {}),
+    ("/jobs/{job}/approve", {}),
+]
+
+
+@pytest.fixture
+def a_job(approver, gap_findings):
+    client_for(approver).post("/findings/reset/approve", {"ids": gap_findings[0].id})
+    return RemediationJob.objects.get()
+
+
+@pytest.mark.parametrize(("url", "data"), STATE_CHANGING, ids=[u for u, _ in STATE_CHANGING])
+def test_a_viewer_is_refused_every_state_change_and_get_is_405(viewer, gap_findings, a_job, url, data):
+    url = url.format(finding=gap_findings[0].id, job=a_job.id)
+    client = client_for(viewer)
+    assert client.post(url, {"ids": gap_findings[1].id, **data}).status_code == 403
+    assert client.get(url).status_code == 405
+    a_job.refresh_from_db()
+    assert a_job.status == "approved" and Finding.objects.filter(closed_at__isnull=False).count() == 0
+
+
+@pytest.mark.parametrize(("url", "data"), STATE_CHANGING, ids=[u for u, _ in STATE_CHANGING])
+def test_a_post_without_a_csrf_token_is_refused(approver, gap_findings, a_job, url, data):
+    url = url.format(finding=gap_findings[0].id, job=a_job.id)
+    assert client_for(approver, csrf=True).post(url, {"ids": gap_findings[1].id, **data}).status_code == 403
+
+
+def test_dismissing_needs_a_reason_and_is_audited(approver, gap_findings):
+    client = client_for(approver)
+    url = f"/findings/{gap_findings[0].id}/dismiss/confirm"
+    assert client.post(url, {"reason": "  "}).status_code == 400
+    assert client.post(url, {"reason": "replayed by hand"}).status_code == 302
+    finding = Finding.objects.get(id=gap_findings[0].id)
+    assert finding.closed_reason == "dismissed: replayed by hand" and finding.closed_by == approver
+    assert AuditEvent.objects.get(action="finding.dismissed").detail["reason"] == "replayed by hand"
+
+
+def test_cancel_and_retry_follow_the_job_state(approver, gap_findings, a_job):
+    client = client_for(approver)
+    assert client.post(f"/jobs/{a_job.id}/retry").status_code == 302  # refused: not failed (message shown)
+    assert RemediationJob.objects.count() == 1
+    assert client.post(f"/jobs/{a_job.id}/cancel").status_code == 302
+    a_job.refresh_from_db()
+    assert a_job.status == "cancelled"
+    # Cancelling freed the finding: a new job of the same kind is allowed.
+    client.post("/findings/reset/approve", {"ids": gap_findings[0].id})
+    assert RemediationJob.objects.filter(status="approved").count() == 1
+    failed = RemediationJob.objects.get(status="approved")
+    assert job_transition(job_id=failed.id, from_statuses=["approved"], to_status="failed", error="broker said no")
+    assert client.post(f"/jobs/{failed.id}/retry").status_code == 302
+    assert RemediationJob.objects.get(retry_of=failed).status == "approved"
+
+
+def test_four_eyes_the_requester_cannot_approve_but_another_approver_can(settings, approver, gap_findings):
+    settings.FOUR_EYES = True
+    client_for(approver).post("/findings/reset/approve", {"ids": gap_findings[0].id})
+    job = RemediationJob.objects.get()
+    assert job.status == "requested"
+    assert client_for(approver).post(f"/jobs/{job.id}/approve").status_code == 403
+    second = user_with_role("bob", "approver")
+    assert client_for(second).post(f"/jobs/{job.id}/approve").status_code == 302
+    job.refresh_from_db()
+    assert (job.status, job.approved_by) == ("approved", second)
+
+
+def test_the_write_api_with_a_token_approves_and_lists_jobs(approver, viewer, gap_findings):
+    _, key = api_token_create(user=approver, name="ci")
+    api = Client(HTTP_AUTHORIZATION=f"Token {key}")
+    response = api.post(f"/api/v1/findings/{gap_findings[0].id}/approve",
+                        data=json.dumps({"kind": "reset", "target": "offset", "value": 1000}),
+                        content_type="application/json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["kind"], body["status"], body["group"]) == ("reset", "approved", HOSTILE_GROUP_ID)
+    assert body["plan"][0]["planned"] == 100 and body["plan"][0]["clamped"] is True
+    again = api.post(f"/api/v1/findings/{gap_findings[0].id}/approve", data=json.dumps({"kind": "reset"}),
+                     content_type="application/json")
+    assert again.status_code == 409 and again.json()["job"] == body["id"]
+    listed = api.get("/api/v1/jobs").json()
+    assert [job["id"] for job in listed["results"]] == [body["id"]]
+    _, viewer_key = api_token_create(user=viewer, name="read-only")
+    refused = Client(HTTP_AUTHORIZATION=f"Token {viewer_key}").post(
+        f"/api/v1/findings/{gap_findings[1].id}/dismiss", data=json.dumps({"reason": "x"}),
+        content_type="application/json")
+    assert refused.status_code == 403
+    assert Client(HTTP_AUTHORIZATION="Token wrong").get("/api/v1/jobs").status_code == 401
+
+
+def test_the_write_api_with_a_session_still_needs_csrf(approver, gap_findings):
+    response = client_for(approver, csrf=True).post(
+        f"/api/v1/findings/{gap_findings[0].id}/dismiss", data=json.dumps({"reason": "x"}),
+        content_type="application/json")
+    assert response.status_code == 403
+    assert Finding.objects.filter(closed_at__isnull=False).count() == 0
+
+
+def test_the_api_rejects_bad_bodies_with_the_parameter_named(approver, gap_findings):
+    client = client_for(approver)
+    url = f"/api/v1/findings/{gap_findings[0].id}/approve"
+    assert client.post(url, data="[1]", content_type="application/json").json()["parameter"] == "body"
+    assert client.post(url, data=json.dumps({"kind": "nuke"}), content_type="application/json").json()[
+        "parameter"] == "kind"
+    assert client.get(url).status_code == 405
+    assert connection.vendor == "postgresql"
