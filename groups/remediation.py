@@ -116,15 +116,18 @@ def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) ->
         raise ValidationError(f"unknown remediation kind {kind!r}")
     findings = preview["findings"]
     four_eyes = settings.FOUR_EYES
-    now = timezone.now()
     try:
         with transaction.atomic():
             job = RemediationJob.objects.create(
                 cluster=findings[0].cluster, group=findings[0].group, kind=kind,
                 status=RemediationJob.Status.REQUESTED if four_eyes else RemediationJob.Status.APPROVED,
                 params=params, plan=preview["plan"], requested_by=user,
-                approved_by=None if four_eyes else user, approved_at=None if four_eyes else now,
+                approved_by=None if four_eyes else user,
             )
+            if not four_eyes:
+                # Requested and approved in one act: one moment.
+                job.approved_at = job.created_at
+                job.save(update_fields=["approved_at"])
             JobFinding.objects.bulk_create(JobFinding(job=job, finding=f, kind=kind) for f in findings)
             audit_record(action="job.requested", actor=user, cluster=job.cluster, object_type="job", object_id=job.id,
                          detail={"kind": kind, "group": job.group.group_id, "params": params,

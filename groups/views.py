@@ -204,8 +204,10 @@ def dismiss(request: HttpRequest, finding_id: int) -> HttpResponse:
 def jobs(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
     kind = request.GET.get("kind", "")
-    queryset = RemediationJob.objects.select_related("cluster", "group", "requested_by", "approved_by").annotate(
-        finding_count=Count("job_findings")
+    queryset = (
+        RemediationJob.objects.select_related("cluster", "group", "requested_by", "approved_by")
+        .annotate(finding_count=Count("job_findings"))
+        .order_by("-created_at", "-id")
     )
     if status in RemediationJob.Status.values:
         queryset = queryset.filter(status=status)
