@@ -1,7 +1,20 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 
-from groups.models import AuditEvent, Cluster, ConsumerGroup, Finding, Notification, PartitionGeneration, Topic
+from groups.audit import audit_record
+from groups.models import (
+    ApiToken,
+    AuditEvent,
+    Cluster,
+    ConsumerGroup,
+    Finding,
+    JobFinding,
+    Notification,
+    PartitionGeneration,
+    RemediationJob,
+    Topic,
+)
+from groups.tokens import api_token_create
 
 
 class ClusterAdminForm(forms.ModelForm):
@@ -99,10 +112,9 @@ class ConsumerGroupAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         if "declared_policy" in form.changed_data:
-            AuditEvent.objects.create(
-                actor=request.user, cluster=obj.cluster, action="group.policy_declared",
-                detail={"group": obj.group_id, "policy": obj.declared_policy},
-            )
+            audit_record(action="group.policy_declared", actor=request.user, cluster=obj.cluster,
+                         object_type="group", object_id=obj.pk,
+                         detail={"group": obj.group_id, "policy": obj.declared_policy})
 
 
 @admin.register(Finding)
@@ -128,3 +140,50 @@ class NotificationAdmin(ReadOnlyAdmin):
 class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ["at", "action", "actor", "system", "cluster"]
     list_filter = ["action", "system"]
+
+
+class JobFindingInline(admin.TabularInline):
+    model = JobFinding
+    extra = 0
+    can_delete = False
+    readonly_fields = ["finding", "kind", "active"]
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(RemediationJob)
+class RemediationJobAdmin(ReadOnlyAdmin):
+    """Jobs move only through the services (compare-and-set, audited)."""
+
+    list_display = ["id", "kind", "status", "cluster", "group", "requested_by", "approved_by", "created_at",
+                    "finished_at"]
+    list_filter = ["kind", "status", "cluster"]
+    search_fields = ["group__group_id"]
+    list_select_related = ["cluster", "group", "requested_by", "approved_by"]
+    inlines = [JobFindingInline]
+
+
+class ApiTokenAdminForm(forms.ModelForm):
+    class Meta:
+        model = ApiToken
+        fields = ["user", "name"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are created here (shown once, then only their prefix) and revoked by deleting them."""
+
+    form = ApiTokenAdminForm
+    list_display = ["name", "user", "prefix", "created_at", "last_used_at"]
+    readonly_fields = ["prefix", "created_at", "last_used_at"]
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change):
+        token, key = api_token_create(user=form.cleaned_data["user"], name=form.cleaned_data["name"])
+        obj.pk, obj.key_hash, obj.prefix = token.pk, token.key_hash, token.prefix
+        messages.warning(request, f"API token for {token.user}: {key} (copy it now; it is not shown again)")
+        audit_record(action="api_token.created", actor=request.user, object_type="api_token", object_id=token.pk,
+                     detail={"user": token.user.get_username(), "name": token.name})

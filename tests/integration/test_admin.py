@@ -56,3 +56,19 @@ def test_it_escapes_hostile_group_ids_and_audits_a_declared_policy(admin_client,
 @pytest.mark.django_db
 def test_findings_cannot_be_edited_in_the_admin(admin_client):
     assert admin_client.get("/admin/groups/finding/add/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_an_api_token_is_shown_once_and_stored_only_as_a_hash(admin_client, admin_user):
+    from groups.models import ApiToken
+
+    response = admin_client.post("/admin/groups/apitoken/add/", {"user": admin_user.id, "name": "ci"}, follow=True)
+    body = response.content.decode()
+    token = ApiToken.objects.get()
+    key = body.split("API token for admin: ")[1].split(" ")[0]
+    assert key.startswith(token.prefix) and len(key) > 30
+    assert key not in admin_client.get("/admin/groups/apitoken/").content.decode()
+    assert token.key_hash != key
+    from django.test import Client
+
+    assert Client(HTTP_AUTHORIZATION=f"Token {key}").get("/api/v1/jobs").status_code == 200
