@@ -152,6 +152,31 @@ GROUP = _object(
     }
 )
 
+JOB = _object(
+    {
+        "id": _integer(),
+        "kind": _string(enum=["reset", "backfill"]),
+        "status": _string(enum=["requested", "approved", "queued", "waiting", "running", "succeeded", "failed",
+                                "cancelled"]),
+        "cluster": _string(),
+        "group": _string("Consumer group id (arbitrary text)."),
+        "findings": {"type": "array", "items": _integer()},
+        "params": {"type": "object", "description": "reset: target and value; backfill: sink."},
+        "plan": {"type": "array", "items": {"type": "object"}, "description": "Per partition, stored before anything runs."},
+        "result": {"type": "object"},
+        "progress_done": _integer(nullable=True),
+        "progress_total": _integer(nullable=True),
+        "status_reason": _string(),
+        "error": _string(),
+        "requested_by": _string(nullable=True),
+        "approved_by": _string(nullable=True),
+        "retry_of": _integer(nullable=True),
+        "created_at": _datetime(),
+        "started_at": _datetime(nullable=True),
+        "finished_at": _datetime(nullable=True),
+    }
+)
+
 ERROR = _object(
     {
         "error": _string(),
@@ -198,11 +223,11 @@ def openapi_document() -> dict:
         "info": {
             "title": "Gapwatch API",
             "version": API_VERSION,
-            "description": "Read-only view of clusters, topics, consumer groups and the partitions groups "
-            "missed. An empty query parameter counts as absent.",
+            "description": "Clusters, topics, consumer groups and the partitions groups missed; approve "
+            "or dismiss remediations. An empty query parameter counts as absent.",
         },
         "servers": [{"url": "/"}],
-        "security": [{"session": []}],
+        "security": [{"session": []}, {"token": []}],
         "paths": {
             "/api/v1/findings": {
                 "get": {
@@ -257,6 +282,56 @@ def openapi_document() -> dict:
                     "responses": _responses({"$ref": "#/components/schemas/GroupPage"}),
                 }
             },
+            "/api/v1/jobs": {
+                "get": {
+                    "operationId": "jobs_list",
+                    "summary": "Remediation jobs, newest first.",
+                    "parameters": [
+                        {"name": "status", "in": "query", "schema": JOB["properties"]["status"]},
+                        {"name": "kind", "in": "query", "schema": JOB["properties"]["kind"]},
+                        *PAGE_PARAMETERS,
+                    ],
+                    "responses": _responses({"$ref": "#/components/schemas/JobPage"}),
+                }
+            },
+            "/api/v1/findings/{id}/approve": {
+                "post": {
+                    "operationId": "finding_approve",
+                    "summary": "Request (and, without four-eyes, approve) a reset or a backfill; needs the approver "
+                    "role. Session requests need a CSRF token; token requests do not.",
+                    "parameters": [{"name": "id", "in": "path", "required": True, "schema": _integer()}],
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": _object({
+                        "kind": _string(enum=["reset", "backfill"]),
+                        "target": _string(enum=["earliest", "offset", "timestamp", "shift"]),
+                        "value": _integer("offset, shift, or epoch milliseconds", nullable=True),
+                        "sink": _string(enum=["parquet", "kafka"]),
+                        "also": {"type": "array", "items": _integer(), "description": "More findings of the same group."},
+                    }, optional=("target", "value", "sink", "also"))}}},
+                    "responses": {
+                        "201": {"description": "Created", "content": {"application/json": {
+                            "schema": {"$ref": "#/components/schemas/Job"}}}},
+                        "400": {"description": "Bad input", "content": {"application/json": {
+                            "schema": {"$ref": "#/components/schemas/Error"}}}},
+                        "403": {"description": "Not an approver"},
+                        "409": {"description": "An active job of this kind already covers the finding."},
+                    },
+                }
+            },
+            "/api/v1/findings/{id}/dismiss": {
+                "post": {
+                    "operationId": "finding_dismiss",
+                    "summary": "Close a finding with a required reason; needs the approver role.",
+                    "parameters": [{"name": "id", "in": "path", "required": True, "schema": _integer()}],
+                    "requestBody": {"required": True, "content": {"application/json": {
+                        "schema": _object({"reason": _string()})}}},
+                    "responses": {
+                        "200": {"description": "Dismissed"},
+                        "400": {"description": "Bad input", "content": {"application/json": {
+                            "schema": {"$ref": "#/components/schemas/Error"}}}},
+                        "403": {"description": "Not an approver"},
+                    },
+                }
+            },
             "/api/v1/schema": {
                 "get": {
                     "operationId": "schema",
@@ -266,7 +341,11 @@ def openapi_document() -> dict:
             },
         },
         "components": {
-            "securitySchemes": {"session": {"type": "apiKey", "in": "cookie", "name": settings.SESSION_COOKIE_NAME}},
+            "securitySchemes": {
+                "session": {"type": "apiKey", "in": "cookie", "name": settings.SESSION_COOKIE_NAME},
+                "token": {"type": "apiKey", "in": "header", "name": "Authorization",
+                          "description": "`Token <key>`; create keys in the admin or with manage.py create_api_token."},
+            },
             "schemas": {
                 "Finding": FINDING,
                 "Cluster": CLUSTER,
@@ -277,6 +356,8 @@ def openapi_document() -> dict:
                 "ClusterPage": _page_of("#/components/schemas/Cluster"),
                 "TopicPage": _page_of("#/components/schemas/Topic"),
                 "GroupPage": _page_of("#/components/schemas/Group"),
+                "Job": JOB,
+                "JobPage": _page_of("#/components/schemas/Job"),
             },
         },
     }

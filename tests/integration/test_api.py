@@ -11,7 +11,7 @@ from datetime import timezone as dt_timezone
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 
 from groups.api_schema import openapi_document
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, Topic
@@ -470,9 +470,22 @@ def test_it_serves_an_openapi_document_that_every_answer_conforms_to(api, two_cl
     document = get_json(api, "/api/v1/schema")
     assert document == json.loads(json.dumps(openapi_document()))
     assert document["openapi"].startswith("3.0.")
-    assert set(document["paths"]) == {f"/api/v1/{name}" for name in ("findings", "clusters", "topics", "groups", "schema")}
+    assert set(document["paths"]) == {f"/api/v1/{name}" for name in ("findings", "clusters", "topics", "groups", "schema",
+                                                                      "jobs", "findings/{id}/approve",
+                                                                      "findings/{id}/dismiss")}
+    approver = User.objects.create_user("approver-for-schema")
+    approver.user_permissions.add(Permission.objects.get(codename="approve_remediation"))
+    api.force_login(approver)
+    finding = Finding.objects.filter(closed_at__isnull=True).first()
+    created = api.post(f"/api/v1/findings/{finding.id}/approve", data=json.dumps({"kind": "backfill"}),
+                       content_type="application/json")
+    assert created.status_code == 201, created.content
+    check_against_schema(document, created.json(), {"$ref": "#/components/schemas/Job"}, "approve 201")
+    api.force_login(User.objects.get(username="viewer"))
 
     for path, item in document["paths"].items():
+        if "get" not in item:
+            continue
         operation = item["get"]
         ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
         body = get_json(api, path, {"include_closed": "true"} if path.endswith("findings") else {})
