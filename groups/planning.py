@@ -119,8 +119,9 @@ def plan_reset(
             redelivered, skipped = max(0, current - planned), max(0, planned - current)
             note = ""
         if clamped:
-            note = (f"requested {requested} is outside [{position.log_start}, {position.high_watermark}): "
-                    f"clamped to {planned}" + (f"; {note}" if note else ""))
+            # Positions run from the log start to the high watermark inclusive (the end is a valid position).
+            note = (f"requested {requested} is outside [{position.log_start}, {position.high_watermark}] "
+                    f"(log start, high watermark): clamped to {planned}" + (f"; {note}" if note else ""))
         plans.append(PlannedReset(
             topic=position.topic, partition=position.partition, log_start=position.log_start,
             high_watermark=position.high_watermark, current=current, planned=planned, clamped=clamped,

@@ -199,6 +199,13 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
             generations=generations, now=now,
         )
         notifications = _write_audit_and_notifications(cluster=cluster, changes=changes, findings=findings)
+        new_finding_ids = [findings[key].id for key in changes.new_findings]
+        if new_finding_ids:
+            from tasks.offset_reset import reset_auto_repair
+
+            transaction.on_commit(  # opt-in groups that are Empty now get their new partitions reset at once
+                lambda: reset_auto_repair(finding_ids=new_finding_ids, snapshot=snapshot), robust=True
+            )
         Cluster.objects.filter(id=cluster.id).update(
             status=Cluster.Status.OK, last_error="", last_poll_at=now,
             last_poll_duration_ms=int((kafka_seconds + time.monotonic() - started) * 1000),

@@ -9,4 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-EXECUTORS: dict[str, Callable[..., str]] = {}
+from tasks.offset_reset import execute_reset
+
+EXECUTORS: dict[str, Callable[..., str]] = {"reset": execute_reset}

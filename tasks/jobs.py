@@ -56,6 +56,10 @@ def poll_cluster_task(cluster_id: int) -> dict:
             log.warning("poll lock of cluster %s expired before the poll ended", cluster_id)
     if summary.groups_to_watch:
         poll_cluster_task.apply_async((cluster_id,), countdown=settings.FAST_POLL_SECONDS)
+    if summary.ok:
+        from tasks.offset_reset import reset_jobs_retry_waiting
+
+        reset_jobs_retry_waiting(cluster_id=cluster_id)  # a group may be Empty now
     return summary.as_dict()
 
 

@@ -7,7 +7,7 @@ one error type, ``KafkaUnavailable``. Creating an adapter opens no connection.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -72,12 +72,48 @@ _STATE_NAMES = {
 class KafkaUnavailable(Exception):
     """The cluster could not be reached, or answered with an error or with
     only part of an answer. ``stage`` names the step that failed ("ping",
-    "topics", "watermarks", "groups", "offsets")."""
+    "topics", "watermarks", "groups", "offsets", "group", "commit")."""
 
     def __init__(self, message: str, *, bootstrap_servers: str = "", stage: str = "") -> None:
         super().__init__(message)
         self.bootstrap_servers = bootstrap_servers
         self.stage = stage
+
+
+class GroupNotEmpty(KafkaUnavailable):
+    """The broker refused an administrative offset commit because the group
+    has members (UNKNOWN_MEMBER_ID and kin): nothing was committed."""
+
+
+# Answers to an admin offset commit (no member id, generation -1) that mean
+# "the group has members now" (classic and KIP-848 groups).
+_GROUP_ACTIVE = frozenset(
+    {
+        KafkaError.UNKNOWN_MEMBER_ID,
+        KafkaError.NON_EMPTY_GROUP,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.ILLEGAL_GENERATION,
+        KafkaError.STALE_MEMBER_EPOCH,
+        KafkaError.FENCED_MEMBER_EPOCH,
+    }
+)
+
+
+@dataclass(frozen=True)
+class GroupStatus:
+    """One group as the broker describes it now. A group the broker does not
+    know is reported as "Dead" with no members, as the broker itself does."""
+
+    group_id: str
+    state: str
+    type: str
+    member_count: int
+
+    @property
+    def inactive(self) -> bool:
+        """Whether an administrative offset commit can be accepted (Kafka's
+        own reset tool asks for the same: Empty or Dead, no members)."""
+        return self.member_count == 0 and self.state in ("Empty", "Dead")
 
 
 @dataclass(frozen=True)
@@ -215,6 +251,128 @@ class KafkaAdapter:
                                         high_watermark=found["high_watermark"][partition])
             for partition in partitions
         }
+
+    def topic_partition_ids(self, *, topic: str) -> tuple[int, ...] | None:
+        """The partition ids of one topic, or None when the topic does not
+        exist. Describes the topic: never creates it, even on a broker with
+        ``auto.create.topics.enable``."""
+        try:
+            futures = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self._timeout)
+            description = futures[topic].result(timeout=self._timeout + _WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            if _code(error) in _TOPIC_GONE:
+                return None
+            raise self._unavailable("topics", f"describe topic {topic!r}: {_describe(error)}") from None
+        return tuple(sorted(partition.id for partition in description.partitions))
+
+    def describe_group(self, *, group_id: str) -> GroupStatus:
+        """State and member count of one group, now."""
+        try:
+            futures = self.admin.describe_consumer_groups([group_id], request_timeout=self._timeout)
+            description = futures[group_id].result(timeout=self._timeout + _WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            if _code(error) == KafkaError.GROUP_ID_NOT_FOUND:
+                return GroupStatus(group_id=group_id, state="Dead", type="", member_count=0)
+            raise self._unavailable("group", f"describe group {group_id!r}: {_describe(error)}") from None
+        state = getattr(description, "state", ConsumerGroupState.UNKNOWN)
+        described = _group_from(group_id, state, description)
+        return GroupStatus(group_id=group_id, state=described.state, type=described.type,
+                           member_count=len(described.members))
+
+    def committed_offsets(
+        self, *, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], int | None]:
+        """The group's committed offset (next message to read) on each of
+        ``partitions``; None where it has no commit. Errors at the group or
+        at any partition raise ``KafkaUnavailable``."""
+        if not partitions:
+            return {}
+        request = ConsumerGroupTopicPartitions(
+            group_id, [TopicPartition(topic, partition) for topic, partition in partitions]
+        )
+        try:
+            future = self.admin.list_consumer_group_offsets([request], request_timeout=self._timeout)[group_id]
+            answer = future.result(timeout=self._timeout + _WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            if _code(error) == KafkaError.GROUP_ID_NOT_FOUND:
+                return {key: None for key in partitions}
+            raise self._unavailable("offsets", f"committed offsets of group {group_id!r}: {_describe(error)}") from None
+        found: dict[tuple[str, int], int | None] = {}
+        for partition in answer.topic_partitions or []:
+            if partition.error is not None:
+                raise self._unavailable(
+                    "offsets",
+                    f"committed offset of group {group_id!r} on {partition.topic!r} [{partition.partition}]: "
+                    f"{_describe(partition.error)}",
+                )
+            found[(partition.topic, partition.partition)] = partition.offset if partition.offset >= 0 else None
+        missing = [key for key in partitions if key not in found]
+        if missing:
+            raise self._unavailable("offsets", f"committed offsets of group {group_id!r}: no answer for {missing}")
+        return {key: found[key] for key in partitions}
+
+    def alter_group_offsets(self, *, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Commit ``offsets`` (next message to read) for one group, as an
+        administrator. The broker accepts this only while the group has no
+        members; otherwise ``GroupNotEmpty`` is raised and nothing changed.
+        Any other group- or partition-level error raises ``KafkaUnavailable``:
+        then the commit may or may not have been applied, so callers read the
+        offsets back before trusting either outcome."""
+        if not offsets:
+            raise ValueError("no offsets to commit")
+        negative = sorted(key for key, offset in offsets.items() if offset < 0)
+        if negative:
+            raise ValueError(f"offsets must not be negative: {negative}")
+        request = ConsumerGroupTopicPartitions(
+            group_id,
+            [TopicPartition(topic, partition, offset) for (topic, partition), offset in sorted(offsets.items())],
+        )
+        try:
+            future = self.admin.alter_consumer_group_offsets([request], request_timeout=self._timeout)[group_id]
+            answer = future.result(timeout=self._timeout + _WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            raise self._commit_error(group_id, _describe(error), _code(error)) from None
+        refused = [partition for partition in answer.topic_partitions or [] if partition.error is not None]
+        if refused:
+            first = refused[0]
+            raise self._commit_error(
+                group_id,
+                f"{first.topic!r} [{first.partition}]: {_describe(first.error)}"
+                + (f" (and {len(refused) - 1} more partition(s))" if len(refused) > 1 else ""),
+                _code(first.error),
+            )
+
+    def offsets_for_times(
+        self, *, topic: str, partitions: Sequence[int], timestamp_ms: int
+    ) -> dict[int, int | None]:
+        """Per partition, the first offset whose timestamp is at or after
+        ``timestamp_ms``; None when no message is that recent (Kafka answers
+        -1: "the end")."""
+        if not partitions:
+            return {}
+        try:
+            futures = self.admin.list_offsets(
+                {TopicPartition(topic, partition): OffsetSpec.for_timestamp(timestamp_ms) for partition in partitions},
+                isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout,
+            )
+        except KafkaException as error:
+            raise self._unavailable("watermarks", f"offsets for times of {topic!r}: {_describe(error)}") from None
+        found: dict[int, int | None] = {}
+        for key, future in futures.items():
+            try:
+                offset = future.result(timeout=self._timeout + _WAIT_GRACE_SECONDS).offset
+            except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+                raise self._unavailable(
+                    "watermarks", f"offset for time of {topic!r} [{key.partition}]: {_describe(error)}"
+                ) from None
+            found[key.partition] = offset if offset >= 0 else None
+        return {partition: found[partition] for partition in partitions}
+
+    def _commit_error(self, group_id: str, detail: str, code: int | None) -> KafkaUnavailable:
+        error = self._unavailable("commit", f"commit offsets of group {group_id!r}: {detail}")
+        if code in _GROUP_ACTIVE:
+            return GroupNotEmpty(str(error), bootstrap_servers=error.bootstrap_servers, stage="commit")
+        return error
 
     # -- 1. topics ---------------------------------------------------------
 

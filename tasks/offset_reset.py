@@ -1,0 +1,351 @@
+"""Offset-reset remediation: the executor of ``reset`` jobs, their retry after
+each poll, the auto-repair policy, and job creation for the command line.
+
+The broker accepts an administrative offset commit only while a group has no
+members (DESIGN.md section 1): a job whose group has members waits, and every
+successful poll of its cluster tries it again, until the group is Empty or
+RESET_WAIT_DEADLINE_SECONDS have passed since it started waiting. A reset is
+done only when the offsets read back equal the plan.
+
+Offsets are "the next message to read". Group ids are hostile text: they are
+stored and audited as given and never formatted into markup here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from groups.audit import audit_record
+from groups.models import Cluster, ConsumerGroup, Finding, JobFinding, RemediationJob
+from groups.planning import (
+    PartitionPosition,
+    PlanError,
+    PlannedReset,
+    ResetTarget,
+    plan_reset,
+    reset_drift,
+    reset_mismatches,
+)
+from groups.remediation import DuplicateJob, job_transition, positions_of
+from groups.snapshot import Snapshot
+from tasks.kafka_adapter import GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
+
+log = logging.getLogger(__name__)
+Status = RemediationJob.Status
+
+# Who asked for a job, in its params and audit rows ("dashboard" jobs come from job_request).
+SOURCE_CLI = "cli"
+SOURCE_AUTO_REPAIR = "auto-repair"
+
+
+def reset_adapter(cluster: Cluster) -> KafkaAdapter:
+    return KafkaAdapter(
+        cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS, max_in_flight=settings.KAFKA_MAX_IN_FLIGHT
+    )
+
+
+def active_group_reason(group: GroupStatus) -> str:
+    if group.member_count:
+        members = f"{group.member_count} active member{'' if group.member_count == 1 else 's'}"
+        return f"group {group.group_id} has {members}; stop its consumers or choose a Spark backfill"
+    return f"group {group.group_id} is {group.state or 'in an unknown state'}; waiting for it to be Empty"
+
+
+def reset_positions(
+    *, adapter: KafkaAdapter, group_id: str, partitions: Sequence[tuple[str, int]], target: ResetTarget
+) -> tuple[list[PartitionPosition], dict[tuple[str, int], int | None] | None]:
+    """Live log start, high watermark and committed offset of each partition,
+    and for a timestamp target the first offset at or after it.
+
+    A topic or partition that does not exist raises PlanError (never created,
+    never retried); Kafka errors raise KafkaUnavailable.
+    """
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for topic, partition in partitions:
+        by_topic[topic].append(partition)
+    for topic, wanted in sorted(by_topic.items()):
+        existing = adapter.topic_partition_ids(topic=topic)
+        if existing is None:
+            raise PlanError(f"topic {topic!r} does not exist on this cluster")
+        missing = sorted(set(wanted) - set(existing))
+        if missing:
+            raise PlanError(f"topic {topic!r} has no partition {', '.join(map(str, missing))} "
+                            f"(its partitions are 0 to {max(existing)})")
+    committed = adapter.committed_offsets(group_id=group_id, partitions=list(partitions))
+    positions: list[PartitionPosition] = []
+    at_time: dict[tuple[str, int], int | None] | None = {} if target.kind == "timestamp" else None
+    for topic, wanted in sorted(by_topic.items()):
+        offsets = adapter.partition_offsets(topic=topic, partitions=sorted(wanted))
+        positions.extend(
+            PartitionPosition(topic=topic, partition=p, log_start=offsets[p].log_start,
+                              high_watermark=offsets[p].high_watermark, committed=committed[(topic, p)])
+            for p in sorted(wanted)
+        )
+        if at_time is not None:
+            found = adapter.offsets_for_times(topic=topic, partitions=sorted(wanted), timestamp_ms=target.value)
+            at_time.update({(topic, p): offset for p, offset in found.items()})
+    return positions, at_time
+
+
+# -- executing a job ---------------------------------------------------------
+
+
+def execute_reset(*, job_id: int) -> str:
+    """Run one reset job; return its status afterwards.
+
+    1. Only a queued or waiting job runs; any other status is left alone, so a
+       second run of a succeeded job changes nothing and keeps its result.
+    2. A job waiting past its deadline fails, offsets untouched.
+    3. Describe the group. With members, the job waits (queued -> waiting once;
+       later checks only refresh the reason).
+    4. Empty or Dead: queued/waiting -> running, by compare-and-set.
+    5. Read the live offsets; fail if a commit moved since the plan; plan again
+       from the live log start and high watermark (a timestamp is resolved
+       now) and store that plan on the job before committing.
+    6. Commit. UNKNOWN_MEMBER_ID (the group became active since step 3): back
+       to waiting. Any other Kafka error: waiting too, as the commit may or may
+       not have applied; the next attempt accepts offsets already at the plan.
+    7. Read back; succeed only when equal to the plan. Audit ``offsets.reset``
+       with before and after per partition.
+    """
+    job = RemediationJob.objects.select_related("cluster", "group").get(id=job_id)
+    if job.kind != RemediationJob.Kind.RESET:
+        raise ValueError(f"job {job_id} is a {job.kind} job, not a reset")
+    if job.status not in (Status.QUEUED, Status.WAITING):
+        return job.status
+    now = timezone.now()
+    deadline = _wait_deadline(job)
+    if deadline is not None and now >= deadline:
+        job_transition(
+            job_id=job.id, from_statuses=[Status.WAITING], to_status=Status.FAILED,
+            status_reason=f"gave up after waiting {settings.RESET_WAIT_DEADLINE_SECONDS}s for the group to be Empty",
+            error=f"deadline passed while waiting: {job.status_reason}; offsets untouched",
+        )
+        return _status_of(job.id)
+    adapter = reset_adapter(job.cluster)
+    try:
+        group = adapter.describe_group(group_id=job.group.group_id)
+    except KafkaUnavailable as error:
+        return _wait(job, from_status=job.status, reason=f"{error}; retried after the next successful poll")
+    if not group.inactive:
+        return _wait(job, from_status=job.status, reason=active_group_reason(group))
+    if not job_transition(job_id=job.id, from_statuses=[job.status], to_status=Status.RUNNING,
+                          status_reason=f"group is {group.state}: resetting its offsets"):
+        return _status_of(job.id)  # another worker moved it first
+    try:
+        return _reset_running(job, adapter=adapter, group=group)
+    except GroupNotEmpty as error:
+        reason = f"the broker refused the commit: the group became active ({error})"
+        return _wait(job, from_status=Status.RUNNING, reason=reason)
+    except KafkaUnavailable as error:
+        return _wait(job, from_status=Status.RUNNING, reason=f"{error}; retried after the next successful poll")
+    except PlanError as error:
+        _fail(job, error=str(error))
+        return _status_of(job.id)
+    except Exception as error:
+        # Never leave a job "running" behind: it would never be retried.
+        _fail(job, error=f"unexpected error: {type(error).__name__}: {error}")
+        raise
+
+
+def _reset_running(job: RemediationJob, *, adapter: KafkaAdapter, group: GroupStatus) -> str:
+    target = ResetTarget.parse(kind=job.params.get("target", "earliest"), value=job.params.get("value"))
+    target.require_not_future(now_ms=int(timezone.now().timestamp() * 1000))
+    stored = [PlannedReset.from_dict(row) for row in job.plan]
+    partitions = [(p.topic, p.partition) for p in stored] or _finding_partitions(job)
+    if not partitions:
+        raise PlanError("the job names no partition to reset")
+    positions, at_time = reset_positions(adapter=adapter, group_id=group.group_id, partitions=partitions,
+                                         target=target)
+    before = {(p.topic, p.partition): p.committed for p in positions}
+    moved = reset_drift(plan=stored, committed=before)
+    if moved:
+        raise PlanError(
+            "the committed offsets moved since the plan, so this reset would overwrite someone else's change: "
+            + "; ".join(moved) + ". Nothing was committed; retry the job to plan again from the current offsets."
+        )
+    # A plan shown to the operator keeps its `current`; a job without one
+    # (a timestamp target from the dashboard) plans from the offsets read now.
+    expected = {(p.topic, p.partition): p.current for p in stored} or before
+    plan = plan_reset(target=target, positions=[replace(p, committed=expected[(p.topic, p.partition)])
+                                                for p in positions], timestamp_offsets=at_time)
+    RemediationJob.objects.filter(id=job.id, status=Status.RUNNING).update(
+        plan=[p.as_dict() for p in plan], updated_at=timezone.now()
+    )
+    adapter.alter_group_offsets(group_id=group.group_id, offsets={(p.topic, p.partition): p.planned for p in plan})
+    after = adapter.committed_offsets(group_id=group.group_id, partitions=partitions)
+    verified_at = timezone.now()
+    rows = [
+        {"topic": p.topic, "partition": p.partition, "before": before[(p.topic, p.partition)],
+         "planned": p.planned, "after": after[(p.topic, p.partition)]}
+        for p in plan
+    ]
+    mismatches = reset_mismatches(plan=plan, committed=after)
+    audit_record(
+        action="offsets.reset", actor=None, cluster=job.cluster, object_type="job", object_id=job.id,
+        detail={"group": group.group_id, "via": job.params.get("source", "dashboard"),
+                "target": {"kind": target.kind, "value": target.value}, "partitions": rows,
+                "verified": not mismatches},
+    )
+    result = {
+        **{key: value for key, value in job.result.items() if key in ("waiting_since", "checks")},
+        "target": {"kind": target.kind, "value": target.value},
+        "group_state": group.state,
+        "partitions": rows,
+        "verified": not mismatches,
+        "verified_at": verified_at.isoformat(),
+        "approval_to_verified_seconds": (
+            round((verified_at - job.approved_at).total_seconds(), 3) if job.approved_at else None
+        ),
+    }
+    if stored and [p.as_dict() for p in plan] != job.plan:
+        result["replanned_from"] = job.plan
+    if mismatches:
+        job_transition(job_id=job.id, from_statuses=[Status.RUNNING], to_status=Status.FAILED, result=result,
+                       status_reason="offsets read back differ from the plan",
+                       error="read back after the commit: " + "; ".join(mismatches))
+    else:
+        job_transition(job_id=job.id, from_statuses=[Status.RUNNING], to_status=Status.SUCCEEDED, result=result,
+                       status_reason="offsets read back equal to the plan", error="")
+    return _status_of(job.id)
+
+
+def _finding_partitions(job: RemediationJob) -> list[tuple[str, int]]:
+    return sorted(set(job.findings.values_list("topic__name", "partition")))
+
+
+def _wait_deadline(job: RemediationJob) -> datetime | None:
+    since = job.result.get("waiting_since") if job.status == Status.WAITING else None
+    if not since:
+        return None
+    return datetime.fromisoformat(since) + timedelta(seconds=settings.RESET_WAIT_DEADLINE_SECONDS)
+
+
+def _wait(job: RemediationJob, *, from_status: str, reason: str) -> str:
+    """Park the job until the next successful poll. The deadline counts from
+    the first time it waited; checks that find it still waiting change only
+    the reason (no new status, so no new audit row)."""
+    now = timezone.now()
+    current = RemediationJob.objects.values_list("result", flat=True).get(id=job.id) or {}
+    result = {**current, "waiting_since": current.get("waiting_since") or now.isoformat(),
+              "checks": current.get("checks", 0) + 1, "last_check_at": now.isoformat()}
+    if from_status == Status.WAITING:
+        RemediationJob.objects.filter(id=job.id, status=Status.WAITING).update(
+            status_reason=reason, result=result, updated_at=now
+        )
+    else:
+        job_transition(job_id=job.id, from_statuses=[from_status], to_status=Status.WAITING,
+                       status_reason=reason, result=result)
+    return _status_of(job.id)
+
+
+def _fail(job: RemediationJob, *, error: str) -> None:
+    job_transition(job_id=job.id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
+                   status_reason="offsets untouched", error=error)
+
+
+def _status_of(job_id: int) -> str:
+    return RemediationJob.objects.values_list("status", flat=True).get(id=job_id)
+
+
+# -- retries after a poll ----------------------------------------------------
+
+
+def reset_jobs_retry_waiting(*, cluster_id: int) -> list[int]:
+    """After a successful poll of a cluster: enqueue every waiting reset job of
+    it again. Compare-and-set makes a job enqueued twice run once."""
+    from tasks.jobs import run_remediation_job
+
+    job_ids = list(
+        RemediationJob.objects.filter(cluster_id=cluster_id, kind=RemediationJob.Kind.RESET, status=Status.WAITING)
+        .order_by("id").values_list("id", flat=True)
+    )
+    for job_id in job_ids:
+        run_remediation_job.delay(job_id)
+    return job_ids
+
+
+# -- creating jobs without a person ------------------------------------------
+
+
+def reset_job_create(
+    *, cluster: Cluster, group: ConsumerGroup, target: ResetTarget, plan: list[PlannedReset], source: str,
+    enqueue: bool,
+) -> RemediationJob:
+    """Create an approved reset job on behalf of the system (``source``: "cli"
+    or "auto-repair"): audited as a system action naming its source. Open
+    findings of the group on the planned partitions are linked, so the
+    dashboard shows the job and no second job can start on them
+    (DuplicateJob)."""
+    keys = {(p.topic, p.partition) for p in plan}
+    findings = [
+        f for f in Finding.objects.filter(cluster=cluster, group=group, closed_at__isnull=True).select_related("topic")
+        if (f.topic.name, f.partition) in keys
+    ]
+    params = {"target": target.kind, "value": target.value, "source": source}
+    try:
+        with transaction.atomic():
+            job = RemediationJob.objects.create(
+                cluster=cluster, group=group, kind=RemediationJob.Kind.RESET, status=Status.APPROVED,
+                params=params, plan=[p.as_dict() for p in plan], requested_by=None, approved_by=None,
+                approved_at=timezone.now(),
+            )
+            JobFinding.objects.bulk_create(JobFinding(job=job, finding=f, kind=job.kind) for f in findings)
+            audit_record(action="job.requested", actor=None, cluster=cluster, object_type="job", object_id=job.id,
+                         detail={"kind": job.kind, "group": group.group_id, "params": params, "via": source,
+                                 "findings": sorted(f.id for f in findings)})
+            audit_record(action="job.approved", actor=None, cluster=cluster, object_type="job", object_id=job.id,
+                         detail={"from": None, "to": "approved", "via": source})
+            if enqueue:
+                from tasks.jobs import run_remediation_job
+
+                transaction.on_commit(lambda: run_remediation_job.delay(job.id))
+    except IntegrityError:
+        existing = RemediationJob.objects.filter(
+            job_findings__finding__in=findings, job_findings__active=True, kind=RemediationJob.Kind.RESET
+        ).first()
+        if existing is None:
+            raise
+        raise DuplicateJob(existing) from None
+    return job
+
+
+def reset_auto_repair(*, finding_ids: Iterable[int], snapshot: Snapshot) -> list[int]:
+    """The auto-repair policy, run when a poll created findings: for groups
+    that opted in (``auto_repair``) and are Empty in this snapshot, reset the
+    new partitions they have no commit on to their log start, at once —
+    before the consumers return, so nothing is missed and nothing repeats.
+
+    A partition the group already committed on is left to a person: it was
+    read, and moving its offset would re-deliver or skip. Returns the ids of
+    the jobs created (one per group).
+    """
+    empty = {g.group_id for g in snapshot.groups if g.state == "Empty" and not g.members}
+    if not empty:
+        return []
+    by_group: dict[int, list[Finding]] = defaultdict(list)
+    for finding in Finding.objects.filter(
+        id__in=list(finding_ids), group__auto_repair=True, closed_at__isnull=True, committed_offset__isnull=True
+    ).select_related("cluster", "group", "topic"):
+        if finding.group.group_id in empty:
+            by_group[finding.group_id].append(finding)
+    target = ResetTarget("earliest")
+    created = []
+    for findings in by_group.values():
+        plan = plan_reset(target=target, positions=positions_of(findings))
+        try:
+            job = reset_job_create(cluster=findings[0].cluster, group=findings[0].group, target=target, plan=plan,
+                                   source=SOURCE_AUTO_REPAIR, enqueue=True)
+        except DuplicateJob as duplicate:
+            log.info("auto-repair of group %r skipped: %s", findings[0].group.group_id, duplicate)
+            continue
+        created.append(job.id)
+    return created

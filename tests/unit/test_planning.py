@@ -1,0 +1,190 @@
+"""Table-driven tests of reset planning: each case says why its answer is right.
+
+Partition ``orders[2]`` holds offsets [10, 50): log start 10, high watermark
+50. Offsets mean "the next message to read".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from groups.planning import (
+    PartitionPosition,
+    PlanError,
+    PlannedReset,
+    ResetTarget,
+    plan_reset,
+    reset_drift,
+    reset_mismatches,
+)
+
+NOW_MS = 1_750_000_000_000
+
+
+def position(committed: int | None, *, log_start: int = 10, high_watermark: int = 50, partition: int = 2):
+    return PartitionPosition(topic="orders", partition=partition, log_start=log_start,
+                             high_watermark=high_watermark, committed=committed)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    why: str
+    target: ResetTarget
+    committed: int | None
+    planned: int
+    clamped: bool
+    redelivered: int
+    skipped: int
+    at_time: int | None = None
+
+
+CASES = [
+    Case("earliest from a commit", "earliest is the log start; the 30 messages in [10, 40) are read again",
+         ResetTarget("earliest"), 40, 10, False, 30, 0),
+    Case("earliest without a commit", "nothing was read: nothing is re-delivered, the group starts at 10",
+         ResetTarget("earliest"), None, 10, False, 0, 0),
+    Case("offset inside the log", "offset 45 is kept; [40, 45) is skipped", ResetTarget("offset", 45), 40,
+         45, False, 0, 5),
+    Case("offset below the log start", "offset 3 no longer exists: clamped up to the log start, like Kafka's tool",
+         ResetTarget("offset", 3), 40, 10, True, 30, 0),
+    Case("offset above the high watermark", "offset 999 does not exist yet: clamped down to the end, and shown",
+         ResetTarget("offset", 999), 40, 50, True, 0, 10),
+    Case("offset at the high watermark", "50 is the next offset to be written: a valid position, not a clamp",
+         ResetTarget("offset", 50), 40, 50, False, 0, 10),
+    Case("shift back", "shift -15 from the commit 40 is 25", ResetTarget("shift", -15), 40, 25, False, 15, 0),
+    Case("shift forward past the end", "40 + 100 is beyond the end: clamped to 50", ResetTarget("shift", 100), 40,
+         50, True, 0, 10),
+    Case("shift back past the log start", "40 - 100 is below the log start: clamped to 10",
+         ResetTarget("shift", -100), 40, 10, True, 30, 0),
+    Case("shift without a commit", "with no commit the shift starts from the log start: 10 + 5",
+         ResetTarget("shift", 5), None, 15, False, 0, 0),
+    Case("timestamp found", "the broker's first offset at or after the time is 30", ResetTarget("timestamp", 1), 40,
+         30, False, 10, 0, at_time=30),
+    Case("timestamp after the last message", "no message is that recent: the end", ResetTarget("timestamp", 1),
+         40, 50, False, 0, 10, at_time=None),
+    Case("planned equals current", "a reset to where the group already is moves nothing",
+         ResetTarget("offset", 40), 40, 40, False, 0, 0),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_it_plans_each_target_clamped_to_the_log(case: Case):
+    at_time = {("orders", 2): case.at_time} if case.target.kind == "timestamp" else None
+    [plan] = plan_reset(target=case.target, positions=[position(case.committed)], timestamp_offsets=at_time)
+    assert (plan.planned, plan.clamped, plan.redelivered, plan.skipped) == (
+        case.planned, case.clamped, case.redelivered, case.skipped
+    ), case.why
+    assert plan.current == case.committed
+    assert ("clamped" in plan.note) == case.clamped
+
+
+def test_it_says_where_a_partition_without_a_commit_will_start():
+    [plan] = plan_reset(target=ResetTarget("earliest"), positions=[position(None)])
+    assert "no committed offset" in plan.note
+
+
+def test_it_sorts_partitions_and_plans_each_from_its_own_log():
+    plans = plan_reset(target=ResetTarget("earliest"), positions=[
+        position(7, partition=3, log_start=5, high_watermark=9), position(None, partition=1, log_start=0,
+                                                                          high_watermark=0),
+    ])
+    assert [(p.partition, p.planned, p.redelivered) for p in plans] == [(1, 0, 0), (3, 5, 2)]
+
+
+def test_an_empty_partition_can_only_be_reset_to_zero():
+    # Log start = high watermark = 0: the only valid position; a commit there
+    # still matters, since a `latest` group would otherwise start wherever the end is later.
+    [plan] = plan_reset(target=ResetTarget("offset", 5), positions=[position(None, log_start=0, high_watermark=0)])
+    assert (plan.planned, plan.clamped) == (0, True)
+
+
+def test_a_timestamp_target_needs_the_broker_answer():
+    with pytest.raises(PlanError, match="resolved against the broker"):
+        plan_reset(target=ResetTarget("timestamp", 1), positions=[position(40)])
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "message"),
+    [
+        ("offset", -1, "must not be negative"),  # a negative offset is a sentinel in Kafka, never a position
+        ("offset", "", "needs a value"),
+        ("offset", "ten", "whole number"),
+        ("timestamp", -5, "must not be negative"),
+        ("shift", None, "needs a value"),
+        ("latest", None, "unknown reset target"),  # not offered: it is what causes the gap
+    ],
+)
+def test_it_refuses_bad_targets(kind, value, message):
+    with pytest.raises(PlanError, match=message):
+        ResetTarget.parse(kind=kind, value=value)
+
+
+def test_a_negative_shift_is_a_valid_target():
+    assert ResetTarget.parse(kind="shift", value="-3") == ResetTarget("shift", -3)
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"),
+    [(NOW_MS + 1, True), (NOW_MS, False), (NOW_MS - 60_000, False)],
+    ids=["one ms ahead: no message can be that recent", "now is fine", "a minute ago is fine"],
+)
+def test_it_refuses_a_timestamp_in_the_future(value, refused):
+    target = ResetTarget("timestamp", value)
+    if refused:
+        with pytest.raises(PlanError, match="in the future"):
+            target.require_not_future(now_ms=NOW_MS)
+    else:
+        target.require_not_future(now_ms=NOW_MS)
+
+
+def test_only_timestamps_are_checked_against_now():
+    ResetTarget("offset", NOW_MS * 10).require_not_future(now_ms=NOW_MS)
+
+
+def planned(current: int | None, target: int, partition: int = 2) -> PlannedReset:
+    return PlannedReset(topic="orders", partition=partition, log_start=0, high_watermark=100, current=current,
+                        planned=target, clamped=False, redelivered=0, skipped=0, note="")
+
+
+@pytest.mark.parametrize(
+    ("current", "target", "committed_now", "moved"),
+    [
+        (40, 10, 40, False),  # untouched since the plan
+        (40, 10, 10, False),  # already at the plan: an earlier attempt of this job applied it
+        (40, 10, 55, True),  # the group (or someone) committed past the plan: never overwrite
+        (None, 0, None, False),  # still no commit, as planned
+        (None, 0, 12, True),  # a consumer started and committed since the plan
+        (40, 10, None, True),  # the group's offsets were deleted since the plan
+    ],
+)
+def test_it_reports_offsets_moved_since_the_plan(current, target, committed_now, moved):
+    lines = reset_drift(plan=[planned(current, target)], committed={("orders", 2): committed_now})
+    assert bool(lines) == moved
+    if moved:
+        assert lines[0].startswith("orders[2] was ")
+
+
+def test_drift_names_each_moved_partition_and_how():
+    lines = reset_drift(plan=[planned(None, 0, 1), planned(7, 0, 2)], committed={("orders", 1): 3, ("orders", 2): 7})
+    assert lines == ["orders[1] was no commit when planned, now 3"]
+
+
+@pytest.mark.parametrize(
+    ("committed", "mismatches"),
+    [
+        ({("orders", 1): 0, ("orders", 2): 5}, []),  # read back equal: the reset is done
+        ({("orders", 1): 0, ("orders", 2): 6}, ["orders[2] reads back 6, planned 5"]),
+        ({("orders", 1): None, ("orders", 2): 5}, ["orders[1] reads back no commit, planned 0"]),
+        ({("orders", 2): 5}, ["orders[1] reads back no commit, planned 0"]),  # no answer is not success
+    ],
+)
+def test_a_reset_is_done_only_when_read_back_equal_to_the_plan(committed, mismatches):
+    assert reset_mismatches(plan=[planned(None, 0, 1), planned(9, 5, 2)], committed=committed) == mismatches
+
+
+def test_a_plan_survives_its_json_form():
+    [plan] = plan_reset(target=ResetTarget("offset", 999), positions=[position(40)])
+    assert PlannedReset.from_dict(plan.as_dict()) == plan
