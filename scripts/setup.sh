@@ -38,11 +38,13 @@ if [ "$(cat "$jars_stamp" 2>/dev/null)" != "$jars_hash" ]; then
 fi
 
 venv_stamp=$VENV/.gapwatch-stamp
-venv_hash=$(sha256sum pyproject.toml | cut -c1-16)
+venv_hash=$(cat pyproject.toml guard/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
 if [ "$(cat "$venv_stamp" 2>/dev/null)" != "$venv_hash" ]; then
   echo "setup: installing the project into $VENV"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -e ".[test]"
+  # The consumer-side guard is its own package; the tests use it.
+  [ -f guard/pyproject.toml ] && "$VENV/bin/pip" install -q -e ./guard
   echo "$venv_hash" >"$venv_stamp"
 fi
