@@ -10,3 +10,4 @@ app = Celery("gapwatch")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Task modules live in the `tasks` package, not in per-app tasks.py files.
 app.autodiscover_tasks(["tasks"], related_name="jobs")
+app.conf.imports = ("tasks.connection",)

@@ -43,4 +43,6 @@ def test_it_logs_in_and_shows_the_registered_clusters(live_server, page):
     page.fill("input[name=password]", "correct horse battery")
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/")
+    assert page.locator("h1").inner_text() == "New partitions"
+    page.click("nav >> text=Clusters")
     assert page.locator("td", has_text="local").first.is_visible()

@@ -1,0 +1,506 @@
+"""Read-mostly pages: topic, consumer group, clusters, audit trail.
+
+Pages read stored state only (no page view calls Kafka). Every state-changing
+route is POST-only, CSRF-protected, needs ``groups.manage_clusters`` (checked
+again in the write functions below, so no caller can skip it), writes an
+audit row with before/after values, and redirects.
+
+Group ids, client ids, hosts and topic names are hostile text: templates rely
+on autoescaping and nothing here marks data safe; the lag chart is SVG whose
+only data-bearing parts are numbers and text nodes.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import math
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
+from functools import wraps
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from groups import selectors
+from groups.audit import audit_record
+from groups.forms import (
+    CLUSTER_FIELDS,
+    GROUP_SETTINGS_FIELDS,
+    AuditFilterForm,
+    ClusterEnabledForm,
+    ClusterForm,
+    GroupSettingsForm,
+)
+from groups.models import AuditEvent, Cluster, ConsumerGroup, PartitionGeneration
+
+MANAGE_PERMISSION = "groups.manage_clusters"
+TOPIC_READERS_PER_PAGE = 100
+AUDIT_PER_PAGE = 50
+# Lag chart: windows a person can pick, at most this many points per line,
+# at most this many lines (the topics with the highest lag).
+CHART_WINDOWS = {"1h": 1, "6h": 6, "24h": 24, "3d": 72, "7d": 168, "30d": 720}
+CHART_DEFAULT_WINDOW = "24h"
+CHART_MAX_POINTS = 300
+CHART_MAX_TOPICS = 8
+
+
+# --- Writes ------------------------------------------------------------------
+
+
+def _require_manager(user) -> None:
+    if not (user and user.is_authenticated and user.has_perm(MANAGE_PERMISSION)):
+        raise PermissionDenied("changing clusters and group settings needs the approver role")
+
+
+def _changes(before: dict, after: dict) -> tuple[dict, dict]:
+    """Only the fields whose value changed, as (before, after)."""
+    changed = [name for name in after if before.get(name) != after[name]]
+    return {name: before.get(name) for name in changed}, {name: after[name] for name in changed}
+
+
+def cluster_create(*, user, data: dict, password: str) -> Cluster:
+    """Register a cluster; the audit row holds its settings and whether a password was given."""
+    _require_manager(user)
+    with transaction.atomic():
+        cluster = Cluster(**{name: data[name] for name in CLUSTER_FIELDS})
+        cluster.set_sasl_password(password)
+        cluster.save()
+        audit_record(action="cluster.added", actor=user, cluster=cluster, object_type="cluster",
+                     object_id=cluster.id, detail={"before": {}, "after": {name: data[name] for name in CLUSTER_FIELDS},
+                                                   "password_set": bool(password)})
+    return cluster
+
+
+def cluster_update(*, user, cluster_id: int, data: dict, password: str, clear_password: bool) -> bool:
+    """Change a cluster's settings. An empty ``password`` keeps the stored one.
+    The audit row says only that the password changed, never what to.
+    Returns False when nothing changed (and writes nothing)."""
+    _require_manager(user)
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().get(id=cluster_id)
+        editable = [name for name in CLUSTER_FIELDS if name != "name"]
+        before, after = _changes({name: getattr(cluster, name) for name in editable},
+                                 {name: data[name] for name in editable if name in data})
+        password_changed = bool(password) or (clear_password and cluster.has_sasl_password)
+        if not after and not password_changed:
+            return False
+        for name, value in after.items():
+            setattr(cluster, name, value)
+        if password_changed:
+            cluster.set_sasl_password("" if clear_password else password)
+        cluster.save(update_fields=[*after, *(["sasl_password_encrypted"] if password_changed else [])])
+        detail = {"before": before, "after": after}
+        if password_changed:
+            detail["password_changed"] = True
+            detail["password_set"] = cluster.has_sasl_password
+        audit_record(action="cluster.changed", actor=user, cluster=cluster, object_type="cluster",
+                     object_id=cluster.id, detail=detail)
+    return True
+
+
+def cluster_set_enabled(*, user, cluster_id: int, enabled: bool) -> bool:
+    """Enable or disable polling (compare-and-set: a repeated request changes
+    nothing and writes no second audit row). Returns whether it changed."""
+    _require_manager(user)
+    with transaction.atomic():
+        moved = Cluster.objects.filter(id=cluster_id, enabled=not enabled).update(enabled=enabled)
+        if moved:
+            audit_record(action="cluster.changed", actor=user, cluster=Cluster(id=cluster_id), object_type="cluster",
+                         object_id=cluster_id, detail={"before": {"enabled": not enabled},
+                                                       "after": {"enabled": enabled}})
+    return bool(moved)
+
+
+def cluster_request_test(*, user, cluster_id: int) -> None:
+    """Queue a connection test; the task runs after this transaction commits."""
+    from tasks.connection import run_connection_test
+
+    _require_manager(user)
+    with transaction.atomic():
+        audit_record(action="cluster.test_requested", actor=user, cluster=Cluster(id=cluster_id),
+                     object_type="cluster", object_id=cluster_id)
+        transaction.on_commit(lambda: run_connection_test.delay(cluster_id))
+
+
+def group_update_settings(*, user, group_id: int, data: dict) -> bool:
+    """Change a group's declared policy and repair defaults; audited with the
+    changed fields before and after. Returns False when nothing changed."""
+    _require_manager(user)
+    with transaction.atomic():
+        group = ConsumerGroup.objects.select_for_update().select_related("cluster").get(id=group_id)
+        before, after = _changes({name: getattr(group, name) for name in GROUP_SETTINGS_FIELDS},
+                                 {name: data[name] for name in GROUP_SETTINGS_FIELDS})
+        if not after:
+            return False
+        ConsumerGroup.objects.filter(id=group_id).update(**after)
+        audit_record(action="group.changed", actor=user, cluster=group.cluster, object_type="group",
+                     object_id=group_id, detail={"group": group.group_id, "before": before, "after": after})
+    return True
+
+
+# --- Presentation helpers (pure) ------------------------------------------
+
+
+def partition_ranges(partitions: Iterable[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` → ``"0–2, 5, 7–8"``."""
+    numbers = sorted(set(partitions))
+    parts: list[str] = []
+    start = previous = None
+    for number in [*numbers, None]:
+        if start is not None and number == previous + 1:
+            previous = number
+            continue
+        if start is not None:
+            parts.append(str(start) if start == previous else f"{start}–{previous}")
+        start = previous = number
+    return ", ".join(parts)
+
+
+def generation_timeline(generations: Iterable[PartitionGeneration]) -> list[dict]:
+    """One entry per generation (given oldest first), newest first: when the
+    partition count changed and from what to what."""
+    entries = []
+    previous: PartitionGeneration | None = None
+    for generation in generations:
+        entries.append({
+            "generation": generation,
+            "from_count": None if previous is None else len(previous.partitions),
+            "to_count": len(generation.partitions),
+            "added": partition_ranges(generation.added_partitions),
+            "removed": partition_ranges(generation.removed_partitions),
+        })
+        previous = generation
+    return entries[::-1]
+
+
+def _nice_step(raw: float) -> int:
+    """The smallest 1, 2 or 5 times a power of ten that is >= raw (at least 1)."""
+    if raw <= 1:
+        return 1
+    magnitude = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 5, 10):
+        if factor * magnitude >= raw:
+            return int(factor * magnitude)
+    return int(10 * magnitude)
+
+
+def _short_number(value: int) -> str:
+    for limit, suffix in ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**4, "k")):
+        if abs(value) >= limit:
+            return f"{value / (limit if suffix != 'k' else 1000):.3g}{suffix}"
+    return f"{value:,}"
+
+
+def lag_chart(
+    *, series: list[tuple[str, list[tuple[datetime, int]]]], start: datetime, end: datetime,
+    width: int = 900, height: int = 280,
+) -> dict:
+    """Geometry of the lag chart in SVG user units: one polyline per
+    (label, points) series, y ticks at a 1-2-5 step from 0, five x ticks.
+    Labels are returned as plain strings for text nodes."""
+    left, right, top, bottom = 64, 16, 36, 40
+    plot_width, plot_height = width - left - right, height - top - bottom
+    span = max((end - start).total_seconds(), 1.0)
+    peak = max((lag for _, points in series for _, lag in points), default=0)
+    step = _nice_step(peak / 4)
+    y_max = step * max(1, math.ceil(peak / step))
+
+    def x_of(at: datetime) -> float:
+        return round(left + (at - start).total_seconds() / span * plot_width, 1)
+
+    def y_of(lag: int) -> float:
+        return round(top + plot_height - max(lag, 0) / y_max * plot_height, 1)
+
+    lines = []
+    for index, (label, points) in enumerate(series):
+        if not points:
+            continue
+        lines.append({
+            "label": label, "index": index,
+            "points": " ".join(f"{x_of(at)},{y_of(lag)}" for at, lag in points),
+            "last_x": x_of(points[-1][0]), "last_y": y_of(points[-1][1]), "last_lag": points[-1][1],
+            "count": len(points),
+        })
+    time_format = "%H:%M" if span <= 86400 else "%m-%d %H:%M"
+    return {
+        "width": width, "height": height, "left": left, "right": width - right, "top": top,
+        "bottom": top + plot_height, "middle_x": left + plot_width // 2, "middle_y": top + plot_height // 2,
+        "y_ticks": [{"y": y_of(value), "label": _short_number(value)} for value in range(0, y_max + 1, step)],
+        "x_ticks": [
+            {"x": round(left + i / 4 * plot_width, 1),
+             "label": (start + timedelta(seconds=span * i / 4)).strftime(time_format)}
+            for i in range(5)
+        ],
+        "lines": lines,
+    }
+
+
+def _page_query(request: HttpRequest) -> str:
+    """The request's query string without ``page``, for pager links."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    return query.urlencode()
+
+
+# --- Topic and group pages ------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def topic_detail(request: HttpRequest, topic_id: int) -> HttpResponse:
+    topic = get_object_or_404(selectors.topics_list(), pk=topic_id)
+    timeline = generation_timeline(selectors.topic_generations_list(topic=topic))
+    readers = Paginator(selectors.topic_readers_list(topic=topic), TOPIC_READERS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    return render(request, "browse/topic.html", {
+        "topic": topic, "timeline": timeline, "readers": readers, "page_query": _page_query(request),
+    })
+
+
+def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: GroupSettingsForm | None,
+                status: int = 200) -> HttpResponse:
+    group_topics = list(group.group_topics.all())
+    findings_by_topic: dict[int, list] = {}
+    for finding in selectors.group_open_findings_list(group=group):
+        findings_by_topic.setdefault(finding.topic_id, []).append(finding)
+    # A topic with open findings the group no longer reports still gets its rows.
+    topic_rows = [{"topic": gt.topic, "group_topic": gt, "findings": findings_by_topic.pop(gt.topic_id, [])}
+                  for gt in group_topics]
+    topic_rows += [{"topic": rows[0].topic, "group_topic": None, "findings": rows}
+                   for rows in findings_by_topic.values()]
+
+    window = request.GET.get("window")
+    if window not in CHART_WINDOWS:
+        window = CHART_DEFAULT_WINDOW
+    end = timezone.now()
+    start = end - timedelta(hours=CHART_WINDOWS[window])
+    charted = sorted(group_topics, key=lambda gt: (-gt.lag, gt.topic.name))[:CHART_MAX_TOPICS]
+    samples = selectors.group_lag_series(group=group, topic_ids=[gt.topic_id for gt in charted], start=start,
+                                         end=end, buckets=CHART_MAX_POINTS)
+    chart = lag_chart(series=[(gt.topic.name, samples.get(gt.topic_id, [])) for gt in charted], start=start, end=end)
+
+    can_manage = request.user.has_perm(MANAGE_PERMISSION)
+    if settings_form is None and can_manage:
+        settings_form = GroupSettingsForm(instance=group)
+    return render(request, "browse/group.html", {
+        "group": group, "topic_rows": topic_rows, "total_lag": sum(gt.lag for gt in group_topics),
+        "chart": chart, "window": window, "windows": list(CHART_WINDOWS), "charted_count": len(charted),
+        "topic_count": len(group_topics), "max_points": CHART_MAX_POINTS,
+        "can_manage": can_manage, "settings_form": settings_form,
+    }, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def group_detail(request: HttpRequest, group_pk: int) -> HttpResponse:
+    group = get_object_or_404(selectors.groups_list(), pk=group_pk)
+    return _group_page(request, group, None)
+
+
+def _manager_post(view: Callable) -> Callable:
+    """Login (anonymous: to the login page), then POST only (405), then the
+    permission (403). CSRF is checked by the middleware before all of it."""
+
+    @login_required
+    @require_POST
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        _require_manager(request.user)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+@_manager_post
+def group_settings(request: HttpRequest, group_pk: int) -> HttpResponse:
+    group = get_object_or_404(selectors.groups_list(), pk=group_pk)
+    # A copy: the page shows the stored settings next to the rejected input.
+    form = GroupSettingsForm(request.POST, instance=copy.copy(group))
+    if not form.is_valid():
+        return _group_page(request, group, form, status=400)
+    changed = group_update_settings(user=request.user, group_id=group.pk, data=form.cleaned_data)
+    messages.success(request, "Group settings saved." if changed else "Nothing changed.")
+    return redirect("browse:group", group_pk=group.pk)
+
+
+# --- Clusters -------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def cluster_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "browse/clusters.html", {
+        "clusters": selectors.clusters_list(), "can_manage": request.user.has_perm(MANAGE_PERMISSION),
+    })
+
+
+def _manager_form_view(view: Callable) -> Callable:
+    """A page with a form: GET shows it, POST saves; both need the permission."""
+
+    @login_required
+    @require_http_methods(["GET", "HEAD", "POST"])
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        _require_manager(request.user)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+@_manager_form_view
+def cluster_add(request: HttpRequest) -> HttpResponse:
+    form = ClusterForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        cluster = cluster_create(user=request.user, data=form.cleaned_data, password=form.cleaned_data["sasl_password"])
+        messages.success(request, f"Cluster {cluster.name} added.")
+        return redirect("browse:clusters")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "browse/cluster_form.html", {"form": form, "cluster": None}, status=status)
+
+
+@_manager_form_view
+def cluster_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    cluster = get_object_or_404(selectors.clusters_list(), pk=pk)
+    form = ClusterForm(request.POST or None, instance=cluster)
+    if request.method == "POST" and form.is_valid():
+        changed = cluster_update(user=request.user, cluster_id=cluster.pk, data=form.cleaned_data,
+                                 password=form.cleaned_data["sasl_password"],
+                                 clear_password=form.cleaned_data["clear_sasl_password"])
+        messages.success(request, f"Cluster {cluster.name} saved." if changed else "Nothing changed.")
+        return redirect("browse:clusters")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "browse/cluster_form.html", {"form": form, "cluster": cluster}, status=status)
+
+
+@_manager_post
+def cluster_toggle(request: HttpRequest, pk: int) -> HttpResponse:
+    cluster = get_object_or_404(selectors.clusters_list(), pk=pk)
+    form = ClusterEnabledForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("enabled must be true or false")
+    enabled = form.cleaned_data["enabled"]
+    changed = cluster_set_enabled(user=request.user, cluster_id=cluster.pk, enabled=enabled)
+    state = "enabled" if enabled else "disabled"
+    messages.success(request, f"Cluster {cluster.name} {state}." if changed else f"Cluster {cluster.name} was "
+                                                                                 f"already {state}.")
+    return redirect("browse:clusters")
+
+
+@_manager_post
+def cluster_test(request: HttpRequest, pk: int) -> HttpResponse:
+    cluster = get_object_or_404(selectors.clusters_list(), pk=pk)
+    cluster_request_test(user=request.user, cluster_id=cluster.pk)
+    messages.info(request, f"Connection test of {cluster.name} queued; reload this page in a few seconds for the "
+                           "result.")
+    return redirect("browse:clusters")
+
+
+# --- Audit ----------------------------------------------------------------
+
+
+def _detail_text(detail: dict) -> str:
+    return json.dumps(detail, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _detail_lines(detail: dict) -> list[str]:
+    """An audit row's detail for people: one "field: before → after" line per
+    changed field, then the other keys as "key: value" (values as JSON)."""
+    if not isinstance(detail, dict):
+        return [_detail_text(detail)]
+
+    def text(value: object) -> str:
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+    before, after = detail.get("before"), detail.get("after")
+    lines = []
+    if isinstance(before, dict) and isinstance(after, dict):
+        for field in [*before, *(name for name in after if name not in before)]:
+            old = text(before[field]) if field in before else "—"
+            new = text(after[field]) if field in after else "—"
+            lines.append(f"{field}: {old} → {new}")
+        rest = {key: value for key, value in detail.items() if key not in ("before", "after")}
+    else:
+        rest = detail
+    lines += [f"{key}: {text(value)}" for key, value in sorted(rest.items())]
+    return lines
+
+
+def _object_link(object_type: str, object_id: str) -> str:
+    """The page of an audited object, or "" when there is none (object ids are
+    free text in the audit table: only all-digit ids become links)."""
+    if not object_id.isdigit():
+        return ""
+    if object_type == "group":
+        return reverse("browse:group", args=[int(object_id)])
+    if object_type == "topic":
+        return reverse("browse:topic", args=[int(object_id)])
+    if object_type == "cluster":
+        return f"{reverse('browse:clusters')}#cluster-{int(object_id)}"
+    if object_type == "job":
+        return f"/jobs/{int(object_id)}/"
+    return ""
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def audit_list(request: HttpRequest) -> HttpResponse:
+    form = AuditFilterForm(request.GET)
+    events = selectors.audit_events_list(**form.selector_filters()) if form.is_valid() else AuditEvent.objects.none()
+    page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
+    for event in page.object_list:
+        event.detail_lines = _detail_lines(event.detail)
+        event.object_link = _object_link(event.object_type, event.object_id)
+    return render(request, "browse/audit.html", {
+        "form": form, "page": page, "page_query": _page_query(request), "suggestions": selectors.audit_filter_values(),
+    })
+
+
+# Characters that make a spreadsheet read a cell as a formula (OWASP: CSV injection).
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> str:
+    """A CSV cell that a spreadsheet shows as text: a leading formula character gets an apostrophe."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _audit_csv_rows(events) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(["id", "at", "actor", "action", "cluster", "object_type", "object_id", "detail"])
+    for event in events.iterator(chunk_size=2000):
+        actor = "system" if event.system else (event.actor.username if event.actor else "deleted user")
+        yield writer.writerow([csv_cell(value) for value in (
+            event.id, event.at.isoformat(), actor, event.action, event.cluster.name if event.cluster else "",
+            event.object_type, event.object_id, _detail_text(event.detail),
+        )])
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def audit_export(request: HttpRequest) -> HttpResponse:
+    form = AuditFilterForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest("bad filter: " + "; ".join(
+            f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()
+        ), content_type="text/plain; charset=utf-8")
+    events = selectors.audit_events_list(**form.selector_filters())
+    response = StreamingHttpResponse(_audit_csv_rows(events), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="gapwatch-audit.csv"'
+    return response

@@ -1,0 +1,54 @@
+""""Test connection" of a cluster: ask it for its metadata, record the answer
+on the cluster (and in the audit trail), never the password."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from groups.audit import audit_record
+from groups.crypto import SecretUnreadable
+from groups.models import Cluster
+from tasks.kafka_adapter import KafkaAdapter, KafkaUnavailable
+
+MESSAGE_MAX_CHARS = 1000
+
+
+def _without_secret(message: str, secret: str) -> str:
+    # A client error could quote its configuration; never let the password through.
+    return message.replace(secret, "***") if secret else message
+
+
+def cluster_record_test(*, cluster_id: int, ok: bool, message: str) -> None:
+    """Store the result of a connection test on the cluster and audit it as the system's."""
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Cluster.objects.filter(id=cluster_id).update(
+            last_test_at=now, last_test_ok=ok, last_test_message=message[:MESSAGE_MAX_CHARS]
+        )
+        if updated:
+            audit_record(action="cluster.tested", cluster=Cluster(id=cluster_id), object_type="cluster",
+                         object_id=cluster_id, detail={"ok": ok, "message": message[:MESSAGE_MAX_CHARS]})
+
+
+@shared_task(name="gapwatch.test_connection")
+def run_connection_test(cluster_id: int) -> dict:
+    """Ping the cluster with the stored settings; record and return ``ok`` and ``message``."""
+    cluster = Cluster.objects.filter(id=cluster_id).first()
+    if cluster is None:
+        return {"cluster_id": cluster_id, "ok": False, "message": "the cluster no longer exists"}
+    password = ""
+    try:
+        config = cluster.client_config()
+        password = config.sasl_password
+        brokers = KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS).ping()
+    except SecretUnreadable as error:
+        ok, message = False, str(error)
+    except KafkaUnavailable as error:
+        ok, message = False, _without_secret(f"cannot reach {cluster.bootstrap_servers}: {error}", password)
+    else:
+        ok, message = True, f"connected: {brokers} broker(s) answered"
+    cluster_record_test(cluster_id=cluster_id, ok=ok, message=message)
+    return {"cluster_id": cluster_id, "ok": ok, "message": message}

@@ -1,0 +1,575 @@
+"""Browse pages: topic, group, clusters, audit. Real PostgreSQL; the connection
+test runs on a real Celery worker against the real broker."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from groups.forms import normalize_bootstrap_servers
+from groups.models import (
+    AuditEvent,
+    Cluster,
+    ConsumerGroup,
+    Finding,
+    GroupTopic,
+    LagSample,
+    PartitionGeneration,
+    Topic,
+)
+from groups.views_browse import csv_cell, partition_ranges
+from tests.integration.kafka_harness import wait_until
+
+SCRIPT = "<script>alert(1)</script>"
+ATTRIBUTE = '" onmouseover="x'
+HOSTILE = (SCRIPT, ATTRIBUTE)
+ESCAPED = {SCRIPT: "&lt;script&gt;alert(1)&lt;/script&gt;", ATTRIBUTE: "&quot; onmouseover=&quot;x"}
+PASSWORD = "s3cret-PASS-never-shown"
+
+
+def _role(name: str) -> Group:
+    """The role groups of migration 0004; created again after a transactional
+    test flushed the tables (flush restores permissions, not data migrations)."""
+    group, created = Group.objects.get_or_create(name=name)
+    if created and name == "approver":
+        group.permissions.add(*Permission.objects.filter(
+            content_type__app_label="groups", codename__in=["approve_remediation", "manage_clusters"]
+        ))
+    return group
+
+
+def _user(username: str, role: str | None):
+    user = get_user_model().objects.create_user(username, password="pw-" + username)
+    if role:
+        user.groups.add(_role(role))
+    return user
+
+
+@pytest.fixture
+def viewer(db):
+    return _user("vera", "viewer")
+
+
+@pytest.fixture
+def approver(db):
+    return _user("arno", "approver")
+
+
+@pytest.fixture
+def viewer_client(viewer):
+    client = Client()
+    client.force_login(viewer)
+    return client
+
+
+@pytest.fixture
+def approver_client(approver):
+    client = Client()
+    client.force_login(approver)
+    return client
+
+
+@pytest.fixture
+def cluster(db):
+    cluster = Cluster.objects.create(
+        name="local", bootstrap_servers="127.0.0.1:9092", security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN", sasl_username="gapwatch",
+    )
+    cluster.set_sasl_password(PASSWORD)
+    cluster.save()
+    return cluster
+
+
+def make_world(cluster: Cluster, *, partitions: int = 4, samples: int = 10, group_id: str = SCRIPT,
+               topic_name: str = ATTRIBUTE) -> dict:
+    """A topic that grew from 2 to ``partitions`` partitions, a group reading
+    it with an open finding on every new partition, and lag samples."""
+    now = timezone.now()
+    topic = Topic.objects.create(cluster=cluster, name=topic_name, kafka_topic_id="tid-1",
+                                 partition_count=partitions, first_seen_at=now, updated_at=now)
+    first = PartitionGeneration.objects.create(topic=topic, number=1, kafka_topic_id="tid-1", partitions=[0, 1],
+                                               observed_at=now - timedelta(hours=2))
+    grown = PartitionGeneration.objects.create(
+        topic=topic, number=2, kafka_topic_id="tid-1", partitions=list(range(partitions)),
+        added_partitions=list(range(2, partitions)), observed_at=now - timedelta(hours=1),
+    )
+    group = ConsumerGroup.objects.create(cluster=cluster, group_id=group_id, state="Stable", type="classic",
+                                         assignor="range", member_count=3, first_seen_at=now, last_seen_at=now)
+    GroupTopic.objects.create(group=group, topic=topic, lag=4242, first_seen_at=now, updated_at=now)
+    for partition in range(2, partitions):
+        Finding.objects.create(
+            cluster=cluster, group=group, topic=topic, partition=partition, generation=grown, state="gap",
+            created_at=now, updated_at=now, first_log_start=0, log_start_offset=7, high_watermark=1000 + partition,
+            committed_offset=900 + partition, lag=100, owner_client_id=SCRIPT, owner_host=ATTRIBUTE,
+            missed_definite=11, missed_possible=22,
+        )
+    LagSample.objects.bulk_create(
+        LagSample(group=group, topic=topic, at=now - timedelta(seconds=10 * i), lag=i % 500) for i in range(samples)
+    )
+    return {"topic": topic, "group": group, "generations": (first, grown)}
+
+
+def assert_escaped(body: str, *values: str) -> None:
+    for value in values:
+        assert value not in body, f"raw {value!r} in the page"
+        assert ESCAPED[value] in body, f"escaped {value!r} missing"
+
+
+def state_changing_urls(cluster: Cluster, group: ConsumerGroup) -> dict[str, dict]:
+    return {
+        f"/groups/{group.pk}/settings": {"declared_policy": "earliest", "backfill_sink": "parquet"},
+        "/clusters/add": {"name": "other", "bootstrap_servers": "127.0.0.1:9092", "security_protocol": "PLAINTEXT"},
+        f"/clusters/{cluster.pk}/edit": {"bootstrap_servers": "127.0.0.1:9093", "security_protocol": "PLAINTEXT"},
+        f"/clusters/{cluster.pk}/toggle": {"enabled": "false"},
+        f"/clusters/{cluster.pk}/test": {},
+    }
+
+
+def test_it_formats_partition_lists_as_ranges():
+    assert partition_ranges([0, 1, 2, 5, 7, 8]) == "0–2, 5, 7–8"
+    assert partition_ranges([]) == ""
+    assert partition_ranges([9, 3]) == "3, 9"
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("broker:9092", "broker:9092"),
+    (" a.example.com:9092 , 10.0.0.1:9093", "a.example.com:9092,10.0.0.1:9093"),
+    ("[::1]:9092", "[::1]:9092"),
+    ("broker", None),  # no port
+    ("broker:0", None),  # port out of range
+    ("broker:70000", None),
+    ("a:1,,b:2", None),  # empty entry
+    ("<script>:1", None),
+    ("", None),
+])
+def test_it_validates_bootstrap_servers_as_host_port_list(value, expected):
+    from django.forms import ValidationError
+
+    if expected is None:
+        with pytest.raises(ValidationError):
+            normalize_bootstrap_servers(value)
+    else:
+        assert normalize_bootstrap_servers(value) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("=HYPERLINK(\"x\")", "'=HYPERLINK(\"x\")"), ("+1", "'+1"), ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"),
+    ("plain", "plain"), (None, ""), (12, "12"),
+])
+def test_it_defuses_spreadsheet_formulas_in_csv_cells(value, expected):
+    assert csv_cell(value) == expected
+
+
+@pytest.mark.django_db
+def test_it_sends_anonymous_users_to_login(client, cluster):
+    world = make_world(cluster)
+    pages = [f"/topics/{world['topic'].pk}/", f"/groups/{world['group'].pk}/", "/clusters/", "/audit/",
+             "/audit/export.csv", "/clusters/add", f"/clusters/{cluster.pk}/edit"]
+    for url in pages:
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
+    for url, data in state_changing_urls(cluster, world["group"]).items():
+        response = client.post(url, data)
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
+    assert not AuditEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_it_forbids_viewers_every_state_changing_url(viewer_client, cluster):
+    world = make_world(cluster)
+    for url, data in state_changing_urls(cluster, world["group"]).items():
+        assert viewer_client.post(url, data).status_code == 403, url
+    for url in ("/clusters/add", f"/clusters/{cluster.pk}/edit"):
+        assert viewer_client.get(url).status_code == 403, url
+    cluster.refresh_from_db()
+    world["group"].refresh_from_db()
+    assert (cluster.enabled, cluster.bootstrap_servers, world["group"].declared_policy) == (
+        True, "127.0.0.1:9092", "unknown"
+    )
+    assert Cluster.objects.count() == 1 and not AuditEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_it_answers_get_on_post_only_urls_with_405(approver_client, viewer_client, cluster):
+    world = make_world(cluster)
+    for url in (f"/groups/{world['group'].pk}/settings", f"/clusters/{cluster.pk}/toggle",
+                f"/clusters/{cluster.pk}/test"):
+        assert approver_client.get(url).status_code == 405, url
+        assert viewer_client.get(url).status_code == 405, url
+
+
+@pytest.mark.django_db
+def test_it_rejects_a_post_without_csrf_token(approver, cluster):
+    world = make_world(cluster)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(approver)
+    for url, data in state_changing_urls(cluster, world["group"]).items():
+        assert client.post(url, data).status_code == 403, url
+    assert not AuditEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_it_shows_the_partition_generation_timeline_and_the_readers_of_a_topic(viewer_client, cluster):
+    world = make_world(cluster, partitions=6)
+    now = timezone.now()
+    PartitionGeneration.objects.create(topic=world["topic"], number=3, kafka_topic_id="tid-2", partitions=[0, 1, 2],
+                                       is_new_lineage=True, observed_at=now)
+    quiet = ConsumerGroup.objects.create(cluster=cluster, group_id=ATTRIBUTE, first_seen_at=now, last_seen_at=now)
+    GroupTopic.objects.create(group=quiet, topic=world["topic"], lag=0, first_seen_at=now, updated_at=now)
+
+    response = viewer_client.get(f"/topics/{world['topic'].pk}/")
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "First seen with 2 partitions." in body
+    assert "2 → 6 partitions." in body and "Added: 2–5" in body
+    assert "New lineage:" in body and "6 → 3 partitions" in body and "tid-2" in body
+    # Newest generation first; readers by lag, linked by primary key.
+    assert body.index("Generation 3") < body.index("Generation 2") < body.index("Generation 1")
+    group_links = re.findall(r'href="/groups/(\d+)/"', body)
+    assert group_links == [str(world["group"].pk), str(quiet.pk)]
+    assert ">4242<" in body
+    assert_escaped(body, SCRIPT, ATTRIBUTE)
+
+
+@pytest.mark.django_db
+def test_it_shows_the_group_with_its_partitions_and_a_lag_chart(viewer_client, cluster):
+    world = make_world(cluster, partitions=4, samples=50)
+    response = viewer_client.get(f"/groups/{world['group'].pk}/")
+    body = response.content.decode()
+    assert response.status_code == 200
+    for fact in ("Stable", "classic", "range", ">3<"):
+        assert fact in body
+    # One topic row with the total lag, one row per partition with an open finding.
+    assert body.count('class="topic-row"') == 1 and body.count('class="partition-row"') == 2
+    assert ">902<" in body and ">1002<" in body and ">903<" in body and ">1003<" in body
+    assert "total lag on the topic" in body
+    # Viewers see the policy read-only.
+    assert 'action="/groups/' not in body and "Only approvers can change these." in body
+    svg = body[body.index("<svg"):body.index("</svg>")]
+    assert len(re.findall(r"<polyline", svg)) == 1
+    assert "messages behind" in svg and "time (UTC)" in svg
+    assert_escaped(svg, SCRIPT)
+    assert_escaped(body, SCRIPT, ATTRIBUTE)
+
+
+@pytest.mark.django_db
+def test_it_downsamples_the_lag_chart_to_at_most_300_points(viewer_client, cluster):
+    world = make_world(cluster, samples=8000)  # one sample every 10 s: 22 hours
+    body = viewer_client.get(f"/groups/{world['group'].pk}/?window=24h").content.decode()
+    points = re.search(r'<polyline class="series series-0" points="([^"]*)"', body)[1].split()
+    assert 200 < len(points) <= 300
+    # An unknown window falls back to the default one.
+    fallback = viewer_client.get(f"/groups/{world['group'].pk}/?window=bogus").content.decode()
+    assert '<option value="24h" selected>' in fallback
+
+
+@pytest.mark.django_db
+def test_it_keeps_the_group_page_queries_constant_as_partitions_and_samples_grow(
+    viewer_client, cluster, django_assert_max_num_queries
+):
+    small = make_world(cluster, partitions=3, samples=2, group_id="small", topic_name="small")
+    large = make_world(cluster, partitions=120, samples=5000, group_id="large", topic_name="large")
+    counts = []
+    for world in (small, large):
+        viewer_client.get(f"/groups/{world['group'].pk}/")  # warm the session and permission caches alike
+        with CaptureQueriesContext(connection) as queries:
+            assert viewer_client.get(f"/groups/{world['group'].pk}/").status_code == 200
+        counts.append(len(queries))
+    assert counts[0] == counts[1], counts
+    with django_assert_max_num_queries(10):
+        viewer_client.get(f"/groups/{large['group'].pk}/")
+
+
+@pytest.mark.django_db
+def test_it_lets_approvers_change_the_group_policy_and_audits_before_and_after(approver_client, approver, cluster):
+    world = make_world(cluster)
+    group = world["group"]
+    page = approver_client.get(f"/groups/{group.pk}/").content.decode()
+    assert f'action="/groups/{group.pk}/settings"' in page
+    response = approver_client.post(f"/groups/{group.pk}/settings", {
+        "declared_policy": "earliest", "auto_repair": "on", "backfill_sink": "kafka", "replay_topic": "orders.replay",
+    })
+    assert response.status_code == 302 and response["Location"] == f"/groups/{group.pk}/"
+    group.refresh_from_db()
+    assert (group.declared_policy, group.auto_repair, group.backfill_sink, group.replay_topic) == (
+        "earliest", True, "kafka", "orders.replay"
+    )
+    event = AuditEvent.objects.get(action="group.changed")
+    assert (event.actor, event.cluster, event.object_type, event.object_id) == (approver, cluster, "group",
+                                                                                str(group.pk))
+    assert event.detail == {
+        "group": SCRIPT,
+        "before": {"declared_policy": "unknown", "auto_repair": False, "backfill_sink": "parquet", "replay_topic": ""},
+        "after": {"declared_policy": "earliest", "auto_repair": True, "backfill_sink": "kafka",
+                  "replay_topic": "orders.replay"},
+    }
+    audit_page = approver_client.get("/audit/?object_type=group").content.decode()
+    assert "declared_policy: &quot;unknown&quot; → &quot;earliest&quot;" in audit_page
+    assert f'href="/groups/{group.pk}/"' in audit_page
+    # The same settings again change nothing and write no second row.
+    approver_client.post(f"/groups/{group.pk}/settings", {
+        "declared_policy": "earliest", "auto_repair": "on", "backfill_sink": "kafka", "replay_topic": "orders.replay",
+    })
+    assert AuditEvent.objects.filter(action="group.changed").count() == 1
+
+
+@pytest.mark.django_db
+def test_it_rejects_invalid_group_settings_and_shows_the_errors(approver_client, cluster):
+    group = make_world(cluster)["group"]
+    response = approver_client.post(f"/groups/{group.pk}/settings", {
+        "declared_policy": "sometimes", "backfill_sink": "kafka", "replay_topic": "",
+    })
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "Select a valid choice" in body and "The kafka sink needs a replay topic." in body
+    group.refresh_from_db()
+    assert group.declared_policy == "unknown" and not AuditEvent.objects.exists()
+    assert_escaped(body, SCRIPT)
+
+
+@pytest.mark.django_db
+def test_it_adds_a_cluster_and_audits_it_without_the_password(approver_client, approver, db):
+    form = approver_client.get("/clusters/add").content.decode()
+    assert 'name="sasl_password"' in form and 'type="password"' in form
+    response = approver_client.post("/clusters/add", {
+        "name": "prod", "bootstrap_servers": "k1.example.com:9092, k2.example.com:9092",
+        "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "gw",
+        "sasl_password": PASSWORD,
+    })
+    assert response.status_code == 302 and response["Location"] == "/clusters/"
+    cluster = Cluster.objects.get(name="prod")
+    assert cluster.bootstrap_servers == "k1.example.com:9092,k2.example.com:9092"
+    assert cluster.client_config().sasl_password == PASSWORD and PASSWORD not in cluster.sasl_password_encrypted
+    event = AuditEvent.objects.get(action="cluster.added")
+    assert (event.actor, event.cluster, event.object_id) == (approver, cluster, str(cluster.pk))
+    assert event.detail == {
+        "before": {},
+        "after": {"name": "prod", "bootstrap_servers": "k1.example.com:9092,k2.example.com:9092",
+                  "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "gw"},
+        "password_set": True,
+    }
+    listing = approver_client.get("/clusters/").content.decode()
+    assert "Cluster prod added." in listing and "password set" in listing
+
+
+@pytest.mark.django_db
+def test_it_rejects_a_bad_cluster_form_and_never_echoes_the_password(approver_client, db):
+    response = approver_client.post("/clusters/add", {
+        "name": "bad", "bootstrap_servers": "broker-without-port", "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "", "sasl_username": "", "sasl_password": PASSWORD,
+    })
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "is not host:port" in body and "needs a SASL mechanism" in body and "needs a SASL user" in body
+    assert PASSWORD not in body
+    plaintext_with_mechanism = approver_client.post("/clusters/add", {
+        "name": "bad", "bootstrap_servers": "b:1", "security_protocol": "PLAINTEXT", "sasl_mechanism": "PLAIN",
+    })
+    assert "needs security protocol SASL_PLAINTEXT or SASL_SSL" in plaintext_with_mechanism.content.decode()
+    assert not Cluster.objects.exists() and not AuditEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_it_keeps_changes_and_clears_the_password_and_audits_only_that_it_changed(approver_client, cluster):
+    url = f"/clusters/{cluster.pk}/edit"
+    page = approver_client.get(url).content.decode()
+    assert "Stored SASL password: <strong>set</strong>" in page and "Clear the stored password" in page
+    common = {"bootstrap_servers": "127.0.0.1:9092", "security_protocol": "SASL_PLAINTEXT",
+              "sasl_mechanism": "PLAIN", "sasl_username": "gapwatch"}
+
+    # Empty password input: the stored one stays; only the changed field is audited.
+    assert approver_client.post(url, {**common, "sasl_username": "other", "sasl_password": ""}).status_code == 302
+    cluster.refresh_from_db()
+    assert cluster.client_config().sasl_password == PASSWORD
+    event = AuditEvent.objects.get(action="cluster.changed")
+    assert event.detail == {"before": {"sasl_username": "gapwatch"}, "after": {"sasl_username": "other"}}
+
+    # A new password: audited as changed, never its value.
+    approver_client.post(url, {**common, "sasl_password": "brand-new-secret"})
+    cluster.refresh_from_db()
+    assert cluster.client_config().sasl_password == "brand-new-secret"
+    event = AuditEvent.objects.filter(action="cluster.changed").first()
+    assert event.detail == {"before": {"sasl_username": "other"}, "after": {"sasl_username": "gapwatch"},
+                            "password_changed": True, "password_set": True}
+
+    # Clearing needs a non-SASL protocol (SASL needs a password).
+    refused = approver_client.post(url, {**common, "clear_sasl_password": "on"})
+    assert refused.status_code == 400 and "needs a password" in refused.content.decode()
+    approver_client.post(url, {"bootstrap_servers": "127.0.0.1:9092", "security_protocol": "PLAINTEXT",
+                               "sasl_mechanism": "", "sasl_username": "", "clear_sasl_password": "on"})
+    cluster.refresh_from_db()
+    assert not cluster.has_sasl_password and cluster.security_protocol == "PLAINTEXT"
+    event = AuditEvent.objects.filter(action="cluster.changed").first()
+    assert event.detail["password_changed"] is True and event.detail["password_set"] is False
+    for row in AuditEvent.objects.all():
+        assert "secret" not in str(row.detail) and PASSWORD not in str(row.detail)
+    # The name is fixed once a cluster exists.
+    approver_client.post(url, {"name": "renamed", "bootstrap_servers": "127.0.0.1:9092",
+                               "security_protocol": "PLAINTEXT"})
+    cluster.refresh_from_db()
+    assert cluster.name == "local"
+
+
+@pytest.mark.django_db
+def test_it_never_renders_the_password_nor_its_ciphertext(approver_client, viewer_client, cluster):
+    make_world(cluster)
+    ciphertext = cluster.sasl_password_encrypted
+    approver_client.post(f"/clusters/{cluster.pk}/edit", {
+        "bootstrap_servers": "not a host", "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+        "sasl_username": "gapwatch", "sasl_password": PASSWORD,
+    })
+    approver_client.post(f"/clusters/{cluster.pk}/edit", {
+        "bootstrap_servers": "127.0.0.1:9095", "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+        "sasl_username": "gapwatch", "sasl_password": PASSWORD,
+    })
+    responses = [
+        approver_client.get("/clusters/"), viewer_client.get("/clusters/"),
+        approver_client.get(f"/clusters/{cluster.pk}/edit"),
+        approver_client.post(f"/clusters/{cluster.pk}/edit", {"bootstrap_servers": "x", "sasl_password": PASSWORD}),
+        approver_client.get("/audit/"), approver_client.get("/audit/export.csv"),
+    ]
+    cluster.refresh_from_db()
+    for response in responses:
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+        for secret in (PASSWORD, ciphertext, cluster.sasl_password_encrypted):
+            assert secret.encode() not in body
+
+
+@pytest.mark.django_db
+def test_it_enables_and_disables_a_cluster_once_per_request(approver_client, approver, cluster):
+    url = f"/clusters/{cluster.pk}/toggle"
+    for _ in range(2):  # a double click
+        assert approver_client.post(url, {"enabled": "false"})["Location"] == "/clusters/"
+    cluster.refresh_from_db()
+    assert cluster.enabled is False
+    events = list(AuditEvent.objects.filter(action="cluster.changed"))
+    assert len(events) == 1
+    assert (events[0].actor, events[0].detail) == (approver, {"before": {"enabled": True}, "after": {"enabled": False}})
+    page = approver_client.get("/clusters/").content.decode()
+    assert "disabled" in page and '<input type="hidden" name="enabled" value="true">' in page
+    approver_client.post(url, {"enabled": "true"})
+    cluster.refresh_from_db()
+    assert cluster.enabled is True
+    assert approver_client.post(url, {"enabled": "maybe"}).status_code == 400
+
+
+@pytest.mark.django_db
+def test_it_escapes_hostile_names_on_every_page_and_in_the_csv(approver_client, viewer_client, approver, cluster):
+    world = make_world(cluster)
+    Cluster.objects.filter(id=cluster.id).update(
+        bootstrap_servers=SCRIPT, last_error=ATTRIBUTE, last_test_at=timezone.now(), last_test_ok=False,
+        last_test_message=SCRIPT,
+    )
+    client_for = {"viewer": viewer_client, "approver": approver_client}
+    approver_client.post(f"/groups/{world['group'].pk}/settings", {"declared_policy": "latest",
+                                                                   "backfill_sink": "parquet"})
+    for role, client in client_for.items():
+        pages = {
+            f"/topics/{world['topic'].pk}/": HOSTILE, f"/groups/{world['group'].pk}/": HOSTILE,
+            "/clusters/": HOSTILE, "/audit/": (),
+        }
+        for url, values in pages.items():
+            body = client.get(url).content.decode()
+            assert SCRIPT not in body and ATTRIBUTE not in body, (role, url)
+            assert_escaped(body, *values)
+    audit_page = approver_client.get("/audit/?action=group.changed").content.decode()
+    # JSON first escapes nothing in the group id; the HTML escaping does.
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in audit_page
+    edit = approver_client.get(f"/clusters/{cluster.pk}/edit").content.decode()
+    assert_escaped(edit, SCRIPT)
+    audit_record_hostile(cluster)
+    content = b"".join(approver_client.get("/audit/export.csv").streaming_content).decode()
+    rows = list(csv.reader(io.StringIO(content)))
+    cells = [cell for row in rows for cell in row]
+    assert any(SCRIPT in cell for cell in cells)  # text, as a CSV cell, not markup
+    assert "'=cmd|' /C calc'!A0" in cells and "'+SUM(1)" in cells and "'-3" in cells and "'@x" in cells
+    assert not any(cell.startswith(("=", "+", "-", "@")) for cell in cells)
+
+
+def audit_record_hostile(cluster: Cluster) -> None:
+    from groups.audit import audit_record
+
+    audit_record(action="=cmd|' /C calc'!A0", cluster=cluster, object_type="+SUM(1)", object_id="-3",
+                 detail={"note": ATTRIBUTE})
+    audit_record(action="@x", cluster=cluster, detail={"group": SCRIPT})
+
+
+@pytest.mark.django_db
+def test_it_filters_and_paginates_the_audit_log_and_exports_the_same_rows(approver_client, approver, viewer,
+                                                                          cluster):
+    from groups.audit import audit_record
+
+    other = Cluster.objects.create(name="other", bootstrap_servers="127.0.0.1:9092")
+    for i in range(60):
+        audit_record(action="cluster.changed", actor=approver, cluster=cluster, object_type="cluster",
+                     object_id=cluster.pk, detail={"i": i})
+    audit_record(action="finding.created", cluster=other, detail={"group": "g"})
+    old = audit_record(action="job.approved", actor=viewer, cluster=other, object_type="job", object_id=7)
+    AuditEvent.objects.filter(id=old.id).update(at=timezone.now() - timedelta(days=10))
+
+    first = approver_client.get("/audit/?action=cluster.changed").content.decode()
+    assert "page 1 of 2 (60 rows)" in first and first.count("<code>cluster.changed</code>") == 50
+    second = approver_client.get("/audit/?action=cluster.changed&page=2").content.decode()
+    assert "page 2 of 2 (60 rows)" in second and "<code>i: 0</code>" in second
+    assert "(1 rows)" in approver_client.get("/audit/?actor=system").content.decode()
+    assert "(1 rows)" in approver_client.get(f"/audit/?cluster={other.pk}&object_type=job").content.decode()
+    day = (timezone.now() - timedelta(days=10)).date().isoformat()
+    by_date = approver_client.get(f"/audit/?date_from={day}&date_to={day}").content.decode()
+    assert "(1 rows)" in by_date and 'href="/jobs/7/"' in by_date
+    assert "The end date is before the start date." in approver_client.get(
+        "/audit/?date_from=2026-02-02&date_to=2026-01-01"
+    ).content.decode()
+
+    export = approver_client.get(f"/audit/export.csv?actor={approver.username}&action=cluster.changed")
+    assert export["Content-Type"].startswith("text/csv")
+    assert "attachment" in export["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(b"".join(export.streaming_content).decode())))
+    assert rows[0] == ["id", "at", "actor", "action", "cluster", "object_type", "object_id", "detail"]
+    assert len(rows) == 61 and {row[2] for row in rows[1:]} == {approver.username}
+    assert approver_client.get("/audit/export.csv?date_from=yesterday").status_code == 400
+
+
+def test_it_tests_the_connection_on_a_real_worker(celery_worker_thread, kafka_bootstrap, settings):
+    approver = _user("arno", "approver")
+    client = Client()
+    client.force_login(approver)
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    response = client.post(f"/clusters/{cluster.pk}/test")
+    assert response.status_code == 302 and response["Location"] == "/clusters/"
+    tested = wait_until(lambda: Cluster.objects.filter(id=cluster.id, last_test_at__isnull=False).first(),
+                        timeout=60, what="connection test result")
+    assert tested.last_test_ok is True and "connected: 1 broker(s)" in tested.last_test_message
+    assert AuditEvent.objects.filter(action="cluster.test_requested", actor=approver).count() == 1
+    assert AuditEvent.objects.get(action="cluster.tested").detail["ok"] is True
+    page = client.get("/clusters/").content.decode()
+    assert "Connection test of local queued" in page and '<span class="ok">ok</span>' in page
+
+
+def test_it_reports_a_failed_connection_test_without_the_password(celery_worker_thread, settings):
+    settings.KAFKA_TIMEOUT_SECONDS = 3
+    approver = _user("arno", "approver")
+    client = Client()
+    client.force_login(approver)
+    cluster = Cluster(name="nowhere", bootstrap_servers="127.0.0.1:1", security_protocol="SASL_PLAINTEXT",
+                      sasl_mechanism="PLAIN", sasl_username="gapwatch")
+    cluster.set_sasl_password(PASSWORD)
+    cluster.save()
+    client.post(f"/clusters/{cluster.pk}/test")
+    tested = wait_until(lambda: Cluster.objects.filter(id=cluster.id, last_test_at__isnull=False).first(),
+                        timeout=60, what="connection test result")
+    assert tested.last_test_ok is False
+    assert tested.last_test_message.startswith("cannot reach 127.0.0.1:1")
+    assert PASSWORD not in tested.last_test_message
+    page = client.get("/clusters/").content.decode()
+    assert '<span class="error">failed</span>' in page and "cannot reach 127.0.0.1:1" in page
+    assert PASSWORD not in page
