@@ -38,7 +38,7 @@ if [ "$(cat "$jars_stamp" 2>/dev/null)" != "$jars_hash" ]; then
 fi
 
 venv_stamp=$VENV/.gapwatch-stamp
-venv_hash=$(cat pyproject.toml guard/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
+venv_hash=$(cat pyproject.toml $(ls guard/pyproject.toml 2>/dev/null) | sha256sum | cut -c1-16)
 if [ "$(cat "$venv_stamp" 2>/dev/null)" != "$venv_hash" ]; then
   echo "setup: installing the project into $VENV"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
