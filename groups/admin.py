@@ -8,7 +8,9 @@ from groups.models import (
     Cluster,
     ConsumerGroup,
     Finding,
+    GroupTopic,
     JobFinding,
+    LagSample,
     Notification,
     PartitionGeneration,
     RemediationJob,
@@ -187,3 +189,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
         messages.warning(request, f"API token for {token.user}: {key} (copy it now; it is not shown again)")
         audit_record(action="api_token.created", actor=request.user, object_type="api_token", object_id=token.pk,
                      detail={"user": token.user.get_username(), "name": token.name})
+
+
+@admin.register(GroupTopic)
+class GroupTopicAdmin(ReadOnlyAdmin):
+    list_display = ["group", "topic", "lag", "updated_at"]
+    list_filter = ["topic__cluster"]
+    search_fields = ["group__group_id", "topic__name"]
+    list_select_related = ["group", "topic"]
+
+
+@admin.register(LagSample)
+class LagSampleAdmin(ReadOnlyAdmin):
+    list_display = ["group", "topic", "at", "lag"]
+    search_fields = ["group__group_id", "topic__name"]
+    list_select_related = ["group", "topic"]
+    date_hierarchy = "at"
