@@ -72,3 +72,18 @@ def test_an_api_token_is_shown_once_and_stored_only_as_a_hash(admin_client, admi
     from django.test import Client
 
     assert Client(HTTP_AUTHORIZATION=f"Token {key}").get("/api/v1/jobs").status_code == 200
+
+
+@pytest.mark.django_db
+def test_every_model_is_in_the_admin_and_its_list_renders(admin_client):
+    from django.apps import apps
+    from django.contrib import admin
+
+    from groups.models import JobFinding
+
+    for model in apps.get_app_config("groups").get_models():
+        if model is JobFinding:  # shown inline on its job
+            continue
+        assert admin.site.is_registered(model), model.__name__
+        url = f"/admin/groups/{model._meta.model_name}/"
+        assert admin_client.get(url).status_code == 200, url
