@@ -6,8 +6,9 @@ Key layout (one Redis set per cluster, topic and group):
 
 Members are partition ids (decimal strings). The set holds the partitions that
 existed at the group's current generation: every partition of the topic except
-the new ones the group has not committed on yet (open findings without a
-commit). A guard seeing a partition with no commit that is NOT in the set
+the new ones the group has not committed on yet (findings, open or dismissed,
+without a commit). A (topic, group) pair the poller sees for the first time
+gets no set from it. A guard seeing a partition with no commit that is NOT in the set
 knows it is new and starts it at the beginning. Cluster names are slugs and
 topic names cannot contain ':', so everything after the third ':' is the group
 id, whatever it contains. Sets expire after KNOWN_SET_TTL_SECONDS without a
@@ -35,27 +36,45 @@ def key(*, cluster: str, topic: str, group_id: str) -> str:
     return f"{PREFIX}:{cluster}:{topic}:{group_id}"
 
 
-def compute(*, snapshot: Snapshot, accounting: Iterable[core.FindingAccounting]) -> dict[tuple[str, str], frozenset[int]]:
-    """(topic, group id) -> known partitions, for every group and topic it reads."""
-    not_yet_known: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for finding in accounting:
-        if finding.committed_offset is None:
-            not_yet_known[(finding.key.topic, finding.key.group_id)].add(finding.key.partition)
+def compute(
+    *, snapshot: Snapshot, finding_partitions: dict[tuple[str, str], set[int]],
+    consumed_before: dict[str, frozenset[str]],
+) -> dict[tuple[str, str], frozenset[int]]:
+    """(topic, group id) -> known partitions, for every group and topic it reads.
+
+    Known: every partition of the topic except those that became a finding
+    (open or dismissed) on which the group has not committed yet. A pair seen
+    for the first time is left out: the poller cannot know which partitions
+    existed at the group's first start, and a guard's own set must win then.
+    """
     partitions = {topic.name: topic.partition_ids for topic in snapshot.topics}
-    return {
-        (topic, group.group_id): frozenset(partitions[topic] - not_yet_known[(topic, group.group_id)])
-        for group in snapshot.groups
-        for topic in group.topics()
-        if topic in partitions
-    }
+    sets = {}
+    for group in snapshot.groups:
+        for topic in group.topics():
+            if topic not in partitions or topic not in consumed_before.get(group.group_id, frozenset()):
+                continue
+            uncommitted_new = {
+                partition for partition in finding_partitions.get((topic, group.group_id), ())
+                if (topic, partition) not in group.committed
+            }
+            sets[(topic, group.group_id)] = frozenset(partitions[topic] - uncommitted_new)
+    return sets
 
 
-def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]]) -> None:
-    """Replace each set atomically (write a temporary key, then RENAME)."""
-    if not sets:
+def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]], new_lineages: Iterable[str] = ()) -> None:
+    """Replace each set atomically (write a temporary key, then RENAME), after
+    dropping every set and guard report of topics deleted and recreated: their
+    old partitions and starts mean nothing for the new lineage."""
+    new_lineages = list(new_lineages)
+    if not sets and not new_lineages:
         return
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
     try:
+        for topic in new_lineages:
+            for prefix in (PREFIX, GUARD_PREFIX):
+                stale = list(client.scan_iter(match=f"{prefix}:{cluster}:{topic}:*", count=500))
+                if stale:
+                    client.delete(*stale)
         pipe = client.pipeline(transaction=False)
         for (topic, group_id), partitions in sets.items():
             target = key(cluster=cluster, topic=topic, group_id=group_id)

@@ -126,6 +126,16 @@ def _known_state(cluster: Cluster) -> tuple[dict, dict, list, list, list]:
     return topics, groups, known_topics, known_groups, open_rows
 
 
+def _finding_partitions(cluster: Cluster) -> dict[tuple[str, str], set[int]]:
+    """(topic, group id) -> partitions that ever became a finding (open or closed)."""
+    partitions: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for topic, group_id, partition in Finding.objects.filter(cluster=cluster).values_list(
+        "topic__name", "group__group_id", "partition"
+    ):
+        partitions[(topic, group_id)].add(partition)
+    return partitions
+
+
 def _finding_key(row: Finding) -> core.FindingKey:
     return core.FindingKey(row.group.group_id, row.topic.name, row.partition, row.generation.number)
 
@@ -181,6 +191,7 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(id=cluster_id)
         topics, groups, known_topics, known_groups, open_rows = _known_state(cluster)
+        topics_before = set(topics)
         guard_starts = known_partitions.read_guard_starts(
             cluster=cluster.name,
             pairs=[(row.topic.name, row.group.group_id) for row in open_rows if row.guard_start_offset is None],
@@ -211,8 +222,14 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
             last_poll_duration_ms=int((kafka_seconds + time.monotonic() - started) * 1000),
             polls_total=F("polls_total") + 1,
         )
-        sets = known_partitions.compute(snapshot=snapshot, accounting=changes.accounting)
-        transaction.on_commit(lambda: known_partitions.publish(cluster=cluster.name, sets=sets))
+        sets = known_partitions.compute(
+            snapshot=snapshot, finding_partitions=_finding_partitions(cluster),
+            consumed_before={group.group_id: group.consumed_topics for group in known_groups},
+        )
+        recreated = [g.topic for g in changes.new_generations if g.is_new_lineage and g.topic in topics_before]
+        transaction.on_commit(
+            lambda: known_partitions.publish(cluster=cluster.name, sets=sets, new_lineages=recreated)
+        )
         if notifications:
             from tasks.jobs import send_notification
 

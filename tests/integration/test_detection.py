@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from groups import known_partitions
 from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration
@@ -256,3 +257,38 @@ def test_a_guard_report_makes_the_finding_exact(broker, cluster, unique, setting
     assert (rows[3].state, rows[3].policy_source, rows[3].guard_start_offset, rows[3].missed_definite) == (
         "gap", "guard", 5, 5
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_known_partition_sets_follow_the_guard_contract(broker, cluster, unique, settings):
+    """Published only for (topic, group) pairs seen before; a dismissed finding
+    without a commit stays unknown; a recreated topic loses its sets and reports."""
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    topic, group_id = f"sets-{unique}", f"sets-{unique}"
+    known_key = known_partitions.key(cluster="local", topic=topic, group_id=group_id)
+    guard_key = known_partitions.guard_key(cluster="local", topic=topic, group_id=group_id)
+    broker.create_topic(topic, 2)
+    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest")
+    try:
+        # The one poll that first saw the pair cannot know the group's first start.
+        assert not client.exists(known_key)
+        poll(cluster)
+        assert known_partitions.read(cluster="local", topic=topic, group_id=group_id) == {0, 1}
+        broker.raise_partitions(topic, 3)
+        poll(cluster)
+        Finding.objects.filter(topic__name=topic, partition=2).update(closed_at=timezone.now(),
+                                                                        closed_reason="dismissed: test")
+        poll(cluster)
+        assert known_partitions.read(cluster="local", topic=topic, group_id=group_id) == {0, 1}
+        client.hsetnx(guard_key, "2", 0)
+    finally:
+        consumer.close()
+    broker.admin.delete_topics([topic])[topic].result(timeout=30)
+    wait_until(lambda: topic not in broker.admin.list_topics(timeout=10).topics, what="topic deleted")
+    broker.topics.remove(topic)
+    broker.create_topic(topic, 3)
+    poll(cluster)
+    assert PartitionGeneration.objects.filter(topic__name=topic, is_new_lineage=True, number__gt=1).exists()
+    assert not client.exists(guard_key) and not client.exists(known_key)
