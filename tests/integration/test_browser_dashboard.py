@@ -16,18 +16,11 @@ from django.contrib.auth.models import Group, User
 from groups.models import Cluster, Finding, RemediationJob
 from groups.roles import ensure_roles
 from tests.conftest import ROOT
-from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
+from tests.integration.kafka_harness import GroupConsumer, wait_until
 from tests.integration.test_browser_login import CHROMIUM, CHROMIUM_ARGS
 from tests.integration.test_detection import K, findings, poll, produce_one_each, start_consuming_group
 
 ARTIFACTS = ROOT / ".gapwatch" / "test-artifacts"
-
-
-@pytest.fixture
-def broker(kafka_bootstrap):
-    broker = Broker(kafka_bootstrap)
-    yield broker
-    broker.close()
 
 
 def gap_scenario(broker, cluster, topic: str, group_id: str) -> None:

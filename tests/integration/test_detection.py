@@ -8,23 +8,11 @@ from django.test import override_settings
 from django.utils import timezone
 
 from groups import known_partitions
-from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration
+from groups.models import ConsumerGroup, Finding, PartitionGeneration
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
+from tests.integration.kafka_harness import GroupConsumer, wait_until
 
 K = 25  # messages produced to each new partition before the group picks it up
-
-
-@pytest.fixture
-def broker(kafka_bootstrap):
-    broker = Broker(kafka_bootstrap)
-    yield broker
-    broker.close()
-
-
-@pytest.fixture
-def cluster(kafka_bootstrap):
-    return Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
 
 
 def poll(cluster):

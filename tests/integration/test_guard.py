@@ -209,13 +209,6 @@ def stable_with(broker: Broker, group_id: str, members: int) -> bool:
 
 
 @pytest.fixture
-def broker(kafka_bootstrap):
-    broker = Broker(kafka_bootstrap)
-    yield broker
-    broker.close()
-
-
-@pytest.fixture
 def redis_url() -> str:
     # The control plane publishes to REDIS_URL; guards in the end-to-end test must read the same.
     return os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/2")

@@ -26,23 +26,11 @@ from groups.remediation import job_approve, job_request, positions_of
 from tasks import offset_reset
 from tasks.jobs import poll_cluster_task, run_remediation_job
 from tasks.kafka_adapter import ClusterConfig, GroupNotEmpty, KafkaAdapter
-from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
+from tests.integration.kafka_harness import GroupConsumer, wait_until
 from tests.integration.test_detection import findings, poll, start_consuming_group
 
 K = 25  # messages written to the new partition before the group picks it up
 QUIET_SECONDS = 2.0  # how long a restarted consumer must receive nothing more
-
-
-@pytest.fixture
-def broker(kafka_bootstrap):
-    broker = Broker(kafka_bootstrap)
-    yield broker
-    broker.close()
-
-
-@pytest.fixture
-def cluster(kafka_bootstrap):
-    return Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
 
 
 @pytest.fixture
