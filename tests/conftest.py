@@ -13,6 +13,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # Playwright's sync API runs an event loop in the test thread.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# WhiteNoise warns on every request when STATIC_ROOT does not exist (no collectstatic in tests).
+(ROOT / ".gapwatch" / "static").mkdir(parents=True, exist_ok=True)
 
 
 @pytest.fixture
