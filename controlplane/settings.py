@@ -56,6 +56,8 @@ FOUR_EYES = env_bool("FOUR_EYES", False)
 RESET_WAIT_DEADLINE_SECONDS = env_int("RESET_WAIT_DEADLINE_SECONDS", 3600, minimum=1)
 # Where Parquet backfills are written (a local folder or any Hadoop-compatible URI).
 BACKFILL_OUTPUT = env_str("BACKFILL_OUTPUT", str(BASE_DIR / ".gapwatch" / "backfills"))
+# A backfill job process running longer is killed and the job failed; keep it below the visibility timeout.
+BACKFILL_TIMEOUT_SECONDS = env_int("BACKFILL_TIMEOUT_SECONDS", 3600, minimum=30)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

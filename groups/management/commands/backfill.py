@@ -1,0 +1,147 @@
+"""Backfill one partition's offset range with the Spark job: prints the plan
+from live offsets by default; ``--execute`` runs it at once (synchronously,
+in its own process, like a job) and prints the verification.
+
+    manage.py backfill --cluster C --topic T --partition P --start S --end E \\
+        [--sink parquet|kafka] [--replay-topic R] [--execute]
+    manage.py backfill --job ID [--execute]      # show, or run, an existing backfill job
+
+A command-line backfill has no job row: its Parquet output is named
+``cli-<topic>-<partition>-<start>-<end>`` under BACKFILL_OUTPUT, so running
+the same command again replaces it. It is audited as a system action.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from groups.audit import audit_record
+from groups.models import Cluster, RemediationJob
+from groups.planning import BackfillRange, PlanError
+from tasks.backfill import BackfillFailed, BackfillRunner, cluster_request, replay_topic_for
+from tasks.kafka_adapter import KafkaUnavailable
+
+PLAN_COLUMNS = ("TOPIC", "PARTITION", "START", "END", "RECORDS", "LOG-START", "HIGH-WATERMARK", "EXPIRED", "TO-READ")
+RESULT_COLUMNS = ("TOPIC", "PARTITION", "EXPECTED", "DELIVERED", "EXPLAINED", "UNEXPLAINED")
+
+
+class Command(BaseCommand):
+    help = "Plan (default) or run (--execute) a Spark backfill of [start, end) of one partition."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--cluster", help="cluster name, as registered")
+        parser.add_argument("--topic")
+        parser.add_argument("--partition", type=int)
+        parser.add_argument("--start", type=int, help="first offset to deliver")
+        parser.add_argument("--end", type=int, help="offset after the last one to deliver (exclusive)")
+        parser.add_argument("--sink", choices=("parquet", "kafka"), default="parquet")
+        parser.add_argument("--replay-topic", default="", help="for --sink kafka (default <topic>.replay)")
+        parser.add_argument("--job", type=int, help="an existing backfill job instead of a range")
+        parser.add_argument("--execute", action="store_true", help="run it now; without it, only print the plan")
+
+    def handle(self, *args, **options):
+        if options["job"] is not None:
+            return self._job(options["job"], execute=options["execute"])
+        missing = [f"--{name}" for name in ("cluster", "topic", "partition", "start", "end") if options[name] is None]
+        if missing:
+            raise CommandError(f"missing {', '.join(missing)} (or give --job ID)")
+        start, end, partition = options["start"], options["end"], options["partition"]
+        if start < 0 or partition < 0:
+            raise CommandError("--start and --partition must not be negative")
+        if end <= start:
+            raise CommandError(f"--end ({end}) must be greater than --start ({start}): the range is [start, end)")
+        cluster = Cluster.objects.filter(name=options["cluster"]).first()
+        if cluster is None:
+            raise CommandError(f"no cluster named {options['cluster']!r}")
+        topic, sink = options["topic"], options["sink"]
+        run_id = f"cli-{topic}-{partition}-{start}-{end}"
+        request = cluster_request(cluster=cluster, ranges=[BackfillRange(topic, partition, start, end)], sink=sink,
+                                  run_id=run_id, replay_topic=options["replay_topic"])
+        runner = BackfillRunner(request, on_progress=self._progress)
+        try:
+            prepared = runner.preflight()
+        except (PlanError, KafkaUnavailable) as error:
+            raise CommandError(str(error)) from None
+        self._table(PLAN_COLUMNS, [
+            (p.range.topic, p.range.partition, p.range.start, p.range.end, p.range.count, p.log_start,
+             p.high_watermark, p.read_start - p.range.start, p.to_read) for p in prepared])
+        for p in prepared:
+            if p.read_start > p.range.start:
+                self.stdout.write(f"{p.range.topic}[{p.range.partition}]: offsets [{p.range.start}, {p.read_start}) "
+                                  "are below the log start (expired): reported, not read")
+        destination = (f"replay topic {replay_topic_for(topic, options['replay_topic'])}" if sink == "kafka"
+                       else f"Parquet at {request.output.rstrip('/')}/{run_id}/ (replaced if it exists)")
+        self.stdout.write(f"sink: {destination}")
+        if not options["execute"]:
+            self.stdout.write("plan only: nothing read (add --execute to run the Spark job)")
+            return
+        self.stdout.write(f"running the Spark job ({request.master})")
+        try:
+            result = runner.run()
+        except BackfillFailed as failure:
+            self._audit(cluster, run_id, request, outcome="failed", result=failure.result)
+            if failure.result.get("partitions"):
+                self._verification(failure.result)
+            raise CommandError(f"backfill failed: {failure.reason}\n{failure.error}") from None
+        except (PlanError, KafkaUnavailable) as error:
+            raise CommandError(str(error)) from None
+        self._audit(cluster, run_id, request, outcome="succeeded", result=result)
+        self._verification(result)
+        self.stdout.write(f"succeeded: {result['delivered']} of {result['expected']} records delivered; "
+                          f"every difference explained")
+
+    def _job(self, job_id: int, *, execute: bool) -> None:
+        from tasks.jobs import run_remediation_job
+
+        job = RemediationJob.objects.filter(id=job_id, kind=RemediationJob.Kind.BACKFILL).first()
+        if job is None:
+            raise CommandError(f"no backfill job {job_id}")
+        self._table(("TOPIC", "PARTITION", "START", "END", "RECORDS"),
+                    [(r["topic"], r["partition"], r["start"], r["end"], r["end"] - r["start"]) for r in job.plan])
+        self.stdout.write(f"job {job.id}: {job.status}; sink {job.params.get('sink', job.group.backfill_sink)}"
+                          + (f"; {job.status_reason}" if job.status_reason else ""))
+        if not execute:
+            return
+        if job.status not in (RemediationJob.Status.APPROVED, RemediationJob.Status.QUEUED,
+                              RemediationJob.Status.RUNNING):
+            raise CommandError(f"job {job.id} is {job.status}: only an approved, queued or running job can be run")
+        run_remediation_job.apply(args=(job.id,)).get(propagate=True)
+        job.refresh_from_db()
+        if job.result.get("partitions"):
+            self._verification(job.result)
+        if job.status != RemediationJob.Status.SUCCEEDED:
+            raise CommandError(f"job {job.id} {job.status}: {job.status_reason}\n{job.error}")
+        self.stdout.write(f"job {job.id} succeeded: {job.status_reason}")
+
+    def _progress(self, done: int, total: int) -> None:
+        if total:
+            self.stderr.write(f"  {done} of {total} records")
+
+    def _verification(self, result: dict) -> None:
+        self._table(RESULT_COLUMNS, [
+            (p["topic"], p["partition"], p["expected"], p["delivered"],
+             ", ".join(f"{count} {cause}" for cause, count in p["explained"].items()) or "-", p["unexplained"])
+            for p in result["partitions"]])
+        for p in result["partitions"]:
+            for missing in p["missing_ranges"][:20]:
+                self.stdout.write(f"{p['topic']}[{p['partition']}]: [{missing['start']}, {missing['end']}) "
+                                  f"{missing['cause'].replace('_', ' ')}")
+            for problem in p.get("problems", []):
+                self.stdout.write(f"{p['topic']}[{p['partition']}]: {problem}")
+        sink = result.get("sink", {})
+        if sink.get("output"):
+            self.stdout.write(f"output: {sink['output']}")
+        elif sink.get("topics"):
+            self.stdout.write("replayed to: " + ", ".join(f"{s} -> {r}" for s, r in sink["topics"].items()))
+
+    def _table(self, columns: tuple[str, ...], rows: list[tuple]) -> None:
+        text = [columns] + [tuple(str(cell) for cell in row) for row in rows]
+        widths = [max(len(row[i]) for row in text) for i in range(len(columns))]
+        for row in text:
+            self.stdout.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+    def _audit(self, cluster, run_id: str, request, *, outcome: str, result: dict) -> None:
+        audit_record(action="backfill.cli", actor=None, cluster=cluster, object_type="backfill", object_id=run_id[:40],
+                     detail={"via": "cli", "run_id": run_id, "sink": request.sink, "outcome": outcome,
+                             "ranges": [r.as_dict() for r in request.ranges],
+                             "delivered": result.get("delivered"), "expected": result.get("expected")})

@@ -1,0 +1,928 @@
+"""Spark backfill remediation: the executor of ``backfill`` jobs, and the
+runner the command line shares with it.
+
+The Spark job (``tasks.spark.backfill_job``) runs in a process of its own,
+started here with a time limit (BACKFILL_TIMEOUT_SECONDS): a JVM crash or an
+out-of-memory kill ends that process, never the worker. It gets explicit
+arguments (a JSON spec; the SASL password in its environment) and reports
+through two files: progress (records done of total) and result (per
+partition, what the sink holds and which offsets are missing).
+
+A job succeeds only when every partition holds exactly ``[start, end)``, or
+each missing offset is explained (``explain_missing``):
+
+- **retention**: below the partition's log start, read after the job (the
+  log start only moves forward, so anything below it is gone for good);
+- **aborted_transaction**: visible to a read_uncommitted reader but not to a
+  read_committed one (the job reads committed records only);
+- **transaction_markers**: invisible to both readers on a topic without
+  compaction: commit/abort markers take an offset but are never delivered;
+- **compaction_or_markers**: invisible to both on a compacted topic; a
+  client cannot tell a compacted-away record from a marker.
+
+An offset a read_committed reader sees now but the sink does not hold, a
+duplicate, or a record outside the range is unexplained: the job fails and a
+Parquet output is discarded, not published.
+
+Re-runs and kills:
+
+- A Parquet job writes to a staging folder of its attempt and waits, on its
+  stdin, for this process to say ``publish`` (after explaining) or
+  ``discard``; publishing swaps the folder in as ``<output>/<job id>/``, so a
+  re-run replaces the previous output and never adds a second copy. If this
+  process dies, the job's stdin closes and it exits unpublished.
+- A job process killed by a signal (not by our time limit) is run once more
+  at once with a fresh attempt; a second kill fails the job.
+- A worker killed mid-job leaves the job ``running``; Celery redelivers the
+  task (acks_late, reject_on_worker_lost). While an attempt runs, its worker
+  holds a PostgreSQL advisory lock on the job (released by PostgreSQL when
+  that worker's connection dies), so a redelivered task that gets the lock
+  knows no attempt is alive and restarts the job (running -> running,
+  through ``job_transition``); one that does not get it leaves the job alone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from groups.models import Cluster, RemediationJob
+from groups.planning import BackfillRange, PlanError
+from groups.remediation import job_transition
+from tasks.kafka_adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable
+from tasks.spark.backfill_job import PASSWORD_ENV
+
+log = logging.getLogger(__name__)
+Status = RemediationJob.Status
+
+SINKS = ("parquet", "kafka", "handler")
+# A job process killed by a signal that we did not send is run this many times in all.
+MAX_ATTEMPTS = 2
+PROGRESS_POLL_SECONDS = 0.5
+# job.error keeps the head of Spark's error, every "Caused by" line, and the tail.
+ERROR_LIMIT = 8000
+# Missing ranges listed per partition in job.result (the counts are always exact).
+MISSING_RANGES_LISTED = 200
+# PostgreSQL advisory lock namespace for running backfill jobs ("bf").
+LOCK_NAMESPACE = 0x6266
+PROBE_SECONDS = 300.0
+KAFKA_PATIENCE_SECONDS = 60.0
+# Each attempt's spec, progress, result and log live in <tmp>/<prefix><run id>-<random>/.
+WORKDIR_PREFIX = "gapwatch-backfill-"
+# Ranges bigger than this are split across Spark tasks (minPartitions); also
+# the grain of the progress estimate.
+RECORDS_PER_TASK = 200_000
+BASE_DIR = Path(__file__).resolve().parent.parent
+CAUSES = ("retention", "aborted_transaction", "transaction_markers", "compaction_or_markers")
+
+
+class BackfillFailed(Exception):
+    """The backfill did not deliver its range; ``result`` holds what is known
+    (attempts, per-partition counts), ``reason`` one line for the operator."""
+
+    def __init__(self, reason: str, *, error: str = "", result: dict | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.error = error or reason
+        self.result = result or {}
+
+
+@dataclass(frozen=True)
+class BackfillRequest:
+    """Everything a run needs, without the database.
+
+    ``run_id`` names the Parquet output folder (``<BACKFILL_OUTPUT>/<run_id>``):
+    the job id, so a re-run replaces its own output. ``topic_ids`` (optional)
+    are the topic ids the plan was made for: a topic deleted and recreated
+    since then is refused."""
+
+    run_id: str
+    cluster: ClusterConfig
+    ranges: tuple[BackfillRange, ...]
+    sink: str = "parquet"
+    replay_topics: dict[str, str] = field(default_factory=dict)
+    handler: str = ""
+    topic_ids: dict[str, str] = field(default_factory=dict)
+    output: str = ""
+    timeout_seconds: int = 3600
+    master: str = "local[*]"
+
+    @property
+    def total(self) -> int:
+        return sum(r.count for r in self.ranges)
+
+
+def replay_topic_for(topic: str, configured: str = "") -> str:
+    """The group's replay topic if it set one, else ``<topic>.replay``."""
+    return configured or f"{topic}.replay"
+
+
+# -- Kafka calls the backfill needs beyond KafkaAdapter -------------------------
+# (topic details, creating the replay topic, reading a span back.) They belong
+# in tasks/kafka_adapter.py; kept here while that module is being edited.
+
+
+@dataclass(frozen=True)
+class TopicDetails:
+    name: str
+    topic_id: str
+    partitions: int
+    replication_factor: int
+
+
+class BackfillKafka:
+    def __init__(self, config: ClusterConfig, *, timeout: float) -> None:
+        self._config = config
+        self._timeout = timeout
+        self._admin: AdminClient | None = None
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(self._config.client_config())
+        return self._admin
+
+    def _unavailable(self, detail: str) -> KafkaUnavailable:
+        if self._config.sasl_password:
+            detail = detail.replace(self._config.sasl_password, "***")
+        return KafkaUnavailable(f"Kafka at {self._config.bootstrap_servers}: {detail}",
+                                bootstrap_servers=self._config.bootstrap_servers, stage="backfill")
+
+    def describe(self, topic: str) -> TopicDetails | None:
+        """Id, partition count and replication factor; None if the topic does not exist."""
+        try:
+            future = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self._timeout)[topic]
+            description = future.result(timeout=self._timeout + 5)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            code = _code(error)
+            if code in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_ID):
+                return None
+            raise self._unavailable(f"describe topic {topic!r}: {error}") from None
+        partitions = description.partitions
+        return TopicDetails(
+            name=topic, topic_id=str(description.topic_id) if description.topic_id is not None else "",
+            partitions=len(partitions), replication_factor=max((len(p.replicas) for p in partitions), default=1),
+        )
+
+    def create(self, topic: str, *, partitions: int, replication_factor: int) -> None:
+        try:
+            future = self.admin.create_topics(
+                [NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor)],
+                request_timeout=self._timeout,
+            )[topic]
+            future.result(timeout=self._timeout + 5)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            if _code(error) != KafkaError.TOPIC_ALREADY_EXISTS:  # created by someone else meanwhile: fine
+                raise self._unavailable(f"create topic {topic!r}: {error}") from None
+
+    def compacted(self, topic: str) -> bool:
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        try:
+            configs = self.admin.describe_configs([resource], request_timeout=self._timeout)[resource].result(
+                timeout=self._timeout + 5)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            raise self._unavailable(f"describe configs of {topic!r}: {error}") from None
+        policy = configs.get("cleanup.policy")
+        return "compact" in (policy.value or "") if policy is not None else False
+
+    def visible_runs(self, *, topic: str, partition: int, start: int, end: int, committed_only: bool,
+                     deadline: float) -> list[tuple[int, int]]:
+        """The offsets of ``[start, end)`` a reader can read now, as runs of
+        consecutive offsets (half-open). The reader is assigned the partition
+        directly: it joins no group and commits nothing."""
+        consumer = Consumer({
+            **self._config.client_config(),
+            "group.id": f"gapwatch-backfill-probe-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed" if committed_only else "read_uncommitted",
+            "auto.offset.reset": "earliest",
+        })
+        runs: list[list[int]] = []
+        try:
+            consumer.assign([TopicPartition(topic, partition, start)])
+            while True:
+                at_end = False
+                for message in consumer.consume(num_messages=10_000, timeout=1.0):
+                    if message.error():
+                        if message.error().code() == KafkaError._PARTITION_EOF:
+                            at_end = True
+                            continue
+                        raise self._unavailable(f"read {topic!r} [{partition}]: {message.error()}")
+                    offset = message.offset()
+                    if start <= offset < end:
+                        if runs and runs[-1][1] == offset:
+                            runs[-1][1] = offset + 1
+                        else:
+                            runs.append([offset, offset + 1])
+                position = consumer.position([TopicPartition(topic, partition)])[0].offset
+                if at_end or position >= end or (runs and runs[-1][1] >= end):
+                    return [(a, b) for a, b in runs]
+                if time.monotonic() > deadline:
+                    raise self._unavailable(f"reading {topic!r} [{partition}] [{start}, {end}) took too long")
+        except KafkaException as error:
+            raise self._unavailable(f"read {topic!r} [{partition}]: {error}") from None
+        finally:
+            consumer.close()
+
+
+def _code(error: BaseException) -> int | None:
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        return error.args[0].code()
+    return None
+
+
+# -- explaining missing offsets (pure) ------------------------------------------
+
+
+def _subtract(pieces: list[tuple[int, int]], runs: Iterable[tuple[int, int]]) -> tuple[list, list]:
+    """Split ``pieces`` (sorted, disjoint) into the parts covered by ``runs``
+    (sorted, disjoint) and the parts not covered."""
+    runs = list(runs)
+    covered, rest = [], []
+    for start, end in pieces:
+        cursor = start
+        for run_start, run_end in runs:
+            if run_end <= cursor or run_start >= end:
+                continue
+            if run_start > cursor:
+                rest.append((cursor, run_start))
+            covered.append((max(cursor, run_start), min(end, run_end)))
+            cursor = min(end, run_end)
+            if cursor >= end:
+                break
+        if cursor < end:
+            rest.append((cursor, end))
+    return covered, rest
+
+
+def explain_missing(
+    *, holes: list[tuple[int, int]], log_start: int, committed_runs: Iterable[tuple[int, int]] = (),
+    uncommitted_runs: Iterable[tuple[int, int]] = (), compacted: bool = False,
+) -> list[tuple[int, int, str]]:
+    """Label every missing offset range with its cause; "not_delivered" is
+    the one cause that does not explain anything.
+
+    1. Below ``log_start`` (read after the job): retention.
+    2. Above it, readable now by a read_committed reader: not_delivered.
+    3. Readable only by a read_uncommitted reader: aborted_transaction.
+    4. Readable by neither: compaction_or_markers on a compacted topic,
+       otherwise transaction_markers (nothing else leaves a hole above the
+       log start of a delete-only topic).
+    """
+    labelled: list[tuple[int, int, str]] = []
+    above: list[tuple[int, int]] = []
+    for start, end in holes:
+        if start < log_start:
+            labelled.append((start, min(end, log_start), "retention"))
+        if end > log_start:
+            above.append((max(start, log_start), end))
+    lost, rest = _subtract(above, committed_runs)
+    aborted, invisible = _subtract(rest, uncommitted_runs)
+    labelled += [(a, b, "not_delivered") for a, b in lost]
+    labelled += [(a, b, "aborted_transaction") for a, b in aborted]
+    invisible_cause = "compaction_or_markers" if compacted else "transaction_markers"
+    labelled += [(a, b, invisible_cause) for a, b in invisible]
+    return sorted(labelled)
+
+
+@dataclass
+class PreparedRange:
+    """A planned range with what the cluster said before the job: the read
+    starts at the log start if retention already passed the planned start."""
+
+    range: BackfillRange
+    log_start: int
+    high_watermark: int
+
+    @property
+    def read_start(self) -> int:
+        return min(max(self.range.start, self.log_start), self.range.end)
+
+    @property
+    def to_read(self) -> int:
+        return self.range.end - self.read_start
+
+
+def partition_report(
+    prepared: PreparedRange, summary: dict | None, *, log_start_after: int, labelled: list[tuple[int, int, str]],
+) -> dict:
+    """One partition of ``job.result``: counts, the missing offsets by cause,
+    and what is unexplained."""
+    plan = prepared.range
+    missing_ranges = []
+    if prepared.read_start > plan.start:
+        missing_ranges.append((plan.start, prepared.read_start, "retention"))
+    missing_ranges += labelled
+    explained = {cause: 0 for cause in CAUSES}
+    not_delivered = 0
+    for start, end, cause in missing_ranges:
+        if cause == "not_delivered":
+            not_delivered += end - start
+        else:
+            explained[cause] += end - start
+    delivered = summary["delivered"] if summary else 0
+    duplicates = summary["duplicates"] if summary else 0
+    outside = summary["outside_range"] if summary else 0
+    unlisted = 0
+    if summary and summary.get("holes_truncated"):
+        listed = sum(end - start for start, end in summary["holes"])
+        unlisted = summary["missing"] - listed
+    problems = []
+    if not_delivered:
+        problems.append(f"{not_delivered} offsets readable now were not delivered")
+    if unlisted:
+        problems.append(f"{unlisted} missing offsets beyond the first holes listed were not classified")
+    if duplicates:
+        problems.append(f"{duplicates} duplicate records")
+    if outside:
+        problems.append(f"{outside} records outside the range")
+    accounted = delivered + sum(explained.values()) + not_delivered + unlisted
+    if accounted != plan.count:
+        problems.append(f"counts do not add up: {accounted} accounted for, {plan.count} expected")
+    return {
+        "topic": plan.topic, "partition": plan.partition, "start": plan.start, "end": plan.end,
+        "expected": plan.count, "delivered": delivered, "read_start": prepared.read_start,
+        "log_start_before": prepared.log_start, "log_start_after": log_start_after,
+        "high_watermark": prepared.high_watermark,
+        "explained": {cause: count for cause, count in explained.items() if count},
+        "unexplained": not_delivered + unlisted + duplicates + outside,
+        "problems": problems,
+        "missing_ranges": [{"start": a, "end": b, "cause": c} for a, b, c in _merged(missing_ranges)
+                           ][:MISSING_RANGES_LISTED],
+    }
+
+
+def _merged(labelled: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    merged: list[tuple[int, int, str]] = []
+    for start, end, cause in sorted(labelled):
+        if merged and merged[-1][1] == start and merged[-1][2] == cause:
+            merged[-1] = (merged[-1][0], end, cause)
+        else:
+            merged.append((start, end, cause))
+    return merged
+
+
+def condense_error(text: str, limit: int = ERROR_LIMIT) -> str:
+    """Spark's error, cut sensibly: the first lines (the exception and its
+    message), every ``Caused by`` line (the root cause), then the tail."""
+    if len(text) <= limit:
+        return text
+    lines = text.splitlines()
+    head = "\n".join(lines[:25])
+    causes = "\n".join(line for line in lines[25:] if line.lstrip().startswith("Caused by"))
+    kept = head + ("\n...\n" + causes if causes else "")
+    kept = kept[: limit * 3 // 4]
+    tail = text[-(limit - len(kept) - 40):]
+    return f"{kept}\n... [{len(text) - len(kept) - len(tail)} characters cut] ...\n{tail}"
+
+
+def summary_line(report: list[dict]) -> str:
+    expected = sum(p["expected"] for p in report)
+    delivered = sum(p["delivered"] for p in report)
+    parts = [f"delivered {delivered} of {expected} records"]
+    for p in report:
+        for cause, count in p["explained"].items():
+            parts.append(f"{p['topic']}[{p['partition']}]: {count} {cause.replace('_', ' ')}")
+    return "; ".join(parts)
+
+
+# -- running the Spark job process ------------------------------------------------
+
+
+class _AttemptKilled(Exception):
+    def __init__(self, signal_name: str, record: dict) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+        self.record = record
+
+
+class BackfillRunner:
+    """Runs one backfill: preflight against the cluster, the Spark job process
+    (re-run once if a signal kills it), explanation, publish or discard.
+
+    ``on_progress(done, total)`` and ``on_attempt(attempts)`` let the caller
+    record progress and the attempts (with the job process id) as they happen.
+    """
+
+    def __init__(self, request: BackfillRequest, *, on_progress: Callable[[int, int], None] | None = None,
+                 on_attempt: Callable[[list[dict]], None] | None = None) -> None:
+        self.request = request
+        self.on_progress = on_progress or (lambda done, total: None)
+        self.on_attempt = on_attempt or (lambda attempts: None)
+        self.adapter = KafkaAdapter(request.cluster, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        self.kafka = BackfillKafka(request.cluster, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        self.attempts: list[dict] = []
+        self.started = time.time()
+        self.deadline = time.monotonic() + request.timeout_seconds
+
+    # 1. preflight
+
+    def preflight(self) -> list[PreparedRange]:
+        """Check every topic and partition exists (under the planned topic id)
+        and every range ends at or below the high watermark; read the log
+        starts (offsets below them are expired: reported, not read)."""
+        prepared = []
+        by_topic: dict[str, list[BackfillRange]] = {}
+        for r in self.request.ranges:
+            by_topic.setdefault(r.topic, []).append(r)
+        for topic, ranges in sorted(by_topic.items()):
+            details = _patiently(lambda: self.kafka.describe(topic))
+            if details is None:
+                raise PlanError(f"topic {topic!r} does not exist on this cluster")
+            planned_id = self.request.topic_ids.get(topic)
+            if planned_id and details.topic_id and planned_id != details.topic_id:
+                raise PlanError(f"topic {topic!r} was deleted and recreated since the plan "
+                                f"(topic id {details.topic_id}, planned {planned_id}): its offsets mean other records")
+            unknown = sorted(r.partition for r in ranges if r.partition >= details.partitions)
+            if unknown:
+                raise PlanError(f"topic {topic!r} has no partition {', '.join(map(str, unknown))} "
+                                f"(it has {details.partitions})")
+            offsets = self._offsets(topic, [r.partition for r in ranges])
+            for r in ranges:
+                now = offsets[r.partition]
+                if r.end > now.high_watermark:
+                    raise PlanError(f"{topic}[{r.partition}]: the range ends at {r.end}, beyond the high watermark "
+                                    f"{now.high_watermark}: those records do not exist (truncated or recreated?)")
+                prepared.append(PreparedRange(r, log_start=now.log_start, high_watermark=now.high_watermark))
+        return prepared
+
+    def prepare_replay(self, prepared: list[PreparedRange]) -> dict:
+        """Create missing replay topics with the source's partition count and
+        replication factor (partition p is replayed to partition p); read
+        where each replay partition ends now, to count this job's records."""
+        topics = {topic: replay_topic_for(topic, self.request.replay_topics.get(topic, ""))
+                  for topic in sorted({p.range.topic for p in prepared})}
+        start_offsets: dict[str, dict[str, int]] = {}
+        for source, replay in topics.items():
+            if replay == source:
+                raise PlanError(f"the replay topic of {source!r} cannot be the topic itself")
+            needed = 1 + max(p.range.partition for p in prepared if p.range.topic == source)
+            details = self.kafka.describe(replay)
+            if details is None:
+                source_details = self.kafka.describe(source)
+                self.kafka.create(replay, partitions=source_details.partitions,
+                                  replication_factor=source_details.replication_factor)
+                details = self._wait_for_topic(replay)
+            if details.partitions < needed:
+                raise PlanError(f"replay topic {replay!r} has {details.partitions} partitions; partition "
+                                f"{needed - 1} of {source!r} needs at least {needed}: raise its partition count")
+            offsets = self._offsets(replay, list(range(details.partitions)))
+            start_offsets.setdefault(replay, {}).update(
+                {str(p): offsets[p].high_watermark for p in range(details.partitions)})
+        return {"kind": "kafka", "topics": topics, "start_offsets": start_offsets}
+
+    def _wait_for_topic(self, topic: str) -> TopicDetails:
+        for _ in range(50):
+            details = self.kafka.describe(topic)
+            if details is not None:
+                return details
+            time.sleep(0.2)
+        raise KafkaUnavailable(f"replay topic {topic!r} was created but does not show up", stage="backfill")
+
+    def _offsets(self, topic: str, partitions: list[int]):
+        return _patiently(lambda: self.adapter.partition_offsets(topic=topic, partitions=partitions))
+
+    # 2. the job process
+
+    def run(self) -> dict:
+        prepared = self.preflight()
+        readable = [p for p in prepared if p.to_read > 0]
+        to_read = sum(p.to_read for p in readable)
+        self.on_progress(0, to_read)
+        if self.request.sink == "kafka":
+            sink = self.prepare_replay(prepared)
+        elif self.request.sink == "handler":
+            sink = {"kind": "handler", "handler": self.request.handler}
+        else:
+            output = self.request.output or str(settings.BACKFILL_OUTPUT)
+            if "://" not in output:
+                output = str(Path(output).absolute())
+                Path(output).mkdir(parents=True, exist_ok=True)
+            sink = {"kind": "parquet", "output": output}
+        compacted: dict[str, bool] = {}
+        outcome: dict = {}
+        if readable:
+            while True:
+                try:
+                    outcome = self._attempt(readable, sink, compacted)
+                    break
+                except _AttemptKilled as killed:
+                    if len(self.attempts) >= MAX_ATTEMPTS:
+                        raise BackfillFailed(
+                            f"the job process was killed ({killed.signal_name}) in {len(self.attempts)} attempts",
+                            error=killed.record.get("log_tail", ""), result=self._result(sink, []),
+                        ) from None
+                    log.warning("backfill %s: job process killed by %s; running it again",
+                                self.request.run_id, killed.signal_name)
+        report = outcome.get("report") or self._report(prepared, {}, compacted, probe=False)
+        result = self._result(outcome.get("sink", sink), report, outcome.get("timings"))
+        if any(p["unexplained"] or p["problems"] for p in report):
+            problems = "; ".join(f"{p['topic']}[{p['partition']}]: {', '.join(p['problems'])}"
+                                 for p in report if p["problems"])
+            raise BackfillFailed(f"unexplained difference: {problems}", result=result)
+        return result
+
+    def _result(self, sink: dict, report: list[dict], timings: dict | None = None) -> dict:
+        result = {
+            "sink": {key: value for key, value in sink.items() if key != "start_offsets"},
+            "expected": sum(r.count for r in self.request.ranges),
+            "delivered": sum(p["delivered"] for p in report),
+            "partitions": report,
+            "attempts": self.attempts,
+            "seconds": round(time.time() - self.started, 3),
+        }
+        if timings:
+            result["timings"] = timings
+        return result
+
+    def _spec(self, attempt: str, readable: list[PreparedRange], sink: dict, workdir: Path) -> dict:
+        config = self.request.cluster
+        return {
+            "job_id": self.request.run_id,
+            "attempt": attempt,
+            "kafka": {"bootstrap_servers": config.bootstrap_servers, "security_protocol": config.security_protocol,
+                      "sasl_mechanism": config.sasl_mechanism, "sasl_username": config.sasl_username},
+            "ranges": [{"topic": p.range.topic, "partition": p.range.partition, "start": p.read_start,
+                        "end": p.range.end} for p in readable],
+            "sink": sink,
+            "spark": {"master": self.request.master, "jars_dir": str(settings.SPARK_KAFKA_JARS_DIR),
+                      "driver_memory": "768m", "records_per_task": RECORDS_PER_TASK},
+            "progress_file": str(workdir / "progress.json"),
+            "result_file": str(workdir / "result.json"),
+        }
+
+    def _attempt(self, readable: list[PreparedRange], sink: dict, compacted: dict[str, bool]) -> dict:
+        """One run of the job process.
+
+        1. Write the spec; start ``python -m tasks.spark.backfill_job`` in a
+           new session (so a time-out kills its JVM too), stdin a pipe.
+        2. Until it exits: pass progress on; when a Parquet job has staged
+           its output, explain what is missing and answer publish/discard.
+        3. Exit 0: the result file says what was delivered. Killed by a
+           signal: ``_AttemptKilled``. Anything else: BackfillFailed with
+           Spark's error text.
+        """
+        attempt = uuid.uuid4().hex[:12]
+        workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.request.run_id}-"))
+        spec = self._spec(attempt, readable, sink, workdir)
+        (workdir / "spec.json").write_text(json.dumps(spec, indent=1))
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(BASE_DIR), os.environ.get("PYTHONPATH")) if p)}
+        environment.pop(PASSWORD_ENV, None)
+        if self.request.cluster.sasl_password:
+            environment[PASSWORD_ENV] = self.request.cluster.sasl_password
+        log_path = workdir / "job.log"
+        record = {"attempt": attempt, "started_at": timezone.now().isoformat(), "pid": None, "outcome": "running"}
+        self.attempts.append(record)
+        spawned = time.time()
+        with open(log_path, "wb") as log_file:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "tasks.spark.backfill_job", "--spec", str(workdir / "spec.json"),
+                 "--parent-pipe"],
+                cwd=BASE_DIR, env=environment, stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        record["pid"] = process.pid
+        self.on_attempt(self.attempts)
+        report: list[dict] | None = None
+        explain_error: Exception | None = None
+        timed_out = False
+        try:
+            last_progress = None
+            while process.poll() is None:
+                if time.monotonic() > self.deadline:
+                    timed_out = True
+                    _kill_group(process)
+                    break
+                progress = _read_json(workdir / "progress.json")
+                if progress and (progress.get("done"), progress.get("total")) != last_progress:
+                    last_progress = (progress.get("done"), progress.get("total"))
+                    self.on_progress(int(progress.get("done") or 0), int(progress.get("total") or 0))
+                if progress and progress.get("phase") == "staged" and report is None and explain_error is None:
+                    staged = _read_json(workdir / "result.json") or {}
+                    try:
+                        report = self._report_from(staged, readable, compacted)
+                        decision = "discard" if any(p["unexplained"] or p["problems"] for p in report) else "publish"
+                    except Exception as error:  # noqa: BLE001 - no explanation, no publication
+                        explain_error = error
+                        decision = "discard"
+                    try:
+                        process.stdin.write(f"{decision}\n".encode())
+                        process.stdin.flush()
+                    except OSError:
+                        pass  # it died meanwhile; its exit status says how
+                time.sleep(PROGRESS_POLL_SECONDS)
+            returncode = process.wait()
+        finally:
+            _kill_group(process)
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+        outcome = _read_json(workdir / "result.json") or {}
+        log_tail = _tail(log_path)
+        shutil.rmtree(workdir, ignore_errors=True)
+        record["ended_at"] = timezone.now().isoformat()
+        record["returncode"] = returncode
+        record["timings"] = _timings(outcome.get("timings") or {}, spawned)
+        if timed_out:
+            record["outcome"] = "timed out"
+            self.on_attempt(self.attempts)
+            raise BackfillFailed(
+                f"the job process ran longer than {self.request.timeout_seconds}s and was killed; nothing published",
+                error=_redact(log_tail, self.request.cluster.sasl_password),
+                result=self._result(sink, []))
+        finished = outcome.get("status") in ("published", "delivered", "discarded")
+        if returncode < 0 and not finished:
+            record["outcome"] = f"killed by {signal.Signals(-returncode).name}"
+            record["log_tail"] = _redact(log_tail[-2000:], self.request.cluster.sasl_password)
+            self.on_attempt(self.attempts)
+            raise _AttemptKilled(signal.Signals(-returncode).name, record)
+        if returncode != 0 and finished:
+            # Its result was complete (and any output published) before the process died on its way out.
+            log.warning("backfill %s: job process exited with %s after finishing", self.request.run_id, returncode)
+        elif returncode != 0 or not finished:
+            record["outcome"] = "failed"
+            self.on_attempt(self.attempts)
+            error = outcome.get("error") or log_tail or f"the job process exited with code {returncode}"
+            raise BackfillFailed(f"the Spark job failed (exit code {returncode})",
+                                 error=condense_error(_redact(error, self.request.cluster.sasl_password)),
+                                 result=self._result(sink, []))
+        record["outcome"] = outcome["status"]
+        self.on_attempt(self.attempts)
+        if explain_error is not None:
+            raise BackfillFailed(f"could not explain the missing offsets, so nothing was published: {explain_error}",
+                                 result=self._result(sink, []))
+        if report is None:  # kafka and handler sinks: delivered as they went
+            report = self._report_from(outcome, readable, compacted)
+        # A discarded output comes with problems in the report: run() fails the job with them.
+        return {"report": self._with_unread(report, readable), "sink": outcome.get("sink") or sink,
+                "timings": record["timings"]}
+
+    # 3. explaining
+
+    def _report_from(self, staged: dict, readable: list[PreparedRange], compacted: dict[str, bool]) -> list[dict]:
+        summaries = {(s["topic"], s["partition"]): s for s in staged.get("partitions", [])}
+        return self._report(readable, summaries, compacted, probe=True)
+
+    def _report(self, prepared: list[PreparedRange], summaries: dict, compacted: dict[str, bool], *,
+                probe: bool) -> list[dict]:
+        """Per prepared range: log start now, then label each hole; only holes
+        above the log start need the two readers (and the topic's cleanup
+        policy)."""
+        log_starts: dict[tuple[str, int], int] = {}
+        for topic in sorted({p.range.topic for p in prepared}):
+            partitions = [p.range.partition for p in prepared if p.range.topic == topic]
+            for partition, offsets in self._offsets(topic, partitions).items():
+                log_starts[(topic, partition)] = offsets.log_start
+        report = []
+        for p in prepared:
+            key = (p.range.topic, p.range.partition)
+            summary = summaries.get(key)
+            log_start = log_starts[key]
+            holes = [tuple(h) for h in summary["holes"]] if summary else []
+            above = [(max(a, log_start), b) for a, b in holes if b > log_start]
+            committed_runs: list = []
+            uncommitted_runs: list = []
+            if above and probe:
+                span_start, span_end = above[0][0], above[-1][1]
+                deadline = min(self.deadline, time.monotonic() + PROBE_SECONDS)
+                committed_runs = self.kafka.visible_runs(topic=key[0], partition=key[1], start=span_start,
+                                                         end=span_end, committed_only=True, deadline=deadline)
+                uncommitted_runs = self.kafka.visible_runs(topic=key[0], partition=key[1], start=span_start,
+                                                           end=span_end, committed_only=False, deadline=deadline)
+                if key[0] not in compacted:
+                    compacted[key[0]] = self.kafka.compacted(key[0])
+            labelled = explain_missing(holes=holes, log_start=log_start, committed_runs=committed_runs,
+                                       uncommitted_runs=uncommitted_runs, compacted=compacted.get(key[0], False))
+            report.append(partition_report(p, summary, log_start_after=log_start, labelled=labelled))
+        extra = [s for k, s in summaries.items() if k not in {(p.range.topic, p.range.partition) for p in prepared}]
+        for s in extra:  # records of a partition the job did not ask for
+            report.append({"topic": s["topic"], "partition": s["partition"], "start": 0, "end": 0, "expected": 0,
+                           "delivered": 0, "explained": {}, "unexplained": s["outside_range"],
+                           "problems": [f"{s['outside_range']} records of a partition not in the plan"],
+                           "missing_ranges": []})
+        return report
+
+    def _with_unread(self, report: list[dict], readable: list[PreparedRange]) -> list[dict]:
+        """Add the partitions that were not read at all (entirely expired)."""
+        done = {(p["topic"], p["partition"]) for p in report}
+        missing = [r for r in self.request.ranges if (r.topic, r.partition) not in done]
+        if not missing:
+            return report
+        offsets: dict[tuple[str, int], int] = {}
+        for topic in sorted({r.topic for r in missing}):
+            for partition, now in self._offsets(topic, [r.partition for r in missing if r.topic == topic]).items():
+                offsets[(topic, partition)] = now.log_start
+        for r in missing:
+            prepared = PreparedRange(r, log_start=offsets[(r.topic, r.partition)], high_watermark=r.end)
+            report.append(partition_report(prepared, None, log_start_after=prepared.log_start, labelled=[]))
+        return sorted(report, key=lambda p: (p["topic"], p["partition"]))
+
+
+def _patiently(call: Callable, *, seconds: float = KAFKA_PATIENCE_SECONDS):
+    """Call again on KafkaUnavailable, with backoff, for up to ``seconds``:
+    a leader moving or a broker restarting must not fail a job whose data
+    is already written and waiting to be explained."""
+    deadline = time.monotonic() + seconds
+    wait = 0.1
+    while True:
+        try:
+            return call()
+        except KafkaUnavailable:
+            if time.monotonic() + wait > deadline:
+                raise
+            time.sleep(wait)
+            wait = min(wait * 2, 5.0)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL the job's process group (its Python and its JVM)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _tail(path: Path, size: int = 16_000) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - size))
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _redact(text: str, secret: str) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+def _timings(raw: dict, spawned: float) -> dict:
+    """Seconds of each phase of one attempt, from the job's epoch timestamps."""
+    points = [("startup", spawned, raw.get("session_ready")), ("write", raw.get("write_started"), raw.get("written")),
+              ("verify", raw.get("written"), raw.get("verified")), ("finish", raw.get("verified"), raw.get("finished"))]
+    return {name: round(end - start, 3) for name, start, end in points if start and end}
+
+
+def run_backfill(request: BackfillRequest, **callbacks) -> dict:
+    """Run a backfill without the database (the command line and the bench
+    use it). Raises PlanError (bad plan), KafkaUnavailable, BackfillFailed."""
+    return BackfillRunner(request, **callbacks).run()
+
+
+# -- the executor of backfill jobs --------------------------------------------
+
+
+@contextmanager
+def _job_lock(job_id: int):
+    """A session-level PostgreSQL advisory lock held while an attempt runs:
+    PostgreSQL releases it when the holder's connection ends, so a dead
+    worker never keeps it."""
+    key = (LOCK_NAMESPACE, job_id % 2**31)
+    with connection.cursor() as cursor:
+        cursor.execute("select pg_try_advisory_lock(%s, %s)", key)
+        locked = bool(cursor.fetchone()[0])
+    try:
+        yield locked
+    finally:
+        if locked:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("select pg_advisory_unlock(%s, %s)", key)
+            except Exception:  # noqa: BLE001 - a lost connection released it already
+                log.warning("could not release the lock of backfill job %s", job_id, exc_info=True)
+
+
+def backfill_request_for(job: RemediationJob) -> BackfillRequest:
+    """The job's plan and sink, with the topic ids its findings were made under."""
+    sink = job.params.get("sink") or job.group.backfill_sink or "parquet"
+    if sink not in SINKS:
+        raise PlanError(f"unknown sink {sink!r}: use {', '.join(SINKS)}")
+    if sink == "handler" and not job.params.get("handler"):
+        raise PlanError("a handler sink needs params.handler (a dotted path)")
+    ranges = tuple(BackfillRange(r["topic"], int(r["partition"]), int(r["start"]), int(r["end"])) for r in job.plan)
+    if not ranges:
+        raise PlanError("the job has no planned range")
+    topic_ids = {}
+    for topic, topic_id in job.findings.values_list("topic__name", "generation__kafka_topic_id"):
+        if topic_id:
+            topic_ids[topic] = topic_id
+    configured = job.params.get("replay_topic") or job.group.replay_topic
+    return BackfillRequest(
+        run_id=str(job.id), cluster=job.cluster.client_config(), ranges=ranges, sink=sink,
+        replay_topics={r.topic: configured for r in ranges} if configured else {},
+        handler=job.params.get("handler", ""), topic_ids=topic_ids,
+        output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
+        master=settings.SPARK_MASTER,
+    )
+
+
+def execute_backfill(*, job_id: int) -> str:
+    """Run one backfill job; return its status afterwards.
+
+    1. Take the job's advisory lock; if another worker holds it, an attempt
+       is alive there: leave the job alone.
+    2. queued -> running. A job already ``running`` (its worker died: we hold
+       the lock) is restarted, running -> running; any other status is left
+       as it is.
+    3. Run (``BackfillRunner``), recording attempts and progress on the row.
+    4. running -> succeeded with the per-partition result, or -> failed with
+       the reason, Spark's error text and what is known.
+    """
+    job = RemediationJob.objects.select_related("cluster", "group").get(id=job_id)
+    if job.kind != RemediationJob.Kind.BACKFILL:
+        raise ValueError(f"job {job_id} is a {job.kind} job, not a backfill")
+    with _job_lock(job_id) as locked:
+        if not locked:
+            return "running elsewhere"
+        # Work folders of attempts whose worker died (nobody else runs this job: we hold its lock).
+        for stale in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}{job_id}-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        earlier: list[dict] = []
+        if not job_transition(job_id=job_id, from_statuses=[Status.QUEUED], to_status=Status.RUNNING,
+                              status_reason="starting the Spark job", error="", progress_done=0):
+            job.refresh_from_db()
+            if job.status != Status.RUNNING:
+                return job.status
+            earlier = [{**a, "outcome": "lost with its worker"} if a.get("outcome") == "running" else a
+                       for a in (job.result or {}).get("attempts", [])]
+            if not job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.RUNNING,
+                                  status_reason="restarted: the worker running it ended without a result",
+                                  error="", progress_done=0, result={"attempts": earlier}):
+                return _status_of(job_id)
+        job.refresh_from_db()
+
+        def on_progress(done: int, total: int) -> None:
+            RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(
+                progress_done=done, progress_total=total, updated_at=timezone.now())
+
+        def on_attempt(attempts: list[dict]) -> None:
+            RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(
+                result={"attempts": earlier + attempts}, updated_at=timezone.now())
+
+        try:
+            request = backfill_request_for(job)
+            result = BackfillRunner(request, on_progress=on_progress, on_attempt=on_attempt).run()
+        except BackfillFailed as failure:
+            result = {**failure.result, "attempts": earlier + failure.result.get("attempts", [])}
+            job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
+                           status_reason=failure.reason[:1000], error=condense_error(failure.error), result=result)
+            return _status_of(job_id)
+        except (PlanError, KafkaUnavailable) as error:
+            job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
+                           status_reason="nothing was delivered", error=str(error)[:ERROR_LIMIT],
+                           result={"attempts": earlier})
+            return _status_of(job_id)
+        except Exception as error:
+            # Never leave a job "running" behind while its worker lives on.
+            job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
+                           status_reason="unexpected error in the executor",
+                           error=f"{type(error).__name__}: {error}"[:ERROR_LIMIT], result={"attempts": earlier})
+            raise
+        result["attempts"] = earlier + result["attempts"]
+        job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.SUCCEEDED, result=result,
+                       status_reason=summary_line(result["partitions"])[:1000], error="",
+                       progress_done=result["delivered"], progress_total=result["expected"])
+        return _status_of(job_id)
+
+
+def _status_of(job_id: int) -> str:
+    return RemediationJob.objects.values_list("status", flat=True).get(id=job_id)
+
+
+def cluster_request(*, cluster: Cluster, ranges: list[BackfillRange], sink: str, run_id: str,
+                    replay_topic: str = "", handler: str = "") -> BackfillRequest:
+    """A request for the command line: no job row, the output named ``run_id``."""
+    return BackfillRequest(
+        run_id=run_id, cluster=cluster.client_config(), ranges=tuple(ranges), sink=sink,
+        replay_topics={r.topic: replay_topic for r in ranges} if replay_topic else {}, handler=handler,
+        output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
+        master=settings.SPARK_MASTER,
+    )

@@ -1,0 +1,465 @@
+"""The Spark backfill job: reads exactly ``[start, end)`` of each partition
+with Spark's Kafka source and delivers it to one sink (``tasks.spark.sinks``).
+
+Run in its own process, with explicit arguments only (no Django, no ORM)::
+
+    python -m tasks.spark.backfill_job --spec SPEC.json [--parent-pipe]
+
+The spec (JSON)::
+
+    {
+      "job_id": "42",                      # names the output: <output>/<job_id>/
+      "attempt": "5f0c9e2a71b3",           # new for every run of the job
+      "kafka": {"bootstrap_servers": "b1:9092", "security_protocol": "SASL_SSL",
+                "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "backfill"},
+      "ranges": [{"topic": "orders", "partition": 2, "start": 1000, "end": 5000}],
+      "sink": {"kind": "parquet", "output": "/data/backfills"}
+           | {"kind": "kafka", "topics": {"orders": "orders.replay"},
+              "start_offsets": {"orders.replay": {"0": 0, "1": 0, "2": 0}}}
+           | {"kind": "handler", "handler": "package.module.function"},
+      "spark": {"master": "local[*]", "jars_dir": "/opt/gapwatch/lib/spark",
+                "driver_memory": "768m", "records_per_task": 200000},
+      "progress_file": "/tmp/.../progress.json",
+      "result_file": "/tmp/.../result.json"
+    }
+
+The SASL password is read from the environment variable
+``GAPWATCH_KAFKA_SASL_PASSWORD``, never from the spec or the command line,
+and is replaced by ``***`` in any error text the job writes.
+
+While it runs, the job rewrites ``progress_file`` (phase, records done of
+total, estimated from completed Spark tasks: each task reads a known share of
+the range). At the end it writes ``result_file``: status, the per-partition
+summary of what the sink holds (``sinks.partition_summary``), timings
+(epoch seconds) and, on failure, the error text.
+
+With ``--parent-pipe`` (how ``tasks.backfill`` runs it) a Parquet job stops
+after counting its staged output, writes the result with status ``staged``
+and waits for one line on stdin: ``publish`` or ``discard``. The parent
+decides after explaining any missing offsets. If stdin closes first (the
+parent died), the job exits without publishing. Without ``--parent-pipe``,
+staged output is published unless it holds duplicates or records outside
+the range.
+
+Exit codes: 0 done (see the result's status), 1 failed (the result holds the
+error), 2 bad arguments or spec, 3 the parent went away.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+PASSWORD_ENV = "GAPWATCH_KAFKA_SASL_PASSWORD"
+WRITE_JOB_GROUP = "gapwatch-backfill-write"
+SINK_KINDS = ("parquet", "kafka", "handler")
+DEFAULT_RECORDS_PER_TASK = 200_000
+# Bigger fetches than the consumer defaults (1 MiB per partition): a backfill
+# reads long contiguous ranges, and fetch round trips dominate otherwise.
+FETCH_OPTIONS = {
+    "kafka.max.partition.fetch.bytes": str(8 * 1024 * 1024),
+    "kafka.fetch.max.bytes": str(64 * 1024 * 1024),
+    "kafka.receive.buffer.bytes": str(2 * 1024 * 1024),
+}
+# Static Spark settings the shared session builder does not set: no console
+# progress bar in the log, and the JAAS option (it holds the password)
+# redacted wherever Spark prints options.
+SUBMIT_ARGS = (
+    "--conf spark.ui.showConsoleProgress=false "
+    "--conf spark.redaction.regex=(?i)secret|password|token|access[.]?key|jaas "
+    "pyspark-shell"
+)
+ERROR_TEXT_LIMIT = 100_000
+
+log = logging.getLogger("gapwatch.backfill_job")
+
+
+class SpecError(ValueError):
+    """The spec is not valid; the message says which field."""
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    bootstrap_servers: str
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str = ""
+    sasl_username: str = ""
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    job_id: str
+    attempt: str
+    kafka: KafkaSettings
+    ranges: tuple[dict, ...]
+    sink: dict
+    master: str
+    jars_dir: str
+    driver_memory: str
+    records_per_task: int
+    progress_file: str
+    result_file: str
+
+    @property
+    def total(self) -> int:
+        return sum(r["end"] - r["start"] for r in self.ranges)
+
+
+def _required(data: dict, key: str, kind: type, where: str = "spec"):
+    value = data.get(key)
+    if not isinstance(value, kind) or (kind is str and not value) or isinstance(value, bool) and kind is int:
+        raise SpecError(f"{where}.{key} must be a {'non-empty ' if kind is str else ''}{kind.__name__}")
+    return value
+
+
+def parse_spec(data: dict) -> JobSpec:
+    """Validate a spec; every range is half-open, ``0 <= start < end``, and
+    no partition appears twice."""
+    if not isinstance(data, dict):
+        raise SpecError("spec must be a JSON object")
+    kafka = _required(data, "kafka", dict)
+    ranges = _required(data, "ranges", list)
+    if not ranges:
+        raise SpecError("spec.ranges must not be empty")
+    seen = set()
+    clean = []
+    for number, item in enumerate(ranges):
+        where = f"spec.ranges[{number}]"
+        if not isinstance(item, dict):
+            raise SpecError(f"{where} must be an object")
+        topic = _required(item, "topic", str, where)
+        partition, start, end = (_required(item, key, int, where) for key in ("partition", "start", "end"))
+        if partition < 0 or start < 0 or end <= start:
+            raise SpecError(f"{where}: need partition >= 0 and 0 <= start < end, got {partition} [{start}, {end})")
+        if (topic, partition) in seen:
+            raise SpecError(f"{where}: {topic}[{partition}] appears twice")
+        seen.add((topic, partition))
+        clean.append({"topic": topic, "partition": partition, "start": start, "end": end})
+    sink = _required(data, "sink", dict)
+    kind = sink.get("kind")
+    if kind not in SINK_KINDS:
+        raise SpecError(f"spec.sink.kind must be one of {', '.join(SINK_KINDS)}, got {kind!r}")
+    if kind == "parquet":
+        _required(sink, "output", str, "spec.sink")
+    elif kind == "kafka":
+        topics = _required(sink, "topics", dict, "spec.sink")
+        starts = _required(sink, "start_offsets", dict, "spec.sink")
+        missing = {r["topic"] for r in clean} - set(topics)
+        if missing:
+            raise SpecError(f"spec.sink.topics has no replay topic for {sorted(missing)}")
+        if set(topics.values()) - set(starts):
+            raise SpecError("spec.sink.start_offsets must give the start offsets of every replay topic")
+    else:
+        _required(sink, "handler", str, "spec.sink")
+    spark = data.get("spark") or {}
+    records_per_task = spark.get("records_per_task", DEFAULT_RECORDS_PER_TASK)
+    if not isinstance(records_per_task, int) or records_per_task < 1:
+        raise SpecError("spec.spark.records_per_task must be a positive integer")
+    return JobSpec(
+        job_id=str(_required(data, "job_id", str)),
+        attempt=_required(data, "attempt", str),
+        kafka=KafkaSettings(
+            bootstrap_servers=_required(kafka, "bootstrap_servers", str, "spec.kafka"),
+            security_protocol=kafka.get("security_protocol") or "PLAINTEXT",
+            sasl_mechanism=kafka.get("sasl_mechanism") or "",
+            sasl_username=kafka.get("sasl_username") or "",
+        ),
+        ranges=tuple(sorted(clean, key=lambda r: (r["topic"], r["partition"]))),
+        sink=sink,
+        master=spark.get("master") or "local[*]",
+        jars_dir=_required(spark, "jars_dir", str, "spec.spark"),
+        driver_memory=spark.get("driver_memory") or "768m",
+        records_per_task=records_per_task,
+        progress_file=_required(data, "progress_file", str),
+        result_file=_required(data, "result_file", str),
+    )
+
+
+def kafka_options(settings: KafkaSettings, password: str) -> dict[str, str]:
+    """Options of Spark's Kafka source and sink (``kafka.``-prefixed client settings)."""
+    options = {
+        "kafka.bootstrap.servers": settings.bootstrap_servers,
+        "kafka.security.protocol": settings.security_protocol,
+    }
+    if settings.sasl_mechanism:
+        module = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule"
+            if settings.sasl_mechanism == "PLAIN"
+            else "org.apache.kafka.common.security.scram.ScramLoginModule"
+        )
+
+        def quoted(text: str) -> str:
+            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        options["kafka.sasl.mechanism"] = settings.sasl_mechanism
+        options["kafka.sasl.jaas.config"] = (
+            f"{module} required username={quoted(settings.sasl_username)} password={quoted(password)};"
+        )
+    return options
+
+
+def min_partitions(spec: JobSpec) -> int | None:
+    """How many Spark tasks to split the read into, or None to keep one task
+    per Kafka partition. Replay keeps one task per partition so that a
+    partition's records reach the replay topic in offset order."""
+    if spec.sink["kind"] == "kafka":
+        return None
+    wanted = math.ceil(spec.total / spec.records_per_task)
+    return wanted if wanted > len(spec.ranges) else None
+
+
+def read_ranges(spark, spec: JobSpec, options: dict[str, str]):
+    """The records of every range: ``assign`` the partitions, exact
+    ``startingOffsets``/``endingOffsets`` (end exclusive), headers included,
+    committed records only (aborted transactions are not data).
+
+    ``failOnDataLoss=false``: offsets that retention removes while the job
+    runs are skipped instead of failing the read; the summary shows them
+    missing and the executor explains them."""
+    by_topic: dict[str, dict[str, dict[str, int]]] = {}
+    for r in spec.ranges:
+        entry = by_topic.setdefault(r["topic"], {"start": {}, "end": {}})
+        entry["start"][str(r["partition"])] = r["start"]
+        entry["end"][str(r["partition"])] = r["end"]
+    reader = (
+        spark.read.format("kafka").options(**options).options(**FETCH_OPTIONS)
+        .option("assign", json.dumps({t: sorted(int(p) for p in e["start"]) for t, e in by_topic.items()}))
+        .option("startingOffsets", json.dumps({t: e["start"] for t, e in by_topic.items()}))
+        .option("endingOffsets", json.dumps({t: e["end"] for t, e in by_topic.items()}))
+        .option("includeHeaders", "true")
+        .option("failOnDataLoss", "false")
+        .option("kafka.isolation.level", "read_committed")
+    )
+    split = min_partitions(spec)
+    if split:
+        reader = reader.option("minPartitions", str(split))
+    return reader.load()
+
+
+class ProgressFile:
+    """Writes ``{"phase", "done", "total", ...}`` atomically (rename), so the
+    parent never reads half a file."""
+
+    def __init__(self, path: str, total: int) -> None:
+        self.path = Path(path)
+        self.total = total
+        self._lock = threading.Lock()
+
+    def write(self, phase: str, done: int, **extra) -> None:
+        payload = {"phase": phase, "done": int(done), "total": self.total, "at": time.time(), **extra}
+        with self._lock:
+            temporary = self.path.with_suffix(".tmp")
+            temporary.write_text(json.dumps(payload))
+            os.replace(temporary, self.path)
+
+
+class TaskProgress(threading.Thread):
+    """Estimates records done from the write's completed Spark tasks: Spark
+    splits each range into tasks of near-equal offset counts."""
+
+    def __init__(self, spark, progress: ProgressFile, interval: float = 0.5) -> None:
+        super().__init__(name="backfill-progress", daemon=True)
+        self.tracker = spark.sparkContext.statusTracker()
+        self.progress = progress
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        last = None
+        while not self.stopped.wait(self.interval):
+            try:
+                done_tasks = total_tasks = 0
+                for job_id in self.tracker.getJobIdsForGroup(WRITE_JOB_GROUP):
+                    job = self.tracker.getJobInfo(job_id)
+                    for stage_id in job.stageIds if job else []:
+                        stage = self.tracker.getStageInfo(stage_id)
+                        if stage:
+                            done_tasks += stage.numCompletedTasks
+                            total_tasks += stage.numTasks
+            except Exception:  # noqa: BLE001 - progress is best effort; the JVM may be stopping
+                continue
+            if total_tasks and (done_tasks, total_tasks) != last:
+                last = (done_tasks, total_tasks)
+                done = self.progress.total * done_tasks // total_tasks
+                self.progress.write("writing", done, tasks_done=done_tasks, tasks_total=total_tasks)
+
+
+class ParentPipe(threading.Thread):
+    """Reads the parent's decision (``publish``/``discard``) from stdin; if
+    stdin closes before one arrives, the parent is gone and so is the job."""
+
+    def __init__(self) -> None:
+        super().__init__(name="backfill-parent-pipe", daemon=True)
+        self.decision: str | None = None
+        self.decided = threading.Event()
+
+    def run(self) -> None:
+        # Raw reads of fd 0: a daemon thread blocked in sys.stdin's buffered
+        # reader makes the interpreter abort at exit (it holds the buffer lock).
+        pending = b""
+        while chunk := os.read(0, 4096):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                line = raw.decode(errors="replace").strip()
+                if line in ("publish", "discard") and not self.decided.is_set():
+                    self.decision = line
+                    self.decided.set()
+        if not self.decided.is_set():
+            sys.stderr.write("backfill job: the parent closed its pipe without a decision; exiting unpublished\n")
+            sys.stderr.flush()
+            # The JVM exits by itself when this process's pipe to it closes.
+            os._exit(3)
+
+
+def error_text(error: BaseException, password: str) -> str:
+    """The exception as Spark gives it (for a JVM error: the Java exception,
+    its message and stack with every ``Caused by``), the password masked."""
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    if password:
+        text = text.replace(password, "***")
+    return text[:ERROR_TEXT_LIMIT]
+
+
+def make_sink(spark, spec: JobSpec, options: dict[str, str]):
+    from tasks.spark.sinks import HandlerSink, KafkaSink, ParquetSink
+
+    kind = spec.sink["kind"]
+    if kind == "parquet":
+        return ParquetSink(spark, output=spec.sink["output"], job_id=spec.job_id, attempt=spec.attempt)
+    if kind == "kafka":
+        return KafkaSink(spark, kafka_options=options, topics=spec.sink["topics"],
+                         start_offsets=spec.sink["start_offsets"], job_id=spec.job_id, attempt=spec.attempt)
+    return HandlerSink(spark, handler=spec.sink["handler"])
+
+
+def _write_json(path: str, payload: dict) -> None:
+    target = Path(path)
+    temporary = target.with_suffix(".tmp")
+    temporary.write_text(json.dumps(payload, indent=1, default=str))
+    os.replace(temporary, target)
+
+
+def run(spec: JobSpec, *, parent_pipe: ParentPipe | None, started: float) -> int:
+    """1. Start Spark with the local connector jars; 2. the sink removes this
+    job's stale staging; 3. read the ranges and write them (progress from
+    completed tasks); 4. count what the sink holds; 5. Parquet: wait for the
+    parent's decision (or decide alone), then publish or discard."""
+    from tasks.spark.session import build_session
+
+    password = os.environ.get(PASSWORD_ENV, "")
+    progress = ProgressFile(spec.progress_file, spec.total)
+    result: dict = {"job_id": spec.job_id, "attempt": spec.attempt, "status": "failed",
+                    "sink": {"kind": spec.sink["kind"]},
+                    "ranges": list(spec.ranges), "min_partitions": min_partitions(spec),
+                    "timings": {"started": started}}
+    timings = result["timings"]
+    progress.write("starting", 0)
+    spark = sink = None
+    try:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = SUBMIT_ARGS
+        # Python workers (handler sink) import this project and the handler.
+        project = str(Path(__file__).resolve().parents[2])
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (project, os.environ.get("PYTHONPATH")) if p)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        spark = build_session(master=spec.master, app_name=f"gapwatch-backfill-{spec.job_id}",
+                              jars_dir=Path(spec.jars_dir), driver_memory=spec.driver_memory)
+        spark.sparkContext.setLogLevel("WARN")
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        timings["session_ready"] = time.time()
+        options = kafka_options(spec.kafka, password)
+        sink = make_sink(spark, spec, options)
+        result["sink"] = sink.describe()
+        sink.prepare()
+        progress.write("writing", 0)
+        tracker = TaskProgress(spark, progress)
+        tracker.start()
+        spark.sparkContext.setJobGroup(WRITE_JOB_GROUP, f"backfill {spec.job_id} attempt {spec.attempt}")
+        timings["write_started"] = time.time()
+        try:
+            sink.write(read_ranges(spark, spec, options))
+        finally:
+            tracker.stopped.set()
+            spark.sparkContext.setJobGroup("gapwatch-backfill-verify", "count what the sink holds")
+        timings["written"] = time.time()
+        progress.write("verifying", spec.total)
+        result["partitions"] = sink.summarize(list(spec.ranges))
+        timings["verified"] = time.time()
+        if sink.needs_publish:
+            clean = all(p["duplicates"] == 0 and p["outside_range"] == 0 for p in result["partitions"])
+            if parent_pipe is not None:
+                result["status"] = "staged"
+                _write_json(spec.result_file, result)
+                progress.write("staged", spec.total)
+                parent_pipe.decided.wait()
+                decision = parent_pipe.decision
+            else:
+                decision = "publish" if clean else "discard"
+            if decision == "publish":
+                sink.publish({"job_id": spec.job_id, "attempt": spec.attempt, "ranges": list(spec.ranges),
+                              "partitions": [{k: v for k, v in p.items() if k != "holes"}
+                                             for p in result["partitions"]],
+                              "published_at": time.time()})
+                result["status"] = "published"
+            else:
+                sink.discard()
+                result["status"] = "discarded"
+        else:
+            result["status"] = "delivered"
+        timings["finished"] = time.time()
+        _write_json(spec.result_file, result)
+        progress.write("done", spec.total)
+        return 0
+    except Exception as error:  # noqa: BLE001 - any failure is reported through the result file
+        log.error("backfill %s attempt %s failed", spec.job_id, spec.attempt, exc_info=True)
+        result["status"] = "failed"
+        result["error"] = error_text(error, password)
+        if sink is not None:
+            try:
+                sink.discard()
+            except Exception:  # noqa: BLE001 - the next attempt removes stale staging anyway
+                log.warning("could not remove the staged output", exc_info=True)
+        _write_json(spec.result_file, result)
+        progress.write("failed", 0)
+        return 1
+    finally:
+        if spark is not None:
+            try:
+                spark.stop()
+            except Exception:  # noqa: BLE001 - exiting anyway
+                pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    started = time.time()
+    parser = argparse.ArgumentParser(prog="python -m tasks.spark.backfill_job", description=__doc__.split("\n")[0])
+    parser.add_argument("--spec", required=True, help="path of the job spec (JSON)")
+    parser.add_argument("--parent-pipe", action="store_true",
+                        help="wait for publish/discard on stdin; exit if stdin closes first")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s",
+                        stream=sys.stderr)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    try:
+        spec = parse_spec(json.loads(Path(args.spec).read_text()))
+    except (OSError, ValueError) as error:
+        sys.stderr.write(f"backfill job: bad spec {args.spec}: {error}\n")
+        return 2
+    pipe = None
+    if args.parent_pipe:
+        pipe = ParentPipe()
+        pipe.start()
+    return run(spec, parent_pipe=pipe, started=started)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
