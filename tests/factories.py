@@ -72,3 +72,20 @@ def make_finding(
         updated_at=found_at,
         **defaults,
     )
+
+
+def user_with_role(username: str, role: str | None):
+    """A user in one of the roles (viewer, approver) of groups.roles, or none.
+
+    The roles are ensured first: a transactional test's flush removes what
+    the data migration created."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    from groups.roles import ensure_roles
+
+    ensure_roles()
+    user = get_user_model().objects.create_user(username, password="pw-" + username)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
+
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -28,6 +28,7 @@ from groups.models import (
     Topic,
 )
 from groups.views_browse import csv_cell, partition_ranges
+from tests.factories import user_with_role
 from tests.integration.kafka_harness import wait_until
 
 SCRIPT = "<script>alert(1)</script>"
@@ -37,32 +38,14 @@ ESCAPED = {SCRIPT: "&lt;script&gt;alert(1)&lt;/script&gt;", ATTRIBUTE: "&quot; o
 PASSWORD = "s3cret-PASS-never-shown"
 
 
-def _role(name: str) -> Group:
-    """The role groups of migration 0004; created again after a transactional
-    test flushed the tables (flush restores permissions, not data migrations)."""
-    group, created = Group.objects.get_or_create(name=name)
-    if created and name == "approver":
-        group.permissions.add(*Permission.objects.filter(
-            content_type__app_label="groups", codename__in=["approve_remediation", "manage_clusters"]
-        ))
-    return group
-
-
-def _user(username: str, role: str | None):
-    user = get_user_model().objects.create_user(username, password="pw-" + username)
-    if role:
-        user.groups.add(_role(role))
-    return user
-
-
 @pytest.fixture
 def viewer(db):
-    return _user("vera", "viewer")
+    return user_with_role("vera", "viewer")
 
 
 @pytest.fixture
 def approver(db):
-    return _user("arno", "approver")
+    return user_with_role("arno", "approver")
 
 
 @pytest.fixture
@@ -540,7 +523,7 @@ def test_it_filters_and_paginates_the_audit_log_and_exports_the_same_rows(approv
 
 
 def test_it_tests_the_connection_on_a_real_worker(celery_worker_thread, kafka_bootstrap, settings):
-    approver = _user("arno", "approver")
+    approver = user_with_role("arno", "approver")
     client = Client()
     client.force_login(approver)
     cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
@@ -557,7 +540,7 @@ def test_it_tests_the_connection_on_a_real_worker(celery_worker_thread, kafka_bo
 
 def test_it_reports_a_failed_connection_test_without_the_password(celery_worker_thread, settings):
     settings.KAFKA_TIMEOUT_SECONDS = 3
-    approver = _user("arno", "approver")
+    approver = user_with_role("arno", "approver")
     client = Client()
     client.force_login(approver)
     cluster = Cluster(name="nowhere", bootstrap_servers="127.0.0.1:1", security_protocol="SASL_PLAINTEXT",

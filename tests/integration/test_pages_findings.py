@@ -8,24 +8,24 @@ import json
 import threading
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.db import connection, connections
 from django.test import Client
 
 from groups.models import AuditEvent, Finding, RemediationJob
 from groups.remediation import job_transition
-from groups.roles import ensure_roles
 from groups.tokens import api_token_create
-from tests.factories import HOSTILE_GROUP_ID, make_cluster, make_finding, make_generation, make_group, make_topic
+from tests.factories import (
+    HOSTILE_GROUP_ID,
+    make_cluster,
+    make_finding,
+    make_generation,
+    make_group,
+    make_topic,
+    user_with_role,
+)
 
 ATTRIBUTE_BREAKER = '" onmouseover="x'
-
-
-def user_with_role(username: str, role: str) -> User:
-    ensure_roles()  # a transactional test's flush removes what migrations created
-    user = User.objects.create_user(username, password="pw-" + username)
-    user.groups.add(Group.objects.get(name=role))
-    return user
 
 
 @pytest.fixture
