@@ -129,6 +129,8 @@ class ConsumerGroup(models.Model):
     type = models.CharField(max_length=20, blank=True, default="")
     assignor = models.CharField(max_length=100, blank=True, default="")
     member_count = models.PositiveIntegerField(default=0)
+    # As of the last poll: [{"member_id", "client_id", "host", "assignment": [[topic, partition], ...]}].
+    members = models.JSONField(default=list, blank=True)
     declared_policy = models.CharField(max_length=10, choices=Policy.choices, default=Policy.UNKNOWN)
     # Opt-in: reset new partitions to their log start at once when the group is Empty at detection.
     auto_repair = models.BooleanField(default=False)

@@ -285,20 +285,28 @@ def _write_groups(*, cluster: Cluster, snapshot: Snapshot, stored: dict, now: da
     rows = [
         ConsumerGroup(
             cluster=cluster, group_id=g.group_id, state=g.state, type=g.type, assignor=g.assignor,
-            member_count=len(g.members), present=True,
+            member_count=len(g.members), present=True, members=_members_json(g),
             first_seen_at=stored[g.group_id].first_seen_at if g.group_id in stored else now, last_seen_at=now,
         )
         for g in snapshot.groups
     ]
     ConsumerGroup.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["cluster", "group_id"],
-        update_fields=["state", "type", "assignor", "member_count", "present", "last_seen_at"],
+        update_fields=["state", "type", "assignor", "member_count", "members", "present", "last_seen_at"],
     )
     listed = {g.group_id for g in snapshot.groups}
     ConsumerGroup.objects.filter(cluster=cluster, present=True).exclude(group_id__in=listed).update(
-        present=False, state="", member_count=0
+        present=False, state="", member_count=0, members=[]
     )
     return {group.group_id: group for group in ConsumerGroup.objects.filter(cluster=cluster, group_id__in=listed)}
+
+
+def _members_json(group: GroupSnapshot) -> list[dict]:
+    return [
+        {"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
+         "assignment": [list(pair) for pair in sorted(m.assignment)]}
+        for m in sorted(group.members, key=lambda m: m.member_id)
+    ]
 
 
 def _write_group_topics(*, snapshot: Snapshot, topics: dict, groups: dict, now: datetime) -> None:

@@ -102,6 +102,9 @@ def test_a_latest_group_misses_exactly_what_was_written_before_it_picked_the_new
         wait_until(lambda: consumer.assigned == {0, 1, 2, 3}, what="new partitions assigned")
         wait_until(lambda: poll(cluster) and all(r.owner_client_id for r in findings(topic, group_id).values()),
                    what="owner seen")
+        [member] = ConsumerGroup.objects.get(group_id=group_id).members
+        assert member["client_id"] == f"{group_id}-client"
+        assert sorted(tuple(pair) for pair in member["assignment"]) == [(topic, p) for p in range(4)]
         # It reads only what is produced after it took its start position.
         wait_until(lambda: produce_one_each(broker, topic, [2, 3]) and consumer.count(2) and consumer.count(3),
                    interval=0.5, what="the group to read the new partitions")

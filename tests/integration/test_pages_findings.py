@@ -270,3 +270,13 @@ def test_the_api_rejects_bad_bodies_with_the_parameter_named(approver, gap_findi
         "parameter"] == "kind"
     assert client.get(url).status_code == 405
     assert connection.vendor == "postgresql"
+
+
+def test_the_group_page_lists_members_and_their_assignments_as_text(viewer, gap_findings):
+    group = gap_findings[0].group
+    group.members = [{"member_id": "m-1", "client_id": ATTRIBUTE_BREAKER, "host": "/10.0.0.9",
+                      "assignment": [["orders", 2], ["orders", 3]]}]
+    group.save()
+    body = client_for(viewer).get(f"/groups/{group.id}/").content.decode()
+    assert ATTRIBUTE_BREAKER not in body and "&quot; onmouseover=&quot;x" in body
+    assert "orders[2], orders[3]" in body and "/10.0.0.9" in body
