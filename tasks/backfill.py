@@ -58,8 +58,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
@@ -67,7 +65,7 @@ from django.utils import timezone
 from groups.models import Cluster, RemediationJob
 from groups.planning import BackfillRange, PlanError
 from groups.remediation import job_transition
-from tasks.kafka_adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable
+from tasks.kafka_adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable, TopicDetails
 from tasks.spark.backfill_job import PASSWORD_ENV
 
 log = logging.getLogger(__name__)
@@ -133,121 +131,6 @@ class BackfillRequest:
 def replay_topic_for(topic: str, configured: str = "") -> str:
     """The group's replay topic if it set one, else ``<topic>.replay``."""
     return configured or f"{topic}.replay"
-
-
-# -- Kafka calls the backfill needs beyond KafkaAdapter -------------------------
-# (topic details, creating the replay topic, reading a span back.) They belong
-# in tasks/kafka_adapter.py; kept here while that module is being edited.
-
-
-@dataclass(frozen=True)
-class TopicDetails:
-    name: str
-    topic_id: str
-    partitions: int
-    replication_factor: int
-
-
-class BackfillKafka:
-    def __init__(self, config: ClusterConfig, *, timeout: float) -> None:
-        self._config = config
-        self._timeout = timeout
-        self._admin: AdminClient | None = None
-
-    @property
-    def admin(self) -> AdminClient:
-        if self._admin is None:
-            self._admin = AdminClient(self._config.client_config())
-        return self._admin
-
-    def _unavailable(self, detail: str) -> KafkaUnavailable:
-        if self._config.sasl_password:
-            detail = detail.replace(self._config.sasl_password, "***")
-        return KafkaUnavailable(f"Kafka at {self._config.bootstrap_servers}: {detail}",
-                                bootstrap_servers=self._config.bootstrap_servers, stage="backfill")
-
-    def describe(self, topic: str) -> TopicDetails | None:
-        """Id, partition count and replication factor; None if the topic does not exist."""
-        try:
-            future = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self._timeout)[topic]
-            description = future.result(timeout=self._timeout + 5)
-        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
-            code = _code(error)
-            if code in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_ID):
-                return None
-            raise self._unavailable(f"describe topic {topic!r}: {error}") from None
-        partitions = description.partitions
-        return TopicDetails(
-            name=topic, topic_id=str(description.topic_id) if description.topic_id is not None else "",
-            partitions=len(partitions), replication_factor=max((len(p.replicas) for p in partitions), default=1),
-        )
-
-    def create(self, topic: str, *, partitions: int, replication_factor: int) -> None:
-        try:
-            future = self.admin.create_topics(
-                [NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor)],
-                request_timeout=self._timeout,
-            )[topic]
-            future.result(timeout=self._timeout + 5)
-        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
-            if _code(error) != KafkaError.TOPIC_ALREADY_EXISTS:  # created by someone else meanwhile: fine
-                raise self._unavailable(f"create topic {topic!r}: {error}") from None
-
-    def compacted(self, topic: str) -> bool:
-        resource = ConfigResource(ResourceType.TOPIC, topic)
-        try:
-            configs = self.admin.describe_configs([resource], request_timeout=self._timeout)[resource].result(
-                timeout=self._timeout + 5)
-        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
-            raise self._unavailable(f"describe configs of {topic!r}: {error}") from None
-        policy = configs.get("cleanup.policy")
-        return "compact" in (policy.value or "") if policy is not None else False
-
-    def visible_runs(self, *, topic: str, partition: int, start: int, end: int, committed_only: bool,
-                     deadline: float) -> list[tuple[int, int]]:
-        """The offsets of ``[start, end)`` a reader can read now, as runs of
-        consecutive offsets (half-open). The reader is assigned the partition
-        directly: it joins no group and commits nothing."""
-        consumer = Consumer({
-            **self._config.client_config(),
-            "group.id": f"gapwatch-backfill-probe-{uuid.uuid4().hex}",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed" if committed_only else "read_uncommitted",
-            "auto.offset.reset": "earliest",
-        })
-        runs: list[list[int]] = []
-        try:
-            consumer.assign([TopicPartition(topic, partition, start)])
-            while True:
-                at_end = False
-                for message in consumer.consume(num_messages=10_000, timeout=1.0):
-                    if message.error():
-                        if message.error().code() == KafkaError._PARTITION_EOF:
-                            at_end = True
-                            continue
-                        raise self._unavailable(f"read {topic!r} [{partition}]: {message.error()}")
-                    offset = message.offset()
-                    if start <= offset < end:
-                        if runs and runs[-1][1] == offset:
-                            runs[-1][1] = offset + 1
-                        else:
-                            runs.append([offset, offset + 1])
-                position = consumer.position([TopicPartition(topic, partition)])[0].offset
-                if at_end or position >= end or (runs and runs[-1][1] >= end):
-                    return [(a, b) for a, b in runs]
-                if time.monotonic() > deadline:
-                    raise self._unavailable(f"reading {topic!r} [{partition}] [{start}, {end}) took too long")
-        except KafkaException as error:
-            raise self._unavailable(f"read {topic!r} [{partition}]: {error}") from None
-        finally:
-            consumer.close()
-
-
-def _code(error: BaseException) -> int | None:
-    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
-        return error.args[0].code()
-    return None
 
 
 # -- explaining missing offsets (pure) ------------------------------------------
@@ -429,7 +312,6 @@ class BackfillRunner:
         self.on_progress = on_progress or (lambda done, total: None)
         self.on_attempt = on_attempt or (lambda attempts: None)
         self.adapter = KafkaAdapter(request.cluster, timeout=settings.KAFKA_TIMEOUT_SECONDS)
-        self.kafka = BackfillKafka(request.cluster, timeout=settings.KAFKA_TIMEOUT_SECONDS)
         self.attempts: list[dict] = []
         self.started = time.time()
         self.deadline = time.monotonic() + request.timeout_seconds
@@ -445,7 +327,7 @@ class BackfillRunner:
         for r in self.request.ranges:
             by_topic.setdefault(r.topic, []).append(r)
         for topic, ranges in sorted(by_topic.items()):
-            details = _patiently(lambda: self.kafka.describe(topic))
+            details = _patiently(lambda: self.adapter.describe_topic(topic))
             if details is None:
                 raise PlanError(f"topic {topic!r} does not exist on this cluster")
             planned_id = self.request.topic_ids.get(topic)
@@ -476,10 +358,10 @@ class BackfillRunner:
             if replay == source:
                 raise PlanError(f"the replay topic of {source!r} cannot be the topic itself")
             needed = 1 + max(p.range.partition for p in prepared if p.range.topic == source)
-            details = self.kafka.describe(replay)
+            details = self.adapter.describe_topic(replay)
             if details is None:
-                source_details = self.kafka.describe(source)
-                self.kafka.create(replay, partitions=source_details.partitions,
+                source_details = self.adapter.describe_topic(source)
+                self.adapter.create_topic(replay, partitions=source_details.partitions,
                                   replication_factor=source_details.replication_factor)
                 details = self._wait_for_topic(replay)
             if details.partitions < needed:
@@ -492,7 +374,7 @@ class BackfillRunner:
 
     def _wait_for_topic(self, topic: str) -> TopicDetails:
         for _ in range(50):
-            details = self.kafka.describe(topic)
+            details = self.adapter.describe_topic(topic)
             if details is not None:
                 return details
             time.sleep(0.2)
@@ -706,12 +588,12 @@ class BackfillRunner:
             if above and probe:
                 span_start, span_end = above[0][0], above[-1][1]
                 deadline = min(self.deadline, time.monotonic() + PROBE_SECONDS)
-                committed_runs = self.kafka.visible_runs(topic=key[0], partition=key[1], start=span_start,
+                committed_runs = self.adapter.visible_runs(topic=key[0], partition=key[1], start=span_start,
                                                          end=span_end, committed_only=True, deadline=deadline)
-                uncommitted_runs = self.kafka.visible_runs(topic=key[0], partition=key[1], start=span_start,
+                uncommitted_runs = self.adapter.visible_runs(topic=key[0], partition=key[1], start=span_start,
                                                            end=span_end, committed_only=False, deadline=deadline)
                 if key[0] not in compacted:
-                    compacted[key[0]] = self.kafka.compacted(key[0])
+                    compacted[key[0]] = self.adapter.topic_compacted(key[0])
             labelled = explain_missing(holes=holes, log_start=log_start, committed_runs=committed_runs,
                                        uncommitted_runs=uncommitted_runs, compacted=compacted.get(key[0], False))
             report.append(partition_report(p, summary, log_start_after=log_start, labelled=labelled))

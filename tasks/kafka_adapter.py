@@ -7,6 +7,7 @@ one error type, ``KafkaUnavailable``. Creating an adapter opens no connection.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from confluent_kafka import (
+    Consumer,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     ConsumerGroupType,
@@ -24,7 +26,7 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
 from groups.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
@@ -138,6 +140,14 @@ class ClusterConfig:
     def __repr__(self) -> str:
         # Never let the password reach a log line or a traceback.
         return f"ClusterConfig(bootstrap_servers={self.bootstrap_servers!r}, security_protocol={self.security_protocol!r})"
+
+
+@dataclass(frozen=True)
+class TopicDetails:
+    name: str
+    topic_id: str
+    partitions: int
+    replication_factor: int
 
 
 class KafkaAdapter:
@@ -373,6 +383,85 @@ class KafkaAdapter:
         if code in _GROUP_ACTIVE:
             return GroupNotEmpty(str(error), bootstrap_servers=error.bootstrap_servers, stage="commit")
         return error
+
+    # -- for the Spark backfill: replay topics and reading spans back ------------
+
+    def describe_topic(self, topic: str) -> TopicDetails | None:
+        """Id, partition count and replication factor; None if the topic does not exist."""
+        try:
+            future = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self._timeout)[topic]
+            description = future.result(timeout=self._timeout + _WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            code = _code(error)
+            if code in _TOPIC_GONE:
+                return None
+            raise self._unavailable("backfill", f"describe topic {topic!r}: {error}") from None
+        partitions = description.partitions
+        return TopicDetails(
+            name=topic, topic_id=str(description.topic_id) if description.topic_id is not None else "",
+            partitions=len(partitions), replication_factor=max((len(p.replicas) for p in partitions), default=1),
+        )
+
+    def create_topic(self, topic: str, *, partitions: int, replication_factor: int) -> None:
+        try:
+            future = self.admin.create_topics(
+                [NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor)],
+                request_timeout=self._timeout,
+            )[topic]
+            future.result(timeout=self._timeout + _WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            if _code(error) != KafkaError.TOPIC_ALREADY_EXISTS:  # created by someone else meanwhile: fine
+                raise self._unavailable("backfill", f"create topic {topic!r}: {error}") from None
+
+    def topic_compacted(self, topic: str) -> bool:
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        try:
+            configs = self.admin.describe_configs([resource], request_timeout=self._timeout)[resource].result(
+                timeout=self._timeout + _WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            raise self._unavailable("backfill", f"describe configs of {topic!r}: {error}") from None
+        policy = configs.get("cleanup.policy")
+        return "compact" in (policy.value or "") if policy is not None else False
+
+    def visible_runs(self, *, topic: str, partition: int, start: int, end: int, committed_only: bool,
+                     deadline: float) -> list[tuple[int, int]]:
+        """The offsets of ``[start, end)`` a reader can read now, as runs of
+        consecutive offsets (half-open). The reader is assigned the partition
+        directly: it joins no group and commits nothing."""
+        consumer = Consumer({
+            **self._config.client_config(),
+            "group.id": f"gapwatch-backfill-probe-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed" if committed_only else "read_uncommitted",
+            "auto.offset.reset": "earliest",
+        })
+        runs: list[list[int]] = []
+        try:
+            consumer.assign([TopicPartition(topic, partition, start)])
+            while True:
+                at_end = False
+                for message in consumer.consume(num_messages=10_000, timeout=1.0):
+                    if message.error():
+                        if message.error().code() == KafkaError._PARTITION_EOF:
+                            at_end = True
+                            continue
+                        raise self._unavailable("backfill", f"read {topic!r} [{partition}]: {message.error()}")
+                    offset = message.offset()
+                    if start <= offset < end:
+                        if runs and runs[-1][1] == offset:
+                            runs[-1][1] = offset + 1
+                        else:
+                            runs.append([offset, offset + 1])
+                position = consumer.position([TopicPartition(topic, partition)])[0].offset
+                if at_end or position >= end or (runs and runs[-1][1] >= end):
+                    return [(a, b) for a, b in runs]
+                if time.monotonic() > deadline:
+                    raise self._unavailable("backfill", f"reading {topic!r} [{partition}] [{start}, {end}) took too long")
+        except KafkaException as error:
+            raise self._unavailable("backfill", f"read {topic!r} [{partition}]: {error}") from None
+        finally:
+            consumer.close()
 
     # -- 1. topics ---------------------------------------------------------
 
