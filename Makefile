@@ -24,6 +24,6 @@ down:
 
 # Tests use Redis database 1 so a running `make up` stack never takes their
 # tasks, and close database connections at once so live-server threads do not
-# keep the test database open.
+# keep the test database open. Backfill tests start their own Spark host.
 test: services
-	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 $$VENV/bin/python -m pytest $(PYTEST_ARGS)
+	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 BACKFILL_SPARK_HOST= $$VENV/bin/python -m pytest $(PYTEST_ARGS)

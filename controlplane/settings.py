@@ -58,6 +58,13 @@ RESET_WAIT_DEADLINE_SECONDS = env_int("RESET_WAIT_DEADLINE_SECONDS", 3600, minim
 BACKFILL_OUTPUT = env_str("BACKFILL_OUTPUT", str(BASE_DIR / ".gapwatch" / "backfills"))
 # A backfill job process running longer is killed and the job failed; keep it below the visibility timeout.
 BACKFILL_TIMEOUT_SECONDS = env_int("BACKFILL_TIMEOUT_SECONDS", 3600, minimum=30)
+# Unix socket of the long-lived Spark host (python -m tasks.spark.host) that runs
+# backfill jobs in a warm JVM; empty, or no host answering: each job runs in a
+# Spark process of its own.
+BACKFILL_SPARK_HOST = env_str("BACKFILL_SPARK_HOST", "")
+# Python handlers (dotted paths, comma separated) approvers may choose as a
+# backfill's sink; each is called with an iterator of one Spark partition's records.
+BACKFILL_HANDLERS = tuple(h.strip() for h in env_str("BACKFILL_HANDLERS", "").split(",") if h.strip())
 
 INSTALLED_APPS = [
     "django.contrib.admin",

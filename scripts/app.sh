@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Starts and stops the app's own background processes (web, worker, beat,
-# demo producer and consumer) with pid files and logs under .gapwatch/.
+# Starts and stops the app's own background processes (web, worker, Spark
+# host for backfills, beat, demo producer and consumer) with pid files and
+# logs under .gapwatch/.
 #
 #   scripts/app.sh start    (idempotent: a running process is left alone)
 #   scripts/app.sh stop
@@ -40,6 +41,9 @@ case ${1:-} in
     spawn web "$PY/gunicorn" controlplane.wsgi --bind "127.0.0.1:$WEB_PORT" --workers 2 --threads 4 \
       --timeout 60 --access-logfile -
     spawn worker "$PY/celery" -A controlplane worker --concurrency 2 --loglevel INFO -n "worker@%h"
+    if [ -n "$BACKFILL_SPARK_HOST" ]; then
+      spawn spark-host "$PY/python" -m tasks.spark.host --socket "$BACKFILL_SPARK_HOST"
+    fi
     spawn beat "$PY/celery" -A controlplane beat --loglevel INFO \
       -S django_celery_beat.schedulers:DatabaseScheduler --pidfile=
     if [ "${DEMO:-1}" != 0 ]; then
@@ -49,7 +53,7 @@ case ${1:-} in
     web_ready || { tail -n 30 "$LOGS/web.log" >&2; echo "app: web server did not answer (log: $LOGS/web.log)" >&2; exit 1; }
     ;;
   stop)
-    for name in demo beat worker web; do stop_one "$name"; done
+    for name in demo beat spark-host worker web; do stop_one "$name"; done
     ;;
   *) echo "usage: $0 start|stop" >&2; exit 2 ;;
 esac

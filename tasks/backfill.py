@@ -1,12 +1,15 @@
 """Spark backfill remediation: the executor of ``backfill`` jobs, and the
 runner the command line shares with it.
 
-The Spark job (``tasks.spark.backfill_job``) runs in a process of its own,
-started here with a time limit (BACKFILL_TIMEOUT_SECONDS): a JVM crash or an
-out-of-memory kill ends that process, never the worker. It gets explicit
-arguments (a JSON spec; the SASL password in its environment) and reports
-through two files: progress (records done of total) and result (per
-partition, what the sink holds and which offsets are missing).
+The Spark job (``tasks.spark.backfill_job``) runs outside the worker, with
+a time limit (BACKFILL_TIMEOUT_SECONDS): on the long-lived Spark host
+(``tasks.spark.host``, a warm JVM) when BACKFILL_SPARK_HOST names one that
+answers, otherwise in a Spark process of its own started here
+(``tasks.backfill_launch``). A JVM crash or an out-of-memory kill ends that
+process or the host, never the worker. The job gets explicit arguments (a
+JSON spec; the SASL password in its environment, or over the host's socket)
+and reports through two files: progress (records done of total) and result
+(per partition, what the sink holds and which offsets are missing).
 
 A job succeeds only when every partition holds exactly ``[start, end)``, or
 each missing offset is explained (``explain_missing``):
@@ -31,8 +34,11 @@ Re-runs and kills:
   ``discard``; publishing swaps the folder in as ``<output>/<job id>/``, so a
   re-run replaces the previous output and never adds a second copy. If this
   process dies, the job's stdin closes and it exits unpublished.
-- A job process killed by a signal (not by our time limit) is run once more
-  at once with a fresh attempt; a second kill fails the job.
+- A job process killed by a signal (not by our time limit), or a Spark host
+  that dies during the job, is run once more at once with a fresh attempt
+  (in its own process if the host is gone); a second kill fails the job.
+  A job that times out on the host is cancelled there when this process
+  hangs up, and publishes nothing.
 - A worker killed mid-job leaves the job ``running``; Celery redelivers the
   task (acks_late, reject_on_worker_lost). While an attempt runs, its worker
   holds a PostgreSQL advisory lock on the job (released by PostgreSQL when
@@ -47,9 +53,6 @@ import json
 import logging
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -65,6 +68,7 @@ from django.utils import timezone
 from groups.models import Cluster, RemediationJob
 from groups.planning import BackfillRange, PlanError
 from groups.remediation import job_transition
+from tasks.backfill_launch import HostedJob, HostUnavailable, JobProcess
 from tasks.kafka_adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable, TopicDetails
 from tasks.spark.backfill_job import PASSWORD_ENV
 
@@ -122,6 +126,8 @@ class BackfillRequest:
     output: str = ""
     timeout_seconds: int = 3600
     master: str = "local[*]"
+    # The Spark host's Unix socket (tasks.spark.host); empty: every attempt in a process of its own.
+    spark_host: str = ""
 
     @property
     def total(self) -> int:
@@ -477,23 +483,19 @@ class BackfillRunner:
         self.attempts.append(record)
         spawned = time.time()
         with open(log_path, "wb") as log_file:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "tasks.spark.backfill_job", "--spec", str(workdir / "spec.json"),
-                 "--parent-pipe"],
-                cwd=BASE_DIR, env=environment, stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        record["pid"] = process.pid
+            job = self._launch(workdir / "spec.json", environment, log_file, record)
+        record["pid"] = job.pid
+        record["mode"] = job.mode
         self.on_attempt(self.attempts)
         report: list[dict] | None = None
         explain_error: Exception | None = None
         timed_out = False
         try:
             last_progress = None
-            while process.poll() is None:
+            while job.poll() is None:
                 if time.monotonic() > self.deadline:
                     timed_out = True
-                    _kill_group(process)
+                    job.stop()
                     break
                 progress = _read_json(workdir / "progress.json")
                 if progress and (progress.get("done"), progress.get("total")) != last_progress:
@@ -507,19 +509,11 @@ class BackfillRunner:
                     except Exception as error:  # noqa: BLE001 - no explanation, no publication
                         explain_error = error
                         decision = "discard"
-                    try:
-                        process.stdin.write(f"{decision}\n".encode())
-                        process.stdin.flush()
-                    except OSError:
-                        pass  # it died meanwhile; its exit status says how
+                    job.send(decision)
                 time.sleep(PROGRESS_POLL_SECONDS)
-            returncode = process.wait()
+            returncode = job.wait()
         finally:
-            _kill_group(process)
-            try:
-                process.stdin.close()
-            except OSError:
-                pass
+            job.stop()
         outcome = _read_json(workdir / "result.json") or {}
         log_tail = _tail(log_path)
         shutil.rmtree(workdir, ignore_errors=True)
@@ -534,18 +528,20 @@ class BackfillRunner:
                 error=_redact(log_tail, self.request.cluster.sasl_password),
                 result=self._result(sink, []))
         finished = outcome.get("status") in ("published", "delivered", "discarded")
-        if returncode < 0 and not finished:
-            record["outcome"] = f"killed by {signal.Signals(-returncode).name}"
+        lost = job.lost()
+        if lost and not finished:
+            record["outcome"] = f"killed by {lost}"
             record["log_tail"] = _redact(log_tail[-2000:], self.request.cluster.sasl_password)
             self.on_attempt(self.attempts)
-            raise _AttemptKilled(signal.Signals(-returncode).name, record)
+            raise _AttemptKilled(lost, record)
         if returncode != 0 and finished:
             # Its result was complete (and any output published) before the process died on its way out.
             log.warning("backfill %s: job process exited with %s after finishing", self.request.run_id, returncode)
         elif returncode != 0 or not finished:
             record["outcome"] = "failed"
             self.on_attempt(self.attempts)
-            error = outcome.get("error") or log_tail or f"the job process exited with code {returncode}"
+            error = (outcome.get("error") or getattr(job, "error", "") or log_tail
+                     or f"the job process exited with code {returncode}")
             raise BackfillFailed(f"the Spark job failed (exit code {returncode})",
                                  error=condense_error(_redact(error, self.request.cluster.sasl_password)),
                                  result=self._result(sink, []))
@@ -559,6 +555,18 @@ class BackfillRunner:
         # A discarded output comes with problems in the report: run() fails the job with them.
         return {"report": self._with_unread(report, readable), "sink": outcome.get("sink") or sink,
                 "timings": record["timings"]}
+
+    def _launch(self, spec_path: Path, environment: dict, log_file, record: dict):
+        """On the Spark host when one is configured and answers; in a process
+        of its own otherwise (the host is a speed-up, never a dependency)."""
+        if self.request.spark_host:
+            try:
+                return HostedJob(socket_path=self.request.spark_host, spec_path=spec_path,
+                                 password=self.request.cluster.sasl_password)
+            except HostUnavailable as error:
+                log.warning("backfill %s: %s; running the job in its own process", self.request.run_id, error)
+                record["host_unavailable"] = str(error)
+        return JobProcess(spec_path=spec_path, cwd=BASE_DIR, environment=environment, log_file=log_file)
 
     # 3. explaining
 
@@ -635,14 +643,6 @@ def _patiently(call: Callable, *, seconds: float = KAFKA_PATIENCE_SECONDS):
                 raise
             time.sleep(wait)
             wait = min(wait * 2, 5.0)
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL the job's process group (its Python and its JVM)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _read_json(path: Path) -> dict | None:
@@ -722,7 +722,7 @@ def backfill_request_for(job: RemediationJob) -> BackfillRequest:
         replay_topics={r.topic: configured for r in ranges} if configured else {},
         handler=job.params.get("handler", ""), topic_ids=topic_ids,
         output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
-        master=settings.SPARK_MASTER,
+        master=settings.SPARK_MASTER, spark_host=settings.BACKFILL_SPARK_HOST,
     )
 
 
@@ -806,5 +806,5 @@ def cluster_request(*, cluster: Cluster, ranges: list[BackfillRange], sink: str,
         run_id=run_id, cluster=cluster.client_config(), ranges=tuple(ranges), sink=sink,
         replay_topics={r.topic: replay_topic for r in ranges} if replay_topic else {}, handler=handler,
         output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
-        master=settings.SPARK_MASTER,
+        master=settings.SPARK_MASTER, spark_host=settings.BACKFILL_SPARK_HOST,
     )

@@ -60,7 +60,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PASSWORD_ENV = "GAPWATCH_KAFKA_SASL_PASSWORD"
-WRITE_JOB_GROUP = "gapwatch-backfill-write"
 SINK_KINDS = ("parquet", "kafka", "handler")
 DEFAULT_RECORDS_PER_TASK = 200_000
 # Bigger fetches than the consumer defaults (1 MiB per partition): a backfill
@@ -69,6 +68,13 @@ FETCH_OPTIONS = {
     "kafka.max.partition.fetch.bytes": str(8 * 1024 * 1024),
     "kafka.fetch.max.bytes": str(64 * 1024 * 1024),
     "kafka.receive.buffer.bytes": str(2 * 1024 * 1024),
+    # Spark asks the consumer for the next records one poll at a time; 500 per
+    # poll (the default) costs a poll per 100 KiB here.
+    "kafka.max.poll.records": "10000",
+    # A range ending near the log end otherwise waits for the broker to park
+    # an empty fetch (500 ms by default) once per task: 0.4-0.5 s of a warm
+    # 1M-record read here. A backfill never waits for new records.
+    "kafka.fetch.max.wait.ms": "10",
 }
 # Static Spark settings the shared session builder does not set: no console
 # progress bar in the log, and the JAAS option (it holds the password)
@@ -262,14 +268,23 @@ class ProgressFile:
             os.replace(temporary, self.path)
 
 
+def job_groups(spec: JobSpec) -> tuple[str, str]:
+    """The Spark job groups of one attempt (write, then verify): progress
+    counts the write group's tasks, and a Spark host cancels both when the
+    attempt's parent goes away."""
+    name = f"gapwatch-backfill-{spec.job_id}-{spec.attempt}"
+    return f"{name}-write", f"{name}-verify"
+
+
 class TaskProgress(threading.Thread):
     """Estimates records done from the write's completed Spark tasks: Spark
     splits each range into tasks of near-equal offset counts."""
 
-    def __init__(self, spark, progress: ProgressFile, interval: float = 0.5) -> None:
+    def __init__(self, spark, progress: ProgressFile, group: str, interval: float = 0.5) -> None:
         super().__init__(name="backfill-progress", daemon=True)
         self.tracker = spark.sparkContext.statusTracker()
         self.progress = progress
+        self.group = group
         self.interval = interval
         self.stopped = threading.Event()
 
@@ -278,7 +293,7 @@ class TaskProgress(threading.Thread):
         while not self.stopped.wait(self.interval):
             try:
                 done_tasks = total_tasks = 0
-                for job_id in self.tracker.getJobIdsForGroup(WRITE_JOB_GROUP):
+                for job_id in self.tracker.getJobIdsForGroup(self.group):
                     job = self.tracker.getJobInfo(job_id)
                     for stage_id in job.stageIds if job else []:
                         stage = self.tracker.getStageInfo(stage_id)
@@ -349,14 +364,33 @@ def _write_json(path: str, payload: dict) -> None:
     os.replace(temporary, target)
 
 
-def run(spec: JobSpec, *, parent_pipe: ParentPipe | None, started: float) -> int:
-    """1. Start Spark with the local connector jars; 2. the sink removes this
-    job's stale staging; 3. read the ranges and write them (progress from
-    completed tasks); 4. count what the sink holds; 5. Parquet: wait for the
-    parent's decision (or decide alone), then publish or discard."""
+def prepare_process_environment() -> None:
+    """What a process that builds a Spark session for backfills needs first:
+    Spark's submit arguments, and Python workers (handler sink) that import
+    this project and the handler."""
+    os.environ["PYSPARK_SUBMIT_ARGS"] = SUBMIT_ARGS
+    project = str(Path(__file__).resolve().parents[2])
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if project not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (project, *paths) if p)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str | None = None) -> int:
+    """1. Start Spark with the local connector jars (or use ``spark``, a
+    session of a long-lived Spark host); 2. the sink removes this job's stale
+    staging; 3. read the ranges and write them (progress from completed
+    tasks); 4. count what the sink holds; 5. Parquet: wait for the parent's
+    decision (or decide alone), then publish or discard.
+
+    ``parent_pipe`` has ``decided`` (an Event) and ``decision``; None decides
+    alone. ``password`` defaults to the environment (PASSWORD_ENV)."""
     from tasks.spark.session import build_session
 
-    password = os.environ.get(PASSWORD_ENV, "")
+    if password is None:
+        password = os.environ.get(PASSWORD_ENV, "")
+    own_session = spark is None
+    write_group, verify_group = job_groups(spec)
     progress = ProgressFile(spec.progress_file, spec.total)
     result: dict = {"job_id": spec.job_id, "attempt": spec.attempt, "status": "failed",
                     "sink": {"kind": spec.sink["kind"]},
@@ -364,16 +398,13 @@ def run(spec: JobSpec, *, parent_pipe: ParentPipe | None, started: float) -> int
                     "timings": {"started": started}}
     timings = result["timings"]
     progress.write("starting", 0)
-    spark = sink = None
+    sink = None
     try:
-        os.environ["PYSPARK_SUBMIT_ARGS"] = SUBMIT_ARGS
-        # Python workers (handler sink) import this project and the handler.
-        project = str(Path(__file__).resolve().parents[2])
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (project, os.environ.get("PYTHONPATH")) if p)
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        spark = build_session(master=spec.master, app_name=f"gapwatch-backfill-{spec.job_id}",
-                              jars_dir=Path(spec.jars_dir), driver_memory=spec.driver_memory)
-        spark.sparkContext.setLogLevel("WARN")
+        if own_session:
+            prepare_process_environment()
+            spark = build_session(master=spec.master, app_name=f"gapwatch-backfill-{spec.job_id}",
+                                  jars_dir=Path(spec.jars_dir), driver_memory=spec.driver_memory)
+            spark.sparkContext.setLogLevel("WARN")
         spark.conf.set("spark.sql.session.timeZone", "UTC")
         timings["session_ready"] = time.time()
         options = kafka_options(spec.kafka, password)
@@ -381,15 +412,15 @@ def run(spec: JobSpec, *, parent_pipe: ParentPipe | None, started: float) -> int
         result["sink"] = sink.describe()
         sink.prepare()
         progress.write("writing", 0)
-        tracker = TaskProgress(spark, progress)
+        tracker = TaskProgress(spark, progress, write_group)
         tracker.start()
-        spark.sparkContext.setJobGroup(WRITE_JOB_GROUP, f"backfill {spec.job_id} attempt {spec.attempt}")
+        spark.sparkContext.setJobGroup(write_group, f"backfill {spec.job_id} attempt {spec.attempt}")
         timings["write_started"] = time.time()
         try:
             sink.write(read_ranges(spark, spec, options))
         finally:
             tracker.stopped.set()
-            spark.sparkContext.setJobGroup("gapwatch-backfill-verify", "count what the sink holds")
+            spark.sparkContext.setJobGroup(verify_group, "count what the sink holds")
         timings["written"] = time.time()
         progress.write("verifying", spec.total)
         result["partitions"] = sink.summarize(list(spec.ranges))
@@ -432,7 +463,7 @@ def run(spec: JobSpec, *, parent_pipe: ParentPipe | None, started: float) -> int
         progress.write("failed", 0)
         return 1
     finally:
-        if spark is not None:
+        if own_session and spark is not None:
             try:
                 spark.stop()
             except Exception:  # noqa: BLE001 - exiting anyway

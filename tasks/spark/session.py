@@ -15,6 +15,12 @@ from pyspark.sql import SparkSession
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
+# Batch reads of "kafka" go through the DataSource V2 reader (Spark's default
+# list also has "kafka": its V1 reader turns every record into a Row and
+# back, which doubled the CPU per record here; see bench/RESULTS.md).
+V1_SOURCES = "avro,csv,json,orc,parquet,text"
+
+
 class SparkJarsMissing(Exception):
     pass
 
@@ -26,15 +32,22 @@ def connector_jars(jars_dir: Path) -> list[str]:
     return jars
 
 
-def build_session(*, master: str, app_name: str, jars_dir: Path, driver_memory: str = "768m") -> SparkSession:
-    return (
+def build_session(*, master: str, app_name: str, jars_dir: Path, driver_memory: str = "768m",
+                  extra: dict[str, str] | None = None) -> SparkSession:
+    """A session on ``master``. A local master binds the driver to loopback;
+    a cluster master (``spark://``, ``yarn``, ``k8s://``) lets Spark pick the
+    driver's address, which executors must reach."""
+    builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.jars", ",".join(connector_jars(jars_dir)))
         .config("spark.driver.memory", driver_memory)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
+        .config("spark.sql.sources.useV1SourceList", V1_SOURCES)
     )
+    if master.startswith("local"):
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    for key, value in (extra or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

@@ -39,6 +39,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from tasks.spark.backfill_job import FETCH_OPTIONS
+
 # A partition with more holes than this is still counted exactly; only the
 # list of holes is cut (``holes_truncated``).
 MAX_HOLES_PER_PARTITION = 100_000
@@ -322,7 +324,8 @@ class KafkaSink:
                 replay_topic.alias("topic"), F.col("partition"), F.col("key"), F.col("value"),
                 F.concat(original, added).alias("headers"),
             )
-            .write.format("kafka").options(**self.kafka_options)
+            # append: the only save mode of the DataSource V2 Kafka writer (session.V1_SOURCES).
+            .write.format("kafka").mode("append").options(**self.kafka_options)
             # Idempotent producer: no duplicates from retries, order kept per partition.
             .option("kafka.enable.idempotence", "true").option("kafka.acks", "all")
             .option("kafka.linger.ms", "20").option("kafka.batch.size", str(512 * 1024))
@@ -338,7 +341,7 @@ class KafkaSink:
         frames = []
         for replay, offsets in self.start_offsets.items():
             frames.append(
-                self.spark.read.format("kafka").options(**self.kafka_options)
+                self.spark.read.format("kafka").options(**self.kafka_options).options(**FETCH_OPTIONS)
                 .option("assign", json.dumps({replay: sorted(int(p) for p in offsets)}))
                 .option("startingOffsets", json.dumps({replay: {str(p): int(o) for p, o in offsets.items()}}))
                 .option("endingOffsets", "latest").option("includeHeaders", "true")

@@ -46,6 +46,7 @@ from tasks.backfill import (
     partition_report,
     run_backfill,
 )
+from tasks.backfill_launch import HostedJob
 from tasks.jobs import run_remediation_job
 from tasks.spark.session import build_session
 from tasks.spark.sinks import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC, holes_of
@@ -546,3 +547,196 @@ def test_it_prints_the_plan_by_default_and_runs_it_with_execute(broker, unique, 
     printed = capsys.readouterr().out
     assert f"succeeded: {K - 5} of {K - 5} records delivered" in printed
     assert parquet_rows(spark, str(output)) == [row for row in scenario.expected_rows(partitions=(3,)) if row[2] >= 5]
+
+
+# --- on the long-lived Spark host ------------------------------------------------------------
+
+
+def start_host(socket_path: Path, log_path: Path) -> subprocess.Popen:
+    """``python -m tasks.spark.host`` as app.sh runs it (local[2]), once it says it is ready."""
+    host = subprocess.Popen(
+        [sys.executable, "-m", "tasks.spark.host", "--socket", str(socket_path), "--master", "local[2]",
+         "--jars-dir", str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", "768m"],
+        cwd=ROOT, stdout=open(log_path, "ab"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+    def ready() -> bool:
+        assert host.poll() is None, f"the Spark host exited: {log_path.read_text()[-3000:]}"
+        return "Spark host ready on" in log_path.read_text()
+
+    wait_until(ready, timeout=120, interval=0.2, what="the Spark host to start")
+    return host
+
+
+def stop_host(host: subprocess.Popen) -> None:
+    try:
+        os.killpg(host.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    host.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def spark_host(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("spark-host")
+    host = start_host(folder / "host.sock", folder / "host.log")
+    yield {"socket": str(folder / "host.sock"), "pid": host.pid, "log": folder / "host.log"}
+    stop_host(host)
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_the_spark_host_backfills_exactly_the_range_and_a_rerun_replaces_it(
+    broker, unique, approver, backfill_settings, enqueued, spark, spark_host
+):
+    backfill_settings.BACKFILL_SPARK_HOST = spark_host["socket"]
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
+
+    job = run_job(scenario.request_job(approver, "parquet").id)
+
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert [(a["mode"], a["pid"], a["outcome"]) for a in job.result["attempts"]] \
+        == [("host", spark_host["pid"], "published")]
+    output = Path(backfill_settings.BACKFILL_OUTPUT) / str(job.id)
+    assert parquet_rows(spark, str(output)) == scenario.expected_rows()
+    again = run_backfill(backfill_request_for(job))
+    assert again["delivered"] == 2 * K and again["attempts"][0]["mode"] == "host"
+    assert parquet_rows(spark, str(output)) == scenario.expected_rows()
+    assert staging_leftovers(backfill_settings) == []
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_the_spark_host_replays_exactly_the_range_to_the_replay_topic(
+    broker, unique, approver, backfill_settings, enqueued, spark_host
+):
+    backfill_settings.BACKFILL_SPARK_HOST = spark_host["socket"]
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K, sink="kafka")
+    broker.topics.append(f"{scenario.topic}.replay")
+
+    job = run_job(scenario.request_job(approver, "kafka").id)
+
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert job.result["attempts"][0]["mode"] == "host"
+    assert [(p["partition"], p["delivered"], p["unexplained"]) for p in job.result["partitions"]] \
+        == [(2, K, 0), (3, K, 0)]
+    replay = f"{scenario.topic}.replay"
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"reader-{unique}",
+                         "enable.auto.commit": False})
+    try:
+        counts = [consumer.get_watermark_offsets(TopicPartition(replay, p), timeout=10) for p in range(4)]
+    finally:
+        consumer.close()
+    assert [high - low for low, high in counts] == [0, 0, K, K]  # exactly the range, no second copy
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_job_whose_spark_host_dies_runs_again_in_its_own_process(
+    broker, unique, approver, backfill_settings, enqueued, spark, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 2_000)
+    host = start_host(tmp_path / "host.sock", tmp_path / "host.log")
+    backfill_settings.BACKFILL_SPARK_HOST = str(tmp_path / "host.sock")
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", BIG)
+    job = scenario.request_job(approver, "parquet")
+    killed: list[int] = []
+
+    def kill_host_mid_run() -> None:
+        try:
+            assert wait_for_running_attempt(job.id) == host.pid
+            stop_host(host)  # SIGKILL to the host's Python and its JVM: a crash, as the OOM killer would
+            killed.append(host.pid)
+        finally:
+            connection.close()
+
+    killer = threading.Thread(target=kill_host_mid_run)
+    killer.start()
+    try:
+        job = run_job(job.id)
+    finally:
+        killer.join()
+        stop_host(host)
+
+    assert killed, "the Spark host was not killed mid-run"
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    attempts = job.result["attempts"]
+    assert [(a["mode"], a["outcome"]) for a in attempts] == [
+        ("host", "killed by the Spark host closing the connection (host stopped or crashed)"),
+        ("process", "published"),
+    ]
+    assert "no Spark host" in attempts[1]["host_unavailable"]
+    output = Path(backfill_settings.BACKFILL_OUTPUT) / str(job.id)
+    assert parquet_rows(spark, str(output)) == scenario.expected_rows()
+    assert staging_leftovers(backfill_settings) == []
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_the_spark_host_cancels_a_timed_out_job_publishes_nothing_and_serves_the_next(
+    broker, unique, backfill_settings, spark, spark_host, monkeypatch
+):
+    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 500)
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", BIG)
+    request = BackfillRequest(
+        run_id=f"slow-{unique}", cluster=scenario.cluster.client_config(), sink="parquet",
+        output=backfill_settings.BACKFILL_OUTPUT, ranges=(BackfillRange(scenario.topic, 2, 0, BIG),),
+        timeout_seconds=3, spark_host=spark_host["socket"])
+
+    with pytest.raises(backfill.BackfillFailed, match="ran longer than 3s"):
+        run_backfill(request)
+
+    wait_until(lambda: "the executor went away; cancelling" in spark_host["log"].read_text(), timeout=30,
+               what="the host to cancel the job")
+    assert not (Path(backfill_settings.BACKFILL_OUTPUT) / f"slow-{unique}").exists()
+    # The next job waits for the cancelled one to end, then runs on the same host.
+    result = run_backfill(BackfillRequest(
+        run_id=f"next-{unique}", cluster=scenario.cluster.client_config(), sink="parquet",
+        output=backfill_settings.BACKFILL_OUTPUT, ranges=(BackfillRange(scenario.topic, 3, 0, K),),
+        timeout_seconds=300, spark_host=spark_host["socket"]))
+    assert result["delivered"] == K and result["attempts"][0]["pid"] == spark_host["pid"]
+    assert not (Path(backfill_settings.BACKFILL_OUTPUT) / f"slow-{unique}").exists()
+    assert staging_leftovers(backfill_settings) == []
+
+
+def test_the_spark_host_answers_a_bad_request_with_exit_2_and_keeps_serving(spark_host, tmp_path):
+    import socket as sockets
+
+    def ask(line: bytes) -> dict:
+        with sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM) as client:
+            client.settimeout(30)
+            client.connect(spark_host["socket"])
+            client.sendall(line)
+            return json.loads(client.makefile("rb").readline())
+
+    assert ask(b"not json\n")["exit"] == 2
+    answer = ask(json.dumps({"spec": str(tmp_path / "missing.json"), "password": "pw"}).encode() + b"\n")
+    assert answer["exit"] == 2 and "missing.json" in answer["error"]
+    (tmp_path / "bad.json").write_text(json.dumps({"job_id": "1", "ranges": []}))
+    answer = ask(json.dumps({"spec": str(tmp_path / "bad.json"), "password": ""}).encode() + b"\n")
+    assert answer == {"exit": 2, "error": "bad request: spec.attempt must be a non-empty str"} \
+        or answer["error"].startswith("bad request: spec.")
+
+
+@pytest.mark.spark
+def test_the_spark_host_masks_the_sasl_password_in_errors_and_never_logs_it(kafka_bootstrap, unique, spark_host,
+                                                                           tmp_path):
+    password = f"pw-{unique}-never-shown"
+    spec = {"job_id": f"sasl-{unique}", "attempt": "a1",
+            # SASL against the PLAINTEXT listener: the broker refuses the handshake and Spark fails.
+            "kafka": {"bootstrap_servers": kafka_bootstrap, "security_protocol": "SASL_PLAINTEXT",
+                      "sasl_mechanism": "PLAIN", "sasl_username": "backfill"},
+            "ranges": [{"topic": f"nothing-{unique}", "partition": 0, "start": 0, "end": 1}],
+            "sink": {"kind": "parquet", "output": str(tmp_path / "out")},
+            "spark": {"jars_dir": str(settings.SPARK_KAFKA_JARS_DIR)},
+            "progress_file": str(tmp_path / "progress.json"), "result_file": str(tmp_path / "result.json")}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+
+    job = HostedJob(socket_path=spark_host["socket"], spec_path=tmp_path / "spec.json", password=password)
+    wait_until(lambda: job.poll() is not None, timeout=240, interval=0.2, what="the job to fail")
+
+    assert job.returncode == 1 and job.lost() is None
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["status"] == "failed" and result["error"]
+    assert password not in (tmp_path / "result.json").read_text()
+    assert password not in spark_host["log"].read_text()
