@@ -161,7 +161,8 @@ JOB = _object(
         "cluster": _string(),
         "group": _string("Consumer group id (arbitrary text)."),
         "findings": {"type": "array", "items": _integer()},
-        "params": {"type": "object", "description": "reset: target and value; backfill: sink."},
+        "params": {"type": "object",
+                   "description": "reset: target and value; backfill: sink, and replay_topic or handler."},
         "plan": {"type": "array", "items": {"type": "object"}, "description": "Per partition, stored before anything runs."},
         "result": {"type": "object"},
         "progress_done": _integer(nullable=True),
@@ -304,9 +305,12 @@ def openapi_document() -> dict:
                         "kind": _string(enum=["reset", "backfill"]),
                         "target": _string(enum=["earliest", "offset", "timestamp", "shift"]),
                         "value": _integer("offset, shift, or epoch milliseconds", nullable=True),
-                        "sink": _string(enum=["parquet", "kafka"]),
+                        "sink": _string(enum=["parquet", "kafka", "handler"]),
+                        "replay_topic": _string("kafka sink: the replay topic of this job (default: the "
+                                                "group's, or <topic>.replay)"),
+                        "handler": _string("handler sink: one of the server's BACKFILL_HANDLERS"),
                         "also": {"type": "array", "items": _integer(), "description": "More findings of the same group."},
-                    }, optional=("target", "value", "sink", "also"))}}},
+                    }, optional=("target", "value", "sink", "replay_topic", "handler", "also"))}}},
                     "responses": {
                         "201": {"description": "Created", "content": {"application/json": {
                             "schema": {"$ref": "#/components/schemas/Job"}}}},

@@ -84,7 +84,8 @@ def write_view(view):
 @write_view
 def approve(request: HttpRequest, finding_id: int) -> JsonResponse:
     """Body: {"kind": "reset", "target": "earliest|offset|timestamp|shift", "value": N}
-    or {"kind": "backfill", "sink": "parquet|kafka"}; more findings of the same
+    or {"kind": "backfill", "sink": "parquet|kafka|handler", "replay_topic": T, "handler": H}
+    (replay_topic: kafka sink, optional; handler: one of BACKFILL_HANDLERS); more findings of the same
     group may be listed in "also": [ids]."""
     body = _json_body(request)
     kind = body.get("kind")
@@ -93,7 +94,7 @@ def approve(request: HttpRequest, finding_id: int) -> JsonResponse:
     also = body.get("also", [])
     if not isinstance(also, list) or not all(isinstance(i, int) for i in also):
         raise BadParameter("also", "also must be a list of finding ids")
-    params = {key: body[key] for key in ("target", "value", "sink") if key in body}
+    params = {key: body[key] for key in ("target", "value", "sink", "replay_topic", "handler") if key in body}
     job = remediation.job_request(user=request.user, finding_ids=[finding_id, *also], kind=kind, params=params)
     return JsonResponse(job_json(RemediationJob.objects.get(id=job.id)), status=201)
 

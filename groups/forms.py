@@ -10,14 +10,12 @@ from django import forms
 from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup
-from groups.remediation import SINKS
+from groups.remediation import SINKS, TOPIC_NAME
 
 # host:port, host a DNS name, an IPv4 address or a bracketed IPv6 address.
 _HOST_PORT = re.compile(
     r"^(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?):(?P<port>[0-9]{1,5})$"
 )
-# Kafka's own rule for topic names.
-_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 SASL_PROTOCOLS = (Cluster.SecurityProtocol.SASL_PLAINTEXT, Cluster.SecurityProtocol.SASL_SSL)
 # The fields a person edits; what the audit compares before and after.
 CLUSTER_FIELDS = ("name", "bootstrap_servers", "security_protocol", "sasl_mechanism", "sasl_username")
@@ -120,7 +118,7 @@ class GroupSettingsForm(forms.ModelForm):
 
     def clean_replay_topic(self) -> str:
         topic = self.cleaned_data["replay_topic"].strip()
-        if topic and not _TOPIC_NAME.match(topic):
+        if topic and not TOPIC_NAME.match(topic):
             raise forms.ValidationError("A topic name has 1–249 letters, digits, dots, underscores or dashes.")
         return topic
 

@@ -8,6 +8,7 @@ can skip them.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -21,7 +22,12 @@ from groups.planning import PartitionPosition, PlanError, ResetTarget, plan_back
 
 log = logging.getLogger(__name__)
 APPROVE_PERMISSION = "groups.approve_remediation"
+# A group's default sink (group settings); a job may also use a Python handler,
+# one of the dotted paths an administrator lists in BACKFILL_HANDLERS.
 SINKS = ("parquet", "kafka")
+JOB_SINKS = (*SINKS, "handler")
+# Kafka's own rule for topic names.
+TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
 
 class DuplicateJob(Exception):
@@ -81,18 +87,43 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
     }
 
 
-def backfill_preview(*, finding_ids: Iterable[int], sink: str) -> dict:
+def backfill_preview(*, finding_ids: Iterable[int], sink: str, replay_topic: str = "", handler: str = "") -> dict:
+    """The plan of a backfill and where it delivers: ``params`` are what the
+    job stores (sink, and the replay topic or handler chosen for this job)."""
     findings = _open_findings_of_one_group(finding_ids)
-    if sink not in SINKS:
-        raise ValidationError(f"unknown sink {sink!r}: use {' or '.join(SINKS)}")
+    if not isinstance(sink, str) or sink not in JOB_SINKS:
+        raise ValidationError(f"unknown sink {sink!r}: use parquet, kafka or handler")
+    if not isinstance(replay_topic, str) or not isinstance(handler, str):
+        raise ValidationError("replay_topic and handler must be text")
     try:
         ranges = plan_backfill(
             ranges=[(f.topic.name, f.partition, f.backfill_start, f.backfill_end) for f in findings]
         )
     except PlanError as error:
         raise ValidationError(str(error)) from None
-    return {"findings": findings, "group": findings[0].group, "sink": sink, "plan": [r.as_dict() for r in ranges],
-            "total": sum(r.count for r in ranges)}
+    group = findings[0].group
+    params: dict = {"sink": sink}
+    if sink == "kafka":
+        chosen = replay_topic.strip()
+        if chosen:
+            if not TOPIC_NAME.match(chosen):
+                raise ValidationError("A replay topic name has 1–249 letters, digits, dots, underscores or dashes.")
+            params["replay_topic"] = chosen
+        sources = sorted({f.topic.name for f in findings})
+        targets = {source: chosen or group.replay_topic or f"{source}.replay" for source in sources}
+        if any(source == target for source, target in targets.items()):
+            raise ValidationError("The replay topic must not be the topic the records come from.")
+        destination = ", ".join(sorted(set(targets.values())))
+    elif sink == "handler":
+        if handler not in settings.BACKFILL_HANDLERS:
+            allowed = ", ".join(settings.BACKFILL_HANDLERS) or "none is configured"
+            raise ValidationError(f"Choose a handler listed in BACKFILL_HANDLERS ({allowed}).")
+        params["handler"] = handler
+        destination = handler
+    else:
+        destination = f"{settings.BACKFILL_OUTPUT}/<job id>/"
+    return {"findings": findings, "group": group, "sink": sink, "params": params, "destination": destination,
+            "plan": [r.as_dict() for r in ranges], "total": sum(r.count for r in ranges)}
 
 
 def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) -> RemediationJob:
@@ -110,8 +141,9 @@ def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) ->
                                 target_value=params.get("value"))
         params = {"target": preview["target"]["kind"], "value": preview["target"]["value"]}
     elif kind == RemediationJob.Kind.BACKFILL:
-        preview = backfill_preview(finding_ids=finding_ids, sink=params.get("sink", "parquet"))
-        params = {"sink": preview["sink"]}
+        preview = backfill_preview(finding_ids=finding_ids, sink=params.get("sink", "parquet"),
+                                   replay_topic=params.get("replay_topic", ""), handler=params.get("handler", ""))
+        params = preview["params"]
     else:
         raise ValidationError(f"unknown remediation kind {kind!r}")
     findings = preview["findings"]

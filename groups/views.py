@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -111,17 +112,20 @@ def _preview(request: HttpRequest, *, kind: str, source) -> tuple[list[int], dic
         return ids, params, remediation.reset_preview(
             finding_ids=ids, target_kind=params["target"], target_value=params["value"]
         )
-    params = {"sink": source.get("sink", "")}
+    params = {"sink": source.get("sink", ""), "replay_topic": source.get("replay_topic", ""),
+              "handler": source.get("handler", "")}
     if not params["sink"]:
         first = Finding.objects.filter(id__in=ids).select_related("group").first()
         params["sink"] = first.group.backfill_sink if first else "parquet"
-    return ids, params, remediation.backfill_preview(finding_ids=ids, sink=params["sink"])
+    return ids, params, remediation.backfill_preview(finding_ids=ids, sink=params["sink"],
+                                                     replay_topic=params["replay_topic"], handler=params["handler"])
 
 
 def _render_approve(request: HttpRequest, *, kind: str, ids, params, preview, errors=(), status=200) -> HttpResponse:
     return render(request, f"groups/approve_{kind}.html", {
         "ids_csv": ",".join(map(str, ids)), "params": params, "preview": preview, "kind": kind,
         "errors": list(errors), "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        "handlers": settings.BACKFILL_HANDLERS,
     }, status=status)
 
 

@@ -15,6 +15,7 @@ from django.test import Client
 from groups.models import AuditEvent, Finding, RemediationJob
 from groups.remediation import job_transition
 from groups.tokens import api_token_create
+from tasks.backfill import backfill_request_for
 from tests.factories import (
     HOSTILE_GROUP_ID,
     make_cluster,
@@ -229,6 +230,79 @@ def test_four_eyes_the_requester_cannot_approve_but_another_approver_can(setting
     assert client_for(second).post(f"/jobs/{job.id}/approve").status_code == 302
     job.refresh_from_db()
     assert (job.status, job.approved_by) == ("approved", second)
+
+
+def test_an_approver_chooses_the_replay_topic_of_a_backfill(approver, gap_findings):
+    client = client_for(approver)
+    ids = ",".join(str(f.id) for f in gap_findings)
+    chosen = {"ids": ids, "sink": "kafka", "replay_topic": "orders.recovered"}
+    preview = client.get("/findings/backfill", chosen)
+    assert preview.status_code == 200
+    assert '<code class="destination">orders.recovered</code>' in preview.content.decode()
+    assert client.post("/findings/backfill/approve", chosen).status_code == 302
+    job = RemediationJob.objects.get()
+    assert job.params == {"sink": "kafka", "replay_topic": "orders.recovered"}
+    assert backfill_request_for(job).replay_topics == {"orders": "orders.recovered"}
+
+
+def test_without_a_choice_the_replay_topic_is_the_groups_or_topic_dot_replay(approver, gap_findings):
+    client = client_for(approver)
+    ids = ",".join(str(f.id) for f in gap_findings)
+    body = client.get("/findings/backfill", {"ids": ids, "sink": "kafka"}).content.decode()
+    assert '<code class="destination">orders.replay</code>' in body
+    group = gap_findings[0].group
+    group.replay_topic = "orders.group-replay"
+    group.save()
+    body = client.get("/findings/backfill", {"ids": ids, "sink": "kafka"}).content.decode()
+    assert '<code class="destination">orders.group-replay</code>' in body
+
+
+@pytest.mark.parametrize("replay_topic, message", [
+    ("orders", "must not be the topic the records come from"),
+    ("<script>alert(1)</script>", "letters, digits, dots, underscores or dashes"),
+    ("x" * 250, "letters, digits, dots, underscores or dashes"),
+])
+def test_a_bad_replay_topic_is_a_clear_400_and_creates_nothing(approver, gap_findings, replay_topic, message):
+    response = client_for(approver).post("/findings/backfill/approve", {
+        "ids": gap_findings[0].id, "sink": "kafka", "replay_topic": replay_topic})
+    body = response.content.decode()
+    assert response.status_code == 400 and message in body
+    assert "<script>alert(1)</script>" not in body
+    assert RemediationJob.objects.count() == 0
+
+
+def test_the_handler_sink_takes_only_a_handler_the_administrator_listed(approver, gap_findings, settings):
+    client = client_for(approver)
+    ids = ",".join(str(f.id) for f in gap_findings)
+    assert "Python handler" not in client.get("/findings/backfill", {"ids": ids}).content.decode()
+    refused = client.post("/findings/backfill/approve", {"ids": ids, "sink": "handler", "handler": "builtins.list"})
+    assert refused.status_code == 400 and "none is configured" in refused.content.decode()
+
+    settings.BACKFILL_HANDLERS = ("builtins.list", "builtins.sorted")
+    page = client.get("/findings/backfill", {"ids": ids, "sink": "handler", "handler": "builtins.sorted"})
+    assert "Python handler" in page.content.decode()
+    assert '<code class="destination">builtins.sorted</code>' in page.content.decode()
+    refused = client.post("/findings/backfill/approve", {"ids": ids, "sink": "handler", "handler": "os.system"})
+    assert refused.status_code == 400
+    assert "listed in BACKFILL_HANDLERS (builtins.list, builtins.sorted)" in refused.content.decode()
+    assert RemediationJob.objects.count() == 0
+    assert client.post("/findings/backfill/approve",
+                       {"ids": ids, "sink": "handler", "handler": "builtins.sorted"}).status_code == 302
+    job = RemediationJob.objects.get()
+    assert job.params == {"sink": "handler", "handler": "builtins.sorted"}
+    assert backfill_request_for(job).handler == "builtins.sorted"
+
+
+def test_the_write_api_takes_a_replay_topic_and_refuses_one_that_is_not_text(approver, gap_findings):
+    client = client_for(approver)
+    url = f"/api/v1/findings/{gap_findings[0].id}/approve"
+    refused = client.post(url, data=json.dumps({"kind": "backfill", "sink": "kafka", "replay_topic": ["a"]}),
+                          content_type="application/json")
+    assert refused.status_code == 400 and "must be text" in refused.content.decode()
+    created = client.post(url, data=json.dumps({"kind": "backfill", "sink": "kafka", "replay_topic": "orders.r"}),
+                          content_type="application/json")
+    assert created.status_code == 201, created.content
+    assert RemediationJob.objects.get().params == {"sink": "kafka", "replay_topic": "orders.r"}
 
 
 def test_the_write_api_with_a_token_approves_and_lists_jobs(approver, viewer, gap_findings):
