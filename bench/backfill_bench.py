@@ -7,13 +7,17 @@ Side by side on the same range, in the same run:
 
 - ``kcat -C -b B -t T [-p P] -o 0 -c N -e -q > /dev/null``: the single-reader reference;
 - a plain confluent-kafka Python reader (assign, consume in batches);
-- the Spark job's read alone (its exact reader options, a ``noop`` sink),
-  in a fresh process: the first read (cold JVM) and the next ones (warm);
+- the Spark job's read alone (its exact reader options and session settings,
+  a ``noop`` sink), in a fresh process: the first read (cold JVM) and the
+  next ones (warm JVM, as on the long-lived Spark host);
 - the real backfill job end to end (``tasks.backfill.run_backfill``, Parquet
-  sink, verification and publish included), in its own process as a job runs.
+  sink, verification and publish included), both ways a job runs: on the
+  Spark host (``tasks.spark.host``, started by this bench and warmed by a
+  first job) and in a Spark process of its own.
 
-Start-up is reported separately: the job process from spawn to a ready Spark
-session, and the whole fixed cost of a job (a 1-record backfill end to end).
+Start-up is reported separately: from the executor's spawn (or its request
+to the host) to a ready Spark session, and the whole fixed cost of a job (a
+1-record backfill end to end), both ways.
 Topics ``bench.backfill.p1`` and ``bench.backfill.p8`` are created once and
 deleted at the end unless ``--keep``.
 """
@@ -45,6 +49,7 @@ from django.conf import settings  # noqa: E402
 from groups.planning import BackfillRange  # noqa: E402
 from tasks.backfill import BackfillRequest, run_backfill  # noqa: E402
 from tasks.kafka_adapter import ClusterConfig, KafkaAdapter  # noqa: E402
+from tasks.spark.host import HOST_CONF  # noqa: E402
 
 VALUE_BYTES = 200
 
@@ -101,21 +106,26 @@ def time_python_reader(bootstrap: str, topic: str, partitions: int, records: int
     return time.monotonic() - started
 
 
+WARM_READS = 4
+HOST_MEMORY = "1g"
+
+
 def spark_read_child(spec_path: str) -> None:
-    """In a fresh process: the job's own reader into a noop sink, 3 times."""
+    """In a fresh process: the job's own reader into a noop sink, once cold
+    and WARM_READS times warm, in a session set up as the Spark host's."""
     from tasks.spark import backfill_job
 
     spec = backfill_job.parse_spec(json.loads(Path(spec_path).read_text()))
-    os.environ["PYSPARK_SUBMIT_ARGS"] = backfill_job.SUBMIT_ARGS
+    backfill_job.prepare_process_environment()
     from tasks.spark.session import build_session
 
     started = time.monotonic()
     spark = build_session(master=spec.master, app_name="backfill-bench-read", jars_dir=Path(spec.jars_dir),
-                          driver_memory=spec.driver_memory)
+                          driver_memory=HOST_MEMORY, extra=HOST_CONF)
     session_seconds = time.monotonic() - started
     options = backfill_job.kafka_options(spec.kafka, "")
     reads = []
-    for _ in range(3):
+    for _ in range(1 + WARM_READS):
         begin = time.monotonic()
         backfill_job.read_ranges(spark, spec, options).write.format("noop").mode("overwrite").save()
         reads.append(time.monotonic() - begin)
@@ -141,14 +151,31 @@ def time_spark_read(bootstrap: str, topic: str, partitions: int, records: int, m
         return measured
 
 
-def run_job(bootstrap: str, topic: str, partitions: int, records: int, master: str, output: str) -> dict:
+def run_job(bootstrap: str, topic: str, partitions: int, records: int, master: str, output: str,
+            host: str = "") -> dict:
+    """One backfill job end to end; on the Spark host if ``host`` (its socket)."""
     per_partition = records // partitions
     result = run_backfill(BackfillRequest(
         run_id=f"bench-{topic}-{records}", cluster=ClusterConfig(bootstrap), sink="parquet", output=output,
         ranges=tuple(BackfillRange(topic, p, 0, per_partition) for p in range(partitions)),
-        master=master, timeout_seconds=1800))
+        master=master, timeout_seconds=1800, spark_host=host))
     assert result["delivered"] == per_partition * partitions, result
+    assert result["attempts"][-1]["mode"] == ("host" if host else "process"), result["attempts"]
     return {**result["timings"], "total": result["seconds"]}
+
+
+def start_host(workdir: str, master: str) -> tuple[subprocess.Popen, str]:
+    socket_path = f"{workdir}/host.sock"
+    log = open(f"{workdir}/host.log", "ab")
+    host = subprocess.Popen([sys.executable, "-m", "tasks.spark.host", "--socket", socket_path, "--master", master,
+                             "--jars-dir", str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", HOST_MEMORY],
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while "Spark host ready" not in Path(f"{workdir}/host.log").read_text():
+        if host.poll() is not None or time.monotonic() > deadline:
+            sys.exit(f"the Spark host did not start: {Path(workdir, 'host.log').read_text()[-2000:]}")
+        time.sleep(0.2)
+    return host, socket_path
 
 
 def median(values: list[float]) -> float:
@@ -177,49 +204,71 @@ def main() -> None:
     print(f"prepared in {time.monotonic() - started:.1f}s; load average {os.getloadavg()[0]:.2f}; "
           f"{os.cpu_count()} cores; master {args.master}")
     output = tempfile.mkdtemp(prefix="gapwatch-backfill-bench-")
+    host, socket_path = start_host(output, args.master)
     report: dict = {"records": args.records, "master": args.master, "layouts": {}}
     try:
+        # The host's first job runs in a cold JVM: reported apart, as "first job on a fresh host".
+        report["host_first_job"] = run_job(args.bootstrap, "bench.backfill.p1", 1, args.records, args.master, output,
+                                           socket_path)
         tiny = [run_job(args.bootstrap, "bench.backfill.p1", 1, 1, args.master, output) for _ in range(args.runs)]
+        tiny_host = [run_job(args.bootstrap, "bench.backfill.p1", 1, 1, args.master, output, socket_path)
+                     for _ in range(args.runs)]
         report["fixed_cost"] = {key: median([t[key] for t in tiny]) for key in tiny[0]}
+        report["fixed_cost_host"] = {key: median([t[key] for t in tiny_host]) for key in tiny_host[0]}
         for topic, partitions in layouts:
             kcat = [time_kcat(args.bootstrap, topic, partitions, args.records) for _ in range(args.runs)]
             python = [time_python_reader(args.bootstrap, topic, partitions, args.records) for _ in range(args.runs)]
             reads = [time_spark_read(args.bootstrap, topic, partitions, args.records, args.master)
                      for _ in range(args.runs)]
+            hosted = [run_job(args.bootstrap, topic, partitions, args.records, args.master, output, socket_path)
+                      for _ in range(args.runs)]
             jobs = [run_job(args.bootstrap, topic, partitions, args.records, args.master, output)
                     for _ in range(args.runs)]
             row = {
                 "kcat": median(kcat), "python": median(python),
                 "spark_read_cold": median([r["reads"][0] for r in reads]),
-                "spark_read_warm": median([min(r["reads"][1:]) for r in reads]),
+                "spark_read_warm": median([seconds for r in reads for seconds in r["reads"][1:]]),
                 "spark_session": median([r["session"] for r in reads]),
+                "host_write": median([j["write"] for j in hosted]),
+                "host_verify": median([j["verify"] for j in hosted]),
+                "host_startup": median([j["startup"] for j in hosted]),
+                "host_total": median([j["total"] for j in hosted]),
                 "job_write": median([j["write"] for j in jobs]), "job_verify": median([j["verify"] for j in jobs]),
                 "job_startup": median([j["startup"] for j in jobs]), "job_total": median([j["total"] for j in jobs]),
-                "raw": {"kcat": kcat, "python": python, "spark_reads": reads, "jobs": jobs},
+                "raw": {"kcat": kcat, "python": python, "spark_reads": reads, "host_jobs": hosted, "jobs": jobs},
             }
             report["layouts"][topic] = row
             n = args.records
             print(f"\n{topic} ({partitions} partition{'s' if partitions > 1 else ''}), {n:,} records, "
-                  f"median of {args.runs}")
-            print(f"  {'reader':44} {'seconds':>8} {'records/s':>11} {'vs kcat':>8}")
+                  f"median of {args.runs} (warm reads: of {args.runs * WARM_READS})")
+            print(f"  {'reader':48} {'seconds':>8} {'records/s':>11} {'vs kcat':>8}")
             for name, seconds in [
                 ("kcat -> /dev/null", row["kcat"]),
                 ("confluent-kafka Python reader", row["python"]),
+                ("Spark read, noop sink, warm JVM (Spark host)", row["spark_read_warm"]),
                 ("Spark read, noop sink, cold JVM (1st read)", row["spark_read_cold"]),
-                ("Spark read, noop sink, warm JVM", row["spark_read_warm"]),
-                ("Spark job: read + write Parquet", row["job_write"]),
-                ("Spark job: verify (read back, count)", row["job_verify"]),
-                ("Spark job: whole job, start-up included", row["job_total"]),
+                ("job on the Spark host: read + write Parquet", row["host_write"]),
+                ("job on the Spark host: verify (read back)", row["host_verify"]),
+                ("job on the Spark host: whole job", row["host_total"]),
+                ("job in its own process: read + write Parquet", row["job_write"]),
+                ("job in its own process: whole job", row["job_total"]),
             ]:
-                print(f"  {name:44} {seconds:8.2f} {n / seconds:11,.0f} {row['kcat'] / seconds:8.2f}")
-            print(f"  job start-up (spawn -> Spark session ready): {row['job_startup']:.2f}s")
-        fixed = report["fixed_cost"]
-        print(f"\nfixed cost of a job (1-record backfill, median of {args.runs}): {fixed['total']:.2f}s "
-              f"= start-up {fixed['startup']:.2f}s + first read/write {fixed['write']:.2f}s + "
-              f"verify {fixed['verify']:.2f}s + explain/publish {fixed['finish']:.2f}s (+ Kafka checks)")
+                print(f"  {name:48} {seconds:8.2f} {n / seconds:11,.0f} {row['kcat'] / seconds:8.2f}")
+            print(f"  start-up to a ready session: on the host {row['host_startup']:.3f}s, "
+                  f"own process {row['job_startup']:.2f}s")
+        first = report["host_first_job"]
+        print(f"\nfirst job on a fresh host (cold JVM, {args.records:,} records, p1): {first['total']:.2f}s "
+              f"(read + write {first['write']:.2f}s, verify {first['verify']:.2f}s)")
+        for label, key in (("own process", "fixed_cost"), ("Spark host", "fixed_cost_host")):
+            fixed = report[key]
+            print(f"fixed cost of a job, {label} (1-record backfill, median of {args.runs}): {fixed['total']:.2f}s "
+                  f"= start-up {fixed['startup']:.2f}s + first read/write {fixed['write']:.2f}s + "
+                  f"verify {fixed['verify']:.2f}s + explain/publish {fixed['finish']:.2f}s (+ Kafka checks)")
         print(f"load average after: {os.getloadavg()[0]:.2f}")
         print(json.dumps(report))
     finally:
+        os.killpg(host.pid, 9)
+        host.wait()
         shutil.rmtree(output, ignore_errors=True)
         if not args.keep:
             for topic, _ in layouts:

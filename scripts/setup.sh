@@ -16,6 +16,8 @@ command -v redis-server >/dev/null || need_packages+=(redis-server)
 [ "${SKIP_BROWSER:-0}" = 1 ] || command -v chromium >/dev/null || need_packages+=(chromium)
 command -v java >/dev/null || need_packages+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || need_packages+=(maven)
+# The single-reader reference of the backfill benchmark (bench/backfill_bench.py).
+command -v kcat >/dev/null || need_packages+=(kcat)
 if [ ${#need_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: missing ${need_packages[*]}; install them (apt-get install ${need_packages[*]}) or run as root" >&2

@@ -47,10 +47,16 @@ from tasks.spark import backfill_job
 log = logging.getLogger("gapwatch.spark_host")
 
 MAX_REQUEST_BYTES = 64 * 1024
-# A long-lived JVM keeps Spark's cached Kafka consumers (and their fetched
+# Settings of the host's session on top of tasks.spark.session's. A
+# long-lived JVM keeps Spark's cached Kafka consumers (and their fetched
 # buffers) until evicted; every query has a group id of its own, so cached
-# consumers are never reused across jobs: evict them soon.
+# consumers are never reused across jobs: evict them soon (without this,
+# 1M-record reads in one session slowed from 1.4 s to 2.5-6 s after eight
+# of them here, and a 768m driver ran out of heap).
 HOST_CONF = {
+    # The throughput collector: warm 1M-record reads took 0.84-0.94 s with it
+    # against 0.96-1.12 s with G1 here (bench/RESULTS.md).
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
     "spark.kafka.consumer.cache.capacity": "16",
     "spark.kafka.consumer.cache.timeout": "30s",
     "spark.kafka.consumer.cache.evictorThreadRunInterval": "10s",
