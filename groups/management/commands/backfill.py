@@ -133,6 +133,9 @@ class Command(BaseCommand):
             self.stdout.write(f"output: {sink['output']}")
         elif sink.get("topics"):
             self.stdout.write("replayed to: " + ", ".join(f"{s} -> {r}" for s, r in sink["topics"].items()))
+        for attempt in result.get("attempts", []):
+            where = "the Spark host" if attempt.get("mode") == "host" else "a Spark process of its own"
+            self.stdout.write(f"attempt {attempt['attempt']}: {attempt['outcome']} on {where} (pid {attempt['pid']})")
 
     def _table(self, columns: tuple[str, ...], rows: list[tuple]) -> None:
         text = [columns] + [tuple(str(cell) for cell in row) for row in rows]
