@@ -18,13 +18,11 @@ poll refreshing them.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Iterable
 
 import redis
 from django.conf import settings
 
-from groups import core
 from groups.snapshot import Snapshot
 
 log = logging.getLogger(__name__)

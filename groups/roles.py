@@ -13,7 +13,8 @@ def ensure_roles(*, group_model=None, permission_model=None) -> None:
     """Create the role groups with their permissions; idempotent. Migrations
     pass their historical models."""
     if group_model is None:
-        from django.contrib.auth.models import Group as group_model, Permission as permission_model  # noqa: N813
+        from django.contrib.auth.models import Group as group_model  # noqa: N813
+        from django.contrib.auth.models import Permission as permission_model
     for name, codenames in ROLE_PERMISSIONS.items():
         group, _ = group_model.objects.get_or_create(name=name)
         if codenames:

@@ -1,7 +1,6 @@
 from django.urls import include, path
 
-from groups import views
-from groups import views_reset
+from groups import views, views_reset
 
 urlpatterns = [
     path("", views.home, name="home"),

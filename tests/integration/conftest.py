@@ -1,4 +1,5 @@
-"""Fixtures shared by the scenario tests on the real broker."""
+"""Fixtures shared by the integration tests: the real broker, the local
+cluster, and users in the two roles."""
 
 from __future__ import annotations
 
@@ -21,3 +22,19 @@ def cluster(kafka_bootstrap):
     from groups.models import Cluster
 
     return Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+
+
+@pytest.fixture
+def approver(db):
+    """A user in the approver role (may approve remediations)."""
+    from tests.factories import user_with_role
+
+    return user_with_role("approver", "approver")
+
+
+@pytest.fixture
+def viewer(db):
+    """A user in the viewer role (reads only)."""
+    from tests.factories import user_with_role
+
+    return user_with_role("viewer", "viewer")

@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.contrib.auth.models import Permission, User
 
 from groups.api_schema import openapi_document
-from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, Topic
-
+from groups.models import Cluster, ConsumerGroup, Finding, Topic
 from tests.factories import (  # noqa: E402
     HOSTILE_GROUP_ID,
     NOW,
@@ -26,7 +24,6 @@ from tests.factories import (  # noqa: E402
     make_group_topic,
     make_topic,
 )
-
 
 # --- Helpers -----------------------------------------------------------------------
 

@@ -28,7 +28,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicCollection, TopicPartition
 from django.conf import settings
-from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
@@ -118,20 +117,6 @@ def test_it_keeps_the_root_cause_when_it_cuts_a_long_spark_error():
 
 
 # --- fixtures ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def broker(kafka_bootstrap):
-    broker = Broker(kafka_bootstrap)
-    yield broker
-    broker.close()
-
-
-@pytest.fixture
-def approver(db):
-    user = User.objects.create_user("approver", password="approver-pass-123")
-    user.user_permissions.add(Permission.objects.get(codename="approve_remediation"))
-    return User.objects.get(id=user.id)
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ import time
 import pytest
 import redis
 from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-
 from gapwatch_guard import GuardUnavailableError, PartitionGuard, TopicAssignment, plan_topic
+
 from tests.integration.kafka_harness import Broker, wait_until
 
 K = 30  # messages produced to each new partition

@@ -46,13 +46,6 @@ def group_ids(broker):
                 pass
 
 
-@pytest.fixture
-def approver(db):
-    user = User.objects.create_user("ops", password="not-used-here-1")
-    user.user_permissions.add(Permission.objects.get(codename="approve_remediation"))
-    return User.objects.get(id=user.id)
-
-
 def committed(broker, group_id: str, topic: str, partitions=(0, 1, 2)) -> dict[int, int | None]:
     """Read straight from the broker with the raw client, not the adapter under test."""
     request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, p) for p in partitions])

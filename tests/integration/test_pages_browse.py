@@ -9,8 +9,6 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
-
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -36,16 +34,6 @@ ATTRIBUTE = '" onmouseover="x'
 HOSTILE = (SCRIPT, ATTRIBUTE)
 ESCAPED = {SCRIPT: "&lt;script&gt;alert(1)&lt;/script&gt;", ATTRIBUTE: "&quot; onmouseover=&quot;x"}
 PASSWORD = "s3cret-PASS-never-shown"
-
-
-@pytest.fixture
-def viewer(db):
-    return user_with_role("vera", "viewer")
-
-
-@pytest.fixture
-def approver(db):
-    return user_with_role("arno", "approver")
 
 
 @pytest.fixture

@@ -30,16 +30,6 @@ ATTRIBUTE_BREAKER = '" onmouseover="x'
 
 
 @pytest.fixture
-def approver(db):
-    return user_with_role("ada", "approver")
-
-
-@pytest.fixture
-def viewer(db):
-    return user_with_role("vic", "viewer")
-
-
-@pytest.fixture
 def gap_findings(db):
     """Two gap findings of one group (hostile id) on partitions 2 and 3."""
     cluster = make_cluster("prod")
@@ -204,24 +194,6 @@ def test_a_viewer_is_refused_every_state_change_and_get_is_405(viewer, gap_findi
     assert client.get(url).status_code == 405
     a_job.refresh_from_db()
     assert a_job.status == "approved" and Finding.objects.filter(closed_at__isnull=False).count() == 0
-
-
-def test_the_job_page_lists_each_attempt_and_where_it_ran(approver, gap_findings):
-    client = client_for(approver)
-    client.post("/findings/backfill/approve", {"ids": gap_findings[0].id, "sink": "parquet"})
-    job = RemediationJob.objects.get()
-    job.result = {"attempts": [
-        {"attempt": "a1", "mode": "host", "pid": 4242, "outcome": "killed by the Spark host closing the connection",
-         "timings": {"startup": 0.01, "write": 2.5}},
-        {"attempt": "a2", "mode": "process", "pid": 5151, "outcome": "published",
-         "host_unavailable": "no Spark host on <sock>", "timings": {"startup": 6.2, "write": 10.1, "verify": 4.4}},
-    ]}
-    job.save()
-    body = client.get(f"/jobs/{job.id}/").content.decode()
-    table = body[body.index('<table class="attempts">'):body.index("</table>", body.index('<table class="attempts">'))]
-    assert "Spark host" in table and "own Spark process" in table
-    assert "4242" in table and "5151" in table and "10.1" in table
-    assert "no Spark host on &lt;sock&gt;" in table and "<sock>" not in table
 
 
 @pytest.mark.parametrize(("url", "data"), STATE_CHANGING, ids=[u for u, _ in STATE_CHANGING])
