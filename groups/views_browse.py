@@ -29,7 +29,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, Strea
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from groups import selectors
 from groups.audit import audit_record
@@ -308,18 +308,27 @@ def group_detail(request: HttpRequest, group_pk: int) -> HttpResponse:
     return _group_page(request, group, None)
 
 
-def _manager_post(view: Callable) -> Callable:
-    """Login (anonymous: to the login page), then POST only (405), then the
-    permission (403). CSRF is checked by the middleware before all of it."""
+def _manager_only(*methods: str) -> Callable[[Callable], Callable]:
+    """Login (anonymous: to the login page), then the HTTP methods (405),
+    then the permission (403). CSRF is checked by the middleware before all
+    of it."""
 
-    @login_required
-    @require_POST
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        _require_manager(request.user)
-        return view(request, *args, **kwargs)
+    def decorate(view: Callable) -> Callable:
+        @login_required
+        @require_http_methods(list(methods))
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            _require_manager(request.user)
+            return view(request, *args, **kwargs)
 
-    return wrapper
+        return wrapper
+
+    return decorate
+
+
+# A write; a page with a form (GET shows it, POST saves).
+_manager_post = _manager_only("POST")
+_manager_form_view = _manager_only("GET", "HEAD", "POST")
 
 
 @_manager_post
@@ -343,19 +352,6 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
     return render(request, "browse/clusters.html", {
         "clusters": selectors.clusters_list(), "can_manage": request.user.has_perm(MANAGE_PERMISSION),
     })
-
-
-def _manager_form_view(view: Callable) -> Callable:
-    """A page with a form: GET shows it, POST saves; both need the permission."""
-
-    @login_required
-    @require_http_methods(["GET", "HEAD", "POST"])
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        _require_manager(request.user)
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 @_manager_form_view
