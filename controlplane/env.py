@@ -7,6 +7,7 @@ variable, so a misconfigured deployment stops at start-up, not at first use.
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
@@ -22,6 +23,18 @@ def env_str(name: str, default: str | None = None) -> str:
             raise ImproperlyConfigured(f"{name} must be set")
         return default
     return value
+
+
+_DOTTED_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+
+
+def env_dotted_paths(name: str) -> tuple[str, ...]:
+    """Comma-separated ``package.module.name`` paths; empty gives ()."""
+    paths = tuple(env_list(name, ""))
+    for path in paths:
+        if not _DOTTED_PATH.match(path):
+            raise ImproperlyConfigured(f"{name}: {path!r} is not a dotted path like package.module.function")
+    return paths
 
 
 def env_bool(name: str, default: bool = False) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 from controlplane.env import (
     env_bool,
     env_database,
+    env_dotted_paths,
     env_int,
     env_list,
     env_redis,
@@ -64,7 +65,7 @@ BACKFILL_TIMEOUT_SECONDS = env_int("BACKFILL_TIMEOUT_SECONDS", 3600, minimum=30)
 BACKFILL_SPARK_HOST = env_str("BACKFILL_SPARK_HOST", "")
 # Python handlers (dotted paths, comma separated) approvers may choose as a
 # backfill's sink; each is called with an iterator of one Spark partition's records.
-BACKFILL_HANDLERS = tuple(h.strip() for h in env_str("BACKFILL_HANDLERS", "").split(",") if h.strip())
+BACKFILL_HANDLERS = env_dotted_paths("BACKFILL_HANDLERS")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

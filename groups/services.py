@@ -131,7 +131,7 @@ def _finding_partitions(cluster: Cluster) -> dict[tuple[str, str], set[int]]:
     partitions: dict[tuple[str, str], set[int]] = defaultdict(set)
     for topic, group_id, partition in Finding.objects.filter(cluster=cluster).values_list(
         "topic__name", "group__group_id", "partition"
-    ):
+    ).distinct():
         partitions[(topic, group_id)].add(partition)
     return partitions
 

@@ -228,6 +228,17 @@ def min_partitions(spec: JobSpec, parallelism: int = 1) -> int | None:
     return math.ceil(wanted / max(1, parallelism)) * max(1, parallelism)
 
 
+def kafka_reader(spark, options: dict[str, str]):
+    """Spark's Kafka batch source as every read of a backfill uses it (the
+    ranges, and the replay topic's read-back): the client options, the
+    fetch settings, headers, and offsets removed by retention skipped rather
+    than failing the read."""
+    return (
+        spark.read.format("kafka").options(**options).options(**FETCH_OPTIONS)
+        .option("includeHeaders", "true").option("failOnDataLoss", "false")
+    )
+
+
 def read_ranges(spark, spec: JobSpec, options: dict[str, str]):
     """The records of every range: ``assign`` the partitions, exact
     ``startingOffsets``/``endingOffsets`` (end exclusive), headers included,
@@ -242,12 +253,10 @@ def read_ranges(spark, spec: JobSpec, options: dict[str, str]):
         entry["start"][str(r["partition"])] = r["start"]
         entry["end"][str(r["partition"])] = r["end"]
     reader = (
-        spark.read.format("kafka").options(**options).options(**FETCH_OPTIONS)
+        kafka_reader(spark, options)
         .option("assign", json.dumps({t: sorted(int(p) for p in e["start"]) for t, e in by_topic.items()}))
         .option("startingOffsets", json.dumps({t: e["start"] for t, e in by_topic.items()}))
         .option("endingOffsets", json.dumps({t: e["end"] for t, e in by_topic.items()}))
-        .option("includeHeaders", "true")
-        .option("failOnDataLoss", "false")
         .option("kafka.isolation.level", "read_committed")
     )
     split = min_partitions(spec, spark.sparkContext.defaultParallelism)

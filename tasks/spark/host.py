@@ -35,6 +35,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -199,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("py4j").setLevel(logging.WARNING)
     if not args.jars_dir:
         parser.error("--jars-dir (or SPARK_KAFKA_JARS_DIR) is required")
+    if not re.fullmatch(r"[0-9]+[kmgtKMGT]?", args.driver_memory):
+        parser.error(f"--driver-memory (or BACKFILL_HOST_MEMORY) must look like 1g or 768m, got {args.driver_memory!r}")
+    if args.slots < 1:
+        parser.error("--slots must be at least 1")
     path = Path(args.socket).absolute()
     try:
         server = listen(path)
@@ -212,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = build_session(master=args.master, app_name="gapwatch-spark-host", jars_dir=Path(args.jars_dir),
                           driver_memory=args.driver_memory, extra=HOST_CONF)
     spark.sparkContext.setLogLevel("WARN")
-    host = SparkHost(spark, slots=max(1, args.slots))
+    host = SparkHost(spark, slots=args.slots)
 
     def stop(signum, frame) -> None:
         log.info("stopping (signal %s) after %d jobs", signum, host.jobs_run)
@@ -226,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     log.info("Spark host ready on %s in %.1fs (master %s, driver memory %s, %d slot(s))", path,
-             time.monotonic() - started, args.master, args.driver_memory, max(1, args.slots))
+             time.monotonic() - started, args.master, args.driver_memory, args.slots)
     while True:
         connection, _ = server.accept()
         threading.Thread(target=host.serve, args=(connection,), name="spark-host-job", daemon=True).start()

@@ -39,7 +39,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from tasks.spark.backfill_job import FETCH_OPTIONS
+from tasks.spark.backfill_job import kafka_reader
 
 # A partition with more holes than this is still counted exactly; only the
 # list of holes is cut (``holes_truncated``).
@@ -341,11 +341,10 @@ class KafkaSink:
         frames = []
         for replay, offsets in self.start_offsets.items():
             frames.append(
-                self.spark.read.format("kafka").options(**self.kafka_options).options(**FETCH_OPTIONS)
+                kafka_reader(self.spark, self.kafka_options)
                 .option("assign", json.dumps({replay: sorted(int(p) for p in offsets)}))
                 .option("startingOffsets", json.dumps({replay: {str(p): int(o) for p, o in offsets.items()}}))
-                .option("endingOffsets", "latest").option("includeHeaders", "true")
-                .option("failOnDataLoss", "false").load()
+                .option("endingOffsets", "latest").load()
             )
         read_back = frames[0]
         for frame in frames[1:]:

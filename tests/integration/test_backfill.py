@@ -531,6 +531,7 @@ def test_it_prints_the_plan_by_default_and_runs_it_with_execute(broker, unique, 
     call_command(*arguments, "--execute")
     printed = capsys.readouterr().out
     assert f"succeeded: {K - 5} of {K - 5} records delivered" in printed
+    assert "on a Spark process of its own" in printed  # no Spark host in this test
     assert parquet_rows(spark, str(output)) == [row for row in scenario.expected_rows(partitions=(3,)) if row[2] >= 5]
 
 
@@ -725,3 +726,13 @@ def test_the_spark_host_masks_the_sasl_password_in_errors_and_never_logs_it(kafk
     assert result["status"] == "failed" and result["error"]
     assert password not in (tmp_path / "result.json").read_text()
     assert password not in spark_host["log"].read_text()
+
+
+def test_the_spark_host_refuses_a_bad_memory_size_before_starting_spark(tmp_path):
+    answer = subprocess.run(
+        [sys.executable, "-m", "tasks.spark.host", "--socket", str(tmp_path / "host.sock"),
+         "--jars-dir", str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", "lots"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert answer.returncode == 2
+    assert "--driver-memory (or BACKFILL_HOST_MEMORY) must look like 1g or 768m, got 'lots'" in answer.stderr
+    assert not (tmp_path / "host.sock").exists()

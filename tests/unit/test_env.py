@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from controlplane.env import env_bool, env_database, env_int
+from controlplane.env import env_bool, env_database, env_dotted_paths, env_int
 
 
 def test_it_parses_a_postgresql_url(monkeypatch):
@@ -35,3 +35,13 @@ def test_it_applies_the_minimum(monkeypatch):
         env_int("N", 5, minimum=1)
     monkeypatch.delenv("N")
     assert env_int("N", 5, minimum=1) == 5
+
+
+def test_it_reads_dotted_paths_and_refuses_anything_else(monkeypatch):
+    monkeypatch.setenv("HANDLERS", " pkg.mod.fn , builtins.list ")
+    assert env_dotted_paths("HANDLERS") == ("pkg.mod.fn", "builtins.list")
+    monkeypatch.setenv("HANDLERS", "pkg.mod.fn,os.system; rm -rf /")
+    with pytest.raises(ImproperlyConfigured, match="HANDLERS: 'os.system; rm -rf /' is not a dotted path"):
+        env_dotted_paths("HANDLERS")
+    monkeypatch.delenv("HANDLERS")
+    assert env_dotted_paths("HANDLERS") == ()
