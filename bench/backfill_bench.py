@@ -46,9 +46,9 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # no
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from groups.planning import BackfillRange  # noqa: E402
-from tasks.backfill import BackfillRequest, run_backfill  # noqa: E402
-from tasks.kafka_adapter import ClusterConfig, KafkaAdapter  # noqa: E402
+from groups.domain.planning import BackfillRange  # noqa: E402
+from tasks.backfill.runner import BackfillRequest, run_backfill  # noqa: E402
+from tasks.kafka.adapter import ClusterConfig, KafkaAdapter  # noqa: E402
 from tasks.spark.host import HOST_CONF  # noqa: E402
 
 VALUE_BYTES = 200

@@ -23,7 +23,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from groups.models import Cluster  # noqa: E402
-from tasks.kafka_adapter import KafkaAdapter  # noqa: E402
+from tasks.kafka.adapter import KafkaAdapter  # noqa: E402
 from tasks.polling import poll_cluster  # noqa: E402
 
 

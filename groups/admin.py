@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 
-from groups.audit import audit_record
+from groups.services.audit import audit_record
 from groups.models import (
     ApiToken,
     AuditEvent,
@@ -16,7 +16,7 @@ from groups.models import (
     RemediationJob,
     Topic,
 )
-from groups.tokens import api_token_create
+from groups.services.tokens import api_token_create
 
 
 class ClusterAdminForm(forms.ModelForm):

@@ -4,7 +4,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from groups import crypto
-from tasks.kafka_adapter import ClusterConfig
+from tasks.kafka.adapter import ClusterConfig
 
 
 class Cluster(models.Model):
@@ -167,7 +167,7 @@ class GroupTopic(models.Model):
 class Finding(models.Model):
     """One (group, topic, partition) where the partition appeared in a new
     generation of a topic the group already consumed. The accounting fields
-    mirror ``groups.core.FindingAccounting``; offsets are "next to read" and
+    mirror ``groups.domain.detection.FindingAccounting``; offsets are "next to read" and
     ranges half-open."""
 
     class State(models.TextChoices):
@@ -284,7 +284,7 @@ class AuditEvent(models.Model):
 class RemediationJob(models.Model):
     """An approved offset reset or Spark backfill for findings of one group.
 
-    Its status moves only by compare-and-set (``groups.remediation.job_transition``),
+    Its status moves only by compare-and-set (``groups.services.remediation.job_transition``),
     so two approvals or two workers can never run one job twice.
     """
 

@@ -47,7 +47,7 @@ case ${1:-} in
     spawn beat "$PY/celery" -A controlplane beat --loglevel INFO \
       -S django_celery_beat.schedulers:DatabaseScheduler --pidfile=
     if [ "${DEMO:-1}" != 0 ]; then
-      spawn demo "$PY/python" -m tasks.demo --bootstrap "$KAFKA_BOOTSTRAP_SERVERS" --state-dir "$GAPWATCH_HOME/demo"
+      spawn demo "$PY/python" -m demo.scenario --bootstrap "$KAFKA_BOOTSTRAP_SERVERS" --state-dir "$GAPWATCH_HOME/demo"
     fi
     for _ in $(seq 1 120); do web_ready && break; sleep 0.25; done
     web_ready || { tail -n 30 "$LOGS/web.log" >&2; echo "app: web server did not answer (log: $LOGS/web.log)" >&2; exit 1; }

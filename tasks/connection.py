@@ -8,10 +8,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from groups.audit import audit_record
+from groups.services.audit import audit_record
 from groups.crypto import SecretUnreadable
 from groups.models import Cluster
-from tasks.kafka_adapter import KafkaAdapter, KafkaUnavailable
+from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable
 
 MESSAGE_MAX_CHARS = 1000
 

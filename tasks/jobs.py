@@ -13,7 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from groups.models import Cluster, Notification, RemediationJob
-from groups.remediation import job_transition
+from groups.services.remediation import job_transition
 from tasks.polling import poll_cluster
 
 log = logging.getLogger(__name__)

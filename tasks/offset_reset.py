@@ -23,9 +23,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from groups.audit import audit_record
+from groups.services.audit import audit_record
 from groups.models import Cluster, ConsumerGroup, Finding, JobFinding, RemediationJob
-from groups.planning import (
+from groups.domain.planning import (
     PartitionPosition,
     PlanError,
     PlannedReset,
@@ -34,9 +34,9 @@ from groups.planning import (
     reset_drift,
     reset_mismatches,
 )
-from groups.remediation import DuplicateJob, job_transition, positions_of
-from groups.snapshot import Snapshot
-from tasks.kafka_adapter import GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
+from groups.services.remediation import DuplicateJob, job_transition, positions_of
+from groups.domain.snapshot import Snapshot
+from tasks.kafka.adapter import GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
 
 log = logging.getLogger(__name__)
 Status = RemediationJob.Status

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from groups.models import Cluster
-from groups.services import PollSummary, cluster_record_failure, poll_record_success
-from tasks.kafka_adapter import KafkaAdapter, KafkaUnavailable
+from groups.services.polls import PollSummary, cluster_record_failure, poll_record_success
+from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable
 
 
 def poll_cluster(*, cluster_id: int) -> PollSummary:

@@ -33,7 +33,7 @@ the range). At the end it writes ``result_file``: status, the per-partition
 summary of what the sink holds (``sinks.partition_summary``), timings
 (epoch seconds) and, on failure, the error text.
 
-With ``--parent-pipe`` (how ``tasks.backfill`` runs it) a Parquet job stops
+With ``--parent-pipe`` (how ``tasks.backfill.runner`` runs it) a Parquet job stops
 after counting its staged output, writes the result with status ``staged``
 and waits for one line on stdin: ``publish`` or ``discard``. The parent
 decides after explaining any missing offsets. If stdin closes first (the

@@ -8,7 +8,7 @@ took 4-5x as long as later ones; see bench/RESULTS.md).
 
 It is a process of its own, never the Celery worker: a JVM crash or an
 out-of-memory kill ends the host and the job it runs, and the executor runs
-that job again in a process of its own (``tasks.backfill``). It listens on a
+that job again in a process of its own (``tasks.backfill.runner``). It listens on a
 Unix socket (mode 0600: the request carries the SASL password), one
 connection per job attempt, newline-delimited JSON:
 

@@ -5,7 +5,7 @@ no Django, no ORM.
 Every sink ends with the same per-partition summary (``partition_summary``):
 how many of the offsets ``[start, end)`` it delivered, which offsets are
 missing (``holes``, half-open ranges), duplicates and records outside the
-range. The executor (``tasks.backfill``) explains the missing offsets.
+range. The executor (``tasks.backfill.runner``) explains the missing offsets.
 
 - ``ParquetSink`` writes to a staging folder, counts what the staging folder
   holds (read back from storage, not from the writer), and only then swaps it

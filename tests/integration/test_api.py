@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.contrib.auth.models import Permission, User
 
-from groups.api_schema import openapi_document
+from groups.api.schema import openapi_document
 from groups.models import Cluster, ConsumerGroup, Finding, Topic
 from tests.factories import (  # noqa: E402
     HOSTILE_GROUP_ID,

@@ -7,7 +7,7 @@ findings on partitions 2 and 3 with ``backfill_start``/``backfill_end``
 [0, K), created with the ORM under the topic's real topic id. Detection
 itself is covered end to end in test_detection.py; here the subject is the
 backfill of a known range, so the ranges are exact and the tests do not wait
-for consumer groups. Jobs are created by ``groups.remediation.job_request``
+for consumer groups. Jobs are created by ``groups.services.remediation.job_request``
 and run by the real Celery task function, in the test process (the job is
 enqueued only after commit; the tests capture that and call the task).
 """
@@ -33,10 +33,10 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration, RemediationJob, Topic
-from groups.planning import BackfillRange
-from groups.remediation import job_request, job_transition
-from tasks import backfill
-from tasks.backfill import (
+from groups.domain.planning import BackfillRange
+from groups.services.remediation import job_request, job_transition
+from tasks.backfill import runner as backfill
+from tasks.backfill.runner import (
     BackfillRequest,
     PreparedRange,
     backfill_request_for,
@@ -45,7 +45,7 @@ from tasks.backfill import (
     partition_report,
     run_backfill,
 )
-from tasks.backfill_launch import HostedJob
+from tasks.backfill.launch import HostedJob
 from tasks.jobs import run_remediation_job
 from tasks.spark.session import build_session
 from tasks.spark.sinks import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC, holes_of
@@ -132,7 +132,7 @@ def enqueued(monkeypatch):
     """Jobs job_request would hand to Celery after commit; the tests run them
     with the real task function instead of a shared broker queue."""
     job_ids: list[int] = []
-    monkeypatch.setattr("groups.remediation._enqueue_on_commit", job_ids.append)
+    monkeypatch.setattr("groups.services.remediation._enqueue_on_commit", job_ids.append)
     return job_ids
 
 
@@ -430,7 +430,7 @@ def test_it_restarts_a_job_whose_worker_died_and_publishes_exactly_the_range(
         "DJANGO_SETTINGS_MODULE": "controlplane.settings",
     }
     worker = subprocess.Popen(
-        [sys.executable, "-c", "import django; django.setup(); from tasks import backfill; "
+        [sys.executable, "-c", "import django; django.setup(); from tasks.backfill import runner as backfill; "
          "backfill.RECORDS_PER_TASK = 2000; backfill.execute_backfill(job_id=int(__import__('sys').argv[1]))",
          str(job.id)],
         cwd=ROOT, env=environment, stdout=open(tmp_path / "worker.log", "wb"), stderr=subprocess.STDOUT,

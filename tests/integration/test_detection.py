@@ -7,7 +7,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from groups import known_partitions
+from groups.services import known_partitions
 from groups.models import ConsumerGroup, Finding, PartitionGeneration
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import GroupConsumer, wait_until

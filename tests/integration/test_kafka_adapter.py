@@ -16,8 +16,8 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from groups.snapshot import GroupSnapshot, PartitionOffsets, Snapshot
-from tasks.kafka_adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable
+from groups.domain.snapshot import GroupSnapshot, PartitionOffsets, Snapshot
+from tasks.kafka.adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable
 from tests.integration.kafka_harness import wait_until
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -21,11 +21,11 @@ from django.contrib.auth.models import Permission, User
 from django.core.management import CommandError, call_command
 
 from groups.models import AuditEvent, Cluster, ConsumerGroup, RemediationJob
-from groups.planning import ResetTarget, plan_reset
-from groups.remediation import job_approve, job_request, positions_of
+from groups.domain.planning import ResetTarget, plan_reset
+from groups.services.remediation import job_approve, job_request, positions_of
 from tasks import offset_reset
 from tasks.jobs import poll_cluster_task, run_remediation_job
-from tasks.kafka_adapter import ClusterConfig, GroupNotEmpty, KafkaAdapter
+from tasks.kafka.adapter import ClusterConfig, GroupNotEmpty, KafkaAdapter
 from tests.integration.kafka_harness import GroupConsumer, wait_until
 from tests.integration.test_detection import findings, poll, start_consuming_group
 

@@ -14,7 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from groups.forms import normalize_bootstrap_servers
+from groups.web.forms import normalize_bootstrap_servers
 from groups.models import (
     AuditEvent,
     Cluster,
@@ -25,7 +25,7 @@ from groups.models import (
     PartitionGeneration,
     Topic,
 )
-from groups.views_browse import csv_cell, partition_ranges
+from groups.web.browse import csv_cell, partition_ranges
 from tests.factories import user_with_role
 from tests.integration.kafka_harness import wait_until
 
@@ -468,7 +468,7 @@ def test_it_escapes_hostile_names_on_every_page_and_in_the_csv(approver_client, 
 
 
 def audit_record_hostile(cluster: Cluster) -> None:
-    from groups.audit import audit_record
+    from groups.services.audit import audit_record
 
     audit_record(action="=cmd|' /C calc'!A0", cluster=cluster, object_type="+SUM(1)", object_id="-3",
                  detail={"note": ATTRIBUTE})
@@ -478,7 +478,7 @@ def audit_record_hostile(cluster: Cluster) -> None:
 @pytest.mark.django_db
 def test_it_filters_and_paginates_the_audit_log_and_exports_the_same_rows(approver_client, approver, viewer,
                                                                           cluster):
-    from groups.audit import audit_record
+    from groups.services.audit import audit_record
 
     other = Cluster.objects.create(name="other", bootstrap_servers="127.0.0.1:9092")
     for i in range(60):

@@ -13,9 +13,9 @@ from django.db import connection, connections
 from django.test import Client
 
 from groups.models import AuditEvent, Finding, RemediationJob
-from groups.remediation import job_transition
-from groups.tokens import api_token_create
-from tasks.backfill import backfill_request_for
+from groups.services.remediation import job_transition
+from groups.services.tokens import api_token_create
+from tasks.backfill.runner import backfill_request_for
 from tests.factories import (
     HOSTILE_GROUP_ID,
     make_cluster,

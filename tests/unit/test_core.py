@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from groups.core import (
+from groups.domain.detection import (
     Changes,
     FindingKey,
     FindingState,
@@ -24,7 +24,7 @@ from groups.core import (
     StateTransition,
     evaluate_snapshot,
 )
-from groups.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
+from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 POLL_INTERVAL = timedelta(minutes=1)

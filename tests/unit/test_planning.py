@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from groups.planning import (
+from groups.domain.planning import (
     PartitionPosition,
     PlanError,
     PlannedReset,

@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from groups.tokens import api_token_create
+from groups.services.tokens import api_token_create
 
 
 class Command(BaseCommand):

@@ -14,9 +14,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup, RemediationJob
-from groups.planning import PlanError, PlannedReset, ResetTarget, plan_reset
-from groups.remediation import DuplicateJob
-from tasks.kafka_adapter import KafkaUnavailable
+from groups.domain.planning import PlanError, PlannedReset, ResetTarget, plan_reset
+from groups.services.remediation import DuplicateJob
+from tasks.kafka.adapter import KafkaUnavailable
 from tasks.offset_reset import SOURCE_CLI, active_group_reason, reset_adapter, reset_job_create, reset_positions
 
 COLUMNS = ("TOPIC", "PARTITION", "LOG-START", "HIGH-WATERMARK", "CURRENT", "PLANNED", "REDELIVERED", "SKIPPED")

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 import redis
 from django.conf import settings
 
-from groups.snapshot import Snapshot
+from groups.domain.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 PREFIX = "gapwatch:known-partitions"

@@ -2,7 +2,8 @@
 
 from django.urls import path
 
-from groups import api, api_write
+from groups.api import read as api
+from groups.api import write as api_write
 
 app_name = "api"
 

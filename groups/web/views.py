@@ -19,7 +19,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from groups import remediation, selectors
+from groups import selectors
+from groups.services import remediation
 from groups.models import Cluster, Finding, JobFinding, RemediationJob
 
 PAGE_SIZE = 50

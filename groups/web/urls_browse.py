@@ -1,8 +1,8 @@
-"""The browse pages: topic, group, clusters, audit (included by groups.urls)."""
+"""The browse pages: topic, group, clusters, audit (included by groups.web.urls)."""
 
 from django.urls import path
 
-from groups import views_browse as views
+from groups.web import browse as views
 
 app_name = "browse"
 

@@ -5,7 +5,7 @@ The Spark job (``tasks.spark.backfill_job``) runs outside the worker, with
 a time limit (BACKFILL_TIMEOUT_SECONDS): on the long-lived Spark host
 (``tasks.spark.host``, a warm JVM) when BACKFILL_SPARK_HOST names one that
 answers, otherwise in a Spark process of its own started here
-(``tasks.backfill_launch``). A JVM crash or an out-of-memory kill ends that
+(``tasks.backfill.launch``). A JVM crash or an out-of-memory kill ends that
 process or the host, never the worker. The job gets explicit arguments (a
 JSON spec; the SASL password in its environment, or over the host's socket)
 and reports through two files: progress (records done of total) and result
@@ -66,10 +66,10 @@ from django.db import connection
 from django.utils import timezone
 
 from groups.models import Cluster, RemediationJob
-from groups.planning import BackfillRange, PlanError
-from groups.remediation import job_transition
-from tasks.backfill_launch import HostedJob, HostUnavailable, JobProcess
-from tasks.kafka_adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable, TopicDetails
+from groups.domain.planning import BackfillRange, PlanError
+from groups.services.remediation import job_transition
+from tasks.backfill.launch import HostedJob, HostUnavailable, JobProcess
+from tasks.kafka.adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable, TopicDetails
 from tasks.spark.backfill_job import PASSWORD_ENV
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ WORKDIR_PREFIX = "gapwatch-backfill-"
 # Ranges bigger than this are split across Spark tasks (minPartitions); also
 # the grain of the progress estimate.
 RECORDS_PER_TASK = 200_000
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parents[2]
 CAUSES = ("retention", "aborted_transaction", "transaction_markers", "compaction_or_markers")
 
 

@@ -1,7 +1,7 @@
 """How the executor starts one attempt of a Spark backfill job: in a process
 of its own (``JobProcess``) or on the long-lived Spark host
 (``HostedJob``, ``tasks.spark.host``). Both look the same to
-``tasks.backfill``: poll for an exit code, send the publish/discard decision,
+``tasks.backfill.runner``: poll for an exit code, send the publish/discard decision,
 stop, and say why an attempt ended without an exit code it can trust.
 """
 

@@ -1,5 +1,5 @@
 """The read-only JSON API under /api/v1/ (session login; described by
-``groups.api_schema`` at /api/v1/schema).
+``groups.api.schema`` at /api/v1/schema).
 
 Every list is paginated the same way: ``page`` (1-based) and ``page_size``
 (default 50, at most 500); the answer is ``{"count", "page", "page_size",
@@ -19,7 +19,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 
 from groups import selectors
-from groups.api_schema import openapi_document
+from groups.api.schema import openapi_document
 from groups.models import Cluster, ConsumerGroup, Finding, Topic
 
 DEFAULT_PAGE_SIZE = 50

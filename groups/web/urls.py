@@ -1,6 +1,7 @@
 from django.urls import include, path
 
-from groups import views, views_reset
+from groups.web import reset as views_reset
+from groups.web import views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -17,5 +18,5 @@ urlpatterns = [
     path("jobs/<int:job_id>/retry", views.job_retry, name="job_retry"),
     path("jobs/<int:job_id>/approve", views.job_approve, name="job_approve"),
     path("jobs/<int:job_id>/export.csv", views_reset.job_export_csv, name="job_export_csv"),
-    path("", include("groups.urls_browse")),
+    path("", include("groups.web.urls_browse")),
 ]

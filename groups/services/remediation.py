@@ -16,9 +16,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from groups.audit import audit_record
+from groups.services.audit import audit_record
 from groups.models import Finding, JobFinding, RemediationJob
-from groups.planning import PartitionPosition, PlanError, ResetTarget, plan_backfill, plan_reset
+from groups.domain.planning import PartitionPosition, PlanError, ResetTarget, plan_backfill, plan_reset
 
 log = logging.getLogger(__name__)
 APPROVE_PERMISSION = "groups.approve_remediation"

@@ -1,7 +1,7 @@
 """What one poll read from a cluster, as plain frozen data.
 
-The Kafka adapter (``tasks/kafka_adapter.py``) produces these; the pure core
-(``groups/core.py``) consumes them. Nothing here imports Django or Kafka.
+The Kafka adapter (``tasks/kafka/adapter.py``) produces these; the pure core
+(``groups/domain/detection.py``) consumes them. Nothing here imports Django or Kafka.
 
 Offsets always mean "the next message to read": a partition's log start
 offset is the first offset still stored, its high watermark is the offset the

@@ -1,7 +1,7 @@
 """The JSON API for automation: approve or dismiss findings, list jobs.
 
 Same services and permission checks as the pages. Authentication: a session
-(CSRF enforced) or ``Authorization: Token <key>`` (see groups.tokens).
+(CSRF enforced) or ``Authorization: Token <key>`` (see groups.services.tokens).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from groups import remediation
-from groups.api import BadParameter, _choice, _error, _iso, _paginated, api_view
+from groups.services import remediation
+from groups.api.read import BadParameter, _choice, _error, _iso, _paginated, api_view
 from groups.models import RemediationJob
 
 

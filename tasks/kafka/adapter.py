@@ -1,6 +1,6 @@
 """The only module that imports confluent-kafka.
 
-It turns the client's answers into plain data (``groups.snapshot``) and raises
+It turns the client's answers into plain data (``groups.domain.snapshot``) and raises
 one error type, ``KafkaUnavailable``. Creating an adapter opens no connection.
 """
 
@@ -28,7 +28,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
-from groups.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
+from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
 TOPICS_PER_DESCRIBE = 500
 GROUPS_PER_DESCRIBE = 100

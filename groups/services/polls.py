@@ -1,7 +1,7 @@
 """Writes. One poll's changes are written here, in one transaction, in bulk.
 
-The poller observes (``tasks.kafka_adapter``), the core decides
-(``groups.core``), and these functions write — in that order.
+The poller observes (``tasks.kafka.adapter``), the core decides
+(``groups.domain.detection``), and these functions write — in that order.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from groups import core, known_partitions
+from groups.domain import detection
+from groups.services import known_partitions
 from groups.models import (
     AuditEvent,
     Cluster,
@@ -28,7 +29,7 @@ from groups.models import (
     PartitionGeneration,
     Topic,
 )
-from groups.snapshot import GroupSnapshot, Snapshot, TopicSnapshot
+from groups.domain.snapshot import GroupSnapshot, Snapshot, TopicSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ def _known_state(cluster: Cluster) -> tuple[dict, dict, list, list, list]:
         .distinct("topic_id")
     }
     known_topics = [
-        core.KnownTopic(
+        detection.KnownTopic(
             name=topic.name, topic_id=latest[topic.id].kafka_topic_id, generation=latest[topic.id].number,
             partition_ids=frozenset(latest[topic.id].partitions), deleted=topic.deleted,
         )
@@ -116,7 +117,7 @@ def _known_state(cluster: Cluster) -> tuple[dict, dict, list, list, list]:
     ):
         consumed[group_id].add(topic_name)
     known_groups = [
-        core.KnownGroup(group_id=g.group_id, consumed_topics=frozenset(consumed[g.group_id]),
+        detection.KnownGroup(group_id=g.group_id, consumed_topics=frozenset(consumed[g.group_id]),
                         declared_policy=g.declared_policy)
         for g in groups.values()
     ]
@@ -136,23 +137,23 @@ def _finding_partitions(cluster: Cluster) -> dict[tuple[str, str], set[int]]:
     return partitions
 
 
-def _finding_key(row: Finding) -> core.FindingKey:
-    return core.FindingKey(row.group.group_id, row.topic.name, row.partition, row.generation.number)
+def _finding_key(row: Finding) -> detection.FindingKey:
+    return detection.FindingKey(row.group.group_id, row.topic.name, row.partition, row.generation.number)
 
 
-def _finding_state(row: Finding, guard_starts: dict[tuple[str, str, int], int]) -> core.FindingState:
+def _finding_state(row: Finding, guard_starts: dict[tuple[str, str, int], int]) -> detection.FindingState:
     key = _finding_key(row)
     guard_start = row.guard_start_offset
     if guard_start is None:
         guard_start = guard_starts.get((key.topic, key.group_id, key.partition))
-    return core.FindingState(
+    return detection.FindingState(
         key=key, created_at=row.created_at, first_log_start=row.first_log_start,
         pre_pickup_high_watermark=row.pre_pickup_high_watermark, first_commit=row.first_commit,
         polls_without_owner=row.polls_without_owner, state=row.state, guard_start_offset=guard_start,
     )
 
 
-def _apply_accounting(row: Finding, accounting: core.FindingAccounting, now: datetime) -> None:
+def _apply_accounting(row: Finding, accounting: detection.FindingAccounting, now: datetime) -> None:
     row.state = accounting.state
     row.updated_at = now
     row.log_start_offset = accounting.log_start_offset
@@ -196,7 +197,7 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
             cluster=cluster.name,
             pairs=[(row.topic.name, row.group.group_id) for row in open_rows if row.guard_start_offset is None],
         )
-        changes = core.evaluate_snapshot(
+        changes = detection.evaluate_snapshot(
             snapshot=snapshot, known_topics=known_topics, known_groups=known_groups,
             open_findings=[_finding_state(row, guard_starts) for row in open_rows], now=now,
             unowned_after_polls=settings.UNOWNED_AFTER_POLLS,
@@ -251,7 +252,7 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
     )
 
 
-def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes: core.Changes, now: datetime) -> dict:
+def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes: detection.Changes, now: datetime) -> dict:
     rows = [
         Topic(
             cluster=cluster, name=t.name, kafka_topic_id=t.topic_id, is_internal=t.is_internal,
@@ -269,7 +270,7 @@ def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes
     return {topic.name: topic for topic in Topic.objects.filter(cluster=cluster)}
 
 
-def _write_generations(*, topics: dict, changes: core.Changes, now: datetime) -> dict:
+def _write_generations(*, topics: dict, changes: detection.Changes, now: datetime) -> dict:
     created = PartitionGeneration.objects.bulk_create(
         PartitionGeneration(
             topic=topics[g.topic], number=g.generation, kafka_topic_id=g.topic_id,
@@ -342,7 +343,7 @@ def _write_group_topics(*, snapshot: Snapshot, topics: dict, groups: dict, now: 
 
 
 def _write_findings(
-    *, cluster: Cluster, changes: core.Changes, open_rows: list, topics: dict, groups: dict, generations: dict,
+    *, cluster: Cluster, changes: detection.Changes, open_rows: list, topics: dict, groups: dict, generations: dict,
     now: datetime,
 ) -> dict:
     by_key = {_finding_key(row): row for row in open_rows}
@@ -372,7 +373,7 @@ def _write_findings(
     return {**by_key, **{_finding_key(row): row for row in new_rows}}
 
 
-def _write_audit_and_notifications(*, cluster: Cluster, changes: core.Changes, findings: dict) -> list[Notification]:
+def _write_audit_and_notifications(*, cluster: Cluster, changes: detection.Changes, findings: dict) -> list[Notification]:
     AuditEvent.objects.bulk_create(
         AuditEvent(
             system=True, cluster=cluster,

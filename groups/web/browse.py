@@ -32,8 +32,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from groups import selectors
-from groups.audit import audit_record
-from groups.forms import (
+from groups.services.audit import audit_record
+from groups.web.forms import (
     CLUSTER_FIELDS,
     GROUP_SETTINGS_FIELDS,
     AuditFilterForm,

@@ -1,5 +1,5 @@
 """Forms of the browse pages: validation only. The writes are services in
-``groups.views_browse`` (they check the permission again and audit)."""
+``groups.web.browse`` (they check the permission again and audit)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django import forms
 from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup
-from groups.remediation import SINKS, TOPIC_NAME
+from groups.services.remediation import SINKS, TOPIC_NAME
 
 # host:port, host a DNS name, an IPv4 address or a bracketed IPv6 address.
 _HOST_PORT = re.compile(

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from groups.audit import audit_record
+from groups.services.audit import audit_record
 from groups.models import Cluster, RemediationJob
-from groups.planning import BackfillRange, PlanError
-from tasks.backfill import BackfillFailed, BackfillRunner, cluster_request, replay_topic_for
-from tasks.kafka_adapter import KafkaUnavailable
+from groups.domain.planning import BackfillRange, PlanError
+from tasks.backfill.runner import BackfillFailed, BackfillRunner, cluster_request, replay_topic_for
+from tasks.kafka.adapter import KafkaUnavailable
 
 PLAN_COLUMNS = ("TOPIC", "PARTITION", "START", "END", "RECORDS", "LOG-START", "HIGH-WATERMARK", "EXPIRED", "TO-READ")
 RESULT_COLUMNS = ("TOPIC", "PARTITION", "EXPECTED", "DELIVERED", "EXPLAINED", "UNEXPLAINED")

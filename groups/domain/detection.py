@@ -2,7 +2,7 @@
 
 ``evaluate_snapshot`` implements DESIGN.md section 3 as a pure function: no
 I/O, no clock reads (``now`` is passed in), nothing imported beyond the
-standard library and ``groups.snapshot``. Offsets mean "the next message to
+standard library and ``groups.domain.snapshot``. Offsets mean "the next message to
 read"; every range is half-open ``[start, end)``. For a finding on partition p:
 
 - ``E``, ``H``, ``C``: log start, high watermark, committed offset at this poll;
@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
-from groups.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
+from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
 Policy = Literal["unknown", "latest", "earliest"]
 FindingStatus = Literal["pending", "unowned", "covered", "gap", "expired"]

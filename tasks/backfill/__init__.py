@@ -1,0 +1,1 @@
+"""Spark backfill: the runner (preflight, attempts, verification) and how a Spark job is launched."""

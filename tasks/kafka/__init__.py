@@ -1,0 +1,1 @@
+"""The Kafka adapter: the only control-plane code that imports confluent-kafka."""
