@@ -1,0 +1,191 @@
+"""Kafka brokers stopped and killed while Gapwatch polls: a failed poll changes
+only the cluster's status, watermarks and findings stay exact, everything
+recovers when the broker returns. Each test runs brokers of its own."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from django.db import connection
+
+from groups.models import Cluster, Finding, PartitionGeneration
+from tasks.jobs import poll_cluster_task
+from tasks.polling import poll_cluster
+from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
+
+QUIET = {"log_level": 0}  # the clients' own logs of a dead broker would drown the test output
+
+
+def open_findings(topic: str) -> dict[int, Finding]:
+    return {f.partition: f for f in Finding.objects.filter(topic__name=topic, closed_at__isnull=True)}
+
+
+def poll_ok(cluster: Cluster):
+    summary = poll_cluster(cluster_id=cluster.id)
+    return summary if summary.ok else None
+
+
+def group_reading(bootstrap: str, cluster: Cluster, topic: str, group_id: str, produce) -> GroupConsumer:
+    """A `latest` group that consumed partitions 0 and 1 of ``topic`` and that a poll has seen."""
+    consumer = GroupConsumer(bootstrap, group_id, topic, offset_reset="latest")
+    wait_until(lambda: consumer.assigned == {0, 1}, what="the group to own partitions 0 and 1")
+
+    def consumed_both() -> bool:
+        produce(0, 1)
+        produce(1, 1)
+        return consumer.count(0) > 0 and consumer.count(1) > 0
+
+    wait_until(consumed_both, interval=0.5, what="the group to consume")
+    wait_until(lambda: poll_ok(cluster) and cluster.groups.filter(group_id=group_id).exists(),
+               interval=0.5, what="a poll to see the group")
+    return consumer
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_killed_during_polls_changes_only_the_cluster_status(kafka1, unique):
+    broker = Broker(kafka1.bootstrap)
+    cluster = Cluster.objects.create(name=f"killed-{unique}", bootstrap_servers=kafka1.bootstrap)
+    topic = f"orders-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = group_reading(kafka1.bootstrap, cluster, topic, f"latest-{unique}",
+                             lambda p, n: broker.produce(topic, p, n))
+    broker.raise_partitions(topic, 4)
+    for partition in (2, 3):
+        broker.produce(topic, partition, 10)
+    wait_until(lambda: poll_ok(cluster) and set(open_findings(topic)) == {2, 3}, what="findings on 2 and 3")
+    before = {p: (f.id, f.state, f.high_watermark) for p, f in open_findings(topic).items()}
+    generations = PartitionGeneration.objects.filter(topic__name=topic).count()
+
+    # Polls run back to back while the broker is SIGKILLed under them.
+    results, stop = [], threading.Event()
+
+    def keep_polling():
+        try:
+            while not stop.is_set():
+                results.append(poll_cluster(cluster_id=cluster.id))
+        finally:
+            connection.close()
+
+    poller = threading.Thread(target=keep_polling)
+    poller.start()
+    try:
+        time.sleep(0.5)
+        kafka1.stop_node(1, kill=True)
+        wait_until(lambda: any(not r.ok for r in results), timeout=60, what="a poll to fail")
+    finally:
+        stop.set()
+        poller.join(timeout=60)
+
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.UNREACHABLE
+    assert cluster.last_error
+    assert cluster.poll_failures_total >= 1
+    during = {p: (f.id, f.state, f.high_watermark) for p, f in open_findings(topic).items()}
+    assert during == before, "a failed poll must not change, close or lose findings"
+    assert PartitionGeneration.objects.filter(topic__name=topic).count() == generations
+    assert not cluster.topics.get(name=topic).deleted
+
+    kafka1.start_node(1)
+    wait_until(lambda: poll_ok(cluster), timeout=90, interval=1, what="a poll to succeed again")
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.OK and cluster.last_error == ""
+    after = {p: (f.id, f.state, f.high_watermark) for p, f in open_findings(topic).items()}
+    assert after == before
+    assert PartitionGeneration.objects.filter(topic__name=topic).count() == generations
+    consumer.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_poll_slower_than_the_interval_never_runs_twice_at_once(kafka1, unique, celery_worker_thread, settings):
+    """The broker frozen (SIGSTOP) makes a poll hang until its Kafka timeout;
+    polls asked for meanwhile are skipped by the per-cluster lock."""
+    settings.KAFKA_TIMEOUT_SECONDS = 4
+    cluster = Cluster.objects.create(name=f"slow-{unique}", bootstrap_servers=kafka1.bootstrap)
+    assert poll_cluster_task.delay(cluster.id).get(timeout=60)["ok"]
+    cluster.refresh_from_db()
+    polls_before = cluster.polls_total
+
+    kafka1.pause_node(1)
+    try:
+        slow = poll_cluster_task.delay(cluster.id)
+        time.sleep(1)  # the slow poll holds the lock now
+        overlapping = [poll_cluster_task.delay(cluster.id) for _ in range(3)]
+        answers = [result.get(timeout=60) for result in overlapping]
+        slow_answer = slow.get(timeout=60)
+    finally:
+        kafka1.resume_node(1)
+
+    assert all(answer.get("skipped") for answer in answers), answers
+    assert slow_answer["ok"] is False and "skipped" not in slow_answer
+    cluster.refresh_from_db()
+    assert cluster.polls_total == polls_before + 1
+    assert cluster.status == Cluster.Status.UNREACHABLE
+    wait_until(lambda: poll_cluster_task.delay(cluster.id).get(timeout=60).get("ok"), timeout=60,
+               what="polls to succeed after the broker resumes")
+
+
+def leader_of(admin: AdminClient, topic: str, partition: int) -> int:
+    return admin.list_topics(topic, timeout=10).topics[topic].partitions[partition].leader
+
+
+def in_sync(admin: AdminClient, topic: str, replicas: int) -> bool:
+    partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
+    return all(len(p.isrs) == replicas and p.leader >= 0 for p in partitions)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_leaders_restarted_during_polls_keep_watermarks_and_findings_exact(kafka3, unique):
+    """Three brokers, replication factor 3: the leader of a new partition is
+    stopped and restarted five times; every successful poll stores exactly
+    the number of messages produced, and the findings stay the same ones."""
+    admin = AdminClient({"bootstrap.servers": kafka3.bootstrap, **QUIET})
+    producer = Producer({"bootstrap.servers": kafka3.bootstrap, "acks": "all", "linger.ms": 5, **QUIET})
+    topic = f"replicated-{unique}"
+    admin.create_topics([NewTopic(topic, 2, replication_factor=3, config={"min.insync.replicas": "2"})])[
+        topic].result(timeout=60)
+    wait_until(lambda: in_sync(admin, topic, 3), timeout=60, what="the topic in sync")
+    produced = {0: 0, 1: 0, 2: 0, 3: 0}
+
+    def produce(partition: int, count: int) -> None:
+        for number in range(count):
+            producer.produce(topic, value=f"m-{number}", partition=partition)
+        assert producer.flush(60) == 0
+        produced[partition] += count
+
+    cluster = Cluster.objects.create(name=f"three-{unique}", bootstrap_servers=kafka3.bootstrap)
+    consumer = group_reading(kafka3.bootstrap, cluster, topic, f"latest-{unique}", produce)
+    admin.create_partitions([NewPartitions(topic, 4)])[topic].result(timeout=60)
+    wait_until(lambda: len(producer.list_topics(topic, timeout=10).topics[topic].partitions) == 4,
+               what="the producer to see 4 partitions")
+    wait_until(lambda: in_sync(admin, topic, 3), timeout=60, what="new partitions in sync")
+    produce(2, 10)
+    produce(3, 10)
+    wait_until(lambda: poll_ok(cluster) and set(open_findings(topic)) == {2, 3}, what="findings on 2 and 3")
+    ids = {p: f.id for p, f in open_findings(topic).items()}
+
+    def exact_poll() -> bool:
+        if not poll_ok(cluster):
+            return False
+        rows = open_findings(topic)
+        assert {p: f.id for p, f in rows.items()} == ids, "findings were closed or replaced"
+        assert {p: rows[p].high_watermark for p in (2, 3)} == {2: produced[2], 3: produced[3]}
+        return True
+
+    for _ in range(5):
+        leader = leader_of(admin, topic, 2)
+        kafka3.stop_node(leader)
+        produce(2, 7)  # two of three replicas are enough for acks=all with min.insync.replicas=2
+        produce(3, 7)
+        wait_until(exact_poll, timeout=90, interval=1, what="an exact poll with the leader stopped")
+        kafka3.start_node(leader)
+        wait_until(lambda: in_sync(admin, topic, 3), timeout=90, what="the restarted broker back in sync")
+        produce(2, 3)
+        wait_until(exact_poll, timeout=90, interval=1, what="an exact poll after the restart")
+
+    assert PartitionGeneration.objects.filter(topic__name=topic).count() == 2
+    assert all(f.state == "pending" for f in open_findings(topic).values())
+    consumer.close()
