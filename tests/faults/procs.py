@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -187,6 +188,10 @@ class RedisServer:
         wait_for(client.ping, timeout=15, what=f"redis-server on port {self.port}")
         return self
 
+    def start_again(self) -> "RedisServer":
+        """The same port again (its data is gone: Redis here keeps nothing on disk)."""
+        return self.start()
+
     def stop(self) -> None:
         if self.process is not None:
             self.process.kill()
@@ -197,8 +202,9 @@ class RedisServer:
 class Postgres:
     """A PostgreSQL cluster of its own; as root, it runs as the postgres user."""
 
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
+    def __init__(self) -> None:
+        # Not under pytest's tmp_path: the postgres user cannot enter root's 0700 folders.
+        self.workdir = Path(tempfile.mkdtemp(prefix="gapwatch-faults-pg-"))
         self.port = free_ports(1)[0]
         bins = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
         assert bins, "PostgreSQL is not installed (run scripts/setup.sh)"
