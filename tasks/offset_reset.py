@@ -132,6 +132,10 @@ def execute_reset(*, job_id: int) -> str:
         return _status_of(job.id)
     adapter = reset_adapter(job.cluster)
     try:
+        # Metadata first: with the cluster away, a group request's coordinator
+        # lookup outlives its timeout, and librdkafka 2.16 aborts the process
+        # when the broker returns (tests/faults/test_kafka_faults.py).
+        adapter.ping()
         group = adapter.describe_group(group_id=job.group.group_id)
     except KafkaUnavailable as error:
         return _wait(job, from_status=job.status, reason=f"{error}; retried after the next successful poll")

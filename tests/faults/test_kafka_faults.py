@@ -189,3 +189,49 @@ def test_leaders_restarted_during_polls_keep_watermarks_and_findings_exact(kafka
     assert PartitionGeneration.objects.filter(topic__name=topic).count() == 2
     assert all(f.state == "pending" for f in open_findings(topic).values())
     consumer.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reset_meeting_a_dead_broker_waits_and_completes_exactly_when_it_returns(
+    kafka1, unique, celery_worker_thread
+):
+    """The broker SIGKILLed before the approved reset runs: the job waits (never
+    `succeeded`), and the first successful poll after the broker's return runs
+    it to an exact, read-back result. This also caught librdkafka aborting the
+    worker process when a group request outlived a dead broker (see
+    tasks/offset_reset.py)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    from groups.models import RemediationJob
+    from groups.services.remediation import job_request
+    from tests.factories import user_with_role
+
+    broker = Broker(kafka1.bootstrap)
+    cluster = Cluster.objects.create(name=f"reset-{unique}", bootstrap_servers=kafka1.bootstrap)
+    topic, group_id = f"orders-{unique}", f"latest-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = group_reading(kafka1.bootstrap, cluster, topic, group_id, lambda p, n: broker.produce(topic, p, n))
+    broker.raise_partitions(topic, 3)
+    broker.produce(topic, 2, 12)
+    consumer.close()  # the group is Empty: a reset may commit
+    wait_until(lambda: poll_ok(cluster) and 2 in open_findings(topic)
+               and cluster.groups.get(group_id=group_id).state == "Empty", what="an Empty group with a finding")
+
+    kafka1.stop_node(1, kill=True)
+    job = job_request(user=user_with_role("approver", "approver"), finding_ids=[open_findings(topic)[2].id],
+                      kind="reset", params={"target": "earliest"})
+    wait_until(lambda: RemediationJob.objects.get(id=job.id).status == "waiting", timeout=60,
+               what="the job to wait for the broker")
+    job.refresh_from_db()
+    assert job.status == "waiting" and job.finished_at is None
+    assert "retried after the next successful poll" in job.status_reason
+
+    kafka1.start_node(1)
+    wait_until(lambda: poll_cluster_task.delay(cluster.id).get(timeout=60).get("ok"), timeout=90, interval=1,
+               what="a successful poll")
+    wait_until(lambda: RemediationJob.objects.get(id=job.id).status == "succeeded", timeout=60,
+               what="the job to succeed after the broker returned")
+    request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, 2)])
+    admin = AdminClient({"bootstrap.servers": kafka1.bootstrap, **QUIET})
+    answer = admin.list_consumer_group_offsets([request])[group_id].result(timeout=30)
+    assert [tp.offset for tp in answer.topic_partitions] == [0], "partition 2 reset to its log start"
