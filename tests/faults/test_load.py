@@ -1,0 +1,113 @@
+"""50 concurrent users for 60 s on the pages and the API (locust) while a
+real worker and beat poll the local broker: no error answer, and no poll
+delayed past two intervals. The p95 of each page goes to bench/RESULTS.md
+from this test's output (targets live there, not here)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from django.db import connection
+
+from groups.models import Cluster
+from groups.services.tokens import api_token_create
+from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic, user_with_role
+from tests.faults.procs import RedisServer, free_ports, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+USERS, SECONDS, POLL_INTERVAL = 50, 60, 5
+pytestmark = pytest.mark.timeout(600)
+
+
+def _env(redis_url: str) -> dict[str, str]:
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(DATABASE_URL=f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+               REDIS_URL=redis_url, DEBUG="1", DB_CONN_MAX_AGE="0", POLL_INTERVAL_SECONDS=str(POLL_INTERVAL))
+    return env
+
+
+def _stored_state() -> dict[str, str]:
+    """A busy dashboard: 300 findings on a second (not polled) cluster."""
+    prod = make_cluster("prod", enabled=False)
+    topic = make_topic(prod, "orders", partition_count=40)
+    generation = make_generation(topic, 2, tuple(range(40)))
+    group = make_group(prod, "billing")
+    for number in range(10):
+        other = make_group(prod, f"group-{number}")
+        for partition in range(30):
+            make_finding(other, generation, partition, minutes_ago=partition)
+    user_with_role("viewer", "viewer")
+    _, key = api_token_create(user=user_with_role("robot", "viewer"), name="load")
+    return {"GAPWATCH_LOAD_USERNAME": "viewer", "GAPWATCH_LOAD_PASSWORD": "pw-viewer", "GAPWATCH_LOAD_TOKEN": key,
+            "GAPWATCH_LOAD_GROUP": str(group.id), "GAPWATCH_LOAD_TOPIC": str(topic.id)}
+
+
+def test_fifty_users_get_no_error_and_polls_keep_their_interval(transactional_db, kafka_bootstrap, tmp_path):
+    local = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    load_env = _stored_state()
+    redis_server = RedisServer().start()
+    env = _env(redis_server.url)
+    port = free_ports(1)[0]
+    processes = [
+        subprocess.Popen([sys.executable, "-m", "gunicorn", "controlplane.wsgi", "--bind", f"127.0.0.1:{port}",
+                          "--workers", "2", "--threads", "4", "--timeout", "60"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        subprocess.Popen([sys.executable, "-m", "celery", "-A", "controlplane", "worker", "--pool", "threads",
+                          "--concurrency", "2", "-n", "load@%h"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+        subprocess.Popen([sys.executable, "-m", "celery", "-A", "controlplane", "beat", "--pidfile=",
+                          "-S", "django_celery_beat.schedulers:DatabaseScheduler"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+    ]
+    host = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: requests.get(f"{host}/accounts/login/", timeout=2).ok, timeout=60, what="gunicorn")
+        wait_for(lambda: Cluster.objects.get(id=local.id).polls_total > 0, timeout=60, what="a first poll")
+
+        locust = subprocess.Popen(
+            [sys.executable, "-m", "locust", "-f", str(ROOT / "bench" / "load" / "locustfile.py"), "--headless",
+             "-u", str(USERS), "-r", "10", "-t", f"{SECONDS}s", "--host", host, "--csv", str(tmp_path / "load"),
+             "--only-summary", "--exit-code-on-error", "0"],
+            env={**env, **load_env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        poll_times: list = []
+        while locust.poll() is None:
+            last = Cluster.objects.values_list("last_poll_at", flat=True).get(id=local.id)
+            if not poll_times or last != poll_times[-1]:
+                poll_times.append(last)
+            time.sleep(0.5)
+        assert locust.returncode == 0, locust.stderr.read()[-2000:]
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        redis_server.stop()
+
+    with open(tmp_path / "load_stats.csv") as stats_file:
+        rows = list(csv.DictReader(stats_file))
+    print(f"\nload: {USERS} users for {SECONDS}s against {host}")
+    print("| request | count | failures | median ms | p95 ms | p99 ms |")
+    for row in rows:
+        print(f"| {row['Name']} | {row['Request Count']} | {row['Failure Count']} | {row['50%']} | "
+              f"{row['95%']} | {row['99%']} |")
+    total = next(row for row in rows if row["Name"] == "Aggregated")
+    failures = (tmp_path / "load_failures.csv").read_text()
+    assert int(total["Request Count"]) > USERS * 10
+    assert int(total["Failure Count"]) == 0, failures
+
+    gaps = [(b - a).total_seconds() for a, b in zip(poll_times[1:], poll_times[2:])]
+    print(f"poll completions during the load: {len(poll_times) - 1}, largest gap {max(gaps):.1f}s")
+    assert len(gaps) >= SECONDS // (2 * POLL_INTERVAL)
+    assert max(gaps) <= 2 * POLL_INTERVAL, gaps
