@@ -56,7 +56,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,8 +65,16 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from groups.models import Cluster, RemediationJob
+from groups.domain.backfill import (
+    ERROR_LIMIT,
+    PreparedRange,
+    condense_error,
+    explain_missing,
+    partition_report,
+    summary_line,
+)
 from groups.domain.planning import BackfillRange, PlanError
+from groups.models import Cluster, RemediationJob
 from groups.services.remediation import job_transition
 from tasks.backfill.launch import HostedJob, HostUnavailable, JobProcess
 from tasks.kafka.adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable, TopicDetails
@@ -79,10 +87,6 @@ SINKS = ("parquet", "kafka", "handler")
 # A job process killed by a signal that we did not send is run this many times in all.
 MAX_ATTEMPTS = 2
 PROGRESS_POLL_SECONDS = 0.5
-# job.error keeps the head of Spark's error, every "Caused by" line, and the tail.
-ERROR_LIMIT = 8000
-# Missing ranges listed per partition in job.result (the counts are always exact).
-MISSING_RANGES_LISTED = 200
 # PostgreSQL advisory lock namespace for running backfill jobs ("bf").
 LOCK_NAMESPACE = 0x6266
 PROBE_SECONDS = 300.0
@@ -93,7 +97,6 @@ WORKDIR_PREFIX = "gapwatch-backfill-"
 # the grain of the progress estimate.
 RECORDS_PER_TASK = 200_000
 BASE_DIR = Path(__file__).resolve().parents[2]
-CAUSES = ("retention", "aborted_transaction", "transaction_markers", "compaction_or_markers")
 
 
 class BackfillFailed(Exception):
@@ -137,161 +140,6 @@ class BackfillRequest:
 def replay_topic_for(topic: str, configured: str = "") -> str:
     """The group's replay topic if it set one, else ``<topic>.replay``."""
     return configured or f"{topic}.replay"
-
-
-# -- explaining missing offsets (pure) ------------------------------------------
-
-
-def _subtract(pieces: list[tuple[int, int]], runs: Iterable[tuple[int, int]]) -> tuple[list, list]:
-    """Split ``pieces`` (sorted, disjoint) into the parts covered by ``runs``
-    (sorted, disjoint) and the parts not covered."""
-    runs = list(runs)
-    covered, rest = [], []
-    for start, end in pieces:
-        cursor = start
-        for run_start, run_end in runs:
-            if run_end <= cursor or run_start >= end:
-                continue
-            if run_start > cursor:
-                rest.append((cursor, run_start))
-            covered.append((max(cursor, run_start), min(end, run_end)))
-            cursor = min(end, run_end)
-            if cursor >= end:
-                break
-        if cursor < end:
-            rest.append((cursor, end))
-    return covered, rest
-
-
-def explain_missing(
-    *, holes: list[tuple[int, int]], log_start: int, committed_runs: Iterable[tuple[int, int]] = (),
-    uncommitted_runs: Iterable[tuple[int, int]] = (), compacted: bool = False,
-) -> list[tuple[int, int, str]]:
-    """Label every missing offset range with its cause; "not_delivered" is
-    the one cause that does not explain anything.
-
-    1. Below ``log_start`` (read after the job): retention.
-    2. Above it, readable now by a read_committed reader: not_delivered.
-    3. Readable only by a read_uncommitted reader: aborted_transaction.
-    4. Readable by neither: compaction_or_markers on a compacted topic,
-       otherwise transaction_markers (nothing else leaves a hole above the
-       log start of a delete-only topic).
-    """
-    labelled: list[tuple[int, int, str]] = []
-    above: list[tuple[int, int]] = []
-    for start, end in holes:
-        if start < log_start:
-            labelled.append((start, min(end, log_start), "retention"))
-        if end > log_start:
-            above.append((max(start, log_start), end))
-    lost, rest = _subtract(above, committed_runs)
-    aborted, invisible = _subtract(rest, uncommitted_runs)
-    labelled += [(a, b, "not_delivered") for a, b in lost]
-    labelled += [(a, b, "aborted_transaction") for a, b in aborted]
-    invisible_cause = "compaction_or_markers" if compacted else "transaction_markers"
-    labelled += [(a, b, invisible_cause) for a, b in invisible]
-    return sorted(labelled)
-
-
-@dataclass
-class PreparedRange:
-    """A planned range with what the cluster said before the job: the read
-    starts at the log start if retention already passed the planned start."""
-
-    range: BackfillRange
-    log_start: int
-    high_watermark: int
-
-    @property
-    def read_start(self) -> int:
-        return min(max(self.range.start, self.log_start), self.range.end)
-
-    @property
-    def to_read(self) -> int:
-        return self.range.end - self.read_start
-
-
-def partition_report(
-    prepared: PreparedRange, summary: dict | None, *, log_start_after: int, labelled: list[tuple[int, int, str]],
-) -> dict:
-    """One partition of ``job.result``: counts, the missing offsets by cause,
-    and what is unexplained."""
-    plan = prepared.range
-    missing_ranges = []
-    if prepared.read_start > plan.start:
-        missing_ranges.append((plan.start, prepared.read_start, "retention"))
-    missing_ranges += labelled
-    explained = {cause: 0 for cause in CAUSES}
-    not_delivered = 0
-    for start, end, cause in missing_ranges:
-        if cause == "not_delivered":
-            not_delivered += end - start
-        else:
-            explained[cause] += end - start
-    delivered = summary["delivered"] if summary else 0
-    duplicates = summary["duplicates"] if summary else 0
-    outside = summary["outside_range"] if summary else 0
-    unlisted = 0
-    if summary and summary.get("holes_truncated"):
-        listed = sum(end - start for start, end in summary["holes"])
-        unlisted = summary["missing"] - listed
-    problems = []
-    if not_delivered:
-        problems.append(f"{not_delivered} offsets readable now were not delivered")
-    if unlisted:
-        problems.append(f"{unlisted} missing offsets beyond the first holes listed were not classified")
-    if duplicates:
-        problems.append(f"{duplicates} duplicate records")
-    if outside:
-        problems.append(f"{outside} records outside the range")
-    accounted = delivered + sum(explained.values()) + not_delivered + unlisted
-    if accounted != plan.count:
-        problems.append(f"counts do not add up: {accounted} accounted for, {plan.count} expected")
-    return {
-        "topic": plan.topic, "partition": plan.partition, "start": plan.start, "end": plan.end,
-        "expected": plan.count, "delivered": delivered, "read_start": prepared.read_start,
-        "log_start_before": prepared.log_start, "log_start_after": log_start_after,
-        "high_watermark": prepared.high_watermark,
-        "explained": {cause: count for cause, count in explained.items() if count},
-        "unexplained": not_delivered + unlisted + duplicates + outside,
-        "problems": problems,
-        "missing_ranges": [{"start": a, "end": b, "cause": c} for a, b, c in _merged(missing_ranges)
-                           ][:MISSING_RANGES_LISTED],
-    }
-
-
-def _merged(labelled: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    merged: list[tuple[int, int, str]] = []
-    for start, end, cause in sorted(labelled):
-        if merged and merged[-1][1] == start and merged[-1][2] == cause:
-            merged[-1] = (merged[-1][0], end, cause)
-        else:
-            merged.append((start, end, cause))
-    return merged
-
-
-def condense_error(text: str, limit: int = ERROR_LIMIT) -> str:
-    """Spark's error, cut sensibly: the first lines (the exception and its
-    message), every ``Caused by`` line (the root cause), then the tail."""
-    if len(text) <= limit:
-        return text
-    lines = text.splitlines()
-    head = "\n".join(lines[:25])
-    causes = "\n".join(line for line in lines[25:] if line.lstrip().startswith("Caused by"))
-    kept = head + ("\n...\n" + causes if causes else "")
-    kept = kept[: limit * 3 // 4]
-    tail = text[-(limit - len(kept) - 40):]
-    return f"{kept}\n... [{len(text) - len(kept) - len(tail)} characters cut] ...\n{tail}"
-
-
-def summary_line(report: list[dict]) -> str:
-    expected = sum(p["expected"] for p in report)
-    delivered = sum(p["delivered"] for p in report)
-    parts = [f"delivered {delivered} of {expected} records"]
-    for p in report:
-        for cause, count in p["explained"].items():
-            parts.append(f"{p['topic']}[{p['partition']}]: {count} {cause.replace('_', ' ')}")
-    return "; ".join(parts)
 
 
 # -- running the Spark job process ------------------------------------------------
