@@ -9,6 +9,7 @@ kill and restart at will without touching the shared stack of `make test`.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
@@ -23,6 +24,13 @@ from confluent_kafka.admin import AdminClient
 
 ROOT = Path(__file__).resolve().parents[2]
 GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the test process dies, even by
+    an abort, so no broker outlives the test that started it."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def free_ports(count: int) -> list[int]:
@@ -137,7 +145,7 @@ class KafkaCluster:
         log = open(self.workdir / f"node{node_id}.out", "ab")  # noqa: SIM115 - owned by the process
         self.processes[node_id] = subprocess.Popen(
             self._java("kafka.Kafka", str(self.workdir / f"server{node_id}.properties")),
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
         )
         if wait:
             wait_for(lambda: _port_open(self.broker_ports[node_id - 1]), timeout=120, what=f"Kafka node {node_id}")
@@ -182,7 +190,7 @@ class RedisServer:
     def start(self) -> "RedisServer":
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,
         )
         client = redis.Redis(port=self.port, socket_connect_timeout=1)
         wait_for(client.ping, timeout=15, what=f"redis-server on port {self.port}")
