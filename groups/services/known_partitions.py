@@ -1,5 +1,9 @@
 """Known-partition sets in Redis, read by consumer-side guards.
 
+Which partitions are known is computed by the pure
+``groups.domain.known_partitions.known_partition_sets``; this module writes and
+reads the sets.
+
 Key layout (one Redis set per cluster, topic and group):
 
     gapwatch:known-partitions:<cluster>:<topic>:<group id>
@@ -23,8 +27,6 @@ from collections.abc import Iterable
 import redis
 from django.conf import settings
 
-from groups.domain.snapshot import Snapshot
-
 log = logging.getLogger(__name__)
 PREFIX = "gapwatch:known-partitions"
 KNOWN_SET_TTL_SECONDS = 7 * 24 * 3600
@@ -32,31 +34,6 @@ KNOWN_SET_TTL_SECONDS = 7 * 24 * 3600
 
 def key(*, cluster: str, topic: str, group_id: str) -> str:
     return f"{PREFIX}:{cluster}:{topic}:{group_id}"
-
-
-def compute(
-    *, snapshot: Snapshot, finding_partitions: dict[tuple[str, str], set[int]],
-    consumed_before: dict[str, frozenset[str]],
-) -> dict[tuple[str, str], frozenset[int]]:
-    """(topic, group id) -> known partitions, for every group and topic it reads.
-
-    Known: every partition of the topic except those that became a finding
-    (open or dismissed) on which the group has not committed yet. A pair seen
-    for the first time is left out: the poller cannot know which partitions
-    existed at the group's first start, and a guard's own set must win then.
-    """
-    partitions = {topic.name: topic.partition_ids for topic in snapshot.topics}
-    sets = {}
-    for group in snapshot.groups:
-        for topic in group.topics():
-            if topic not in partitions or topic not in consumed_before.get(group.group_id, frozenset()):
-                continue
-            uncommitted_new = {
-                partition for partition in finding_partitions.get((topic, group.group_id), ())
-                if (topic, partition) not in group.committed
-            }
-            sets[(topic, group.group_id)] = frozenset(partitions[topic] - uncommitted_new)
-    return sets
 
 
 def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]], new_lineages: Iterable[str] = ()) -> None:

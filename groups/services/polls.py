@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 
 from groups.domain import detection
+from groups.domain.known_partitions import known_partition_sets
 from groups.services import known_partitions
 from groups.models import (
     AuditEvent,
@@ -223,7 +224,7 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
             last_poll_duration_ms=int((kafka_seconds + time.monotonic() - started) * 1000),
             polls_total=F("polls_total") + 1,
         )
-        sets = known_partitions.compute(
+        sets = known_partition_sets(
             snapshot=snapshot, finding_partitions=_finding_partitions(cluster),
             consumed_before={group.group_id: group.consumed_topics for group in known_groups},
         )
