@@ -33,6 +33,7 @@ from django.views.decorators.http import require_http_methods
 
 from groups import selectors
 from groups.services.audit import audit_record
+from groups.text import csv_cell, partition_ranges
 from groups.web.forms import (
     CLUSTER_FIELDS,
     GROUP_SETTINGS_FIELDS,
@@ -149,21 +150,6 @@ def group_update_settings(*, user, group_id: int, data: dict) -> bool:
 
 
 # --- Presentation helpers (pure) ------------------------------------------
-
-
-def partition_ranges(partitions: Iterable[int]) -> str:
-    """``[0, 1, 2, 5, 7, 8]`` → ``"0–2, 5, 7–8"``."""
-    numbers = sorted(set(partitions))
-    parts: list[str] = []
-    start = previous = None
-    for number in [*numbers, None]:
-        if start is not None and number == previous + 1:
-            previous = number
-            continue
-        if start is not None:
-            parts.append(str(start) if start == previous else f"{start}–{previous}")
-        start = previous = number
-    return ", ".join(parts)
 
 
 def generation_timeline(generations: Iterable[PartitionGeneration]) -> list[dict]:
@@ -460,16 +446,6 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     return render(request, "browse/audit.html", {
         "form": form, "page": page, "page_query": _page_query(request), "suggestions": selectors.audit_filter_values(),
     })
-
-
-# Characters that make a spreadsheet read a cell as a formula (OWASP: CSV injection).
-_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value: object) -> str:
-    """A CSV cell that a spreadsheet shows as text: a leading formula character gets an apostrophe."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
 
 
 class _Echo:

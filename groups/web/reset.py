@@ -2,9 +2,8 @@
 ``--export``: one row per partition (group, topic, partition, before,
 planned, after).
 
-Group ids (and topic names) are hostile text: the csv module quotes commas,
-quotes and line breaks, and a cell a spreadsheet would read as a formula gets
-a leading apostrophe.
+Group ids (and topic names) are hostile text: every cell goes through
+``groups.text.csv_cell``, the one rule for CSV cells.
 """
 
 from __future__ import annotations
@@ -17,20 +16,9 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from groups.models import RemediationJob
+from groups.text import csv_cell
 
 CSV_COLUMNS = ("group", "topic", "partition", "before", "planned", "after")
-# What spreadsheets start a formula with (OWASP "CSV injection"), tab and CR included.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value) -> str | int:
-    """Numbers as they are; text defused so no spreadsheet evaluates it."""
-    if value is None:
-        return ""
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def reset_export_rows(job: RemediationJob) -> list[tuple]:

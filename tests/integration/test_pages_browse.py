@@ -25,7 +25,6 @@ from groups.models import (
     PartitionGeneration,
     Topic,
 )
-from groups.web.browse import csv_cell, partition_ranges
 from tests.factories import user_with_role
 from tests.integration.kafka_harness import wait_until
 
@@ -106,12 +105,6 @@ def state_changing_urls(cluster: Cluster, group: ConsumerGroup) -> dict[str, dic
     }
 
 
-def test_it_formats_partition_lists_as_ranges():
-    assert partition_ranges([0, 1, 2, 5, 7, 8]) == "0–2, 5, 7–8"
-    assert partition_ranges([]) == ""
-    assert partition_ranges([9, 3]) == "3, 9"
-
-
 @pytest.mark.parametrize(("value", "expected"), [
     ("broker:9092", "broker:9092"),
     (" a.example.com:9092 , 10.0.0.1:9093", "a.example.com:9092,10.0.0.1:9093"),
@@ -131,14 +124,6 @@ def test_it_validates_bootstrap_servers_as_host_port_list(value, expected):
             normalize_bootstrap_servers(value)
     else:
         assert normalize_bootstrap_servers(value) == expected
-
-
-@pytest.mark.parametrize(("value", "expected"), [
-    ("=HYPERLINK(\"x\")", "'=HYPERLINK(\"x\")"), ("+1", "'+1"), ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"),
-    ("plain", "plain"), (None, ""), (12, "12"),
-])
-def test_it_defuses_spreadsheet_formulas_in_csv_cells(value, expected):
-    assert csv_cell(value) == expected
 
 
 @pytest.mark.django_db

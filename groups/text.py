@@ -1,0 +1,43 @@
+"""Presentation text shared by pages and exports: pure, no Django.
+
+``csv_cell`` is the one rule for every CSV cell Gapwatch writes (the audit
+export, the reset export). Group ids and topic names are hostile text: the
+csv module quotes commas, quotes and line breaks, so they round-trip intact;
+a text cell a spreadsheet would read as a formula (OWASP "CSV injection")
+gets a leading apostrophe and is otherwise kept as it is. defusedcsv was not
+used: it also rewrites '|' inside a cell, which would change group ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+# What spreadsheets start a formula with, tab and CR included.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> str:
+    """One CSV cell: None is empty, a number is written as the number (a
+    negative offset is a number, not a formula), any other value as text with
+    a leading formula character defused."""
+    if value is None:
+        return ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_PREFIXES) else text
+
+
+def partition_ranges(partitions: Iterable[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` → ``"0–2, 5, 7–8"``."""
+    numbers = sorted(set(partitions))
+    parts: list[str] = []
+    start = previous = None
+    for number in [*numbers, None]:
+        if start is not None and number == previous + 1:
+            previous = number
+            continue
+        if start is not None:
+            parts.append(str(start) if start == previous else f"{start}–{previous}")
+        start = previous = number
+    return ", ".join(parts)

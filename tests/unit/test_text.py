@@ -1,0 +1,58 @@
+"""Presentation text (groups.text): the one CSV cell rule and partition lists."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from groups.text import csv_cell, partition_ranges
+
+
+def test_it_formats_partition_lists_as_ranges():
+    assert partition_ranges([0, 1, 2, 5, 7, 8]) == "0–2, 5, 7–8"
+    assert partition_ranges([]) == ""
+    assert partition_ranges([9, 3]) == "3, 9"
+
+
+@pytest.mark.parametrize(("partitions", "expected", "why"), [
+    ([4], "4", "a single partition is not a range"),
+    ([3, 3, 4], "3–4", "duplicates count once"),
+    ([0, 2], "0, 2", "a gap of one partition breaks the range"),
+])
+def test_it_formats_edge_cases_of_partition_lists(partitions, expected, why):
+    assert partition_ranges(partitions) == expected, why
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("=HYPERLINK(\"x\")", "'=HYPERLINK(\"x\")"), ("+1", "'+1"), ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"),
+    ("plain", "plain"), (None, ""), (12, "12"),
+])
+def test_it_defuses_spreadsheet_formulas_in_csv_cells(value, expected):
+    assert csv_cell(value) == expected
+
+
+@pytest.mark.parametrize(("value", "expected", "why"), [
+    ("\t=1+1", "'\t=1+1", "a leading tab can still start a formula in some spreadsheets"),
+    ("\r=1+1", "'\r=1+1", "so can a leading carriage return"),
+    (-3, "-3", "a number is written as the number: -3 is a value, not a formula"),
+    (2.5, "2.5", "floats too"),
+    (True, "True", "a bool is text, not a number"),
+    ("a=b", "a=b", "only a leading formula character matters"),
+    ("", "", "empty text stays empty"),
+])
+def test_it_writes_numbers_as_numbers_and_text_defused(value, expected, why):
+    assert csv_cell(value) == expected, why
+
+
+@pytest.mark.parametrize("group_id", [
+    'billing,"eu"\nline two', "team|x;y", "<script>alert(1)</script>", "=cmd|' /C calc'!A0",
+])
+def test_it_keeps_hostile_group_ids_intact_through_the_csv_module(group_id):
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow([csv_cell(group_id), csv_cell(7)])
+    (cell, offset), = csv.reader(io.StringIO(buffer.getvalue()))
+    assert cell.removeprefix("'") == group_id
+    assert cell.startswith("'") == group_id.startswith("=")
+    assert offset == "7"
