@@ -43,6 +43,9 @@ KAFKA_MAX_IN_FLIGHT = env_int("KAFKA_MAX_IN_FLIGHT", 32, minimum=1)
 UNOWNED_AFTER_POLLS = env_int("UNOWNED_AFTER_POLLS", 30, minimum=1)
 # While a group owns a new partition without a first commit, poll again this soon.
 FAST_POLL_SECONDS = env_int("FAST_POLL_SECONDS", 2, minimum=1)
+# Jobs whose worker died are found and enqueued again (tasks.jobs.recover_jobs).
+JOB_RECOVERY_SECONDS = env_int("JOB_RECOVERY_SECONDS", 60, minimum=1)
+JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 600, minimum=1)
 # A dead worker's poll lock expires after this long.
 POLL_LOCK_SECONDS = env_int("POLL_LOCK_SECONDS", max(120, 6 * POLL_INTERVAL_SECONDS), minimum=10)
 LAG_SAMPLE_INTERVAL_SECONDS = env_int("LAG_SAMPLE_INTERVAL_SECONDS", 60, minimum=1)
@@ -148,6 +151,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(POLL_INTERVAL_SECONDS),
         # A poll still queued after one interval is stale: the next one replaces it.
         "options": {"expires": float(POLL_INTERVAL_SECONDS)},
+    },
+    "recover-jobs": {
+        "task": "gapwatch.recover_jobs",
+        "schedule": float(JOB_RECOVERY_SECONDS),
+        "options": {"expires": float(JOB_RECOVERY_SECONDS)},
     },
 }
 

@@ -6,6 +6,7 @@ import json
 import logging
 import urllib.error
 import urllib.request
+from datetime import timedelta
 
 import redis
 from celery import shared_task
@@ -14,6 +15,7 @@ from django.utils import timezone
 
 from groups.models import Cluster, Notification, RemediationJob
 from groups.services.remediation import job_transition
+from tasks.job_lock import job_lock_free
 from tasks.polling import poll_cluster
 
 log = logging.getLogger(__name__)
@@ -92,6 +94,34 @@ def send_notification(self, notification_id: int) -> None:
     Notification.objects.filter(id=notification_id).update(
         attempts=attempts, status=Notification.Status.SENT, sent_at=timezone.now(), last_error=""
     )
+
+
+@shared_task(name="gapwatch.recover_jobs", ignore_result=True)
+def recover_jobs() -> list[int]:
+    """Enqueue again the jobs whose executor is gone, and return their ids:
+
+    - ``running`` with the job's advisory lock free: its worker died mid-job
+      (a SIGKILL, an OOM kill); the executor restarts it from live state;
+    - ``approved`` or ``queued`` untouched for JOB_STALL_SECONDS: its message
+      went down with a killed worker, and Redis would hand it out again only
+      after the visibility timeout (hours). Touching ``updated_at`` spaces the
+      next try by another JOB_STALL_SECONDS.
+
+    A job enqueued twice runs once: statuses move by compare-and-set and
+    executors hold the job's lock.
+    """
+    stalled_since = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
+    Status = RemediationJob.Status
+    running = [job_id for job_id in RemediationJob.objects.filter(status=Status.RUNNING).values_list("id", flat=True)
+               if job_lock_free(job_id)]
+    stalled = list(RemediationJob.objects.filter(status__in=[Status.APPROVED, Status.QUEUED],
+                                                 updated_at__lt=stalled_since).values_list("id", flat=True))
+    RemediationJob.objects.filter(id__in=stalled, status__in=[Status.APPROVED, Status.QUEUED]).update(
+        updated_at=timezone.now())
+    for job_id in running + stalled:
+        log.warning("job %s has no live executor; enqueued again", job_id)
+        run_remediation_job.delay(job_id)
+    return running + stalled
 
 
 @shared_task(name="gapwatch.run_remediation_job", acks_late=True, reject_on_worker_lost=True)

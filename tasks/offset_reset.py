@@ -36,6 +36,7 @@ from groups.domain.planning import (
 )
 from groups.services.remediation import DuplicateJob, job_transition, positions_of
 from groups.domain.snapshot import Snapshot
+from tasks.job_lock import job_lock
 from tasks.kafka.adapter import GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
 
 log = logging.getLogger(__name__)
@@ -101,7 +102,9 @@ def reset_positions(
 def execute_reset(*, job_id: int) -> str:
     """Run one reset job; return its status afterwards.
 
-    1. Only a queued or waiting job runs; any other status is left alone, so a
+    1. Take the job's advisory lock (another executor holds it: leave the
+       job alone). Only a queued or waiting job runs, or a running one whose
+       executor died (we hold its lock); any other status is left alone, so a
        second run of a succeeded job changes nothing and keeps its result.
     2. A job waiting past its deadline fails, offsets untouched.
     3. Describe the group. With members, the job waits (queued -> waiting once;
@@ -119,7 +122,15 @@ def execute_reset(*, job_id: int) -> str:
     job = RemediationJob.objects.select_related("cluster", "group").get(id=job_id)
     if job.kind != RemediationJob.Kind.RESET:
         raise ValueError(f"job {job_id} is a {job.kind} job, not a reset")
-    if job.status not in (Status.QUEUED, Status.WAITING):
+    with job_lock(job_id) as locked:
+        if not locked:
+            return "running elsewhere"
+        job.refresh_from_db()
+        return _execute_locked(job)
+
+
+def _execute_locked(job: RemediationJob) -> str:
+    if job.status not in (Status.QUEUED, Status.WAITING, Status.RUNNING):
         return job.status
     now = timezone.now()
     deadline = _wait_deadline(job)
@@ -141,8 +152,9 @@ def execute_reset(*, job_id: int) -> str:
         return _wait(job, from_status=job.status, reason=f"{error}; retried after the next successful poll")
     if not group.inactive:
         return _wait(job, from_status=job.status, reason=active_group_reason(group))
+    restarted = " (restarted: the worker running it ended without a result)" if job.status == Status.RUNNING else ""
     if not job_transition(job_id=job.id, from_statuses=[job.status], to_status=Status.RUNNING,
-                          status_reason=f"group is {group.state}: resetting its offsets"):
+                          status_reason=f"group is {group.state}: resetting its offsets{restarted}"):
         return _status_of(job.id)  # another worker moved it first
     try:
         return _reset_running(job, adapter=adapter, group=group)

@@ -57,12 +57,10 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from groups.domain.backfill import (
@@ -77,6 +75,7 @@ from groups.domain.planning import BackfillRange, PlanError
 from groups.models import Cluster, RemediationJob
 from groups.services.remediation import job_transition
 from tasks.backfill.launch import HostedJob, HostUnavailable, JobProcess
+from tasks.job_lock import job_lock
 from tasks.kafka.adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable, TopicDetails
 from tasks.spark.backfill_job import PASSWORD_ENV
 
@@ -88,7 +87,6 @@ SINKS = ("parquet", "kafka", "handler")
 MAX_ATTEMPTS = 2
 PROGRESS_POLL_SECONDS = 0.5
 # PostgreSQL advisory lock namespace for running backfill jobs ("bf").
-LOCK_NAMESPACE = 0x6266
 PROBE_SECONDS = 300.0
 KAFKA_PATIENCE_SECONDS = 60.0
 # Each attempt's spec, progress, result and log live in <tmp>/<prefix><run id>-<random>/.
@@ -530,26 +528,6 @@ def run_backfill(request: BackfillRequest, **callbacks) -> dict:
 # -- the executor of backfill jobs --------------------------------------------
 
 
-@contextmanager
-def _job_lock(job_id: int):
-    """A session-level PostgreSQL advisory lock held while an attempt runs:
-    PostgreSQL releases it when the holder's connection ends, so a dead
-    worker never keeps it."""
-    key = (LOCK_NAMESPACE, job_id % 2**31)
-    with connection.cursor() as cursor:
-        cursor.execute("select pg_try_advisory_lock(%s, %s)", key)
-        locked = bool(cursor.fetchone()[0])
-    try:
-        yield locked
-    finally:
-        if locked:
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute("select pg_advisory_unlock(%s, %s)", key)
-            except Exception:  # noqa: BLE001 - a lost connection released it already
-                log.warning("could not release the lock of backfill job %s", job_id, exc_info=True)
-
-
 def backfill_request_for(job: RemediationJob) -> BackfillRequest:
     """The job's plan and sink, with the topic ids its findings were made under."""
     sink = job.params.get("sink") or job.group.backfill_sink or "parquet"
@@ -589,7 +567,7 @@ def execute_backfill(*, job_id: int) -> str:
     job = RemediationJob.objects.select_related("cluster", "group").get(id=job_id)
     if job.kind != RemediationJob.Kind.BACKFILL:
         raise ValueError(f"job {job_id} is a {job.kind} job, not a backfill")
-    with _job_lock(job_id) as locked:
+    with job_lock(job_id) as locked:
         if not locked:
             return "running elsewhere"
         # Work folders of attempts whose worker died (nobody else runs this job: we hold its lock).

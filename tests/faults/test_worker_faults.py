@@ -1,0 +1,88 @@
+"""A real Celery worker process SIGKILLed (with its whole process group, as a
+container kill or the OOM killer would) in the middle of a backfill: nothing
+is published by the dead attempt, the job's recovery finds it, another worker
+runs it again, and the result is exactly the range, once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from django.db import connection
+
+from groups.models import RemediationJob
+from tests.integration.kafka_harness import wait_until
+from tests.integration.test_backfill import BIG, ROOT, Scenario, alive, parquet_rows, spark  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _worker_env(backfill_output: str) -> dict[str, str]:
+    db = connection.settings_dict
+    return {
+        **os.environ,
+        "DATABASE_URL": f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "BACKFILL_OUTPUT": backfill_output, "SPARK_MASTER": "local[2]", "BACKFILL_SPARK_HOST": "",
+        "JOB_RECOVERY_SECONDS": "2", "POLL_INTERVAL_SECONDS": "3600", "DB_CONN_MAX_AGE": "0",
+    }
+
+
+def _start(args: list[str], env: dict, log) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "controlplane", *args], cwd=ROOT, env=env,
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_sigkilled_mid_backfill_is_recovered_and_publishes_exactly_the_range(
+    broker, unique, approver, settings, spark, tmp_path  # noqa: F811 - the imported fixture
+):
+    output = tmp_path / "backfills"
+    env = _worker_env(str(output))
+    scenario = Scenario(broker, f"wk-{unique}", f"worker-{unique}", BIG)
+    log = open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the processes below
+    first = _start(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"first-{unique}@%h"], env, log)
+    processes = [first]
+    try:
+        job = scenario.request_job(approver, "parquet")
+
+        def attempt_pid() -> int | None:
+            attempts = (RemediationJob.objects.get(id=job.id).result or {}).get("attempts", [])
+            return attempts[0].get("pid") if attempts else None
+
+        spark_pid = wait_until(attempt_pid, timeout=180, interval=0.1, what="the first attempt to start")
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        wait_until(lambda: not alive(spark_pid), timeout=60, what="the dead worker's Spark process to end")
+        assert RemediationJob.objects.get(id=job.id).status == RemediationJob.Status.RUNNING
+        assert not (output / str(job.id)).exists(), "a dead attempt published output"
+
+        # A new worker and beat: beat's recovery finds the running job whose lock nobody holds.
+        processes.append(_start(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"second-{unique}@%h"],
+                                env, log))
+        processes.append(_start(["beat", "--pidfile=", "-S", "django_celery_beat.schedulers:DatabaseScheduler"],
+                                env, log))
+        wait_until(lambda: RemediationJob.objects.get(id=job.id).status in ("succeeded", "failed"), timeout=300,
+                   interval=1, what="the recovered job to finish")
+    finally:
+        for process in processes:
+            _stop(process)
+        log.close()
+
+    job = RemediationJob.objects.get(id=job.id)
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert [a["outcome"] for a in job.result["attempts"]] == ["lost with its worker", "published"]
+    assert parquet_rows(spark, str(output / str(job.id))) == scenario.expected_rows()
