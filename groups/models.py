@@ -4,7 +4,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from groups import crypto
-from tasks.kafka.adapter import ClusterConfig
+from groups.domain.cluster_config import ClusterConfig
 
 
 class Cluster(models.Model):

@@ -8,17 +8,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from groups.services.audit import audit_record
 from groups.crypto import SecretUnreadable
+from groups.domain.secrets import secret_redact
 from groups.models import Cluster
-from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable
+from groups.services.audit import audit_record
+from tasks.kafka import KafkaAdapter, KafkaUnavailable
 
 MESSAGE_MAX_CHARS = 1000
-
-
-def _without_secret(message: str, secret: str) -> str:
-    # A client error could quote its configuration; never let the password through.
-    return message.replace(secret, "***") if secret else message
 
 
 def cluster_record_test(*, cluster_id: int, ok: bool, message: str) -> None:
@@ -47,7 +43,8 @@ def run_connection_test(cluster_id: int) -> dict:
     except SecretUnreadable as error:
         ok, message = False, str(error)
     except KafkaUnavailable as error:
-        ok, message = False, _without_secret(f"cannot reach {cluster.bootstrap_servers}: {error}", password)
+        # A client error could quote its configuration; never let the password through.
+        ok, message = False, secret_redact(f"cannot reach {cluster.bootstrap_servers}: {error}", password)
     else:
         ok, message = True, f"connected: {brokers} broker(s) answered"
     cluster_record_test(cluster_id=cluster_id, ok=ok, message=message)

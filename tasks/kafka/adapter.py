@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +28,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec, ResourceType
 
+from groups.domain.cluster_config import ClusterConfig
+from groups.domain.secrets import secret_redact
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
 TOPICS_PER_DESCRIBE = 500
@@ -116,30 +118,6 @@ class GroupStatus:
         """Whether an administrative offset commit can be accepted (Kafka's
         own reset tool asks for the same: Empty or Dead, no members)."""
         return self.member_count == 0 and self.state in ("Empty", "Dead")
-
-
-@dataclass(frozen=True)
-class ClusterConfig:
-    bootstrap_servers: str
-    security_protocol: str = "PLAINTEXT"
-    sasl_mechanism: str = ""
-    sasl_username: str = ""
-    sasl_password: str = field(default="", repr=False)
-
-    def client_config(self) -> dict[str, str]:
-        config = {
-            "bootstrap.servers": self.bootstrap_servers,
-            "security.protocol": self.security_protocol,
-        }
-        if self.sasl_mechanism:
-            config["sasl.mechanism"] = self.sasl_mechanism
-            config["sasl.username"] = self.sasl_username
-            config["sasl.password"] = self.sasl_password
-        return config
-
-    def __repr__(self) -> str:
-        # Never let the password reach a log line or a traceback.
-        return f"ClusterConfig(bootstrap_servers={self.bootstrap_servers!r}, security_protocol={self.security_protocol!r})"
 
 
 @dataclass(frozen=True)
@@ -740,9 +718,8 @@ class KafkaAdapter:
             self.last_timings[name] = time.monotonic() - started
 
     def _unavailable(self, stage: str, detail: str) -> KafkaUnavailable:
-        message = f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}"
-        if self._config.sasl_password:
-            message = message.replace(self._config.sasl_password, "***")
+        message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}",
+                                self._config.sasl_password)
         return KafkaUnavailable(message, bootstrap_servers=self._config.bootstrap_servers, stage=stage)
 
 
