@@ -8,6 +8,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 
 app = Celery("gapwatch")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-# Task modules live in the `tasks` package, not in per-app tasks.py files.
+# Task modules live in the `tasks` package, not in per-app tasks.py files;
+# tasks.jobs imports every one of them.
 app.autodiscover_tasks(["tasks"], related_name="jobs")
-app.conf.imports = ("tasks.connection",)

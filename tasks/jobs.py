@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import urllib.error
-import urllib.request
 from datetime import timedelta
 
 import redis
@@ -13,10 +10,19 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from groups.models import Cluster, Notification, RemediationJob
+from groups.models import Cluster, RemediationJob
 from groups.services.remediation import job_transition
+from groups.services.resets import reset_jobs_retry_waiting
+from tasks.connection import run_connection_test
+from tasks.executors import EXECUTORS
 from tasks.job_lock import job_lock_free
+from tasks.notifications import send_notification
 from tasks.polling import poll_cluster
+
+# Every task module is imported here, so the worker (autodiscovery of
+# ``tasks.jobs``) registers every name ``groups.services.dispatch`` sends.
+__all__ = ["poll_all_clusters", "poll_cluster_task", "ping", "recover_jobs", "run_connection_test",
+           "run_remediation_job", "send_notification"]
 
 log = logging.getLogger(__name__)
 
@@ -59,41 +65,8 @@ def poll_cluster_task(cluster_id: int) -> dict:
     if summary.groups_to_watch:
         poll_cluster_task.apply_async((cluster_id,), countdown=settings.FAST_POLL_SECONDS)
     if summary.ok:
-        from tasks.offset_reset import reset_jobs_retry_waiting
-
         reset_jobs_retry_waiting(cluster_id=cluster_id)  # a group may be Empty now
     return summary.as_dict()
-
-
-@shared_task(name="gapwatch.send_notification", bind=True, max_retries=None, ignore_result=True)
-def send_notification(self, notification_id: int) -> None:
-    """POST one webhook; retried with exponential backoff up to WEBHOOK_MAX_ATTEMPTS.
-    Never blocks a poll: it runs on its own after the poll committed."""
-    notification = Notification.objects.filter(id=notification_id, status=Notification.Status.PENDING).first()
-    if notification is None:
-        return
-    attempts = notification.attempts + 1
-    request = urllib.request.Request(
-        notification.url, data=json.dumps(notification.payload).encode(), method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": "gapwatch"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            response.read()
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        final = attempts >= settings.WEBHOOK_MAX_ATTEMPTS
-        Notification.objects.filter(id=notification_id).update(
-            attempts=attempts, last_error=str(error)[:1000],
-            status=Notification.Status.FAILED if final else Notification.Status.PENDING,
-        )
-        log.warning("webhook %s attempt %d/%d failed: %s", notification_id, attempts,
-                    settings.WEBHOOK_MAX_ATTEMPTS, error)
-        if not final:
-            raise self.retry(countdown=min(300, 2 ** attempts))
-        return
-    Notification.objects.filter(id=notification_id).update(
-        attempts=attempts, status=Notification.Status.SENT, sent_at=timezone.now(), last_error=""
-    )
 
 
 @shared_task(name="gapwatch.recover_jobs", ignore_result=True)
@@ -128,8 +101,6 @@ def recover_jobs() -> list[int]:
 def run_remediation_job(job_id: int) -> str:
     """Move an approved job to ``queued`` (compare-and-set: a repeated message
     is harmless) and hand it to the executor of its kind."""
-    from tasks.executors import EXECUTORS
-
     job_transition(job_id=job_id, from_statuses=[RemediationJob.Status.APPROVED],
                    to_status=RemediationJob.Status.QUEUED)
     kind = RemediationJob.objects.values_list("kind", flat=True).get(id=job_id)

@@ -1,5 +1,6 @@
-"""Offset-reset remediation: the executor of ``reset`` jobs, their retry after
-each poll, the auto-repair policy, and job creation for the command line.
+"""Offset-reset remediation: the executor of ``reset`` jobs and the live
+positions it (and the command line) plans from. Which reset jobs exist is
+decided in ``groups.services`` (``remediation``, ``resets``).
 
 The broker accepts an administrative offset commit only while a group has no
 members (DESIGN.md section 1): a job whose group has members waits, and every
@@ -15,16 +16,15 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from groups.models import Cluster, RemediationJob
 from groups.services.audit import audit_record
-from groups.models import Cluster, ConsumerGroup, Finding, JobFinding, RemediationJob
 from groups.domain.planning import (
     PartitionPosition,
     PlanError,
@@ -34,17 +34,12 @@ from groups.domain.planning import (
     reset_drift,
     reset_mismatches,
 )
-from groups.services.remediation import DuplicateJob, job_transition, positions_of
-from groups.domain.snapshot import Snapshot
+from groups.services.remediation import job_transition
 from tasks.job_lock import job_lock
 from tasks.kafka.adapter import GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
 
 log = logging.getLogger(__name__)
 Status = RemediationJob.Status
-
-# Who asked for a job, in its params and audit rows ("dashboard" jobs come from job_request).
-SOURCE_CLI = "cli"
-SOURCE_AUTO_REPAIR = "auto-repair"
 
 
 def reset_adapter(cluster: Cluster) -> KafkaAdapter:
@@ -270,98 +265,3 @@ def _fail(job: RemediationJob, *, error: str) -> None:
 
 def _status_of(job_id: int) -> str:
     return RemediationJob.objects.values_list("status", flat=True).get(id=job_id)
-
-
-# -- retries after a poll ----------------------------------------------------
-
-
-def reset_jobs_retry_waiting(*, cluster_id: int) -> list[int]:
-    """After a successful poll of a cluster: enqueue every waiting reset job of
-    it again. Compare-and-set makes a job enqueued twice run once."""
-    from tasks.jobs import run_remediation_job
-
-    job_ids = list(
-        RemediationJob.objects.filter(cluster_id=cluster_id, kind=RemediationJob.Kind.RESET, status=Status.WAITING)
-        .order_by("id").values_list("id", flat=True)
-    )
-    for job_id in job_ids:
-        run_remediation_job.delay(job_id)
-    return job_ids
-
-
-# -- creating jobs without a person ------------------------------------------
-
-
-def reset_job_create(
-    *, cluster: Cluster, group: ConsumerGroup, target: ResetTarget, plan: list[PlannedReset], source: str,
-    enqueue: bool,
-) -> RemediationJob:
-    """Create an approved reset job on behalf of the system (``source``: "cli"
-    or "auto-repair"): audited as a system action naming its source. Open
-    findings of the group on the planned partitions are linked, so the
-    dashboard shows the job and no second job can start on them
-    (DuplicateJob)."""
-    keys = {(p.topic, p.partition) for p in plan}
-    findings = [
-        f for f in Finding.objects.filter(cluster=cluster, group=group, closed_at__isnull=True).select_related("topic")
-        if (f.topic.name, f.partition) in keys
-    ]
-    params = {"target": target.kind, "value": target.value, "source": source}
-    try:
-        with transaction.atomic():
-            job = RemediationJob.objects.create(
-                cluster=cluster, group=group, kind=RemediationJob.Kind.RESET, status=Status.APPROVED,
-                params=params, plan=[p.as_dict() for p in plan], requested_by=None, approved_by=None,
-                approved_at=timezone.now(),
-            )
-            JobFinding.objects.bulk_create(JobFinding(job=job, finding=f, kind=job.kind) for f in findings)
-            audit_record(action="job.requested", actor=None, cluster=cluster, object_type="job", object_id=job.id,
-                         detail={"kind": job.kind, "group": group.group_id, "params": params, "via": source,
-                                 "findings": sorted(f.id for f in findings)})
-            audit_record(action="job.approved", actor=None, cluster=cluster, object_type="job", object_id=job.id,
-                         detail={"from": None, "to": "approved", "via": source})
-            if enqueue:
-                from tasks.jobs import run_remediation_job
-
-                transaction.on_commit(lambda: run_remediation_job.delay(job.id))
-    except IntegrityError:
-        existing = RemediationJob.objects.filter(
-            job_findings__finding__in=findings, job_findings__active=True, kind=RemediationJob.Kind.RESET
-        ).first()
-        if existing is None:
-            raise
-        raise DuplicateJob(existing) from None
-    return job
-
-
-def reset_auto_repair(*, finding_ids: Iterable[int], snapshot: Snapshot) -> list[int]:
-    """The auto-repair policy, run when a poll created findings: for groups
-    that opted in (``auto_repair``) and are Empty in this snapshot, reset the
-    new partitions they have no commit on to their log start, at once —
-    before the consumers return, so nothing is missed and nothing repeats.
-
-    A partition the group already committed on is left to a person: it was
-    read, and moving its offset would re-deliver or skip. Returns the ids of
-    the jobs created (one per group).
-    """
-    empty = {g.group_id for g in snapshot.groups if g.state == "Empty" and not g.members}
-    if not empty:
-        return []
-    by_group: dict[int, list[Finding]] = defaultdict(list)
-    for finding in Finding.objects.filter(
-        id__in=list(finding_ids), group__auto_repair=True, closed_at__isnull=True, committed_offset__isnull=True
-    ).select_related("cluster", "group", "topic"):
-        if finding.group.group_id in empty:
-            by_group[finding.group_id].append(finding)
-    target = ResetTarget("earliest")
-    created = []
-    for findings in by_group.values():
-        plan = plan_reset(target=target, positions=positions_of(findings))
-        try:
-            job = reset_job_create(cluster=findings[0].cluster, group=findings[0].group, target=target, plan=plan,
-                                   source=SOURCE_AUTO_REPAIR, enqueue=True)
-        except DuplicateJob as duplicate:
-            log.info("auto-repair of group %r skipped: %s", findings[0].group.group_id, duplicate)
-            continue
-        created.append(job.id)
-    return created

@@ -60,6 +60,9 @@ class PollSummary:
     new_findings: list[dict] = field(default_factory=list)
     transitions: int = 0
     groups_to_watch: list[str] = field(default_factory=list)
+    # For the poll's follow-ups once it committed (tasks.polling): auto-repair and webhooks.
+    new_finding_ids: list[int] = field(default_factory=list)
+    notification_ids: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -186,8 +189,9 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
     3. Upsert topics, generations, groups and group-topic lag; write lag
        samples; create, update and close findings; audit every state change
        and queue notifications — all in bulk, in this one transaction.
-    4. After commit: publish the known-partition sets for consumer-side guards
-       and send the notifications.
+    4. After commit: publish the known-partition sets for consumer-side guards.
+       The caller runs the rest (auto-repair of the new findings, webhooks)
+       from the summary's ``new_finding_ids`` and ``notification_ids``.
     """
     started = time.monotonic()
     with transaction.atomic():
@@ -213,12 +217,6 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
         )
         notifications = _write_audit_and_notifications(cluster=cluster, changes=changes, findings=findings)
         new_finding_ids = [findings[key].id for key in changes.new_findings]
-        if new_finding_ids:
-            from tasks.offset_reset import reset_auto_repair
-
-            transaction.on_commit(  # opt-in groups that are Empty now get their new partitions reset at once
-                lambda: reset_auto_repair(finding_ids=new_finding_ids, snapshot=snapshot), robust=True
-            )
         Cluster.objects.filter(id=cluster.id).update(
             status=Cluster.Status.OK, last_error="", last_poll_at=now,
             last_poll_duration_ms=int((kafka_seconds + time.monotonic() - started) * 1000),
@@ -232,11 +230,6 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
         transaction.on_commit(
             lambda: known_partitions.publish(cluster=cluster.name, sets=sets, new_lineages=recreated)
         )
-        if notifications:
-            from tasks.jobs import send_notification
-
-            ids = [n.id for n in notifications]
-            transaction.on_commit(lambda: [send_notification.delay(nid) for nid in ids])
     write_seconds = time.monotonic() - started
     new_keys = set(changes.new_findings)
     return PollSummary(
@@ -250,6 +243,7 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
              "generation": a.key.generation, "state": a.state, "lag": a.lag}
             for a in changes.accounting if a.key in new_keys
         ],
+        new_finding_ids=new_finding_ids, notification_ids=[n.id for n in notifications],
     )
 
 

@@ -16,8 +16,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from groups.services.audit import audit_record
 from groups.models import Finding, JobFinding, RemediationJob
+from groups.services import dispatch
+from groups.services.audit import audit_record
 from groups.domain.planning import PartitionPosition, PlanError, ResetTarget, plan_backfill, plan_reset
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,10 @@ APPROVE_PERMISSION = "groups.approve_remediation"
 # one of the dotted paths an administrator lists in BACKFILL_HANDLERS.
 SINKS = ("parquet", "kafka")
 JOB_SINKS = (*SINKS, "handler")
+# Who asked for a job, in system jobs' params and audit rows.
+SOURCE_DASHBOARD = "dashboard"
+SOURCE_CLI = "cli"
+SOURCE_AUTO_REPAIR = "auto-repair"
 # Kafka's own rule for topic names.
 TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
@@ -87,10 +92,14 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
     }
 
 
-def backfill_preview(*, finding_ids: Iterable[int], sink: str, replay_topic: str = "", handler: str = "") -> dict:
+def backfill_preview(*, finding_ids: Iterable[int], sink: str = "", replay_topic: str = "", handler: str = "") -> dict:
     """The plan of a backfill and where it delivers: ``params`` are what the
-    job stores (sink, and the replay topic or handler chosen for this job)."""
+    job stores (sink, and the replay topic or handler chosen for this job).
+    Without a sink, the group's default sink (group settings) applies, for
+    pages, API and retries alike."""
     findings = _open_findings_of_one_group(finding_ids)
+    if sink == "" or sink is None:
+        sink = findings[0].group.backfill_sink or "parquet"
     if not isinstance(sink, str) or sink not in JOB_SINKS:
         raise ValidationError(f"unknown sink {sink!r}: use parquet, kafka or handler")
     if not isinstance(replay_topic, str) or not isinstance(handler, str):
@@ -105,10 +114,11 @@ def backfill_preview(*, finding_ids: Iterable[int], sink: str, replay_topic: str
     params: dict = {"sink": sink}
     if sink == "kafka":
         chosen = replay_topic.strip()
-        if chosen:
-            if not TOPIC_NAME.match(chosen):
-                raise ValidationError("A replay topic name has 1–249 letters, digits, dots, underscores or dashes.")
-            params["replay_topic"] = chosen
+        if chosen and not TOPIC_NAME.match(chosen):
+            raise ValidationError("A replay topic name has 1–249 letters, digits, dots, underscores or dashes.")
+        # The job records the topic it was approved with: the chosen one, else the group's default.
+        if chosen or group.replay_topic:
+            params["replay_topic"] = chosen or group.replay_topic
         sources = sorted({f.topic.name for f in findings})
         targets = {source: chosen or group.replay_topic or f"{source}.replay" for source in sources}
         if any(source == target for source, target in targets.items()):
@@ -127,47 +137,63 @@ def backfill_preview(*, finding_ids: Iterable[int], sink: str, replay_topic: str
 
 
 def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) -> RemediationJob:
-    """Create one job for the findings: ``approved`` at once, or ``requested``
-    when FOUR_EYES is on (then another approver must approve it).
-
-    1. Check the permission and plan from stored state (bad input: ValidationError).
-    2. Insert the job and its active finding links in one transaction; the
-       partial unique constraint turns a concurrent duplicate into DuplicateJob.
-    3. Audit, and enqueue the job after commit when approved.
-    """
+    """A person's request for one job on the findings (pages and API alike):
+    check the permission, plan from stored state with the group's defaults
+    (bad input: ValidationError), then ``job_create``."""
     _require_approver(user)
     if kind == RemediationJob.Kind.RESET:
         preview = reset_preview(finding_ids=finding_ids, target_kind=params.get("target", "earliest"),
                                 target_value=params.get("value"))
         params = {"target": preview["target"]["kind"], "value": preview["target"]["value"]}
     elif kind == RemediationJob.Kind.BACKFILL:
-        preview = backfill_preview(finding_ids=finding_ids, sink=params.get("sink", "parquet"),
+        preview = backfill_preview(finding_ids=finding_ids, sink=params.get("sink", ""),
                                    replay_topic=params.get("replay_topic", ""), handler=params.get("handler", ""))
         params = preview["params"]
     else:
         raise ValidationError(f"unknown remediation kind {kind!r}")
     findings = preview["findings"]
-    four_eyes = settings.FOUR_EYES
+    return job_create(cluster=findings[0].cluster, group=findings[0].group, kind=kind, params=params,
+                      plan=preview["plan"], findings=findings, requested_by=user)
+
+
+def job_create(
+    *, cluster, group, kind: str, params: dict, plan: list[dict], findings: list[Finding], requested_by=None,
+    source: str = SOURCE_DASHBOARD, enqueue: bool = True,
+) -> RemediationJob:
+    """The one place a job row is written, for every caller (pages, API, CLI,
+    auto-repair). ``requested_by`` None means the system asked (``source``
+    says who: "cli", "auto-repair"); the audit rows then name the source.
+
+    1. Insert the job, ``approved`` at once, or ``requested`` when a person
+       asked and FOUR_EYES is on (then another approver must approve it).
+    2. Link the findings (active); the partial unique constraint turns a
+       concurrent duplicate into DuplicateJob, and nothing is written.
+    3. Audit, and enqueue an approved job after commit (unless ``enqueue`` is
+       False: the command line runs its job itself).
+    """
+    four_eyes = settings.FOUR_EYES and requested_by is not None
+    via = {} if requested_by is not None else {"via": source}
     try:
         with transaction.atomic():
             job = RemediationJob.objects.create(
-                cluster=findings[0].cluster, group=findings[0].group, kind=kind,
+                cluster=cluster, group=group, kind=kind,
                 status=RemediationJob.Status.REQUESTED if four_eyes else RemediationJob.Status.APPROVED,
-                params=params, plan=preview["plan"], requested_by=user,
-                approved_by=None if four_eyes else user,
+                params=params, plan=plan, requested_by=requested_by,
+                approved_by=None if four_eyes else requested_by,
             )
             if not four_eyes:
                 # Requested and approved in one act: one moment.
                 job.approved_at = job.created_at
                 job.save(update_fields=["approved_at"])
             JobFinding.objects.bulk_create(JobFinding(job=job, finding=f, kind=kind) for f in findings)
-            audit_record(action="job.requested", actor=user, cluster=job.cluster, object_type="job", object_id=job.id,
-                         detail={"kind": kind, "group": job.group.group_id, "params": params,
-                                 "findings": [f.id for f in findings]})
+            audit_record(action="job.requested", actor=requested_by, cluster=cluster, object_type="job",
+                         object_id=job.id, detail={"kind": kind, "group": group.group_id, "params": params, **via,
+                                                   "findings": sorted(f.id for f in findings)})
             if not four_eyes:
-                audit_record(action="job.approved", actor=user, cluster=job.cluster, object_type="job",
-                             object_id=job.id, detail={"from": None, "to": "approved"})
-                _enqueue_on_commit(job.id)
+                audit_record(action="job.approved", actor=requested_by, cluster=cluster, object_type="job",
+                             object_id=job.id, detail={"from": None, "to": "approved", **via})
+                if enqueue:
+                    _enqueue_on_commit(job.id)
     except IntegrityError:
         existing = (
             RemediationJob.objects.filter(job_findings__finding__in=findings, job_findings__active=True, kind=kind)
@@ -180,9 +206,7 @@ def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) ->
 
 
 def _enqueue_on_commit(job_id: int) -> None:
-    from tasks.jobs import run_remediation_job
-
-    transaction.on_commit(lambda: run_remediation_job.delay(job_id))
+    dispatch.task_enqueue_on_commit(dispatch.RUN_REMEDIATION_JOB, job_id)
 
 
 def job_transition(*, job_id: int, from_statuses: Iterable[str], to_status: str, actor=None, **fields) -> bool:

@@ -32,6 +32,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from groups import selectors
+from groups.services import dispatch
 from groups.services.audit import audit_record
 from groups.text import csv_cell, partition_ranges
 from groups.web.forms import (
@@ -124,13 +125,11 @@ def cluster_set_enabled(*, user, cluster_id: int, enabled: bool) -> bool:
 
 def cluster_request_test(*, user, cluster_id: int) -> None:
     """Queue a connection test; the task runs after this transaction commits."""
-    from tasks.connection import run_connection_test
-
     _require_manager(user)
     with transaction.atomic():
         audit_record(action="cluster.test_requested", actor=user, cluster=Cluster(id=cluster_id),
                      object_type="cluster", object_id=cluster_id)
-        transaction.on_commit(lambda: run_connection_test.delay(cluster_id))
+        dispatch.task_enqueue_on_commit(dispatch.TEST_CONNECTION, cluster_id)
 
 
 def group_update_settings(*, user, group_id: int, data: dict) -> bool:

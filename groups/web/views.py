@@ -115,11 +115,10 @@ def _preview(request: HttpRequest, *, kind: str, source) -> tuple[list[int], dic
         )
     params = {"sink": source.get("sink", ""), "replay_topic": source.get("replay_topic", ""),
               "handler": source.get("handler", "")}
-    if not params["sink"]:
-        first = Finding.objects.filter(id__in=ids).select_related("group").first()
-        params["sink"] = first.group.backfill_sink if first else "parquet"
-    return ids, params, remediation.backfill_preview(finding_ids=ids, sink=params["sink"],
-                                                     replay_topic=params["replay_topic"], handler=params["handler"])
+    preview = remediation.backfill_preview(finding_ids=ids, sink=params["sink"], replay_topic=params["replay_topic"],
+                                           handler=params["handler"])
+    params["sink"] = preview["sink"]  # the group's default sink when none was chosen
+    return ids, params, preview
 
 
 def _render_approve(request: HttpRequest, *, kind: str, ids, params, preview, errors=(), status=200) -> HttpResponse:

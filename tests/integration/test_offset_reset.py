@@ -23,6 +23,7 @@ from django.core.management import CommandError, call_command
 from groups.models import AuditEvent, Cluster, ConsumerGroup, RemediationJob
 from groups.domain.planning import ResetTarget, plan_reset
 from groups.services.remediation import job_approve, job_request, positions_of
+from groups.services.resets import reset_job_create
 from tasks import offset_reset
 from tasks.jobs import poll_cluster_task, run_remediation_job
 from tasks.kafka.adapter import ClusterConfig, GroupNotEmpty, KafkaAdapter
@@ -293,8 +294,8 @@ def test_a_commit_refused_because_the_group_became_active_goes_back_to_waiting(
     group_missing_k(broker, cluster, topic, group_id).close()
     target = ResetTarget("earliest")
     plan = plan_reset(target=target, positions=positions_of([findings(topic, group_id)[2]]))
-    job = offset_reset.reset_job_create(cluster=cluster, group=ConsumerGroup.objects.get(group_id=group_id),
-                                        target=target, plan=plan, source="cli", enqueue=False)
+    job = reset_job_create(cluster=cluster, group=ConsumerGroup.objects.get(group_id=group_id),
+                           target=target, plan=plan, source="cli", enqueue=False)
     spy = type("Spy", (_ConsumerJoinsBeforeTheCommit,), {"joined": [], "join": (broker.bootstrap, topic, group_id)})
     monkeypatch.setattr(offset_reset, "KafkaAdapter", spy)
     try:
@@ -326,8 +327,8 @@ def test_a_job_still_waiting_at_its_deadline_fails_with_offsets_untouched(
         before = committed(broker, group_id, topic)
         target = ResetTarget("offset", 3)
         plan = plan_reset(target=target, positions=positions_of([findings(topic, group_id)[2]]))
-        job = offset_reset.reset_job_create(cluster=cluster, group=ConsumerGroup.objects.get(group_id=group_id),
-                                            target=target, plan=plan, source="cli", enqueue=False)
+        job = reset_job_create(cluster=cluster, group=ConsumerGroup.objects.get(group_id=group_id),
+                               target=target, plan=plan, source="cli", enqueue=False)
         assert run_remediation_job.apply(args=(job.id,)).get() == "waiting"
         time.sleep(1.2)
         assert run_remediation_job.apply(args=(job.id,)).get() == "failed"

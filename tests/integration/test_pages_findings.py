@@ -313,6 +313,28 @@ def test_the_write_api_takes_a_replay_topic_and_refuses_one_that_is_not_text(app
     assert RemediationJob.objects.get().params == {"sink": "kafka", "replay_topic": "orders.r"}
 
 
+def test_an_api_approval_without_a_sink_uses_the_groups_default_sink_and_replay_topic(approver, gap_findings):
+    """One service applies the group's defaults for every caller: the API
+    without a sink behaves like the page without one."""
+    group = gap_findings[0].group
+    group.backfill_sink, group.replay_topic = "kafka", "orders.group-replay"
+    group.save()
+    created = client_for(approver).post(f"/api/v1/findings/{gap_findings[0].id}/approve",
+                                        data=json.dumps({"kind": "backfill"}), content_type="application/json")
+    assert created.status_code == 201, created.content
+    job = RemediationJob.objects.get()
+    assert job.params == {"sink": "kafka", "replay_topic": "orders.group-replay"}
+    assert created.json()["params"] == job.params
+    assert backfill_request_for(job).replay_topics == {"orders": "orders.group-replay"}
+
+
+def test_an_api_approval_without_a_sink_of_a_parquet_group_writes_parquet(approver, gap_findings):
+    created = client_for(approver).post(f"/api/v1/findings/{gap_findings[0].id}/approve",
+                                        data=json.dumps({"kind": "backfill"}), content_type="application/json")
+    assert created.status_code == 201, created.content
+    assert RemediationJob.objects.get().params == {"sink": "parquet"}
+
+
 def test_the_write_api_with_a_token_approves_and_lists_jobs(approver, viewer, gap_findings):
     _, key = api_token_create(user=approver, name="ci")
     api = Client(HTTP_AUTHORIZATION=f"Token {key}")

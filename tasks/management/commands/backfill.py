@@ -19,7 +19,8 @@ from groups.services.audit import audit_record
 from groups.models import Cluster, RemediationJob
 from groups.domain.planning import BackfillRange, PlanError
 from tasks.backfill.runner import BackfillFailed, BackfillRunner, cluster_request, replay_topic_for
-from tasks.kafka.adapter import KafkaUnavailable
+from tasks.jobs import run_remediation_job
+from tasks.kafka import KafkaUnavailable
 
 PLAN_COLUMNS = ("TOPIC", "PARTITION", "START", "END", "RECORDS", "LOG-START", "HIGH-WATERMARK", "EXPIRED", "TO-READ")
 RESULT_COLUMNS = ("TOPIC", "PARTITION", "EXPECTED", "DELIVERED", "EXPLAINED", "UNEXPLAINED")
@@ -91,8 +92,6 @@ class Command(BaseCommand):
                           f"every difference explained")
 
     def _job(self, job_id: int, *, execute: bool) -> None:
-        from tasks.jobs import run_remediation_job
-
         job = RemediationJob.objects.filter(id=job_id, kind=RemediationJob.Kind.BACKFILL).first()
         if job is None:
             raise CommandError(f"no backfill job {job_id}")

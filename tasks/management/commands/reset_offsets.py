@@ -15,9 +15,11 @@ from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup, RemediationJob
 from groups.domain.planning import PlanError, PlannedReset, ResetTarget, plan_reset
-from groups.services.remediation import DuplicateJob
-from tasks.kafka.adapter import KafkaUnavailable
-from tasks.offset_reset import SOURCE_CLI, active_group_reason, reset_adapter, reset_job_create, reset_positions
+from groups.services.remediation import SOURCE_CLI, DuplicateJob
+from groups.services.resets import reset_job_create
+from tasks.jobs import run_remediation_job
+from tasks.kafka import KafkaUnavailable
+from tasks.offset_reset import active_group_reason, reset_adapter, reset_positions
 
 COLUMNS = ("TOPIC", "PARTITION", "LOG-START", "HIGH-WATERMARK", "CURRENT", "PLANNED", "REDELIVERED", "SKIPPED")
 
@@ -142,8 +144,6 @@ class Command(BaseCommand):
                 self.stdout.write(f"{p.topic}[{p.partition}]: {p.note}")
 
     def _execute(self, cluster, group, target: ResetTarget, plan: list[PlannedReset]) -> None:
-        from tasks.jobs import run_remediation_job
-
         try:
             job = reset_job_create(cluster=cluster, group=group, target=target, plan=plan, source=SOURCE_CLI,
                                    enqueue=False)

@@ -1,0 +1,26 @@
+"""How services start background work: a Celery task enqueued by its name
+once the current transaction commits.
+
+``groups`` never imports ``tasks`` (the tasks import the services), so work
+is named here, not imported; ``tests/unit/test_dispatch.py`` checks that every
+name below is a registered task. Enqueued after commit, a task never reads a
+row its caller has not committed yet, and a rolled-back request starts nothing.
+"""
+
+from __future__ import annotations
+
+from celery import current_app
+from django.db import transaction
+
+RUN_REMEDIATION_JOB = "gapwatch.run_remediation_job"
+SEND_NOTIFICATION = "gapwatch.send_notification"
+TEST_CONNECTION = "gapwatch.test_connection"
+TASK_NAMES = (RUN_REMEDIATION_JOB, SEND_NOTIFICATION, TEST_CONNECTION)
+
+
+def task_enqueue_on_commit(name: str, *args: object) -> None:
+    """Send task ``name`` with ``args`` after the current transaction commits
+    (at once when none is open)."""
+    if name not in TASK_NAMES:
+        raise ValueError(f"unknown task {name!r}")
+    transaction.on_commit(lambda: current_app.send_task(name, args=args))
