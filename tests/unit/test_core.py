@@ -306,7 +306,9 @@ STORIES = [
             watched=(False, False, True, False, False),
             final=dict(pre_pickup_high_watermark=180, first_commit=260, missed_definite=180, missed_possible=80,
                        backfill_start=0, backfill_end=260, policy_source="assumed", lag=20, committed_offset=880,
-                       polls_without_owner=0, expired=0),
+                       polls_without_owner=0, expired=0, created_at=T0, log_start_offset=0, high_watermark=900,
+                       explanation="policy not declared, assumed latest (the client default): 180 definitely "
+                                   "missed [0, 180), 80 possibly missed [180, 260)"),
             explanation_mentions="assumed latest",
         ),
         "the last poll with neither owner nor commit saw H=180, so [0,180) was written before billing could read "
@@ -320,7 +322,9 @@ STORIES = [
                    Step(0, 400, owned=True, commit=390)),
             states=("pending", "pending", "covered", "covered"),
             final=dict(pre_pickup_high_watermark=100, first_commit=50, missed_definite=0, missed_possible=0,
-                       backfill_start=None, backfill_end=None, policy_source="evidenced", expired=0),
+                       backfill_start=None, backfill_end=None, policy_source="evidenced", expired=0,
+                       explanation="first commit 50 is below 100, the end before pickup: the group did not "
+                                   "start at latest"),
         ),
         "the first commit 50 lies below H_k=100: a latest consumer starts at or above 100, so billing started "
         "earlier and is catching up",
@@ -354,7 +358,8 @@ STORIES = [
             states=("pending", "pending", "gap"),
             policy="latest",
             final=dict(pre_pickup_high_watermark=150, missed_definite=150, missed_possible=60,
-                       policy_source="declared", backfill_start=0, backfill_end=210, lag=0),
+                       policy_source="declared", backfill_start=0, backfill_end=210, lag=0,
+                       explanation="declared latest: 150 definitely missed [0, 150), 60 possibly missed [150, 210)"),
         ),
         "declared latest: [0,150) was written before pickup, [150,210) before the first commit",
         id="declared-latest",
@@ -375,7 +380,10 @@ STORIES = [
             states=("pending", "gap"),
             watched=(True, False),
             final=dict(pre_pickup_high_watermark=None, first_commit=70, missed_definite=0, missed_possible=70,
-                       backfill_start=0, backfill_end=70, policy_source="assumed", polls_without_owner=0),
+                       backfill_start=0, backfill_end=70, policy_source="assumed", polls_without_owner=0,
+                       explanation="policy not declared, assumed latest (the client default); no poll saw the "
+                                   "partition before the group picked it up: nothing is definitely missed: 0 "
+                                   "definitely missed [0, 0), 70 possibly missed [0, 70)"),
             explanation_mentions="no poll saw the partition before the group picked it up",
         ),
         "billing owned partition 2 at the first poll that saw it: no poll proves a message was written before "
@@ -412,6 +420,54 @@ STORIES = [
         ),
         "the log start 200 passed the whole missed range [0,150): all 150 expired, nothing left to backfill",
         id="retention-expires-whole-gap",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(30, 100), Step(30, 180), Step(30, 300, owned=True, commit=260)),
+            states=("pending", "pending", "gap"),
+            final=dict(first_log_start=30, pre_pickup_high_watermark=180, missed_definite=150, missed_possible=80,
+                       backfill_start=30, backfill_end=260, expired=0, log_start_offset=30, lag=40,
+                       explanation="policy not declared, assumed latest (the client default): 150 definitely "
+                                   "missed [30, 180), 80 possibly missed [180, 260)"),
+        ),
+        "the partition's log start was already 30 when the finding opened (records deleted before the first "
+        "poll): the definite range is [30,180), 150 messages, not 180, and the backfill starts at 30",
+        id="log-start-not-zero-counts-from-it",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(30, 100), Step(30, 150, owned=True, commit=150), Step(120, 400, owned=True, commit=390)),
+            states=("pending", "gap", "expired"),
+            policy="latest",
+            final=dict(first_log_start=30, missed_definite=70, missed_possible=50, expired=90, backfill_start=120,
+                       backfill_end=150, log_start_offset=120),
+            explanation_mentions="90 already deleted by retention",
+        ),
+        "missed [30,150) with the log start now 120: retention deleted [30,120), 90 offsets, not the 120 below "
+        "the log start ([0,30) was never part of the finding); the backfill shrinks to [120,150)",
+        id="log-start-not-zero-then-retention",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(30, 100), Step(30, 150, owned=True, commit=150), Step(10, 400, owned=True, commit=390)),
+            states=("pending", "gap", "gap"),
+            policy="latest",
+            final=dict(first_log_start=30, expired=0, backfill_start=30, backfill_end=150, log_start_offset=10),
+        ),
+        "a log start reported below the one the finding opened at (an unclean leader election can do that): "
+        "the backfill still starts at 30, inside the missed range [30,150), and nothing counts as expired",
+        id="backfill-never-starts-below-the-missed-range",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 150, owned=True, commit=150), Step(150, 400, owned=True, commit=390)),
+            states=("pending", "gap", "expired"),
+            policy="latest",
+            final=dict(expired=150, backfill_start=None, backfill_end=None),
+        ),
+        "the log start reached exactly the end of the missed range [0,150): all 150 expired, and the empty "
+        "[150,150) is no backfill range",
+        id="retention-exactly-at-missed-end",
     ),
     pytest.param(
         Story(
@@ -457,6 +513,39 @@ STORIES = [
     ),
     pytest.param(
         Story(
+            steps=(Step(0, 1), Step(0, 1), Step(0, 1)),
+            states=("pending", "unowned", "unowned"),
+            unowned_after_polls=2,
+            final=dict(polls_without_owner=3),
+            explanation_mentions="no member has owned the partition for 3 polls; 1 messages unread",
+        ),
+        "one unread message is data nobody reads: unowned after two polls without an owner",
+        id="one-unread-message-is-enough-for-unowned",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(50, 50), Step(50, 50), Step(50, 50)),
+            states=("pending", "pending", "pending"),
+            unowned_after_polls=2,
+            final=dict(lag=0, first_log_start=50),
+            explanation_mentions="0 messages at risk",
+        ),
+        "log start 50 = high watermark 50: the partition stores nothing, so nothing is at risk and it never "
+        "becomes unowned (unread is H - E, not H + E)",
+        id="empty-partition-with-non-zero-log-start",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(20, 70),),
+            states=("pending",),
+            final=dict(lag=50),
+            explanation_mentions="no member owns the partition yet; 50 messages at risk",
+        ),
+        "at risk are the stored messages H - E = 70 - 20",
+        id="messages-at-risk-are-h-minus-e",
+    ),
+    pytest.param(
+        Story(
             steps=(Step(0, 100), Step(20, 300)),
             states=("pending", "pending"),
             final=dict(lag=280, committed_offset=None, expired=0),
@@ -483,6 +572,28 @@ STORIES = [
         ),
         "the guard started at 150: exactly [0,150) missed, nothing possibly missed",
         id="guard-start-late-is-exact-gap",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(30, 100), Step(30, 200, owned=True, commit=200, guard_start=150),
+                   Step(30, 400, owned=True, commit=390)),
+            states=("pending", "gap", "gap"),
+            final=dict(missed_definite=120, missed_possible=0, policy_source="guard", backfill_start=30,
+                       backfill_end=150, guard_start_offset=150,
+                       explanation="the guard started at 150: [30, 150) missed"),
+        ),
+        "log start 30, guard started at 150: exactly [30,150), 120 missed; the report is stored with the "
+        "finding, so the next poll (with no new report) still decides by it, not by the commits",
+        id="guard-with-non-zero-log-start-and-report-kept",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(30, 100), Step(30, 200, owned=True, commit=200, guard_start=30)),
+            states=("pending", "covered"),
+            final=dict(missed_definite=0, policy_source="guard", guard_start_offset=30),
+        ),
+        "the guard started at the finding's log start 30: nothing missed",
+        id="guard-start-at-non-zero-log-start-is-covered",
     ),
     pytest.param(
         Story(
@@ -548,3 +659,25 @@ def test_groups_to_watch_lists_only_groups_picking_a_finding_up():
     assert {a.key.group_id: a.state for a in changes.accounting} == {
         "billing": "pending", "audit": "pending", "search": "gap"
     }
+
+
+def test_a_finding_whose_group_is_gone_waits_and_the_others_are_still_accounted():
+    store = Store(
+        topics={"orders": KnownTopic("orders", ORDERS_ID, 1, frozenset({0, 1}))},
+        groups={g: KnownGroup(g, frozenset({"orders"})) for g in ("audit", "billing")},
+    )
+    store.apply(poll(orders(3), groups=(group("audit", commits={("orders", 0): 5}), billing_reading(0, 1))))
+    assert set(store.findings) == {key(2, 2, "audit"), key(2, 2, "billing")}
+
+    # audit's finding comes first; the cluster no longer lists audit: no member, no commit to account.
+    changes = store.apply(poll(orders(3), groups=(billing_reading(0, 1),)))
+
+    assert [a.key for a in changes.accounting] == [key(2, 2, "billing")]
+    assert store.findings[key(2, 2, "audit")].state == "pending", "its stored state waits for the group"
+
+
+def test_a_snapshot_finds_its_topics_by_name():
+    snapshot = poll(orders(2), topic("payments", (0, 5)))
+    assert snapshot.topic("payments").partition_ids == frozenset({0})
+    assert snapshot.topic("orders").name == "orders"
+    assert snapshot.topic("missing") is None

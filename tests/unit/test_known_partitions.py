@@ -57,6 +57,11 @@ OLD_COMMITTED = {("orders", 0): 5, ("orders", 1): 5}
         (snapshot(committed=OLD_COMMITTED), {("orders", "other"): {2, 3}}, {"billing": frozenset({"orders"})},
          {("orders", "billing"): frozenset({0, 1, 2, 3})},
          "another group's findings do not hide partitions from this group"),
+        (snapshot(committed={**{(name, 0): 1 for name in ("a", "b", "c", "d", "e")}, ("new", 0): 1},
+                  topics=("a", "b", "c", "d", "e", "new")),
+         {}, {"billing": frozenset({"a", "b", "c", "d", "e"})},
+         {(name, "billing"): frozenset({0, 1, 2, 3}) for name in ("a", "b", "c", "d", "e")},
+         "a topic the group reads for the first time is skipped; its other topics still get their sets"),
     ],
 )
 def test_it_computes_the_known_partitions(snap, findings, consumed_before, expected, why):
