@@ -16,7 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from groups.models import Cluster
-from tasks.kafka.adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable
+from tasks.kafka import ClusterConfig, KafkaAdapter, KafkaUnavailable
 
 CLUSTER_TIMEOUT_SECONDS = 3.0
 

@@ -36,7 +36,7 @@ from groups.domain.planning import (
 )
 from groups.services.remediation import job_transition
 from tasks.job_lock import job_lock
-from tasks.kafka.adapter import GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
+from tasks.kafka import GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
 
 log = logging.getLogger(__name__)
 Status = RemediationJob.Status
@@ -68,9 +68,10 @@ def reset_positions(
     for topic, partition in partitions:
         by_topic[topic].append(partition)
     for topic, wanted in sorted(by_topic.items()):
-        existing = adapter.topic_partition_ids(topic=topic)
-        if existing is None:
+        details = adapter.describe_topic(topic)
+        if details is None:
             raise PlanError(f"topic {topic!r} does not exist on this cluster")
+        existing = details.partition_ids
         missing = sorted(set(wanted) - set(existing))
         if missing:
             raise PlanError(f"topic {topic!r} has no partition {', '.join(map(str, missing))} "

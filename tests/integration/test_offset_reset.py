@@ -490,11 +490,11 @@ def test_the_adapter_reads_and_commits_one_group_and_refuses_an_active_one(
     topic, group_id = f"adapter-{unique}", f"adapter-{unique}"
     group_ids.append(group_id)
     adapter = KafkaAdapter(ClusterConfig(bootstrap_servers=kafka_bootstrap), timeout=10)
-    assert adapter.topic_partition_ids(topic=f"ghost-{unique}") is None
+    assert adapter.describe_topic(f"ghost-{unique}") is None
     assert adapter.describe_group(group_id=f"ghost-{unique}").inactive
     consumer = group_missing_k(broker, cluster, topic, group_id)
     try:
-        assert adapter.topic_partition_ids(topic=topic) == (0, 1, 2)
+        assert adapter.describe_topic(topic).partition_ids == (0, 1, 2)
         status = adapter.describe_group(group_id=group_id)
         assert (status.state, status.member_count, status.inactive) == ("Stable", 1, False)
         with pytest.raises(GroupNotEmpty, match="UNKNOWN_MEMBER_ID"):

@@ -121,12 +121,12 @@ class Command(BaseCommand):
         for topic, numbers in specs:
             if numbers is None:
                 try:
-                    existing = adapter.topic_partition_ids(topic=topic)
+                    details = adapter.describe_topic(topic)
                 except KafkaUnavailable as error:
                     raise CommandError(str(error)) from None
-                if existing is None:
+                if details is None:
                     raise CommandError(f"topic {topic!r} does not exist on this cluster")
-                numbers = list(existing)
+                numbers = list(details.partition_ids)
             partitions.update((topic, n) for n in numbers)
         return sorted(partitions)
 

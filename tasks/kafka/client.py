@@ -1,0 +1,209 @@
+"""What every face of the adapter shares: the lazy admin client, the
+bounded fan-out of admin calls, one way to turn errors into
+``KafkaUnavailable``, and the client's answers as plain data.
+
+Creating a client opens no connection: the admin client is made on first use.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import ConsumerGroupState, ConsumerGroupType, KafkaException
+from confluent_kafka.admin import AdminClient
+
+from groups.domain.cluster_config import ClusterConfig
+from groups.domain.secrets import secret_redact
+from groups.domain.snapshot import MemberSnapshot
+from tasks.kafka.errors import KafkaUnavailable, describe_error
+
+# librdkafka enforces request_timeout itself; this only guards against a
+# future that is never completed, so no call can hang.
+WAIT_GRACE_SECONDS = 5.0
+# The broker's names for the states the client knows; KIP-848 states the
+# client does not know ("Assigning", "Reconciling") arrive as UNKNOWN.
+_STATE_NAMES = {
+    ConsumerGroupState.UNKNOWN: "Unknown",
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.DEAD: "Dead",
+    ConsumerGroupState.EMPTY: "Empty",
+}
+
+
+@dataclass(frozen=True)
+class TopicDetails:
+    """One topic as the broker describes it now."""
+
+    name: str
+    topic_id: str
+    is_internal: bool
+    partition_ids: tuple[int, ...]
+    replication_factor: int
+
+    @property
+    def partitions(self) -> int:
+        return len(self.partition_ids)
+
+
+@dataclass(frozen=True)
+class DescribedGroup:
+    group_id: str
+    state: str
+    type: str
+    assignor: str
+    members: tuple[MemberSnapshot, ...]
+
+
+class KafkaClient:
+    """Every request carries ``timeout`` as its request timeout; at most
+    ``max_in_flight`` admin calls are outstanding at once."""
+
+    def __init__(self, config: ClusterConfig, *, timeout: float = 10.0, max_in_flight: int = 32) -> None:
+        if max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        self._config = config
+        self._timeout = timeout
+        self._max_in_flight = max_in_flight
+        self._admin: AdminClient | None = None
+        self.last_timings: dict[str, float] = {}
+        self.last_peak_in_flight: dict[str, int] = {}
+
+    @property
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient(
+                {**self._config.client_config(), "socket.timeout.ms": int(self._timeout * 1000)}
+            )
+        return self._admin
+
+    def ping(self) -> int:
+        """Ask the cluster for its metadata; return the number of brokers."""
+        try:
+            metadata = self.admin.list_topics(timeout=self._timeout)
+        except KafkaException as error:
+            raise self._unavailable("ping", describe_error(error)) from None
+        if not metadata.brokers:
+            raise self._unavailable("ping", "no brokers in metadata")
+        return len(metadata.brokers)
+
+    # -- plumbing ----------------------------------------------------------
+
+    def _committed_from(self, group_id: str, answer: Any) -> dict[tuple[str, int], int | None]:
+        """A ListConsumerGroupOffsets answer as ``{(topic, partition): offset}``,
+        the offset being the next message to read, None without a commit
+        (the client answers OFFSET_INVALID, below zero). An error on any
+        partition raises."""
+        found: dict[tuple[str, int], int | None] = {}
+        for partition in answer.topic_partitions or []:
+            if partition.error is not None:
+                raise self._unavailable(
+                    "offsets",
+                    f"committed offset of group {group_id!r} on {partition.topic!r} [{partition.partition}]: "
+                    f"{describe_error(partition.error)}",
+                )
+            found[(partition.topic, partition.partition)] = partition.offset if partition.offset >= 0 else None
+        return found
+
+    def _gather(
+        self,
+        stage: str,
+        calls: Iterable[Callable[[], dict[Any, Future]]],
+        handle: Callable[[Any, Future], None],
+    ) -> None:
+        """Run admin calls with at most ``max_in_flight`` outstanding and hand
+        every answered future to ``handle`` as its call completes. The first
+        error stops issuing further calls, so a dead cluster fails a stage in
+        about one request timeout, not one per call."""
+        in_flight: list[dict[Any, Future]] = []
+        peak = 0
+
+        def settle(until: int) -> None:
+            nonlocal in_flight
+            while len(in_flight) > until:
+                self._wait_any(stage, [f for call in in_flight for f in call.values()])
+                still: list[dict[Any, Future]] = []
+                for call in in_flight:
+                    if all(future.done() for future in call.values()):
+                        for key, future in call.items():
+                            handle(key, future)
+                    else:
+                        still.append(call)
+                in_flight = still
+
+        for call in calls:
+            settle(self._max_in_flight - 1)
+            try:
+                in_flight.append(call())
+            except KafkaException as error:
+                raise self._unavailable(stage, describe_error(error)) from None
+            peak = max(peak, len(in_flight))
+        settle(0)
+        self.last_peak_in_flight[stage] = max(peak, self.last_peak_in_flight.get(stage, 0))
+
+    def _wait_any(self, stage: str, futures: Sequence[Future]) -> None:
+        pending = [future for future in futures if not future.done()]
+        if not pending:
+            return
+        done, _ = wait(pending, timeout=self._timeout + WAIT_GRACE_SECONDS, return_when=FIRST_COMPLETED)
+        if not done:
+            raise self._unavailable(stage, f"no answer within {self._timeout:g}s")
+
+    @contextmanager
+    def _stage(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.last_timings[name] = time.monotonic() - started
+
+    def _unavailable(self, stage: str, detail: str) -> KafkaUnavailable:
+        message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}",
+                                self._config.sasl_password)
+        return KafkaUnavailable(message, bootstrap_servers=self._config.bootstrap_servers, stage=stage)
+
+
+def topic_details(name: str, description: Any) -> TopicDetails:
+    """A TopicDescription as plain data, partition ids sorted."""
+    partitions = description.partitions
+    return TopicDetails(
+        name=name,
+        topic_id=str(description.topic_id) if description.topic_id is not None else "",
+        is_internal=bool(description.is_internal),
+        partition_ids=tuple(sorted(partition.id for partition in partitions)),
+        replication_factor=max((len(partition.replicas) for partition in partitions), default=1),
+    )
+
+
+def group_from(group_id: str, state: ConsumerGroupState, description: Any) -> DescribedGroup:
+    """A ConsumerGroupDescription as plain data, members sorted by id."""
+    members = (
+        MemberSnapshot(
+            member_id=member.member_id,
+            client_id=member.client_id or "",
+            host=member.host or "",
+            assignment=frozenset(
+                (partition.topic, partition.partition)
+                for partition in (member.assignment.topic_partitions if member.assignment else [])
+            ),
+        )
+        for member in description.members or []
+    )
+    return DescribedGroup(
+        group_id=group_id,
+        state=_STATE_NAMES.get(state, state.name.title()),
+        type=getattr(description, "type", ConsumerGroupType.UNKNOWN).name.lower(),
+        assignor=description.partition_assignor or "",
+        members=tuple(sorted(members, key=lambda member: member.member_id)),
+    )
+
+
+def chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

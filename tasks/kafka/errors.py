@@ -1,0 +1,80 @@
+"""The adapter's one error type, and how the client's errors are read.
+
+Every face of the adapter raises ``KafkaUnavailable`` (or its kind
+``GroupNotEmpty``); callers never see a confluent-kafka exception.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+
+
+class KafkaUnavailable(Exception):
+    """The cluster could not be reached, or answered with an error or with
+    only part of an answer. ``stage`` names the step that failed ("ping",
+    "topics", "watermarks", "groups", "offsets", "group", "commit", "backfill")."""
+
+    def __init__(self, message: str, *, bootstrap_servers: str = "", stage: str = "") -> None:
+        super().__init__(message)
+        self.bootstrap_servers = bootstrap_servers
+        self.stage = stage
+
+
+class GroupNotEmpty(KafkaUnavailable):
+    """The broker refused an administrative offset commit because the group
+    has members (UNKNOWN_MEMBER_ID and kin): nothing was committed."""
+
+
+# Errors of describe_topics that mean "this topic no longer exists".
+TOPIC_GONE = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.UNKNOWN_TOPIC_ID, KafkaError._UNKNOWN_TOPIC})
+# Partition-level errors of list_offsets while a topic is being created or
+# deleted, or a leader moves: a topic created a moment ago answers NOT_LEADER
+# for ~20 ms; one being deleted answers _NOENT ("No leaders found") or
+# UNKNOWN_TOPIC. Kafka's own admin client retries these; so does the
+# snapshot, within the timeout, and drops the topic only if describing it
+# again says it is gone.
+PARTITION_TROUBLE = frozenset(
+    {
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.UNKNOWN_TOPIC_ID,
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._NOENT,
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.REPLICA_NOT_AVAILABLE,
+        KafkaError.OFFSET_NOT_AVAILABLE,
+        KafkaError.FENCED_LEADER_EPOCH,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+    }
+)
+# Answers to an admin offset commit (no member id, generation -1) that mean
+# "the group has members now" (classic and KIP-848 groups).
+GROUP_ACTIVE = frozenset(
+    {
+        KafkaError.UNKNOWN_MEMBER_ID,
+        KafkaError.NON_EMPTY_GROUP,
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.ILLEGAL_GENERATION,
+        KafkaError.STALE_MEMBER_EPOCH,
+        KafkaError.FENCED_MEMBER_EPOCH,
+    }
+)
+
+
+def error_code(error: BaseException | KafkaError) -> int | None:
+    """The client's error code, or None for any other exception (a timeout)."""
+    if isinstance(error, KafkaError):
+        return error.code()
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        return error.args[0].code()
+    return None
+
+
+def describe_error(error: BaseException | KafkaError) -> str:
+    """``NAME: text`` for a client error; the type and message otherwise."""
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        error = error.args[0]
+    if isinstance(error, KafkaError):
+        return f"{error.name()}: {error.str()}"
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -1,0 +1,300 @@
+"""The poll's face of the adapter: one complete, consistent snapshot of a
+cluster (topics, watermarks, groups, committed offsets) as plain data
+(``groups.domain.snapshot``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from datetime import datetime
+
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import OffsetSpec
+
+from groups.domain.snapshot import GroupSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
+from tasks.kafka.client import (
+    WAIT_GRACE_SECONDS,
+    DescribedGroup,
+    KafkaClient,
+    TopicDetails,
+    chunks,
+    group_from,
+    topic_details,
+)
+from tasks.kafka.errors import PARTITION_TROUBLE, TOPIC_GONE, describe_error, error_code
+
+TOPICS_PER_DESCRIBE = 500
+GROUPS_PER_DESCRIBE = 100
+_FIRST_RETRY_SECONDS = 0.05
+
+
+class SnapshotReads(KafkaClient):
+    """After ``snapshot`` returns, ``last_timings`` holds the seconds each
+    stage took (topics, watermarks, groups, offsets) and
+    ``last_peak_in_flight`` the most calls a stage had outstanding at once."""
+
+    def snapshot(self, *, cluster: str, now: datetime) -> Snapshot:
+        """Read everything one poll needs, in this order:
+
+        1. topics: names from metadata, then topic ids and partitions;
+        2. watermarks: log start and high watermark of every partition;
+        3. groups: list, then describe (state, type, members, assignments);
+        4. offsets: the committed offsets of every group.
+
+        Watermarks are read before groups on purpose: when steps 3 and 4 see
+        no owner and no commit on a partition, a group that picks it up later
+        starts at or above the high watermark read in step 2, so that value
+        safely bounds what was written before the group could read it (H_k in
+        DESIGN section 3).
+
+        Any error raises ``KafkaUnavailable``; a partial answer is an error,
+        never a smaller cluster. Only what is confirmed gone is skipped: a
+        topic deleted during the poll (confirmed by describing it again), and
+        a group that is Dead or not found when described or when its offsets
+        are fetched.
+        """
+        self.last_timings = {}
+        self.last_peak_in_flight = {}
+        with self._stage("topics"):
+            described = self._read_topics()
+        with self._stage("watermarks"):
+            topics = self._read_watermarks(described)
+        with self._stage("groups"):
+            groups = self._read_groups()
+        with self._stage("offsets"):
+            committed = self._read_committed([group.group_id for group in groups])
+        return Snapshot(
+            cluster=cluster,
+            taken_at=now,
+            topics=topics,
+            groups=tuple(
+                GroupSnapshot(
+                    group_id=group.group_id,
+                    state=group.state,
+                    type=group.type,
+                    assignor=group.assignor,
+                    members=group.members,
+                    committed=committed[group.group_id],
+                )
+                for group in groups
+                if group.group_id in committed
+            ),
+        )
+
+    # -- 1. topics ---------------------------------------------------------
+
+    def _read_topics(self) -> dict[str, TopicDetails]:
+        try:
+            names = sorted(self.admin.list_topics(timeout=self._timeout).topics)
+        except KafkaException as error:
+            raise self._unavailable("topics", f"metadata: {describe_error(error)}") from None
+        described: dict[str, TopicDetails] = {}
+
+        def handle(name: str, future: Future) -> None:
+            error = future.exception()
+            if error is not None:
+                if error_code(error) in TOPIC_GONE:
+                    return  # deleted since list_topics
+                raise self._unavailable("topics", f"describe topic {name!r}: {describe_error(error)}")
+            description = future.result()
+            described[name] = topic_details(name, description)
+
+        self._gather(
+            "topics",
+            (
+                lambda batch=batch: self.admin.describe_topics(
+                    TopicCollection(list(batch)), request_timeout=self._timeout
+                )
+                for batch in chunks(names, TOPICS_PER_DESCRIBE)
+            ),
+            handle,
+        )
+        return described
+
+    # -- 2. watermarks -----------------------------------------------------
+
+    def _read_watermarks(self, described: dict[str, TopicDetails]) -> tuple[TopicSnapshot, ...]:
+        """Log start offsets first, then high watermarks, so that within one
+        partition ``log_start <= high_watermark`` always holds. A topic is
+        left out only when describing it again shows it deleted (or
+        recreated under a new topic id) since step 1."""
+        partitions = [(topic.name, partition) for topic in described.values() for partition in topic.partition_ids]
+        deadline = time.monotonic() + self._timeout
+        gone: set[str] = set()
+        log_starts = self._list_offsets(described, partitions, OffsetSpec.earliest(), gone, deadline)
+        high_watermarks = self._list_offsets(described, partitions, OffsetSpec.latest(), gone, deadline)
+        return tuple(
+            TopicSnapshot(
+                name=topic.name,
+                topic_id=topic.topic_id,
+                is_internal=topic.is_internal,
+                partitions=tuple(
+                    PartitionOffsets(
+                        partition=partition,
+                        log_start=log_starts[(topic.name, partition)],
+                        high_watermark=high_watermarks[(topic.name, partition)],
+                    )
+                    for partition in topic.partition_ids
+                ),
+            )
+            for topic in sorted(described.values(), key=lambda topic: topic.name)
+            if topic.name not in gone
+        )
+
+    def _list_offsets(
+        self,
+        described: dict[str, TopicDetails],
+        partitions: Sequence[tuple[str, int]],
+        spec: OffsetSpec,
+        gone: set[str],
+        deadline: float,
+    ) -> dict[tuple[str, int], int]:
+        """1. One ListOffsets call for all partitions (the client sends one
+           request per partition leader).
+        2. Partitions that answered with a ``PARTITION_TROUBLE`` error:
+           describe their topics again; topics found gone join ``gone``.
+        3. Ask again for the rest, with backoff, until ``deadline``; then
+           the trouble is an error."""
+        offsets: dict[tuple[str, int], int] = {}
+        backoff = _FIRST_RETRY_SECONDS
+        partitions = [key for key in partitions if key[0] not in gone]
+        while partitions:
+            troubled: dict[tuple[str, int], BaseException] = {}
+
+            def handle(key: TopicPartition, future: Future) -> None:
+                error = future.exception()
+                if error is None:
+                    offsets[(key.topic, key.partition)] = future.result().offset
+                elif error_code(error) in PARTITION_TROUBLE:
+                    troubled[(key.topic, key.partition)] = error
+                else:
+                    raise self._unavailable(
+                        "watermarks", f"list offsets of {key.topic!r} [{key.partition}]: {describe_error(error)}"
+                    )
+
+            request = {TopicPartition(topic, partition): spec for topic, partition in partitions}
+            self._gather(
+                "watermarks",
+                [
+                    lambda: self.admin.list_offsets(
+                        request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout
+                    )
+                ],
+                handle,
+            )
+            if troubled:
+                gone |= self._topics_gone(described, {topic for topic, _ in troubled})
+                troubled = {key: error for key, error in troubled.items() if key[0] not in gone}
+            if troubled and time.monotonic() + backoff > deadline:
+                (topic, partition), error = min(troubled.items())
+                raise self._unavailable(
+                    "watermarks",
+                    f"list offsets of {topic!r} [{partition}]: {describe_error(error)}; "
+                    f"{len(troubled)} partition(s) still without an answer after {self._timeout:g}s",
+                )
+            if troubled:
+                time.sleep(backoff)
+                backoff *= 2
+            partitions = sorted(troubled)
+        return offsets
+
+    def _topics_gone(self, described: dict[str, TopicDetails], names: set[str]) -> set[str]:
+        """Which of ``names`` are deleted, or recreated under another topic id."""
+        gone: set[str] = set()
+
+        def handle(name: str, future: Future) -> None:
+            error = future.exception()
+            if error is not None:
+                if error_code(error) in TOPIC_GONE:
+                    gone.add(name)
+                    return
+                raise self._unavailable("watermarks", f"describe topic {name!r}: {describe_error(error)}")
+            if topic_details(name, future.result()).topic_id != described[name].topic_id:
+                gone.add(name)
+
+        self._gather(
+            "watermarks",
+            [lambda: self.admin.describe_topics(TopicCollection(sorted(names)), request_timeout=self._timeout)],
+            handle,
+        )
+        return gone
+
+    # -- 3. groups ---------------------------------------------------------
+
+    def _read_groups(self) -> list[DescribedGroup]:
+        """List, then describe in batches. The client lists classic and
+        consumer (KIP-848) groups only; share and streams groups are not
+        reported by it, so they are not in the snapshot."""
+        try:
+            listing = self.admin.list_consumer_groups(request_timeout=self._timeout)
+            result = listing.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - a failed or missing answer, whatever its type
+            raise self._unavailable("groups", f"list groups: {describe_error(error)}") from None
+        if result.errors:
+            raise self._unavailable(
+                "groups", f"list groups: {'; '.join(describe_error(error) for error in result.errors)}"
+            )
+        # The client cannot describe or fetch offsets of the empty group id.
+        group_ids = sorted({entry.group_id for entry in result.valid or [] if entry.group_id})
+        groups: list[DescribedGroup] = []
+
+        def handle(group_id: str, future: Future) -> None:
+            error = future.exception()
+            if error is not None:
+                if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
+                    return  # deleted since it was listed
+                raise self._unavailable("groups", f"describe group {group_id!r}: {describe_error(error)}")
+            description = future.result()
+            state = getattr(description, "state", ConsumerGroupState.UNKNOWN)
+            if state == ConsumerGroupState.DEAD:
+                return  # deleted (or expired) since it was listed
+            groups.append(group_from(group_id, state, description))
+
+        self._gather(
+            "groups",
+            (
+                lambda batch=batch: self.admin.describe_consumer_groups(list(batch), request_timeout=self._timeout)
+                for batch in chunks(group_ids, GROUPS_PER_DESCRIBE)
+            ),
+            handle,
+        )
+        return sorted(groups, key=lambda group: group.group_id)
+
+    # -- 4. committed offsets ---------------------------------------------
+
+    def _read_committed(self, group_ids: Sequence[str]) -> dict[str, dict[tuple[str, int], int]]:
+        """The client fetches one group per call (confluent-kafka-python
+        #1947), so calls run concurrently, at most ``max_in_flight`` at once.
+        An offset below zero (OFFSET_INVALID) means "no commit": left out."""
+        committed: dict[str, dict[tuple[str, int], int]] = {}
+
+        def handle(group_id: str, future: Future) -> None:
+            error = future.exception()
+            if error is not None:
+                if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
+                    return  # deleted since it was described
+                raise self._unavailable("offsets", f"committed offsets of group {group_id!r}: {describe_error(error)}")
+            found = self._committed_from(group_id, future.result())
+            committed[group_id] = {key: offset for key, offset in found.items() if offset is not None}
+
+        self._gather(
+            "offsets",
+            (
+                lambda group_id=group_id: self.admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(group_id)], request_timeout=self._timeout
+                )
+                for group_id in group_ids
+            ),
+            handle,
+        )
+        return committed

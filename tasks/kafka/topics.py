@@ -1,0 +1,146 @@
+"""The topics' face of the adapter: one topic described or created, the
+offsets of some of its partitions now, and for the Spark backfill, its
+compaction and the offsets a reader can actually read.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import ConfigResource, NewTopic, OffsetSpec, ResourceType
+
+from groups.domain.snapshot import PartitionOffsets
+from tasks.kafka.client import WAIT_GRACE_SECONDS, KafkaClient, TopicDetails, topic_details
+from tasks.kafka.errors import TOPIC_GONE, describe_error, error_code
+
+
+class TopicOperations(KafkaClient):
+    def describe_topic(self, topic: str) -> TopicDetails | None:
+        """Id, partitions and replication factor of one topic; None when it
+        does not exist. Describes the topic: never creates it, even on a
+        broker with ``auto.create.topics.enable``."""
+        try:
+            future = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self._timeout)[topic]
+            description = future.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            if error_code(error) in TOPIC_GONE:
+                return None
+            raise self._unavailable("topics", f"describe topic {topic!r}: {describe_error(error)}") from None
+        return topic_details(topic, description)
+
+    def create_topic(self, topic: str, *, partitions: int, replication_factor: int) -> None:
+        try:
+            future = self.admin.create_topics(
+                [NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor)],
+                request_timeout=self._timeout,
+            )[topic]
+            future.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            if error_code(error) != KafkaError.TOPIC_ALREADY_EXISTS:  # created by someone else meanwhile: fine
+                raise self._unavailable("backfill", f"create topic {topic!r}: {error}") from None
+
+    def topic_compacted(self, topic: str) -> bool:
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        try:
+            configs = self.admin.describe_configs([resource], request_timeout=self._timeout)[resource].result(
+                timeout=self._timeout + WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            raise self._unavailable("backfill", f"describe configs of {topic!r}: {error}") from None
+        policy = configs.get("cleanup.policy")
+        return "compact" in (policy.value or "") if policy is not None else False
+
+    def visible_runs(self, *, topic: str, partition: int, start: int, end: int, committed_only: bool,
+                     deadline: float) -> list[tuple[int, int]]:
+        """The offsets of ``[start, end)`` a reader can read now, as runs of
+        consecutive offsets (half-open). The reader is assigned the partition
+        directly: it joins no group and commits nothing."""
+        consumer = Consumer({
+            **self._config.client_config(),
+            "group.id": f"gapwatch-backfill-probe-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed" if committed_only else "read_uncommitted",
+            "auto.offset.reset": "earliest",
+        })
+        runs: list[list[int]] = []
+        try:
+            consumer.assign([TopicPartition(topic, partition, start)])
+            while True:
+                at_end = False
+                for message in consumer.consume(num_messages=10_000, timeout=1.0):
+                    if message.error():
+                        if message.error().code() == KafkaError._PARTITION_EOF:
+                            at_end = True
+                            continue
+                        raise self._unavailable("backfill", f"read {topic!r} [{partition}]: {message.error()}")
+                    offset = message.offset()
+                    if start <= offset < end:
+                        if runs and runs[-1][1] == offset:
+                            runs[-1][1] = offset + 1
+                        else:
+                            runs.append([offset, offset + 1])
+                position = consumer.position([TopicPartition(topic, partition)])[0].offset
+                if at_end or position >= end or (runs and runs[-1][1] >= end):
+                    return [(a, b) for a, b in runs]
+                if time.monotonic() > deadline:
+                    raise self._unavailable("backfill", f"reading {topic!r} [{partition}] [{start}, {end}) took too long")
+        except KafkaException as error:
+            raise self._unavailable("backfill", f"read {topic!r} [{partition}]: {error}") from None
+        finally:
+            consumer.close()
+
+    def partition_offsets(self, *, topic: str, partitions: Sequence[int]) -> dict[int, PartitionOffsets]:
+        """Log start and high watermark of some partitions of one topic, now
+        (executors check these again right before acting)."""
+        if not partitions:
+            return {}
+        found: dict[str, dict[int, int]] = {"log_start": {}, "high_watermark": {}}
+        for field_name, spec in (("log_start", OffsetSpec.earliest()), ("high_watermark", OffsetSpec.latest())):
+            try:
+                futures = self.admin.list_offsets(
+                    {TopicPartition(topic, partition): spec for partition in partitions},
+                    isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout,
+                )
+            except KafkaException as error:
+                raise self._unavailable("watermarks", f"list offsets of {topic!r}: {describe_error(error)}") from None
+            for key, future in futures.items():
+                try:
+                    found[field_name][key.partition] = future.result(timeout=self._timeout + 5).offset
+                except Exception as error:  # noqa: BLE001 - KafkaException or a timeout: both mean no answer
+                    raise self._unavailable(
+                        "watermarks", f"list offsets of {topic!r} [{key.partition}]: {describe_error(error)}"
+                    ) from None
+        return {
+            partition: PartitionOffsets(partition=partition, log_start=found["log_start"][partition],
+                                        high_watermark=found["high_watermark"][partition])
+            for partition in partitions
+        }
+
+    def offsets_for_times(
+        self, *, topic: str, partitions: Sequence[int], timestamp_ms: int
+    ) -> dict[int, int | None]:
+        """Per partition, the first offset whose timestamp is at or after
+        ``timestamp_ms``; None when no message is that recent (Kafka answers
+        -1: "the end")."""
+        if not partitions:
+            return {}
+        try:
+            futures = self.admin.list_offsets(
+                {TopicPartition(topic, partition): OffsetSpec.for_timestamp(timestamp_ms) for partition in partitions},
+                isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout,
+            )
+        except KafkaException as error:
+            raise self._unavailable("watermarks", f"offsets for times of {topic!r}: {describe_error(error)}") from None
+        found: dict[int, int | None] = {}
+        for key, future in futures.items():
+            try:
+                offset = future.result(timeout=self._timeout + WAIT_GRACE_SECONDS).offset
+            except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+                raise self._unavailable(
+                    "watermarks", f"offset for time of {topic!r} [{key.partition}]: {describe_error(error)}"
+                ) from None
+            found[key.partition] = offset if offset >= 0 else None
+        return {partition: found[partition] for partition in partitions}
