@@ -13,9 +13,11 @@ COPY pyproject.toml README.md ./
 COPY controlplane controlplane
 COPY groups groups
 COPY tasks tasks
+COPY guard guard
 COPY templates templates
 COPY manage.py .
-RUN pip install --no-cache-dir .
+# The guard (./guard, not on PyPI) holds the Redis key layout the control plane writes.
+RUN pip install --no-cache-dir ./guard .
 COPY --from=jars /jars/spark /opt/gapwatch/spark-jars
 ENV SPARK_KAFKA_JARS_DIR=/opt/gapwatch/spark-jars PYTHONUNBUFFERED=1
 RUN SECRET_KEY=build python manage.py collectstatic --noinput -v0

@@ -45,8 +45,8 @@ if [ "$(cat "$venv_stamp" 2>/dev/null)" != "$venv_hash" ]; then
   echo "setup: installing the project into $VENV"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -e ".[test]"
-  # The consumer-side guard is its own package; the tests use it.
-  [ -f guard/pyproject.toml ] && "$VENV/bin/pip" install -q -e ./guard
+  # The consumer-side guard is its own package (not on PyPI); the control
+  # plane depends on it for the Redis key layout, so it is installed with it.
+  "$VENV/bin/pip" install -q -e ./guard -e ".[test]"
   echo "$venv_hash" >"$venv_stamp"
 fi

@@ -4,19 +4,15 @@ Which partitions are known is computed by the pure
 ``groups.domain.known_partitions.known_partition_sets``; this module writes and
 reads the sets.
 
-Key layout (one Redis set per cluster, topic and group):
-
-    gapwatch:known-partitions:<cluster>:<topic>:<group id>
-
-Members are partition ids (decimal strings). The set holds the partitions that
-existed at the group's current generation: every partition of the topic except
-the new ones the group has not committed on yet (findings, open or dismissed,
-without a commit). A (topic, group) pair the poller sees for the first time
-gets no set from it. A guard seeing a partition with no commit that is NOT in the set
-knows it is new and starts it at the beginning. Cluster names are slugs and
-topic names cannot contain ':', so everything after the third ':' is the group
-id, whatever it contains. Sets expire after KNOWN_SET_TTL_SECONDS without a
-poll refreshing them.
+The key layout is the guard's (``gapwatch_guard.keys``: one home for the
+writer here and the guards that read): one set per cluster, topic and group,
+members are partition ids. The set holds the partitions that existed at the
+group's current generation: every partition of the topic except the new ones
+the group has not committed on yet (findings, open or dismissed, without a
+commit). A (topic, group) pair the poller sees for the first time gets no set
+from it. A guard seeing a partition with no commit that is NOT in the set
+knows it is new and starts it at the beginning. Sets expire after
+KNOWN_SET_TTL_SECONDS without a poll refreshing them.
 """
 
 from __future__ import annotations
@@ -26,14 +22,15 @@ from collections.abc import Iterable
 
 import redis
 from django.conf import settings
+from gapwatch_guard.keys import (
+    GUARD_STARTS_PREFIX,
+    KNOWN_PARTITIONS_PREFIX,
+    guard_starts_key,
+    known_partitions_key,
+)
 
 log = logging.getLogger(__name__)
-PREFIX = "gapwatch:known-partitions"
 KNOWN_SET_TTL_SECONDS = 7 * 24 * 3600
-
-
-def key(*, cluster: str, topic: str, group_id: str) -> str:
-    return f"{PREFIX}:{cluster}:{topic}:{group_id}"
 
 
 def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]], new_lineages: Iterable[str] = ()) -> None:
@@ -46,13 +43,13 @@ def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]], new_li
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
     try:
         for topic in new_lineages:
-            for prefix in (PREFIX, GUARD_PREFIX):
+            for prefix in (KNOWN_PARTITIONS_PREFIX, GUARD_STARTS_PREFIX):
                 stale = list(client.scan_iter(match=f"{prefix}:{cluster}:{topic}:*", count=500))
                 if stale:
                     client.delete(*stale)
         pipe = client.pipeline(transaction=False)
         for (topic, group_id), partitions in sets.items():
-            target = key(cluster=cluster, topic=topic, group_id=group_id)
+            target = known_partitions_key(cluster=cluster, topic=topic, group_id=group_id)
             if not partitions:
                 pipe.delete(target)
                 continue
@@ -69,16 +66,8 @@ def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]], new_li
 
 def read(*, cluster: str, topic: str, group_id: str) -> frozenset[int]:
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
-    return frozenset(int(member) for member in client.smembers(key(cluster=cluster, topic=topic, group_id=group_id)))
-
-
-GUARD_PREFIX = "gapwatch:guard-starts"
-
-
-def guard_key(*, cluster: str, topic: str, group_id: str) -> str:
-    """Hash written by consumer-side guards: partition id -> the offset the guard
-    started that new partition at (HSETNX: the first start wins)."""
-    return f"{GUARD_PREFIX}:{cluster}:{topic}:{group_id}"
+    members = client.smembers(known_partitions_key(cluster=cluster, topic=topic, group_id=group_id))
+    return frozenset(int(member) for member in members)
 
 
 def read_guard_starts(*, cluster: str, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str, int], int]:
@@ -94,7 +83,7 @@ def read_guard_starts(*, cluster: str, pairs: Iterable[tuple[str, str]]) -> dict
     try:
         pipe = client.pipeline(transaction=False)
         for topic, group_id in pairs:
-            pipe.hgetall(guard_key(cluster=cluster, topic=topic, group_id=group_id))
+            pipe.hgetall(guard_starts_key(cluster=cluster, topic=topic, group_id=group_id))
         answers = pipe.execute()
     except redis.RedisError as error:
         log.warning("could not read guard reports for cluster %s: %s", cluster, error)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 from django.utils import timezone
+from gapwatch_guard.keys import guard_starts_key, known_partitions_key
 
 from groups.services import known_partitions
 from groups.models import ConsumerGroup, Finding, PartitionGeneration
@@ -233,7 +234,7 @@ def test_a_guard_report_makes_the_finding_exact(broker, cluster, unique, setting
         assert {row.state for row in findings(topic, group_id).values()} == {"pending"}
         # One guard started partition 2 at its beginning, another started 3 late at 5.
         client = redis.Redis.from_url(settings.REDIS_URL)
-        key = known_partitions.guard_key(cluster="local", topic=topic, group_id=group_id)
+        key = guard_starts_key(cluster="local", topic=topic, group_id=group_id)
         client.hsetnx(key, "2", 0)
         client.hsetnx(key, "3", 5)
         client.hsetnx(key, "3", 0)  # a later rebalance never overwrites the first report
@@ -258,8 +259,8 @@ def test_known_partition_sets_follow_the_guard_contract(broker, cluster, unique,
 
     client = redis.Redis.from_url(settings.REDIS_URL)
     topic, group_id = f"sets-{unique}", f"sets-{unique}"
-    known_key = known_partitions.key(cluster="local", topic=topic, group_id=group_id)
-    guard_key = known_partitions.guard_key(cluster="local", topic=topic, group_id=group_id)
+    known_key = known_partitions_key(cluster="local", topic=topic, group_id=group_id)
+    guard_key = guard_starts_key(cluster="local", topic=topic, group_id=group_id)
     broker.create_topic(topic, 2)
     consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest")
     try:
