@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from groups.domain.backfill import PreparedRange, condense_error, explain_missing, partition_report
+from groups.domain.backfill import (
+    MISSING_RANGES_LISTED,
+    PreparedRange,
+    _merged,
+    _subtract,
+    condense_error,
+    explain_missing,
+    partition_report,
+    summary_line,
+)
 from groups.domain.planning import BackfillRange
 
 
@@ -52,3 +61,162 @@ def test_it_keeps_the_root_cause_when_it_cuts_a_long_spark_error():
     assert cut.startswith("py4j.protocol.Py4JJavaError")
     assert "Caused by: org.apache.kafka.common.errors.TimeoutException: no leader" in cut
     assert "characters cut" in cut
+
+
+@pytest.mark.parametrize(
+    ("holes", "log_start", "committed", "expected", "why"),
+    [
+        ([(10, 15)], 10, [], [(10, 15, "transaction_markers")],
+         "a hole starting exactly at the log start has nothing below it: no empty retention range"),
+        ([(5, 10)], 10, [(5, 15)], [(5, 10, "retention")],
+         "a hole ending exactly at the log start is all retention: nothing above it to label"),
+        ([(10, 20)], 0, [(5, 10)], [(10, 20, "transaction_markers")],
+         "a readable run ending where the hole starts covers none of it"),
+        ([(10, 20)], 0, [(20, 25)], [(10, 20, "transaction_markers")],
+         "a readable run starting where the hole ends covers none of it"),
+        ([(10, 20)], 0, [(0, 5), (12, 15)],
+         [(10, 12, "transaction_markers"), (12, 15, "not_delivered"), (15, 20, "transaction_markers")],
+         "a run before the hole is passed over, not the end of the search"),
+        ([(10, 20), (30, 40)], 0, [(15, 35)],
+         [(10, 15, "transaction_markers"), (15, 20, "not_delivered"), (30, 35, "not_delivered"),
+          (35, 40, "transaction_markers")],
+         "one readable run across two holes covers the part of each it spans"),
+    ],
+)
+def test_it_labels_the_edges_of_holes_and_runs(holes, log_start, committed, expected, why):
+    assert explain_missing(holes=holes, log_start=log_start, committed_runs=committed) == expected, why
+
+
+def test_a_topic_is_not_compacted_unless_said():
+    assert explain_missing(holes=[(7, 8)], log_start=0) == [(7, 8, "transaction_markers")]
+
+
+def test_it_accounts_every_offset_of_a_partition_exactly():
+    # Planned [100, 200); the log start was 110 before the job, so Spark read [110, 200): 90 offsets.
+    # 60 delivered, 30 missing, of which only the first holes [110, 130) are listed (20): 10 unlisted.
+    prepared = PreparedRange(BackfillRange("orders", 2, 100, 200), log_start=110, high_watermark=250)
+    summary = {"delivered": 60, "duplicates": 2, "outside_range": 1, "missing": 30, "holes": [[110, 130]],
+               "holes_truncated": True}
+    labelled = [(110, 115, "retention"), (115, 120, "not_delivered"), (120, 123, "not_delivered"),
+                (123, 125, "transaction_markers"), (125, 130, "aborted_transaction")]
+
+    report = partition_report(prepared, summary, log_start_after=115, labelled=labelled)
+
+    assert report == {
+        "topic": "orders", "partition": 2, "start": 100, "end": 200, "expected": 100, "delivered": 60,
+        "read_start": 110, "log_start_before": 110, "log_start_after": 115, "high_watermark": 250,
+        # [100, 110) gone before the job plus [110, 115) gone during it; markers and aborts explained.
+        "explained": {"retention": 15, "transaction_markers": 2, "aborted_transaction": 5},
+        # 8 not delivered + 10 unlisted + 2 duplicates + 1 outside.
+        "unexplained": 21,
+        "problems": [
+            "8 offsets readable now were not delivered",
+            "10 missing offsets beyond the first holes listed were not classified",
+            "2 duplicate records",
+            "1 records outside the range",
+        ],
+        # Adjacent ranges of one cause merge; a change of cause starts a new range.
+        "missing_ranges": [
+            {"start": 100, "end": 115, "cause": "retention"},
+            {"start": 115, "end": 123, "cause": "not_delivered"},
+            {"start": 123, "end": 125, "cause": "transaction_markers"},
+            {"start": 125, "end": 130, "cause": "aborted_transaction"},
+        ],
+    }, "60 + 22 explained + 8 + 10 unlisted = 100: the counts add up, so no count problem"
+
+
+def test_a_partition_the_job_never_read_is_reported_as_such():
+    prepared = PreparedRange(BackfillRange("orders", 3, 40, 60), log_start=0, high_watermark=60)
+    assert partition_report(prepared, None, log_start_after=0, labelled=[]) == {
+        "topic": "orders", "partition": 3, "start": 40, "end": 60, "expected": 20, "delivered": 0,
+        "read_start": 40, "log_start_before": 0, "log_start_after": 0, "high_watermark": 60,
+        "explained": {}, "unexplained": 0, "missing_ranges": [],
+        "problems": ["counts do not add up: 0 accounted for, 20 expected"],
+    }, "no summary: nothing delivered and nothing explained, so the 20 offsets are a problem"
+
+
+def test_it_lists_at_most_the_first_missing_ranges_but_counts_all():
+    prepared = PreparedRange(BackfillRange("orders", 0, 0, 1000), log_start=0, high_watermark=1000)
+    labelled = [(n, n + 1, "transaction_markers") for n in range(0, 1000, 2)]
+    summary = {"delivered": 500, "duplicates": 0, "outside_range": 0, "missing": 500,
+               "holes": [[a, b] for a, b, _ in labelled], "holes_truncated": False}
+    report = partition_report(prepared, summary, log_start_after=0, labelled=labelled)
+    assert len(report["missing_ranges"]) == MISSING_RANGES_LISTED == 200
+    assert report["explained"] == {"transaction_markers": 500}
+    assert report["problems"] == []
+
+
+@pytest.mark.parametrize(
+    ("labelled", "expected", "why"),
+    [
+        ([(0, 5, "retention"), (5, 8, "retention"), (8, 9, "retention")], [(0, 9, "retention")],
+         "three adjacent ranges of one cause are one range"),
+        ([(5, 8, "retention"), (0, 5, "retention")], [(0, 8, "retention")], "given out of order, merged in order"),
+        ([(0, 5, "retention"), (6, 8, "retention")], [(0, 5, "retention"), (6, 8, "retention")],
+         "a gap between them keeps them apart"),
+        ([(0, 5, "retention"), (5, 8, "not_delivered"), (8, 9, "retention")],
+         [(0, 5, "retention"), (5, 8, "not_delivered"), (8, 9, "retention")],
+         "adjacent ranges of different causes stay apart"),
+    ],
+)
+def test_it_merges_adjacent_ranges_of_one_cause(labelled, expected, why):
+    assert _merged(labelled) == expected, why
+
+
+@pytest.mark.parametrize(
+    ("pieces", "runs", "covered", "rest", "why"),
+    [
+        ([(10, 20)], [], [], [(10, 20)], "no runs cover nothing"),
+        ([(10, 20)], [(0, 10), (20, 30)], [], [(10, 20)], "runs touching either end cover none of it"),
+        ([(10, 20)], [(12, 14), (16, 25)], [(12, 14), (16, 20)], [(10, 12), (14, 16)],
+         "two runs inside one piece split it in turn"),
+        ([(0, 5), (10, 20)], [(3, 12)], [(3, 5), (10, 12)], [(0, 3), (12, 20)], "one run across two pieces"),
+    ],
+)
+def test_it_splits_pieces_into_covered_and_not(pieces, runs, covered, rest, why):
+    assert _subtract(pieces, runs) == (covered, rest), why
+
+
+def test_it_keeps_a_caused_by_line_right_after_the_head():
+    lines = [f"line{n:02d}" for n in range(25)] + ["  Caused by: root"] + [f"deep{n:02d}" for n in range(30)]
+    text = "\n".join(lines)  # 402 characters
+    head = "\n".join(lines[:25])
+    # The 25-line head, the indented cause on line 26, then the tail filling the limit less 40 characters.
+    assert condense_error(text, limit=400) == (
+        head + "\n...\n  Caused by: root" + "\n... [42 characters cut] ...\n" + text[-164:]
+    )
+
+
+def test_it_cuts_a_long_head_to_three_quarters_of_the_limit():
+    text = "\n".join(f"{'x' * 20}{n:02d}" for n in range(40))  # 919 characters, no cause
+    assert condense_error(text, limit=400) == text[:300] + "\n... [559 characters cut] ...\n" + text[-60:]
+
+
+def test_an_error_exactly_at_the_limit_is_kept_whole():
+    text = "\n".join(f"line{n:03d}" for n in range(100))
+    assert condense_error(text, limit=len(text)) == text
+
+
+def test_the_summary_line_names_what_was_delivered_and_each_explained_cause():
+    report = [
+        {"topic": "orders", "partition": 2, "expected": 100, "delivered": 85,
+         "explained": {"retention": 10, "aborted_transaction": 5}},
+        {"topic": "orders", "partition": 3, "expected": 50, "delivered": 50, "explained": {}},
+    ]
+    assert summary_line(report) == (
+        "delivered 135 of 150 records; orders[2]: 10 retention; orders[2]: 5 aborted transaction"
+    )
+
+
+def test_it_keeps_every_caused_by_line_in_order():
+    lines = [f"line{n:02d}" for n in range(25)] + ["Caused by: a", "\tat x", "Caused by: b"] + ["y" * 30] * 10
+    text = "\n".join(lines)
+    head = "\n".join(lines[:25])
+    cut = condense_error(text, limit=400)
+    assert cut.startswith(head + "\n...\nCaused by: a\nCaused by: b\n... ["), "the causes, one a line, after the head"
+
+
+def test_without_a_cause_the_head_is_followed_by_the_cut_marker():
+    text = "\n".join(f"line{n:02d}" for n in range(60))  # 419 characters, no cause
+    head = "\n".join(f"line{n:02d}" for n in range(25))
+    assert condense_error(text, limit=400) == head + "\n... [59 characters cut] ...\n" + text[-186:]

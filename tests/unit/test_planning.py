@@ -11,10 +11,12 @@ from dataclasses import dataclass
 import pytest
 
 from groups.domain.planning import (
+    BackfillRange,
     PartitionPosition,
     PlanError,
     PlannedReset,
     ResetTarget,
+    plan_backfill,
     plan_reset,
     reset_drift,
     reset_mismatches,
@@ -188,3 +190,96 @@ def test_a_reset_is_done_only_when_read_back_equal_to_the_plan(committed, mismat
 def test_a_plan_survives_its_json_form():
     [plan] = plan_reset(target=ResetTarget("offset", 999), positions=[position(40)])
     assert PlannedReset.from_dict(plan.as_dict()) == plan
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "target", "why"),
+    [
+        ("earliest", None, ResetTarget("earliest"), "earliest needs no value"),
+        ("offset", "0", ResetTarget("offset", 0), "offset 0 is the first offset of a partition, a valid position"),
+        ("timestamp", 0, ResetTarget("timestamp", 0), "timestamp 0 (the epoch) is a valid, if early, instant"),
+        ("shift", 4, ResetTarget("shift", 4), "a shift forward"),
+    ],
+)
+def test_it_parses_each_valid_target(kind, value, target, why):
+    assert ResetTarget.parse(kind=kind, value=value) == target, why
+
+
+def test_a_timestamp_target_without_broker_answer_says_why_exactly():
+    with pytest.raises(PlanError) as refused:
+        plan_reset(target=ResetTarget("timestamp", 1), positions=[position(40)])
+    assert str(refused.value) == "a timestamp reset is resolved against the broker when the job runs"
+
+
+@pytest.mark.parametrize(
+    ("target", "committed", "note", "why"),
+    [
+        (ResetTarget("offset", 20), 40, "", "a commit and a target inside the log: nothing to say"),
+        (ResetTarget("offset", 20), None,
+         "no committed offset: the group will start here instead of applying auto.offset.reset",
+         "without a commit the reset decides where the group starts"),
+        (ResetTarget("offset", 999), 40,
+         "requested 999 is outside [10, 50] (log start, high watermark): clamped to 50",
+         "a clamp is reported with both bounds"),
+        (ResetTarget("offset", 3), None,
+         "requested 3 is outside [10, 50] (log start, high watermark): clamped to 10; no committed offset: the "
+         "group will start here instead of applying auto.offset.reset",
+         "a clamp and no commit: both are said"),
+    ],
+)
+def test_each_plan_says_exactly_what_the_operator_must_know(target, committed, note, why):
+    [plan] = plan_reset(target=target, positions=[position(committed)])
+    assert plan.note == note, why
+
+
+def test_a_plan_carries_the_partition_and_its_log_bounds():
+    [plan] = plan_reset(target=ResetTarget("offset", 30), positions=[position(40)])
+    assert plan == PlannedReset(topic="orders", partition=2, log_start=10, high_watermark=50, current=40,
+                                planned=30, clamped=False, redelivered=10, skipped=0, note="")
+
+
+def test_drift_shows_the_offset_at_planning_time():
+    assert reset_drift(plan=[planned(7, 0, 2)], committed={("orders", 2): 9}) == [
+        "orders[2] was 7 when planned, now 9"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ranges", "expected", "why"),
+    [
+        ([("orders", 3, 5, 9), ("orders", 1, 0, 4), ("audit", 0, 2, 3)],
+         [BackfillRange("audit", 0, 2, 3), BackfillRange("orders", 1, 0, 4), BackfillRange("orders", 3, 5, 9)],
+         "ranges are planned in (topic, partition) order"),
+        ([("orders", 0, 0, 1)], [BackfillRange("orders", 0, 0, 1)], "one offset is a range"),
+        ([("orders", 0, 0, 4), ("audit", 5, 0, 4)], [BackfillRange("audit", 5, 0, 4), BackfillRange("orders", 0, 0, 4)],
+         "topic first, then partition"),
+        ([("orders", 3, 5, 9), ("orders", 1, 9, 12)],
+         [BackfillRange("orders", 1, 9, 12), BackfillRange("orders", 3, 5, 9)], "by partition, not by start"),
+    ],
+)
+def test_it_plans_backfill_ranges(ranges, expected, why):
+    assert plan_backfill(ranges=ranges) == expected, why
+
+
+@pytest.mark.parametrize(
+    ("ranges", "message", "why"),
+    [
+        ([("orders", 2, None, 10)], "orders[2]: the missed range is not known yet (the group has not committed)",
+         "no start: the finding is not decided"),
+        ([("orders", 2, 0, None)], "orders[2]: the missed range is not known yet (the group has not committed)",
+         "no end: the group has not committed"),
+        ([("orders", 2, -1, 10)], "orders[2]: nothing to backfill in [-1, 10)", "offsets are never negative"),
+        ([("orders", 2, 10, 10)], "orders[2]: nothing to backfill in [10, 10)", "an empty range"),
+        ([("orders", 2, 10, 5)], "orders[2]: nothing to backfill in [10, 5)", "a reversed range"),
+    ],
+)
+def test_it_refuses_unknown_or_empty_backfill_ranges(ranges, message, why):
+    with pytest.raises(PlanError) as refused:
+        plan_backfill(ranges=ranges)
+    assert str(refused.value) == message, why
+
+
+def test_a_backfill_range_counts_its_offsets_in_its_json_form():
+    assert BackfillRange("orders", 2, 10, 25).as_dict() == {
+        "topic": "orders", "partition": 2, "start": 10, "end": 25, "count": 15
+    }
