@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 ENV := source scripts/env.sh &&
 
-.PHONY: up down test setup services
+.PHONY: up down test setup services mutation
 
 setup:
 	@bash scripts/setup.sh
@@ -27,3 +27,8 @@ down:
 # keep the test database open. Backfill tests start their own Spark host.
 test: services
 	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 BACKFILL_SPARK_HOST= $$VENV/bin/python -m pytest $(PYTEST_ARGS)
+
+# Mutation testing of the pure domain, judged by tests/unit (no services; ~3 minutes
+# on 2 cores). Not part of `make test`. Results: docs/MUTATION.md.
+mutation:
+	@bash bench/mutation.sh
