@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 
 from groups.models import RemediationJob
+from tests.faults.procs import wait_for
 from tests.integration.kafka_harness import wait_until
 from tests.integration.test_backfill import BIG, ROOT, Scenario, alive, parquet_rows, spark  # noqa: F401 - fixture
 
@@ -86,3 +87,57 @@ def test_a_worker_sigkilled_mid_backfill_is_recovered_and_publishes_exactly_the_
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert [a["outcome"] for a in job.result["attempts"]] == ["lost with its worker", "published"]
     assert parquet_rows(spark, str(output / str(job.id))) == scenario.expected_rows()
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
+    kafka1, unique, approver, settings, spark, tmp_path  # noqa: F811 - the imported fixture
+):
+    """The job's broker SIGKILLed once the Spark job runs: the job fails having
+    published nothing (or, had it finished first, holds exactly the range);
+    once the broker is back, a retry delivers exactly the range."""
+    import threading
+
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient
+
+    from groups.services.remediation import job_retry
+    from tasks.jobs import run_remediation_job
+    from tests.integration.kafka_harness import Broker
+
+    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
+    settings.SPARK_MASTER = "local[2]"
+    settings.BACKFILL_TIMEOUT_SECONDS = 300
+    broker = Broker(kafka1.bootstrap)
+    scenario = Scenario(broker, f"bk-{unique}", f"brokerkill-{unique}", BIG)
+    job = scenario.request_job(approver, "parquet")
+
+    def kill_mid_run() -> None:
+        try:
+            wait_until(lambda: (RemediationJob.objects.get(id=job.id).result or {}).get("attempts"), timeout=180,
+                       interval=0.1, what="the Spark job to start")
+            kafka1.stop_node(1, kill=True)
+        finally:
+            connection.close()
+
+    chaos = threading.Thread(target=kill_mid_run)
+    chaos.start()
+    run_remediation_job(job.id)
+    chaos.join()
+    job = RemediationJob.objects.get(id=job.id)
+    output = tmp_path / "backfills" / str(job.id)
+    if job.status == RemediationJob.Status.FAILED:
+        assert not output.exists(), "a failed job published output"
+        # The broker returns; the operator retries once the cluster answers again.
+        kafka1.start_node(1)
+        admin = AdminClient({"bootstrap.servers": kafka1.bootstrap, "log_level": 0})
+        wait_for(lambda: admin.describe_topics(TopicCollection([scenario.topic]))[scenario.topic].result(timeout=10),
+                 timeout=120, interval=1, what="the restarted broker to describe the topic")
+        job = job_retry(user=approver, job_id=job.id)
+        run_remediation_job(job.id)
+        job = RemediationJob.objects.get(id=job.id)
+        output = tmp_path / "backfills" / str(job.id)
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert job.result["delivered"] == job.result["expected"] == 2 * BIG
+    assert parquet_rows(spark, str(output)) == scenario.expected_rows()
