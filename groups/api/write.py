@@ -14,6 +14,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from groups.services import remediation
+from groups.services.dispatch import QueueUnavailable
 from groups.api.read import BadParameter, _choice, _error, _iso, _paginated, api_view
 from groups.models import RemediationJob
 
@@ -59,7 +60,7 @@ def _json_body(request: HttpRequest) -> dict:
 
 def write_view(view):
     """POST only, authenticated (session or token), JSON errors: 400 bad input,
-    401 anonymous, 403 without the approver role, 404 unknown, 409 duplicate."""
+    401 anonymous, 403 without the approver role, 404 unknown, 409 duplicate, 503 task queue away."""
 
     @never_cache
     @require_POST
@@ -74,6 +75,8 @@ def write_view(view):
             return _error(403, str(error) or "permission denied")
         except remediation.DuplicateJob as duplicate:
             return JsonResponse({"error": str(duplicate), "job": duplicate.job.id}, status=409)
+        except QueueUnavailable as error:
+            return _error(503, str(error))
         except ValidationError as error:
             return _error(400, " ".join(error.messages))
 

@@ -18,9 +18,29 @@ TEST_CONNECTION = "gapwatch.test_connection"
 TASK_NAMES = (RUN_REMEDIATION_JOB, SEND_NOTIFICATION, TEST_CONNECTION)
 
 
+class QueueUnavailable(Exception):
+    """The task queue (Redis) does not answer, so work that needs it is refused
+    before anything is written."""
+
+
+def queue_check(*, timeout: float = 2.0) -> None:
+    """Raise QueueUnavailable unless the task queue answers within ``timeout``."""
+    try:
+        with current_app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1, timeout=timeout)
+    except Exception as error:  # noqa: BLE001 - any transport error means the same to the caller
+        raise QueueUnavailable(
+            f"the task queue (Redis) does not answer ({type(error).__name__}); nothing was created: "
+            "try again once it is back"
+        ) from None
+
+
 def task_enqueue_on_commit(name: str, *args: object) -> None:
     """Send task ``name`` with ``args`` after the current transaction commits
-    (at once when none is open)."""
+    (at once when none is open). Should the queue fail between a caller's
+    ``queue_check`` and the commit, the send is logged, not raised: the rows
+    are committed, and job recovery (``gapwatch.recover_jobs``) enqueues a
+    stalled job again."""
     if name not in TASK_NAMES:
         raise ValueError(f"unknown task {name!r}")
-    transaction.on_commit(lambda: current_app.send_task(name, args=args))
+    transaction.on_commit(lambda: current_app.send_task(name, args=args), robust=True)

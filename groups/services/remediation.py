@@ -169,10 +169,13 @@ def job_create(
     2. Link the findings (active); the partial unique constraint turns a
        concurrent duplicate into DuplicateJob, and nothing is written.
     3. Audit, and enqueue an approved job after commit (unless ``enqueue`` is
-       False: the command line runs its job itself).
+       False: the command line runs its job itself). An approved job is not
+       written at all while the task queue does not answer (QueueUnavailable).
     """
     four_eyes = settings.FOUR_EYES and requested_by is not None
     via = {} if requested_by is not None else {"via": source}
+    if enqueue and not four_eyes:
+        dispatch.queue_check()  # an approved job nobody can run is not written
     try:
         with transaction.atomic():
             job = RemediationJob.objects.create(
@@ -246,6 +249,7 @@ def job_approve(*, user, job_id: int) -> RemediationJob:
     job = RemediationJob.objects.get(id=job_id)
     if settings.FOUR_EYES and job.requested_by_id == user.id:
         raise PermissionDenied("four-eyes: the person who requested a remediation cannot approve it")
+    dispatch.queue_check()
     with transaction.atomic():
         if not job_transition(job_id=job_id, from_statuses=[RemediationJob.Status.REQUESTED],
                               to_status=RemediationJob.Status.APPROVED, actor=user,

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from groups import selectors
 from groups.services import remediation
+from groups.services.dispatch import QueueUnavailable
 from groups.models import Cluster, Finding, JobFinding, RemediationJob
 
 PAGE_SIZE = 50
@@ -153,6 +154,9 @@ def _approve(request: HttpRequest, *, kind: str) -> HttpResponse:
         # Bad input is shown on the same form; nothing is created.
         return _render_approve(request, kind=kind, ids=request.POST.getlist("ids"), params=request.POST.dict(),
                                preview=None, errors=error.messages, status=400)
+    except QueueUnavailable as error:
+        return _render_approve(request, kind=kind, ids=request.POST.getlist("ids"), params=request.POST.dict(),
+                               preview=None, errors=[str(error)], status=503)
     verb = "requested (needs a second approver)" if job.status == RemediationJob.Status.REQUESTED else "approved"
     messages.success(request, f"{kind} job {job.id} {verb}")
     return redirect("job_detail", job_id=job.id)
@@ -246,6 +250,9 @@ def _job_action(request: HttpRequest, job_id: int, action, done: str) -> HttpRes
         return HttpResponse(status=404)
     except ValidationError as error:
         messages.error(request, " ".join(error.messages))
+        return redirect("job_detail", job_id=job_id)
+    except QueueUnavailable as error:
+        messages.error(request, str(error))
         return redirect("job_detail", job_id=job_id)
     except remediation.DuplicateJob as duplicate:
         messages.warning(request, str(duplicate))
