@@ -21,3 +21,8 @@ def ensure_roles(*, group_model=None, permission_model=None) -> None:
             group.permissions.add(
                 *permission_model.objects.filter(content_type__app_label="groups", codename__in=codenames)
             )
+
+
+def has_role(user) -> bool:
+    """A superuser, or a member of one of the role groups: anyone else sees nothing."""
+    return bool(user.is_superuser or user.groups.filter(name__in=ROLE_PERMISSIONS).exists())

@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from groups.services import remediation
 from groups.services.dispatch import QueueUnavailable
 from groups.api.read import BadParameter, _choice, _error, _iso, _paginated, api_view
-from groups.models import RemediationJob
+from groups.models import Finding, RemediationJob
 
 
 def job_json(job: RemediationJob) -> dict:
@@ -71,6 +71,8 @@ def write_view(view):
             return view(request, **kwargs)
         except BadParameter as error:
             return _error(400, error.message, error.parameter)
+        except Http404 as error:
+            return _error(404, str(error))
         except PermissionDenied as error:
             return _error(403, str(error) or "permission denied")
         except remediation.DuplicateJob as duplicate:
@@ -84,6 +86,11 @@ def write_view(view):
     return wrapper
 
 
+def _require_finding(finding_id: int) -> None:
+    if not Finding.objects.filter(id=finding_id).exists():
+        raise Http404(f"no finding {finding_id}")
+
+
 @write_view
 def approve(request: HttpRequest, finding_id: int) -> JsonResponse:
     """Body: {"kind": "reset", "target": "earliest|offset|timestamp|shift", "value": N}
@@ -95,8 +102,15 @@ def approve(request: HttpRequest, finding_id: int) -> JsonResponse:
     if kind not in RemediationJob.Kind.values:
         raise BadParameter("kind", "kind must be 'reset' or 'backfill'")
     also = body.get("also", [])
-    if not isinstance(also, list) or not all(isinstance(i, int) for i in also):
+    if not isinstance(also, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in also):
         raise BadParameter("also", "also must be a list of finding ids")
+    for key in ("target", "sink", "replay_topic", "handler"):
+        if key in body and not isinstance(body[key], str):
+            raise BadParameter(key, f"{key} must be text")
+    value = body.get("value")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, str))):
+        raise BadParameter("value", "value must be a whole number (or its text)")
+    _require_finding(finding_id)
     params = {key: body[key] for key in ("target", "value", "sink", "replay_topic", "handler") if key in body}
     job = remediation.job_request(user=request.user, finding_ids=[finding_id, *also], kind=kind, params=params)
     return JsonResponse(job_json(RemediationJob.objects.get(id=job.id)), status=201)
@@ -105,5 +119,9 @@ def approve(request: HttpRequest, finding_id: int) -> JsonResponse:
 @write_view
 def dismiss(request: HttpRequest, finding_id: int) -> JsonResponse:
     body = _json_body(request)
-    finding = remediation.finding_dismiss(user=request.user, finding_id=finding_id, reason=body.get("reason", ""))
+    reason = body.get("reason", "")
+    if not isinstance(reason, str):
+        raise BadParameter("reason", "reason must be text")
+    _require_finding(finding_id)
+    finding = remediation.finding_dismiss(user=request.user, finding_id=finding_id, reason=reason)
     return JsonResponse({"id": finding.id, "closed_at": _iso(finding.closed_at), "closed_reason": finding.closed_reason})

@@ -40,6 +40,9 @@ class ResetTarget:
             return cls("earliest")
         if value is None or value == "":
             raise PlanError(f"a {kind} reset needs a value")
+        # A whole number, or text of one: never a fraction, a boolean or an infinity.
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise PlanError(f"{kind} must be a whole number, got {value!r}")
         try:
             number = int(value)
         except (TypeError, ValueError):

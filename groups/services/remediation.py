@@ -78,6 +78,7 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
     findings = _open_findings_of_one_group(finding_ids)
     try:
         target = ResetTarget.parse(kind=target_kind, value=target_value)
+        target.require_not_future(now_ms=int(timezone.now().timestamp() * 1000))
         # A timestamp is resolved against the broker when the job runs.
         plan = [] if target.kind == "timestamp" else [
             p.as_dict() for p in plan_reset(target=target, positions=positions_of(findings))

@@ -23,6 +23,7 @@ from tests.factories import (  # noqa: E402
     make_group,
     make_group_topic,
     make_topic,
+    user_with_role,
 )
 
 # --- Helpers -----------------------------------------------------------------------
@@ -30,7 +31,7 @@ from tests.factories import (  # noqa: E402
 
 @pytest.fixture
 def api(client, db):
-    client.force_login(User.objects.create_user("viewer", password="viewer-pass-123"))
+    client.force_login(user_with_role("viewer", "viewer"))  # a user in no role reads nothing
     return client
 
 
@@ -254,17 +255,17 @@ def test_it_reads_a_page_of_findings_in_two_queries_whatever_its_size(api, db, d
             group = make_group(cluster, f"g{g}")
             for generation in generations:
                 make_finding(group, generation, 2, minutes_ago=n)
-    # Two for the session and its user, one count, one page.
-    with django_assert_max_num_queries(4):
+    # Three for the session, its user and the user's role, one count, one page.
+    with django_assert_max_num_queries(5):
         body = get_json(api, "/api/v1/findings", {"page_size": "500"})
     assert len(body["results"]) == 36
     assert {row["topic"] for row in body["results"]} == {"t0", "t1", "t2"}
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):
         get_json(api, "/api/v1/topics")
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):
         get_json(api, "/api/v1/clusters")
     # Groups add one query for their topics, prefetched for the whole page.
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         assert len(get_json(api, "/api/v1/groups")["results"]) == 12
 
 
@@ -470,8 +471,7 @@ def test_it_serves_an_openapi_document_that_every_answer_conforms_to(api, two_cl
     assert set(document["paths"]) == {f"/api/v1/{name}" for name in ("findings", "clusters", "topics", "groups", "schema",
                                                                       "jobs", "findings/{id}/approve",
                                                                       "findings/{id}/dismiss")}
-    approver = User.objects.create_user("approver-for-schema")
-    approver.user_permissions.add(Permission.objects.get(codename="approve_remediation"))
+    approver = user_with_role("approver-for-schema", "approver")
     api.force_login(approver)
     finding = Finding.objects.filter(closed_at__isnull=True).first()
     created = api.post(f"/api/v1/findings/{finding.id}/approve", data=json.dumps({"kind": "backfill"}),

@@ -6,8 +6,10 @@ import shutil
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from groups.models import Cluster
+from groups.roles import ensure_roles
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -31,7 +33,9 @@ def page():
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_it_logs_in_and_shows_the_registered_clusters(live_server, page):
-    get_user_model().objects.create_user("operator", password="correct horse battery")
+    operator = get_user_model().objects.create_user("operator", password="correct horse battery")
+    ensure_roles()
+    operator.groups.add(Group.objects.get(name="viewer"))
     Cluster.objects.create(name="local", bootstrap_servers="127.0.0.1:9092")
     page.goto(f"{live_server.url}/")
     assert "/accounts/login/" in page.url

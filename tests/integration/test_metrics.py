@@ -16,6 +16,7 @@ from tests.factories import (
     make_group,
     make_group_topic,
     make_topic,
+    user_with_role,
 )
 
 # A quote, a backslash and a newline: the three characters the text format escapes.
@@ -198,7 +199,7 @@ def test_it_never_matches_an_empty_token(client, db, settings, token):
 
 def test_it_lets_a_logged_in_user_scrape_from_anywhere(client, db, settings):
     settings.METRICS_TOKEN = ""
-    client.force_login(User.objects.create_user("viewer", password="viewer-pass-123"))
+    client.force_login(user_with_role("viewer", "viewer"))
     scrape(client, REMOTE_ADDR=REMOTE)
 
 

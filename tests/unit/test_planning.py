@@ -117,6 +117,12 @@ def test_a_timestamp_target_needs_the_broker_answer():
         ("timestamp", -5, "must not be negative"),
         ("shift", None, "needs a value"),
         ("latest", None, "unknown reset target"),  # not offered: it is what causes the gap
+        ("offset", 2.7, "whole number"),  # a fraction is not an offset (int() would truncate it to 2)
+        ("offset", True, "whole number"),  # a boolean is an int in Python, never an offset
+        ("shift", float("inf"), "whole number"),  # JSON 1e400: int() would raise OverflowError
+        ("timestamp", float("-inf"), "whole number"),
+        ("offset", "2.7", "whole number"),
+        ("offset", ["1"], "whole number"),
     ],
 )
 def test_it_refuses_bad_targets(kind, value, message):
