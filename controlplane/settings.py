@@ -11,6 +11,7 @@ from controlplane.env import (
     env_dotted_paths,
     env_int,
     env_list,
+    env_networks,
     env_redis,
     env_spark_master,
     env_str,
@@ -54,6 +55,9 @@ LAG_SAMPLE_RETENTION_HOURS = env_int("LAG_SAMPLE_RETENTION_HOURS", 72, minimum=1
 WEBHOOK_URL = env_str("WEBHOOK_URL", "")
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+# Reverse proxies (addresses or networks) whose X-Forwarded-For is believed;
+# empty: no forwarding header is, and a request carrying one is not "loopback".
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
 # Four-eyes: the person who requests a remediation cannot approve it.
 FOUR_EYES = env_bool("FOUR_EYES", False)
 # A reset job whose group has members waits at most this long for it to be Empty, then fails.

@@ -170,11 +170,30 @@ def test_it_lets_anonymous_loopback_scrape(client, db, address):
         # A proxy on the same host: the client is elsewhere.
         {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": REMOTE},
         {"REMOTE_ADDR": "127.0.0.1", "HTTP_FORWARDED": f"for={REMOTE}"},
+        # Headers other proxies and CDNs use for the same thing.
+        {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_CLIENT_IP": REMOTE},
+        {"REMOTE_ADDR": "127.0.0.1", "HTTP_TRUE_CLIENT_IP": REMOTE},
+        {"REMOTE_ADDR": "127.0.0.1", "HTTP_CF_CONNECTING_IP": REMOTE},
+        {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_REAL_IP": REMOTE},
     ],
 )
 def test_it_refuses_anonymous_scrapes_from_elsewhere(client, db, extra, settings):
     settings.METRICS_TOKEN = ""
     assert scrape(client, status=403, **extra) == "forbidden\n"
+
+
+def test_it_believes_x_forwarded_for_only_from_a_trusted_proxy(client, db, settings):
+    import ipaddress
+
+    settings.METRICS_TOKEN = ""
+    settings.TRUSTED_PROXIES = (ipaddress.ip_network("127.0.0.1/32"),)
+    # The trusted proxy says the client is on loopback: believed.
+    scrape(client, REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR="127.0.0.1")
+    # It says the client is elsewhere, or a forged left-most entry claims loopback: refused.
+    scrape(client, status=403, REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR=REMOTE)
+    scrape(client, status=403, REMOTE_ADDR="127.0.0.1", HTTP_X_FORWARDED_FOR=f"127.0.0.1, {REMOTE}")
+    # No header from the proxy: the client is unknown.
+    scrape(client, status=403, REMOTE_ADDR="127.0.0.1")
 
 
 def test_it_accepts_the_bearer_token_from_anywhere_and_only_that_token(client, db, settings):
