@@ -10,7 +10,6 @@ text) are escaped by prometheus_client.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 from collections.abc import Iterator
 
 from django.conf import settings
@@ -20,18 +19,9 @@ from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from controlplane.client_address import client_address
 from groups import selectors
 from groups.models import Cluster, Finding
-
-# Headers proxies and CDNs use to pass on the client's address. A request that
-# carries one came through a proxy, even if the proxy connects from loopback;
-# only a proxy listed in TRUSTED_PROXIES is believed about who the client is.
-_FORWARDING_HEADERS = (
-    "HTTP_X_FORWARDED_FOR", "HTTP_X_REAL_IP", "HTTP_FORWARDED", "HTTP_X_CLIENT_IP", "HTTP_CLIENT_IP",
-    "HTTP_TRUE_CLIENT_IP", "HTTP_CF_CONNECTING_IP", "HTTP_X_CLUSTER_CLIENT_IP", "HTTP_FASTLY_CLIENT_IP",
-    "HTTP_X_ORIGINAL_FORWARDED_FOR", "HTTP_X_FORWARDED", "HTTP_FORWARDED_FOR",
-)
-
 
 class GapwatchCollector:
     """Evaluated per scrape; five queries whatever the number of clusters."""
@@ -125,36 +115,6 @@ def _bearer_token_matches(request: HttpRequest) -> bool:
     if scheme.lower() != "bearer":
         return False
     return hmac.compare_digest(token.strip().encode(), expected.encode())
-
-
-def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        address = ipaddress.ip_address(text.strip())
-    except ValueError:
-        return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
-def _trusted(address) -> bool:
-    return address is not None and any(address in network for network in settings.TRUSTED_PROXIES)
-
-
-def client_address(request: HttpRequest):
-    """The client's address: REMOTE_ADDR; behind a proxy listed in
-    TRUSTED_PROXIES, the right-most X-Forwarded-For entry that is not one of
-    them. None when it cannot be known (a proxy nobody configured, or a
-    trusted one that names no client)."""
-    address = _address(request.META.get("REMOTE_ADDR", ""))
-    if _trusted(address):
-        hops = [_address(hop) for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
-        untrusted = [hop for hop in hops if not _trusted(hop)]
-        # Every hop a trusted proxy: the left-most is the client itself.
-        return untrusted[-1] if untrusted else (hops[0] if hops else None)
-    if any(header in request.META for header in _FORWARDING_HEADERS):
-        return None
-    return address
 
 
 def _direct_from_loopback(request: HttpRequest) -> bool:
