@@ -119,3 +119,20 @@ def env_spark_master(name: str, default: str) -> str:
     if not (raw.startswith(("local", "spark://", "k8s://")) or raw == "yarn"):
         raise ImproperlyConfigured(f"{name} must be local[...], spark://..., yarn or k8s://..., got {raw!r}")
     return raw
+
+
+# Keys that must never protect a production install: the development default,
+# and anything short enough to guess.
+_MIN_KEY_LENGTH = 50
+
+
+def require_production_secrets(*, secret_key: str, field_key: str, allowed_hosts: list[str]) -> None:
+    """With DEBUG off: refuse ALLOWED_HOSTS=* and a short or development key."""
+    if "*" in allowed_hosts:
+        raise ImproperlyConfigured("ALLOWED_HOSTS must name the hosts Gapwatch answers for, not '*'")
+    for name, key in (("SECRET_KEY", secret_key), ("FIELD_ENCRYPTION_KEY", field_key)):
+        if len(key) < _MIN_KEY_LENGTH or "insecure" in key or key.startswith("dev-only"):
+            raise ImproperlyConfigured(
+                f"{name} must be a random value of at least {_MIN_KEY_LENGTH} characters "
+                "(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
+            )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from csp.constants import NONE, SELF
+
 from controlplane.env import (
     env_bool,
     env_database,
@@ -15,13 +17,16 @@ from controlplane.env import (
     env_redis,
     env_spark_master,
     env_str,
+    require_production_secrets,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
 
-# A development key only with DEBUG on; without DEBUG a missing key stops start-up.
+# A development key only with DEBUG on; without DEBUG a missing, short or
+# development key stops start-up. The local stack (scripts/env.sh) generates a
+# random key per install under .gapwatch/, mode 0600.
 SECRET_KEY = env_str("SECRET_KEY", "dev-only-insecure-key-never-use-in-production" if DEBUG else None)
 
 # Encrypts SASL passwords at rest. Its own variable so SECRET_KEY can rotate;
@@ -29,6 +34,8 @@ SECRET_KEY = env_str("SECRET_KEY", "dev-only-insecure-key-never-use-in-productio
 FIELD_ENCRYPTION_KEY = env_str("FIELD_ENCRYPTION_KEY", SECRET_KEY)
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+if not DEBUG:
+    require_production_secrets(secret_key=SECRET_KEY, field_key=FIELD_ENCRYPTION_KEY, allowed_hosts=ALLOWED_HOSTS)
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", ",")
 
 DATABASES = {"default": env_database("DATABASE_URL", "postgresql://gapwatch:gapwatch@127.0.0.1:5439/gapwatch")}
@@ -102,6 +109,7 @@ MIDDLEWARE = [
     "controlplane.middleware.RoleRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
     "axes.middleware.AxesMiddleware",
 ]
@@ -152,6 +160,25 @@ LOGIN_REDIRECT_URL = "/"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
+# HTTPS in production: redirect plain HTTP, and tell browsers (HSTS). Behind a
+# TLS-terminating proxy, set SECURE_PROXY_SSL_HEADER=1 (it sends X-Forwarded-Proto).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31_536_000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
+if env_bool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Healthz stays reachable over plain HTTP for load balancers inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+
+# Content-Security-Policy (django-csp): scripts, styles and images from this
+# origin only; no inline script, no framing, forms post only here.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF], "script-src": [SELF], "style-src": [SELF], "img-src": [SELF, "data:"],
+        "object-src": [NONE], "base-uri": [SELF], "frame-ancestors": [NONE], "form-action": [SELF],
+    },
+}
 
 # Celery: Redis is the broker and result store. Long tasks (Spark) need late
 # acks, requeue on worker loss and a visibility timeout above the longest task.

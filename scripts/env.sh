@@ -16,6 +16,18 @@ export DATABASE_URL=${DATABASE_URL:-postgresql://gapwatch:gapwatch@127.0.0.1:$PG
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:$REDIS_PORT/0}
 export KAFKA_BOOTSTRAP_SERVERS=${KAFKA_BOOTSTRAP_SERVERS:-127.0.0.1:$KAFKA_PORT}
 export DEBUG=${DEBUG:-1}
+# Keys of this install, made once, readable by its owner only (never the public
+# development key: anyone reading the database could decrypt SASL passwords).
+install_secret() {
+  local file=$GAPWATCH_HOME/$1
+  if [ ! -s "$file" ]; then
+    mkdir -p "$GAPWATCH_HOME"
+    (umask 077 && head -c 48 /dev/urandom | base64 | tr -d '\n/+=' >"$file")
+  fi
+  cat "$file"
+}
+export SECRET_KEY=${SECRET_KEY:-$(install_secret secret-key)}
+export FIELD_ENCRYPTION_KEY=${FIELD_ENCRYPTION_KEY:-$(install_secret field-encryption-key)}
 export ALLOWED_HOSTS=${ALLOWED_HOSTS:-127.0.0.1,localhost}
 export SPARK_KAFKA_JARS_DIR=${SPARK_KAFKA_JARS_DIR:-$GAPWATCH_HOME/lib/spark}
 export BACKFILL_SPARK_HOST=${BACKFILL_SPARK_HOST-$GAPWATCH_HOME/run/spark-host.sock}

@@ -151,3 +151,11 @@ def test_a_viewer_still_reads_and_a_user_without_a_role_can_log_out(client, find
     assert client.get("/").status_code == 200
     client.force_login(user_with_role("nobody", None))
     assert client.post("/accounts/logout/").status_code in (200, 302)
+
+
+@pytest.mark.parametrize("path", ["/", "/accounts/login/", "/admin/login/"])
+def test_pages_carry_a_content_security_policy_without_inline_script(client, viewer, path):
+    client.force_login(viewer)
+    policy = client.get(path)["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+    assert "frame-ancestors 'none'" in policy and "object-src 'none'" in policy

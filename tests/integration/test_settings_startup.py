@@ -55,9 +55,16 @@ def test_it_starts_with_good_settings():
         ({"POLL_INTERVAL_SECONDS": "0"}, "POLL_INTERVAL_SECONDS"),
         ({"REDIS_URL": "http://127.0.0.1"}, "REDIS_URL"),
         ({"SPARK_MASTER": "mesos://x"}, "SPARK_MASTER"),
+        ({"ALLOWED_HOSTS": "*"}, "ALLOWED_HOSTS"),
+        ({"ALLOWED_HOSTS": "gapwatch.example,*"}, "ALLOWED_HOSTS"),
+        ({"SECRET_KEY": "short"}, "SECRET_KEY"),
+        ({"SECRET_KEY": "dev-only-insecure-key-never-use-in-production" + "x" * 10}, "SECRET_KEY"),
+        ({"FIELD_ENCRYPTION_KEY": "short"}, "FIELD_ENCRYPTION_KEY"),
+        ({"TRUSTED_PROXIES": "10.0.0.1,not-an-ip"}, "TRUSTED_PROXIES"),
     ],
     ids=["mysql-url", "url-without-host", "no-secret-key-debug-off", "bad-bool", "poll-not-int", "poll-zero",
-         "redis-not-redis", "unknown-spark-master"],
+         "redis-not-redis", "unknown-spark-master", "any-host", "any-host-among-others", "short-secret-key",
+         "development-secret-key", "short-field-key", "bad-trusted-proxy"],
 )
 def test_it_refuses_bad_settings_naming_the_variable(overrides, named):
     result = start_django(**overrides)
@@ -69,3 +76,31 @@ def test_it_refuses_bad_settings_naming_the_variable(overrides, named):
 def test_a_missing_secret_key_is_allowed_only_in_debug():
     result = start_django(SECRET_KEY=None, DEBUG="1")
     assert result.returncode == 0, result.stderr
+
+
+def test_check_deploy_reports_nothing_with_production_settings():
+    # Not the test process's own DJANGO_ALLOW_ASYNC_UNSAFE (set for Playwright) nor its keys.
+    env = {key: value for key, value in os.environ.items()
+           if key not in GOOD and key not in ("FIELD_ENCRYPTION_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE")}
+    env.update(GOOD, ALLOWED_HOSTS="gapwatch.example", SECRET_KEY="k" * 30 + "Q7-z" * 10)
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_the_local_stack_makes_its_own_keys_once_readable_by_its_owner_only(tmp_path):
+    def keys() -> list[str]:
+        env = {key: value for key, value in os.environ.items()
+               if key not in ("SECRET_KEY", "FIELD_ENCRYPTION_KEY", "GAPWATCH_HOME")}
+        script = 'source scripts/env.sh && echo "$SECRET_KEY" && echo "$FIELD_ENCRYPTION_KEY"'
+        result = subprocess.run(["bash", "-c", script], cwd=ROOT, env={**env, "GAPWATCH_HOME": str(tmp_path)},
+                                capture_output=True, text=True, timeout=60, check=True)
+        return result.stdout.split()
+
+    first, second = keys(), keys()
+    assert first == second, "made once, then reused"
+    secret_key, field_key = first
+    assert secret_key != field_key and len(secret_key) >= 50 and "insecure" not in secret_key
+    for name in ("secret-key", "field-encryption-key"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o600
