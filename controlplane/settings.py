@@ -61,6 +61,9 @@ LAG_SAMPLE_RETENTION_HOURS = env_int("LAG_SAMPLE_RETENTION_HOURS", 72, minimum=1
 # Global webhook for finding events; a cluster's own webhook_url takes precedence.
 WEBHOOK_URL = env_str("WEBHOOK_URL", "")
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
+# Webhooks go to public addresses only, unless this closed network allows
+# loopback and private ones (checked when saved and again when sent).
+WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 # Reverse proxies (addresses or networks) whose X-Forwarded-For is believed;
 # empty: no forwarding header is, and a request carrying one is not "loopback".

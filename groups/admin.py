@@ -1,6 +1,8 @@
 from django import forms
 from django.contrib import admin, messages
 
+from groups.cluster_forms import ClusterForm
+
 from groups.services.audit import audit_record
 from groups.models import (
     ApiToken,
@@ -16,44 +18,21 @@ from groups.models import (
     RemediationJob,
     Topic,
 )
+from groups.services.clusters import CLUSTER_FIELDS, cluster_create, cluster_set_enabled, cluster_update
 from groups.services.tokens import api_token_create
 
 
-class ClusterAdminForm(forms.ModelForm):
-    # Write-only: the stored password is never sent back to the browser.
-    sasl_password = forms.CharField(
-        required=False,
-        widget=forms.PasswordInput(render_value=False),
-        help_text="Leave empty to keep the stored password.",
-    )
-    clear_sasl_password = forms.BooleanField(required=False)
-    webhook_url = forms.URLField(required=False, assume_scheme="https")
+class ClusterAdminForm(ClusterForm):
+    """The cluster pages' form: the same validation in the admin."""
 
-    class Meta:
-        model = Cluster
-        fields = [
-            "name",
-            "bootstrap_servers",
-            "security_protocol",
-            "sasl_mechanism",
-            "sasl_username",
-            "enabled",
-            "webhook_url",
-        ]
-
-    def save(self, commit: bool = True) -> Cluster:
-        cluster = super().save(commit=False)
-        if self.cleaned_data.get("clear_sasl_password"):
-            cluster.set_sasl_password("")
-        elif self.cleaned_data.get("sasl_password"):
-            cluster.set_sasl_password(self.cleaned_data["sasl_password"])
-        if commit:
-            cluster.save()
-        return cluster
+    class Meta(ClusterForm.Meta):
+        fields = [*CLUSTER_FIELDS, "enabled"]
 
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
+    """Saved through the same audited services as the cluster pages."""
+
     form = ClusterAdminForm
     list_display = ["name", "bootstrap_servers", "security_protocol", "enabled", "status", "last_poll_at"]
     list_filter = ["enabled", "status"]
@@ -63,6 +42,17 @@ class ClusterAdmin(admin.ModelAdmin):
     @admin.display(boolean=True, description="SASL password set")
     def password_set(self, obj: Cluster) -> bool:
         return obj.has_sasl_password
+
+    def save_model(self, request, obj: Cluster, form: ClusterAdminForm, change: bool) -> None:
+        data, password = form.cleaned_data, form.cleaned_data.get("sasl_password", "")
+        if not change:
+            created = cluster_create(user=request.user, data=data, password=password)
+            obj.pk, obj.id = created.pk, created.id
+        else:
+            cluster_update(user=request.user, cluster_id=obj.pk, data=data, password=password,
+                           clear_password=data.get("clear_sasl_password", False))
+        if "enabled" in form.changed_data:
+            cluster_set_enabled(user=request.user, cluster_id=obj.pk, enabled=data["enabled"])
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

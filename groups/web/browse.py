@@ -35,9 +35,16 @@ from groups import selectors
 from groups.services import dispatch
 from groups.services.audit import audit_record
 from groups.text import csv_cell, partition_ranges
+from groups.services.clusters import (
+    MANAGE_PERMISSION,
+    cluster_create,
+    cluster_request_test,
+    cluster_set_enabled,
+    cluster_update,
+    group_update_settings,
+    require_manager,
+)
 from groups.web.forms import (
-    CLUSTER_FIELDS,
-    GROUP_SETTINGS_FIELDS,
     AuditFilterForm,
     ClusterEnabledForm,
     ClusterForm,
@@ -45,7 +52,6 @@ from groups.web.forms import (
 )
 from groups.models import AuditEvent, Cluster, ConsumerGroup, PartitionGeneration
 
-MANAGE_PERMISSION = "groups.manage_clusters"
 TOPIC_READERS_PER_PAGE = 100
 AUDIT_PER_PAGE = 50
 # Lag chart: windows a person can pick, at most this many points per line,
@@ -57,95 +63,6 @@ CHART_MAX_TOPICS = 8
 
 
 # --- Writes ------------------------------------------------------------------
-
-
-def _require_manager(user) -> None:
-    if not (user and user.is_authenticated and user.has_perm(MANAGE_PERMISSION)):
-        raise PermissionDenied("changing clusters and group settings needs the approver role")
-
-
-def _changes(before: dict, after: dict) -> tuple[dict, dict]:
-    """Only the fields whose value changed, as (before, after)."""
-    changed = [name for name in after if before.get(name) != after[name]]
-    return {name: before.get(name) for name in changed}, {name: after[name] for name in changed}
-
-
-def cluster_create(*, user, data: dict, password: str) -> Cluster:
-    """Register a cluster; the audit row holds its settings and whether a password was given."""
-    _require_manager(user)
-    with transaction.atomic():
-        cluster = Cluster(**{name: data[name] for name in CLUSTER_FIELDS})
-        cluster.set_sasl_password(password)
-        cluster.save()
-        audit_record(action="cluster.added", actor=user, cluster=cluster, object_type="cluster",
-                     object_id=cluster.id, detail={"before": {}, "after": {name: data[name] for name in CLUSTER_FIELDS},
-                                                   "password_set": bool(password)})
-    return cluster
-
-
-def cluster_update(*, user, cluster_id: int, data: dict, password: str, clear_password: bool) -> bool:
-    """Change a cluster's settings. An empty ``password`` keeps the stored one.
-    The audit row says only that the password changed, never what to.
-    Returns False when nothing changed (and writes nothing)."""
-    _require_manager(user)
-    with transaction.atomic():
-        cluster = Cluster.objects.select_for_update().get(id=cluster_id)
-        editable = [name for name in CLUSTER_FIELDS if name != "name"]
-        before, after = _changes({name: getattr(cluster, name) for name in editable},
-                                 {name: data[name] for name in editable if name in data})
-        password_changed = bool(password) or (clear_password and cluster.has_sasl_password)
-        if not after and not password_changed:
-            return False
-        for name, value in after.items():
-            setattr(cluster, name, value)
-        if password_changed:
-            cluster.set_sasl_password("" if clear_password else password)
-        cluster.save(update_fields=[*after, *(["sasl_password_encrypted"] if password_changed else [])])
-        detail = {"before": before, "after": after}
-        if password_changed:
-            detail["password_changed"] = True
-            detail["password_set"] = cluster.has_sasl_password
-        audit_record(action="cluster.changed", actor=user, cluster=cluster, object_type="cluster",
-                     object_id=cluster.id, detail=detail)
-    return True
-
-
-def cluster_set_enabled(*, user, cluster_id: int, enabled: bool) -> bool:
-    """Enable or disable polling (compare-and-set: a repeated request changes
-    nothing and writes no second audit row). Returns whether it changed."""
-    _require_manager(user)
-    with transaction.atomic():
-        moved = Cluster.objects.filter(id=cluster_id, enabled=not enabled).update(enabled=enabled)
-        if moved:
-            audit_record(action="cluster.changed", actor=user, cluster=Cluster(id=cluster_id), object_type="cluster",
-                         object_id=cluster_id, detail={"before": {"enabled": not enabled},
-                                                       "after": {"enabled": enabled}})
-    return bool(moved)
-
-
-def cluster_request_test(*, user, cluster_id: int) -> None:
-    """Queue a connection test; the task runs after this transaction commits."""
-    _require_manager(user)
-    with transaction.atomic():
-        audit_record(action="cluster.test_requested", actor=user, cluster=Cluster(id=cluster_id),
-                     object_type="cluster", object_id=cluster_id)
-        dispatch.task_enqueue_on_commit(dispatch.TEST_CONNECTION, cluster_id)
-
-
-def group_update_settings(*, user, group_id: int, data: dict) -> bool:
-    """Change a group's declared policy and repair defaults; audited with the
-    changed fields before and after. Returns False when nothing changed."""
-    _require_manager(user)
-    with transaction.atomic():
-        group = ConsumerGroup.objects.select_for_update().select_related("cluster").get(id=group_id)
-        before, after = _changes({name: getattr(group, name) for name in GROUP_SETTINGS_FIELDS},
-                                 {name: data[name] for name in GROUP_SETTINGS_FIELDS})
-        if not after:
-            return False
-        ConsumerGroup.objects.filter(id=group_id).update(**after)
-        audit_record(action="group.changed", actor=user, cluster=group.cluster, object_type="group",
-                     object_id=group_id, detail={"group": group.group_id, "before": before, "after": after})
-    return True
 
 
 # --- Presentation helpers (pure) ------------------------------------------
@@ -303,7 +220,7 @@ def _manager_only(*methods: str) -> Callable[[Callable], Callable]:
         @require_http_methods(list(methods))
         @wraps(view)
         def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-            _require_manager(request.user)
+            require_manager(request.user)
             return view(request, *args, **kwargs)
 
         return wrapper

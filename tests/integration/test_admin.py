@@ -87,3 +87,58 @@ def test_every_model_is_in_the_admin_and_its_list_renders(admin_client):
         assert admin.site.is_registered(model), model.__name__
         url = f"/admin/groups/{model._meta.model_name}/"
         assert admin_client.get(url).status_code == 200, url
+
+
+ADD = "/admin/groups/cluster/add/"
+GOOD_CLUSTER = {"name": "east", "bootstrap_servers": "kafka-1:9092,kafka-2:9092", "security_protocol": "PLAINTEXT",
+                "sasl_mechanism": "", "sasl_username": "", "sasl_password": "", "enabled": "on", "webhook_url": ""}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("change", "field"), [
+    ({"bootstrap_servers": "not a host list;;"}, "bootstrap_servers"),
+    ({"security_protocol": "SASL_SSL"}, "sasl_mechanism"),  # and no user, no password
+    ({"webhook_url": "http://127.0.0.1:6379/"}, "webhook_url"),  # the control plane's own Redis
+    ({"webhook_url": "http://169.254.169.254/latest/meta-data/"}, "webhook_url"),
+    ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_username": "u",
+      "sasl_password": "p" * 1_000_000}, "sasl_password"),
+])
+def test_the_admin_validates_a_cluster_as_the_cluster_pages_do(admin_client, change, field):
+    response = admin_client.post(ADD, {**GOOD_CLUSTER, **change})
+    assert response.status_code == 200  # the form again, with its errors
+    assert field in response.context["adminform"].form.errors
+    assert not Cluster.objects.filter(name="east").exists()
+    assert not AuditEvent.objects.filter(action__startswith="cluster.").exists()
+
+
+@pytest.mark.django_db
+def test_the_admin_writes_clusters_through_the_audited_service(admin_client):
+    response = admin_client.post(ADD, {**GOOD_CLUSTER, "webhook_url": "https://hooks.example/gapwatch"})
+    assert response.status_code == 302
+    cluster = Cluster.objects.get(name="east")
+    assert cluster.webhook_url == "https://hooks.example/gapwatch"
+    added = AuditEvent.objects.get(action="cluster.added")
+    assert added.detail["after"]["bootstrap_servers"] == "kafka-1:9092,kafka-2:9092"
+    response = admin_client.post(f"/admin/groups/cluster/{cluster.id}/change/",
+                                 {**GOOD_CLUSTER, "bootstrap_servers": "kafka-3:9092", "enabled": "",
+                                  "webhook_url": "https://hooks.example/gapwatch"})
+    assert response.status_code == 302
+    changed = AuditEvent.objects.filter(action="cluster.changed").order_by("id")
+    assert [event.detail["after"] for event in changed] == [{"bootstrap_servers": "kafka-3:9092"},
+                                                             {"enabled": False}]
+
+
+@pytest.mark.django_db
+def test_a_webhook_whose_name_resolves_to_loopback_is_not_sent(settings):
+    from groups.models import Notification
+    from tasks.notifications import send_notification
+
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    cluster = Cluster.objects.create(name="local", bootstrap_servers="127.0.0.1:9092")
+    # 2130706433 is 127.0.0.1 written as one number: not an address to the URL rule, loopback once resolved.
+    notification = Notification.objects.create(cluster=cluster, event="finding.created", url="http://2130706433:6379/",
+                                               payload={"x": 1})
+    send_notification.apply(args=(notification.id,))
+    notification.refresh_from_db()
+    assert notification.status == Notification.Status.FAILED
+    assert "resolves to 127.0.0.1" in notification.last_error

@@ -47,7 +47,8 @@ class WebhookReceiver:
 
 
 @pytest.fixture
-def receiver():
+def receiver(settings):
+    settings.WEBHOOK_ALLOW_PRIVATE = True  # the receiver listens on loopback
     receiver = WebhookReceiver()
     yield receiver
     receiver.close()
