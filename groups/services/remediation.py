@@ -8,7 +8,6 @@ can skip them.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -16,9 +15,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from groups.models import Finding, JobFinding, RemediationJob
+from groups.models import Finding, JobFinding, RemediationJob, Topic
 from groups.services import dispatch
 from groups.services.audit import audit_record
+from groups.domain.replay_topics import TOPIC_NAME, replay_topic_problem
 from groups.domain.planning import PartitionPosition, PlanError, ResetTarget, plan_backfill, plan_reset
 
 log = logging.getLogger(__name__)
@@ -31,8 +31,6 @@ JOB_SINKS = (*SINKS, "handler")
 SOURCE_DASHBOARD = "dashboard"
 SOURCE_CLI = "cli"
 SOURCE_AUTO_REPAIR = "auto-repair"
-# Kafka's own rule for topic names.
-TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
 
 class DuplicateJob(Exception):
@@ -115,15 +113,16 @@ def backfill_preview(*, finding_ids: Iterable[int], sink: str = "", replay_topic
     params: dict = {"sink": sink}
     if sink == "kafka":
         chosen = replay_topic.strip()
-        if chosen and not TOPIC_NAME.match(chosen):
-            raise ValidationError("A replay topic name has 1–249 letters, digits, dots, underscores or dashes.")
         # The job records the topic it was approved with: the chosen one, else the group's default.
         if chosen or group.replay_topic:
             params["replay_topic"] = chosen or group.replay_topic
         sources = sorted({f.topic.name for f in findings})
         targets = {source: chosen or group.replay_topic or f"{source}.replay" for source in sources}
-        if any(source == target for source, target in targets.items()):
-            raise ValidationError("The replay topic must not be the topic the records come from.")
+        existing = set(Topic.objects.filter(cluster=group.cluster_id, deleted=False).values_list("name", flat=True))
+        for target in sorted(set(targets.values())):
+            problem = replay_topic_problem(target, sources=sources, existing=existing, configured=group.replay_topic)
+            if problem:
+                raise ValidationError(problem)
         destination = ", ".join(sorted(set(targets.values())))
     elif sink == "handler":
         if handler not in settings.BACKFILL_HANDLERS:

@@ -159,3 +159,19 @@ def test_pages_carry_a_content_security_policy_without_inline_script(client, vie
     policy = client.get(path)["Content-Security-Policy"]
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy
     assert "frame-ancestors 'none'" in policy and "object-src 'none'" in policy
+
+
+@pytest.mark.parametrize(("replay_topic", "message"), [
+    (".", "not . or .."), ("..", "not . or .."), ("__consumer_offsets", "internal topic"),
+    ("payments", "already exists and is not a replay topic"),
+])
+def test_a_backfill_into_a_topic_that_is_not_a_replay_topic_is_refused(approver_client, finding, replay_topic,
+                                                                       message):
+    make_topic(finding.cluster, "payments")  # another application's topic
+    response = approver_client.post(f"/api/v1/findings/{finding.id}/approve",
+                                    data=json.dumps({"kind": "backfill", "sink": "kafka",
+                                                     "replay_topic": replay_topic}),
+                                    content_type="application/json")
+    assert response.status_code == 400
+    assert message in response.json()["error"]
+    nothing_written(finding)
