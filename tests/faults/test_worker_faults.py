@@ -141,3 +141,72 @@ def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert job.result["delivered"] == job.result["expected"] == 2 * BIG
     assert parquet_rows(spark, str(output)) == scenario.expected_rows()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_sigkilled_inside_a_reset_is_recovered_and_the_reset_is_exact(kafka1, unique, approver, tmp_path):
+    """The broker frozen so the reset's executor hangs inside its Kafka calls
+    (holding the job's lock); the worker is SIGKILLed there. Its message is
+    never acknowledged; beat's recovery finds the stalled job, another worker
+    runs it, and the offsets read back equal the plan."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from groups.models import Cluster, Finding
+    from groups.services.remediation import job_request
+    from tasks.polling import poll_cluster
+    from tests.faults.test_kafka_faults import group_reading
+    from tests.integration.kafka_harness import Broker
+
+    broker = Broker(kafka1.bootstrap)
+    cluster = Cluster.objects.create(name=f"kill-{unique}", bootstrap_servers=kafka1.bootstrap)
+    topic, group_id = f"orders-{unique}", f"latest-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = group_reading(kafka1.bootstrap, cluster, topic, group_id, lambda p, n: broker.produce(topic, p, n))
+    broker.raise_partitions(topic, 3)
+    broker.produce(topic, 2, 9)
+    consumer.close()
+    wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok and Finding.objects.filter(
+        topic__name=topic, partition=2, closed_at__isnull=True).exists()
+        and cluster.groups.get(group_id=group_id).state == "Empty", what="an Empty group with a finding")
+    finding = Finding.objects.get(topic__name=topic, partition=2, closed_at__isnull=True)
+
+    env = {**_worker_env(str(tmp_path / "backfills")), "KAFKA_TIMEOUT_SECONDS": "60",
+           "JOB_STALL_SECONDS": "3"}
+    log = open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the processes below
+    first = _start(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"first-{unique}@%h"], env, log)
+    processes = [first]
+    try:
+        kafka1.pause_node(1)
+        job = job_request(user=approver, finding_ids=[finding.id], kind="reset", params={"target": "earliest"})
+
+        def lock_held() -> bool:
+            with connection.cursor() as cursor:
+                cursor.execute("select count(*) from pg_locks where locktype = 'advisory' and objid = %s",
+                               [job.id % 2**31])
+                return cursor.fetchone()[0] > 0
+
+        wait_until(lock_held, timeout=60, interval=0.2, what="the executor to hold the job's lock")
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        kafka1.resume_node(1)
+        assert RemediationJob.objects.get(id=job.id).status == RemediationJob.Status.QUEUED
+
+        processes.append(_start(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"second-{unique}@%h"],
+                                env, log))
+        processes.append(_start(["beat", "--pidfile=", "-S", "django_celery_beat.schedulers:DatabaseScheduler"],
+                                env, log))
+        wait_until(lambda: RemediationJob.objects.get(id=job.id).status in RemediationJob.FINISHED, timeout=180,
+                   interval=1, what="the recovered reset to finish")
+    finally:
+        kafka1.resume_node(1)
+        for process in processes:
+            _stop(process)
+        log.close()
+
+    job = RemediationJob.objects.get(id=job.id)
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    admin = AdminClient({"bootstrap.servers": kafka1.bootstrap, "log_level": 0})
+    request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, 2)])
+    answer = admin.list_consumer_group_offsets([request])[group_id].result(timeout=30)
+    assert [tp.offset for tp in answer.topic_partitions] == [0]
