@@ -2,8 +2,10 @@
 
 Pages read stored state only (no page view calls Kafka). Every state-changing
 route is POST-only, CSRF-protected, needs ``groups.manage_clusters`` (checked
-again in the write functions below, so no caller can skip it), writes an
-audit row with before/after values, and redirects.
+again in the services they call, ``groups.services.clusters``, so no caller
+can skip it), and redirects; the services write the audit rows. The lag
+chart's geometry is ``groups.web.charts``; CSV downloads are
+``groups.web.exports``.
 
 Group ids, client ids, hosts and topic names are hostile text: templates rely
 on autoescaping and nothing here marks data safe; the lag chart is SVG whose
@@ -13,28 +15,22 @@ only data-bearing parts are numbers and text nodes.
 from __future__ import annotations
 
 import copy
-import csv
 import json
-import math
-from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterable
+from datetime import timedelta
 from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import transaction
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from groups import selectors
-from groups.services import dispatch
-from groups.services.audit import audit_record
-from groups.text import csv_cell, partition_ranges
+from groups.models import AuditEvent, ConsumerGroup, PartitionGeneration
 from groups.services.clusters import (
     MANAGE_PERMISSION,
     cluster_create,
@@ -44,25 +40,13 @@ from groups.services.clusters import (
     group_update_settings,
     require_manager,
 )
-from groups.web.forms import (
-    AuditFilterForm,
-    ClusterEnabledForm,
-    ClusterForm,
-    GroupSettingsForm,
-)
-from groups.models import AuditEvent, Cluster, ConsumerGroup, PartitionGeneration
+from groups.text import partition_ranges
+from groups.web.charts import CHART_MAX_POINTS, CHART_MAX_TOPICS, CHART_WINDOWS, chart_window, lag_chart
+from groups.web.exports import detail_text
+from groups.web.forms import AuditFilterForm, ClusterEnabledForm, ClusterForm, GroupSettingsForm
 
 TOPIC_READERS_PER_PAGE = 100
 AUDIT_PER_PAGE = 50
-# Lag chart: windows a person can pick, at most this many points per line,
-# at most this many lines (the topics with the highest lag).
-CHART_WINDOWS = {"1h": 1, "6h": 6, "24h": 24, "3d": 72, "7d": 168, "30d": 720}
-CHART_DEFAULT_WINDOW = "24h"
-CHART_MAX_POINTS = 300
-CHART_MAX_TOPICS = 8
-
-
-# --- Writes ------------------------------------------------------------------
 
 
 # --- Presentation helpers (pure) ------------------------------------------
@@ -83,68 +67,6 @@ def generation_timeline(generations: Iterable[PartitionGeneration]) -> list[dict
         })
         previous = generation
     return entries[::-1]
-
-
-def _nice_step(raw: float) -> int:
-    """The smallest 1, 2 or 5 times a power of ten that is >= raw (at least 1)."""
-    if raw <= 1:
-        return 1
-    magnitude = 10 ** math.floor(math.log10(raw))
-    for factor in (1, 2, 5, 10):
-        if factor * magnitude >= raw:
-            return int(factor * magnitude)
-    return int(10 * magnitude)
-
-
-def _short_number(value: int) -> str:
-    for limit, suffix in ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**4, "k")):
-        if abs(value) >= limit:
-            return f"{value / (limit if suffix != 'k' else 1000):.3g}{suffix}"
-    return f"{value:,}"
-
-
-def lag_chart(
-    *, series: list[tuple[str, list[tuple[datetime, int]]]], start: datetime, end: datetime,
-    width: int = 900, height: int = 280,
-) -> dict:
-    """Geometry of the lag chart in SVG user units: one polyline per
-    (label, points) series, y ticks at a 1-2-5 step from 0, five x ticks.
-    Labels are returned as plain strings for text nodes."""
-    left, right, top, bottom = 64, 16, 36, 40
-    plot_width, plot_height = width - left - right, height - top - bottom
-    span = max((end - start).total_seconds(), 1.0)
-    peak = max((lag for _, points in series for _, lag in points), default=0)
-    step = _nice_step(peak / 4)
-    y_max = step * max(1, math.ceil(peak / step))
-
-    def x_of(at: datetime) -> float:
-        return round(left + (at - start).total_seconds() / span * plot_width, 1)
-
-    def y_of(lag: int) -> float:
-        return round(top + plot_height - max(lag, 0) / y_max * plot_height, 1)
-
-    lines = []
-    for index, (label, points) in enumerate(series):
-        if not points:
-            continue
-        lines.append({
-            "label": label, "index": index,
-            "points": " ".join(f"{x_of(at)},{y_of(lag)}" for at, lag in points),
-            "last_x": x_of(points[-1][0]), "last_y": y_of(points[-1][1]), "last_lag": points[-1][1],
-            "count": len(points),
-        })
-    time_format = "%H:%M" if span <= 86400 else "%m-%d %H:%M"
-    return {
-        "width": width, "height": height, "left": left, "right": width - right, "top": top,
-        "bottom": top + plot_height, "middle_x": left + plot_width // 2, "middle_y": top + plot_height // 2,
-        "y_ticks": [{"y": y_of(value), "label": _short_number(value)} for value in range(0, y_max + 1, step)],
-        "x_ticks": [
-            {"x": round(left + i / 4 * plot_width, 1),
-             "label": (start + timedelta(seconds=span * i / 4)).strftime(time_format)}
-            for i in range(5)
-        ],
-        "lines": lines,
-    }
 
 
 def _page_query(request: HttpRequest) -> str:
@@ -182,9 +104,7 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
     topic_rows += [{"topic": rows[0].topic, "group_topic": None, "findings": rows}
                    for rows in findings_by_topic.values()]
 
-    window = request.GET.get("window")
-    if window not in CHART_WINDOWS:
-        window = CHART_DEFAULT_WINDOW
+    window = chart_window(request.GET.get("window"))
     end = timezone.now()
     start = end - timedelta(hours=CHART_WINDOWS[window])
     charted = sorted(group_topics, key=lambda gt: (-gt.lag, gt.topic.name))[:CHART_MAX_TOPICS]
@@ -307,15 +227,11 @@ def cluster_test(request: HttpRequest, pk: int) -> HttpResponse:
 # --- Audit ----------------------------------------------------------------
 
 
-def _detail_text(detail: dict) -> str:
-    return json.dumps(detail, sort_keys=True, ensure_ascii=False, default=str)
-
-
 def _detail_lines(detail: dict) -> list[str]:
     """An audit row's detail for people: one "field: before → after" line per
     changed field, then the other keys as "key: value" (values as JSON)."""
     if not isinstance(detail, dict):
-        return [_detail_text(detail)]
+        return [detail_text(detail)]
 
     def text(value: object) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
@@ -362,33 +278,3 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     return render(request, "browse/audit.html", {
         "form": form, "page": page, "page_query": _page_query(request), "suggestions": selectors.audit_filter_values(),
     })
-
-
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
-
-
-def _audit_csv_rows(events) -> Iterator[str]:
-    writer = csv.writer(_Echo())
-    yield writer.writerow(["id", "at", "actor", "action", "cluster", "object_type", "object_id", "detail"])
-    for event in events.iterator(chunk_size=2000):
-        actor = "system" if event.system else (event.actor.username if event.actor else "deleted user")
-        yield writer.writerow([csv_cell(value) for value in (
-            event.id, event.at.isoformat(), actor, event.action, event.cluster.name if event.cluster else "",
-            event.object_type, event.object_id, _detail_text(event.detail),
-        )])
-
-
-@login_required
-@require_http_methods(["GET", "HEAD"])
-def audit_export(request: HttpRequest) -> HttpResponse:
-    form = AuditFilterForm(request.GET)
-    if not form.is_valid():
-        return HttpResponseBadRequest("bad filter: " + "; ".join(
-            f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()
-        ), content_type="text/plain; charset=utf-8")
-    events = selectors.audit_events_list(**form.selector_filters())
-    response = StreamingHttpResponse(_audit_csv_rows(events), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="gapwatch-audit.csv"'
-    return response

@@ -1,7 +1,6 @@
 from django.urls import include, path
 
-from groups.web import reset as views_reset
-from groups.web import views
+from groups.web import exports, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -17,6 +16,6 @@ urlpatterns = [
     path("jobs/<int:job_id>/cancel", views.job_cancel, name="job_cancel"),
     path("jobs/<int:job_id>/retry", views.job_retry, name="job_retry"),
     path("jobs/<int:job_id>/approve", views.job_approve, name="job_approve"),
-    path("jobs/<int:job_id>/export.csv", views_reset.job_export_csv, name="job_export_csv"),
+    path("jobs/<int:job_id>/export.csv", exports.job_export_csv, name="job_export_csv"),
     path("", include("groups.web.urls_browse")),
 ]

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from groups.web import browse as views
+from groups.web import exports
 
 app_name = "browse"
 
@@ -16,5 +17,5 @@ urlpatterns = [
     path("clusters/<int:pk>/toggle", views.cluster_toggle, name="cluster_toggle"),
     path("clusters/<int:pk>/test", views.cluster_test, name="cluster_test"),
     path("audit/", views.audit_list, name="audit"),
-    path("audit/export.csv", views.audit_export, name="audit_export"),
+    path("audit/export.csv", exports.audit_export, name="audit_export"),
 ]

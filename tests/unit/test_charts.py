@@ -1,0 +1,54 @@
+"""The lag chart's geometry (groups.web.charts): pure, no database."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from groups.web.charts import CHART_DEFAULT_WINDOW, chart_window, lag_chart, nice_step, short_number
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("raw", "step", "why"), [
+    (0, 1, "no lag still gets a step of 1"),
+    (1, 1, "1 is a 1-2-5 number"),
+    (1.5, 2, "next 1-2-5 number up"),
+    (3, 5, "2 < 3 <= 5"),
+    (7, 10, "5 < 7: the next power of ten"),
+    (20, 20, "exact 2 x 10"),
+    (2001, 5000, "just above 2 x 10^3"),
+])
+def test_it_picks_the_smallest_1_2_5_step_at_or_above(raw, step, why):
+    assert nice_step(raw) == step, why
+
+
+@pytest.mark.parametrize(("value", "label"), [
+    (0, "0"), (9_999, "9,999"), (10_000, "10k"), (2_500_000, "2.5M"), (3 * 10**9, "3G"), (10**12, "1T"),
+])
+def test_it_shortens_tick_labels(value, label):
+    assert short_number(value) == label
+
+
+def test_it_falls_back_to_the_default_window_for_unknown_input():
+    assert chart_window("6h") == "6h"
+    assert chart_window("999h") == CHART_DEFAULT_WINDOW
+    assert chart_window(None) == CHART_DEFAULT_WINDOW
+
+
+def test_it_places_points_in_the_plot_area_and_ticks_from_zero():
+    end = START + timedelta(hours=1)
+    chart = lag_chart(series=[("orders", [(START, 0), (end, 400)]), ("empty", [])], start=START, end=end,
+                      width=900, height=280)
+    # Plot area: x from 64 to 884, y from 36 (top, the peak) to 240 (zero lag).
+    assert chart["lines"] == [{"label": "orders", "index": 0, "points": "64.0,240.0 884.0,36.0",
+                               "last_x": 884.0, "last_y": 36.0, "last_lag": 400, "count": 2}]
+    assert [tick["label"] for tick in chart["y_ticks"]] == ["0", "100", "200", "300", "400"]
+    assert [tick["label"] for tick in chart["x_ticks"]] == ["00:00", "00:15", "00:30", "00:45", "01:00"]
+
+
+def test_it_labels_days_when_the_window_is_longer_than_one():
+    end = START + timedelta(days=3)
+    chart = lag_chart(series=[], start=START, end=end)
+    assert chart["x_ticks"][0]["label"] == "01-01 00:00"
+    assert chart["lines"] == []
+    assert [tick["label"] for tick in chart["y_ticks"]] == ["0", "1"]
