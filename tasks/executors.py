@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tasks.backfill.runner import execute_backfill
+from tasks.backfill.executor import execute_backfill
 from tasks.offset_reset import execute_reset
 
 EXECUTORS: dict[str, Callable[..., str]] = {"reset": execute_reset, "backfill": execute_backfill}

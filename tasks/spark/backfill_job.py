@@ -59,6 +59,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from groups.domain.secrets import secret_redact
+
 PASSWORD_ENV = "GAPWATCH_KAFKA_SASL_PASSWORD"
 SINK_KINDS = ("parquet", "kafka", "handler")
 DEFAULT_RECORDS_PER_TASK = 200_000
@@ -354,9 +356,7 @@ def error_text(error: BaseException, password: str) -> str:
     """The exception as Spark gives it (for a JVM error: the Java exception,
     its message and stack with every ``Caused by``), the password masked."""
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
-    if password:
-        text = text.replace(password, "***")
-    return text[:ERROR_TEXT_LIMIT]
+    return secret_redact(text, password)[:ERROR_TEXT_LIMIT]
 
 
 def make_sink(spark, spec: JobSpec, options: dict[str, str]):

@@ -36,7 +36,8 @@ from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration, 
 from groups.domain.planning import BackfillRange
 from groups.services.remediation import job_request, job_transition
 from tasks.backfill import runner as backfill
-from tasks.backfill.runner import BackfillRequest, backfill_request_for, run_backfill
+from tasks.backfill.executor import backfill_request_for
+from tasks.backfill.runner import BackfillRequest, run_backfill
 from tasks.backfill.launch import HostedJob
 from tasks.jobs import run_remediation_job
 from tasks.spark.session import build_session
@@ -378,8 +379,8 @@ def test_it_restarts_a_job_whose_worker_died_and_publishes_exactly_the_range(
         "DJANGO_SETTINGS_MODULE": "controlplane.settings",
     }
     worker = subprocess.Popen(
-        [sys.executable, "-c", "import django; django.setup(); from tasks.backfill import runner as backfill; "
-         "backfill.RECORDS_PER_TASK = 2000; backfill.execute_backfill(job_id=int(__import__('sys').argv[1]))",
+        [sys.executable, "-c", "import django; django.setup(); from tasks.backfill import executor, runner; "
+         "runner.RECORDS_PER_TASK = 2000; executor.execute_backfill(job_id=int(__import__('sys').argv[1]))",
          str(job.id)],
         cwd=ROOT, env=environment, stdout=open(tmp_path / "worker.log", "wb"), stderr=subprocess.STDOUT,
     )

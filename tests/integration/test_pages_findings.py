@@ -15,7 +15,7 @@ from django.test import Client
 from groups.models import AuditEvent, Finding, RemediationJob
 from groups.services.remediation import job_transition
 from groups.services.tokens import api_token_create
-from tasks.backfill.runner import backfill_request_for
+from tasks.backfill.executor import backfill_request_for
 from tests.factories import (
     HOSTILE_GROUP_ID,
     make_cluster,

@@ -1,0 +1,126 @@
+"""The executor of ``backfill`` jobs: the job row around one
+``tasks.backfill.runner.BackfillRunner`` run.
+
+A worker killed mid-job leaves the job ``running``; Celery redelivers the
+task (acks_late, reject_on_worker_lost). While an attempt runs, its worker
+holds a PostgreSQL advisory lock on the job (released by PostgreSQL when
+that worker's connection dies), so a redelivered task that gets the lock
+knows no attempt is alive and restarts the job (running -> running,
+through ``job_transition``); one that does not get it leaves the job alone.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from groups.domain.backfill import ERROR_LIMIT, condense_error, summary_line
+from groups.domain.planning import BackfillRange, PlanError
+from groups.models import RemediationJob
+from groups.services.remediation import job_transition
+from tasks.backfill.runner import SINKS, WORKDIR_PREFIX, BackfillFailed, BackfillRequest, BackfillRunner
+from tasks.job_lock import job_lock
+from tasks.kafka.adapter import KafkaUnavailable
+
+Status = RemediationJob.Status
+
+
+def backfill_request_for(job: RemediationJob) -> BackfillRequest:
+    """The job's plan and sink, with the topic ids its findings were made under."""
+    sink = job.params.get("sink") or job.group.backfill_sink or "parquet"
+    if sink not in SINKS:
+        raise PlanError(f"unknown sink {sink!r}: use {', '.join(SINKS)}")
+    if sink == "handler" and not job.params.get("handler"):
+        raise PlanError("a handler sink needs params.handler (a dotted path)")
+    ranges = tuple(BackfillRange(r["topic"], int(r["partition"]), int(r["start"]), int(r["end"])) for r in job.plan)
+    if not ranges:
+        raise PlanError("the job has no planned range")
+    topic_ids = {}
+    for topic, topic_id in job.findings.values_list("topic__name", "generation__kafka_topic_id"):
+        if topic_id:
+            topic_ids[topic] = topic_id
+    configured = job.params.get("replay_topic") or job.group.replay_topic
+    return BackfillRequest(
+        run_id=str(job.id), cluster=job.cluster.client_config(), ranges=ranges, sink=sink,
+        replay_topics={r.topic: configured for r in ranges} if configured else {},
+        handler=job.params.get("handler", ""), topic_ids=topic_ids,
+        output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
+        master=settings.SPARK_MASTER, spark_host=settings.BACKFILL_SPARK_HOST,
+    )
+
+
+def execute_backfill(*, job_id: int) -> str:
+    """Run one backfill job; return its status afterwards.
+
+    1. Take the job's advisory lock; if another worker holds it, an attempt
+       is alive there: leave the job alone.
+    2. queued -> running. A job already ``running`` (its worker died: we hold
+       the lock) is restarted, running -> running; any other status is left
+       as it is.
+    3. Run (``BackfillRunner``), recording attempts and progress on the row.
+    4. running -> succeeded with the per-partition result, or -> failed with
+       the reason, Spark's error text and what is known.
+    """
+    job = RemediationJob.objects.select_related("cluster", "group").get(id=job_id)
+    if job.kind != RemediationJob.Kind.BACKFILL:
+        raise ValueError(f"job {job_id} is a {job.kind} job, not a backfill")
+    with job_lock(job_id) as locked:
+        if not locked:
+            return "running elsewhere"
+        # Work folders of attempts whose worker died (nobody else runs this job: we hold its lock).
+        for stale in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}{job_id}-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        earlier: list[dict] = []
+        if not job_transition(job_id=job_id, from_statuses=[Status.QUEUED], to_status=Status.RUNNING,
+                              status_reason="starting the Spark job", error="", progress_done=0):
+            job.refresh_from_db()
+            if job.status != Status.RUNNING:
+                return job.status
+            earlier = [{**a, "outcome": "lost with its worker"} if a.get("outcome") == "running" else a
+                       for a in (job.result or {}).get("attempts", [])]
+            if not job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.RUNNING,
+                                  status_reason="restarted: the worker running it ended without a result",
+                                  error="", progress_done=0, result={"attempts": earlier}):
+                return _status_of(job_id)
+        job.refresh_from_db()
+
+        def on_progress(done: int, total: int) -> None:
+            RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(
+                progress_done=done, progress_total=total, updated_at=timezone.now())
+
+        def on_attempt(attempts: list[dict]) -> None:
+            RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(
+                result={"attempts": earlier + attempts}, updated_at=timezone.now())
+
+        try:
+            request = backfill_request_for(job)
+            result = BackfillRunner(request, on_progress=on_progress, on_attempt=on_attempt).run()
+        except BackfillFailed as failure:
+            result = {**failure.result, "attempts": earlier + failure.result.get("attempts", [])}
+            job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
+                           status_reason=failure.reason[:1000], error=condense_error(failure.error), result=result)
+            return _status_of(job_id)
+        except (PlanError, KafkaUnavailable) as error:
+            job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
+                           status_reason="nothing was delivered", error=str(error)[:ERROR_LIMIT],
+                           result={"attempts": earlier})
+            return _status_of(job_id)
+        except Exception as error:
+            # Never leave a job "running" behind while its worker lives on.
+            job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
+                           status_reason="unexpected error in the executor",
+                           error=f"{type(error).__name__}: {error}"[:ERROR_LIMIT], result={"attempts": earlier})
+            raise
+        result["attempts"] = earlier + result["attempts"]
+        job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.SUCCEEDED, result=result,
+                       status_reason=summary_line(result["partitions"])[:1000], error="",
+                       progress_done=result["delivered"], progress_total=result["expected"])
+        return _status_of(job_id)
+
+
+def _status_of(job_id: int) -> str:
+    return RemediationJob.objects.values_list("status", flat=True).get(id=job_id)
