@@ -2,7 +2,8 @@
 
 - ``RejectNulMiddleware``: a NUL byte in a query parameter, form field or JSON
   body is refused with a 400 before any view (PostgreSQL cannot store it, so
-  it would otherwise end as a 500 deep inside a query).
+  it would otherwise end as a 500 deep inside a query); a cookie holding one
+  is ignored.
 - ``ApiAuthenticationMiddleware``: an API request is authenticated before
   CSRF is checked, so a client without credentials gets the documented 401
   JSON, never Django's 403 CSRF page.
@@ -45,6 +46,13 @@ class RejectNulMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # Django decodes octal escapes in quoted cookies ("\000"): a session
+        # cookie with a NUL would reach the session table. Such a cookie is
+        # dropped, not refused, so a cookie planted by a sibling domain cannot
+        # lock a browser out of Gapwatch.
+        if any("\x00" in name or "\x00" in value for name, value in request.COOKIES.items()):
+            request.COOKIES = {name: value for name, value in request.COOKIES.items()
+                               if "\x00" not in name and "\x00" not in value}
         where = self._nul_at(request)
         if where is None:
             return self.get_response(request)

@@ -126,6 +126,7 @@ AXES_COOLOFF_TIME = env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1) / 60  # hour
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "controlplane.client_address.client_address_text"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 ROOT_URLCONF = "controlplane.urls"
 WSGI_APPLICATION = "controlplane.wsgi.application"
@@ -161,8 +162,10 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = not DEBUG
-CSRF_COOKIE_SECURE = not DEBUG
+# Cookies only over HTTPS in production; turn off only to try a production
+# configuration over plain HTTP on loopback.
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 # HTTPS in production: redirect plain HTTP, and tell browsers (HSTS). Behind a
 # TLS-terminating proxy, set SECURE_PROXY_SSL_HEADER=1 (it sends X-Forwarded-Proto).
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import socket
@@ -35,6 +36,58 @@ def _destination_problem(url: str) -> str | None:
     return f"{host} resolves to {', '.join(forbidden)}: webhooks go to public addresses only" if forbidden else None
 
 
+def _public_peer_connection(address, *args, **kwargs) -> socket.socket:
+    """socket.create_connection, refusing a peer the rule forbids: the name
+    may resolve elsewhere now than when it was checked (DNS rebinding)."""
+    sock = socket.create_connection(address, *args, **kwargs)
+    peer = sock.getpeername()[0]
+    if address_forbidden(peer):
+        sock.close()
+        raise OSError(f"{address[0]} connected to {peer}: webhooks go to public addresses only")
+    return sock
+
+
+class _PublicHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _public_peer_connection
+
+
+class _PublicHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _public_peer_connection  # checked before the TLS handshake
+
+
+class _PublicHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_PublicHTTPConnection, req)
+
+
+class _PublicHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(_PublicHTTPSConnection, req, context=self._context)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A receiver answers; it does not send Gapwatch on (a redirect could name
+    any address, past the rule)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        raise urllib.error.HTTPError(req.full_url, code, f"redirect to {newurl} not followed", headers, fp)
+
+
+def _opener(url: str) -> urllib.request.OpenerDirector:
+    """Never follows redirects. The connected address is checked too, unless
+    private addresses are allowed or an egress proxy (HTTP(S)_PROXY) makes the
+    connection in Gapwatch's stead."""
+    parts = urlsplit(url)
+    proxied = parts.scheme in urllib.request.getproxies() and not urllib.request.proxy_bypass(parts.hostname or "")
+    if settings.WEBHOOK_ALLOW_PRIVATE or proxied:
+        return urllib.request.build_opener(_NoRedirect)
+    return urllib.request.build_opener(_NoRedirect, _PublicHTTPHandler, _PublicHTTPSHandler)
+
+
 @shared_task(name="gapwatch.send_notification", bind=True, max_retries=None, ignore_result=True)
 def send_notification(self, notification_id: int) -> None:
     """POST one webhook; retried with exponential backoff up to WEBHOOK_MAX_ATTEMPTS.
@@ -55,7 +108,7 @@ def send_notification(self, notification_id: int) -> None:
         headers={"Content-Type": "application/json", "User-Agent": "gapwatch"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with _opener(notification.url).open(request, timeout=5) as response:
             response.read()
     except (urllib.error.URLError, OSError, ValueError) as error:
         final = attempts >= settings.WEBHOOK_MAX_ATTEMPTS

@@ -1,0 +1,110 @@
+"""Attacks that got past the first round of issue 13's fixes: a NUL byte
+smuggled in through a cookie, a webhook receiver that redirects or a name that
+resolves elsewhere at send time, and a readable lockout page."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from groups.models import Cluster, Notification
+from tasks.notifications import send_notification
+from tests.factories import user_with_role
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", ["sessionid", "csrftoken"])
+def test_a_cookie_holding_a_nul_byte_is_ignored_not_a_500(client, name):
+    # The test client quotes the value as "abc\000defghijkl"; Django's cookie parser decodes it back to a NUL.
+    client.cookies[name] = "abc\x00defghijkl"
+    response = client.get("/")
+    assert response.status_code == 302  # anonymous: to the login page
+    assert "/accounts/login/" in response["Location"]
+
+
+@pytest.mark.django_db
+def test_a_logged_in_user_with_a_nul_cookie_beside_the_session_keeps_working(client):
+    client.force_login(user_with_role("reader", "viewer"))
+    client.cookies["other"] = "x\x00y"
+    assert client.get("/").status_code == 200
+
+
+class Receiver:
+    """A local HTTP server standing in for a webhook receiver; ``redirect_to``
+    makes it answer 302 to that URL."""
+
+    def __init__(self, redirect_to: str | None = None) -> None:
+        self.hits: list[str] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                receiver.hits.append(self.command)
+                if redirect_to:
+                    self.send_response(302)
+                    self.send_header("Location", redirect_to)
+                else:
+                    self.send_response(204)
+                self.end_headers()
+
+            do_GET = do_POST = _answer  # noqa: N815 - http.server's naming
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.django_db
+def test_a_webhook_redirect_is_not_followed(settings):
+    settings.WEBHOOK_ALLOW_PRIVATE = True  # both servers listen on loopback
+    settings.WEBHOOK_MAX_ATTEMPTS = 1
+    inside, outside = Receiver(), None
+    try:
+        outside = Receiver(redirect_to=inside.url)
+        cluster = Cluster.objects.create(name="local", bootstrap_servers="127.0.0.1:9092")
+        notification = Notification.objects.create(cluster=cluster, event="finding.created", url=outside.url,
+                                                   payload={"x": 1})
+        send_notification.apply(args=(notification.id,))
+        notification.refresh_from_db()
+        assert outside.hits == ["POST"]
+        assert inside.hits == [], "the redirect target must never be called"
+        assert notification.status == Notification.Status.FAILED
+        assert "not followed" in notification.last_error
+    finally:
+        inside.close()
+        if outside:
+            outside.close()
+
+
+def test_the_connected_address_is_checked_not_only_the_resolved_one():
+    from tasks.notifications import _public_peer_connection
+
+    # A name checked as public may resolve to loopback when the connection is made (DNS rebinding).
+    receiver = Receiver()
+    try:
+        with pytest.raises(OSError, match="public addresses only"):
+            _public_peer_connection(("127.0.0.1", receiver.server.server_port), timeout=5)
+        assert receiver.hits == []
+    finally:
+        receiver.close()
+
+
+@pytest.mark.django_db
+def test_the_lockout_page_says_why_and_for_how_long(client, settings):
+    settings.AXES_FAILURE_LIMIT = 2
+    get_user_model().objects.create_user("operator", password="right-password-1")
+    for password in ("wrong", "wrong", "right-password-1"):
+        response = client.post("/accounts/login/", {"username": "operator", "password": password})
+    assert response.status_code == 429
+    assert b"Too many failed logins" in response.content and b"0:15:00" in response.content
+    assert "_auth_user_id" not in client.session
