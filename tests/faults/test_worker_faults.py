@@ -210,3 +210,4 @@ def test_a_worker_sigkilled_inside_a_reset_is_recovered_and_the_reset_is_exact(k
     request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, 2)])
     answer = admin.list_consumer_group_offsets([request])[group_id].result(timeout=30)
     assert [tp.offset for tp in answer.topic_partitions] == [0]
+

@@ -22,14 +22,16 @@ def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what:
 
 
 class Broker:
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, *, replication_factor: int = 1) -> None:
         self.bootstrap = bootstrap
+        self.replication_factor = replication_factor
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
         self.topics: list[str] = []
 
     def create_topic(self, name: str, partitions: int, config: dict | None = None) -> None:
-        topic = NewTopic(name, num_partitions=partitions, replication_factor=1, config=config or {})
+        topic = NewTopic(name, num_partitions=partitions, replication_factor=self.replication_factor,
+                         config=config or {})
         self.admin.create_topics([topic])[name].result(timeout=30)
         self.topics.append(name)
         wait_until(lambda: name in self.admin.list_topics(timeout=10).topics, what=f"topic {name}")

@@ -111,6 +111,9 @@ class Scenario:
         broker.produce(topic, 1, 3)
         broker.raise_partitions(topic, 4)
         producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
+        # A new producer learns the new partitions from its own metadata (on several brokers, not at once).
+        wait_until(lambda: len(producer.list_topics(topic, timeout=10).topics[topic].partitions) == 4,
+                   what=f"the producer to see 4 partitions of {topic}")
         for partition in (2, 3):
             for number in range(missed + LATER):
                 producer.produce(topic, partition=partition, **record(partition, number))
