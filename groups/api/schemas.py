@@ -1,0 +1,224 @@
+"""The shapes of the JSON API: what it reads from the ORM and answers, and the
+bodies and filters it accepts. django-ninja generates the OpenAPI document at
+/api/v1/schema from these; tests/integration/test_api.py validates real
+answers against it.
+"""
+
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from ninja import Field, Schema
+from pydantic import ConfigDict, PlainSerializer, StrictInt, StrictStr, WithJsonSchema, field_validator
+from pydantic_core import PydanticUseDefault
+
+from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
+
+# ISO 8601 with the offset as Python writes it ("+00:00"), as the API always has.
+IsoDateTime = Annotated[datetime, PlainSerializer(lambda moment: moment.isoformat(), return_type=str),
+                        WithJsonSchema({"type": "string", "format": "date-time"})]
+
+FindingState = Literal[tuple(Finding.State.values)]
+JobStatus = Literal[tuple(RemediationJob.Status.values)]
+JobKind = Literal[tuple(RemediationJob.Kind.values)]
+_CLOSED = ConfigDict(json_schema_extra={"additionalProperties": False})
+
+
+class BlankIsAbsent(Schema):
+    """Query filters: an empty parameter counts as absent (``?cluster=&state=``)."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _blank_is_default(cls, value: Any) -> Any:
+        if value == "":
+            raise PydanticUseDefault()
+        return value
+
+
+# --- Answers -------------------------------------------------------------------------
+
+
+class Error(Schema):
+    model_config = _CLOSED
+    error: str
+    parameter: str | None = Field(None, description="The parameter at fault, on a 400 for bad input.")
+
+
+class DuplicateError(Schema):
+    model_config = _CLOSED
+    error: str
+    job: int = Field(description="The active job that already covers the finding.")
+
+
+class FindingOut(Schema):
+    """One partition a group may have missed messages on. Offsets are the next
+    message to read; ranges are half-open [start, end)."""
+
+    model_config = _CLOSED
+    id: int
+    cluster: str = Field(alias="cluster.name", description="Cluster name.")
+    topic: str = Field(alias="topic.name", description="Topic name.")
+    partition: int
+    group: str = Field(alias="group.group_id", description="Consumer group id, verbatim.")
+    generation: int = Field(alias="generation.number", description="The partition generation that added it.")
+    state: FindingState
+    found_at: IsoDateTime = Field(alias="created_at", description="When the finding was opened.")
+    updated_at: IsoDateTime
+    closed_at: IsoDateTime | None = Field(description="Null while the finding is open.")
+    closed_reason: str
+    log_start_offset: int = Field(description="Log start offset at the last poll.")
+    high_watermark: int = Field(description="High watermark at the last poll.")
+    committed_offset: int | None = Field(description="The group's committed offset; null if it has none.")
+    lag: int = Field(description="High watermark minus the committed offset, or minus the log start without one.")
+    missed_definite: int = Field(description="Messages the group certainly never read.")
+    missed_possible: int = Field(description="Messages the group may not have read.")
+    expired: int = Field(description="Missed offsets the log start has passed (retention).")
+    backfill_start: int | None = Field(description="Backfill range start, inclusive.")
+    backfill_end: int | None = Field(description="Backfill range end, exclusive.")
+    policy_source: Literal["declared", "evidenced", "guard", "assumed"] | None = Field(
+        description="Where the group's auto.offset.reset came from; null while undecided.")
+    explanation: str
+    owner_client_id: str = Field(description="Client id of the member that owns the partition; empty if none.")
+    owner_host: str
+
+    @staticmethod
+    def resolve_policy_source(finding: Finding) -> str | None:
+        return finding.policy_source or None
+
+
+class ClusterOut(Schema):
+    """A cluster; built field by field, so the password and its ciphertext are never read."""
+
+    model_config = _CLOSED
+    name: str
+    bootstrap_servers: str
+    security_protocol: Literal[tuple(Cluster.SecurityProtocol.values)]
+    sasl_mechanism: Literal[tuple(Cluster.SaslMechanism.values)]
+    sasl_username: str
+    sasl_password_set: bool = Field(description="Whether a SASL password is stored; it is never returned.")
+    enabled: bool
+    status: Literal[tuple(Cluster.Status.values)]
+    last_poll_at: IsoDateTime | None
+    last_poll_duration_ms: int | None
+    last_error: str
+    polls_total: int
+    poll_failures_total: int
+
+
+class TopicOut(Schema):
+    model_config = _CLOSED
+    cluster: str = Field(alias="cluster.name", description="Cluster name.")
+    name: str
+    topic_id: str = Field(alias="kafka_topic_id", description="Kafka topic id of the current lineage.")
+    partition_count: int
+    deleted: bool
+    internal: bool = Field(alias="is_internal")
+    generation: int | None = Field(alias="latest_generation",
+                                   description="Latest partition generation number; null before the first.")
+    first_seen_at: IsoDateTime
+
+
+class GroupTopicOut(Schema):
+    model_config = _CLOSED
+    topic: str
+    lag: int = Field(description="Total lag of the group on the topic.")
+
+
+class GroupOut(Schema):
+    model_config = _CLOSED
+    cluster: str = Field(alias="cluster.name", description="Cluster name.")
+    group_id: str = Field(description="Consumer group id, verbatim.")
+    state: str = Field(description="Group state as the broker reports it.")
+    type: str = Field(description="classic or consumer (KIP-848).")
+    assignor: str
+    member_count: int
+    declared_policy: Literal[tuple(ConsumerGroup.Policy.values)]
+    present: bool = Field(description="Whether the cluster still lists the group.")
+    topics: list[GroupTopicOut]
+    open_findings: int
+
+    @staticmethod
+    def resolve_topics(group: ConsumerGroup) -> list[dict]:
+        return [{"topic": link.topic.name, "lag": link.lag} for link in group.group_topics.all()]
+
+
+class JobOut(Schema):
+    model_config = _CLOSED
+    id: int
+    kind: JobKind
+    status: JobStatus
+    cluster: str = Field(alias="cluster.name")
+    group: str = Field(alias="group.group_id", description="Consumer group id (arbitrary text).")
+    findings: list[int]
+    params: dict[str, Any] = Field(description="reset: target and value; backfill: sink, and replay_topic or handler.")
+    plan: list[dict[str, Any]] = Field(description="Per partition, stored before anything runs.")
+    result: dict[str, Any]
+    progress_done: int | None
+    progress_total: int | None
+    status_reason: str
+    error: str
+    requested_by: str | None
+    approved_by: str | None
+    retry_of: int | None = Field(alias="retry_of_id")
+    created_at: IsoDateTime
+    started_at: IsoDateTime | None
+    finished_at: IsoDateTime | None
+
+    @staticmethod
+    def resolve_findings(job: RemediationJob) -> list[int]:
+        return sorted(link.finding_id for link in job.job_findings.all())
+
+    @staticmethod
+    def resolve_requested_by(job: RemediationJob) -> str | None:
+        return job.requested_by.username if job.requested_by else None
+
+    @staticmethod
+    def resolve_approved_by(job: RemediationJob) -> str | None:
+        return job.approved_by.username if job.approved_by else None
+
+
+class DismissedOut(Schema):
+    model_config = _CLOSED
+    id: int
+    closed_at: IsoDateTime | None
+    closed_reason: str
+
+
+# --- Filters and bodies ------------------------------------------------------------------
+
+
+# A query string has no null: a filter left out is None (defaults are not validated).
+class FindingFilters(BlankIsAbsent):
+    cluster: str = Field(None, description="Cluster name.")
+    topic: str = Field(None, description="Topic name.")
+    group: str = Field(None, description="Consumer group id, exact match.")
+    state: FindingState = None
+    include_closed: bool = Field(False, description="Also list closed findings.")
+
+
+class ClusterFilter(BlankIsAbsent):
+    cluster: str = Field(None, description="Cluster name.")
+
+
+class JobFilters(BlankIsAbsent):
+    status: JobStatus = None
+    kind: JobKind = None
+
+
+class ApproveIn(Schema):
+    """A reset (target and value) or a backfill (sink, and replay_topic or handler).
+    Strict types: 2.7, true or 1e400 are not a value, 5 is not a sink."""
+
+    kind: JobKind
+    # Text fields have no null: a field is either sent as text or left out.
+    target: StrictStr = Field(None, description="earliest, offset, timestamp or shift.")
+    value: StrictInt | StrictStr | None = Field(None, description="offset, shift, or epoch milliseconds.")
+    sink: StrictStr = Field(None, description="parquet, kafka or handler; default: the group's sink.")
+    replay_topic: StrictStr = Field(None, description="kafka sink: the replay topic (default: the group's, "
+                                                      "or <topic>.replay).")
+    handler: StrictStr = Field(None, description="handler sink: one of the server's BACKFILL_HANDLERS.")
+    also: list[StrictInt] = Field([], description="More findings of the same group.")
+
+
+class DismissIn(Schema):
+    reason: StrictStr = ""
