@@ -1,8 +1,18 @@
-"""Full-poll benchmark: 2,000 partitions and 200 groups with committed offsets.
+"""Full-poll cost against Kafka's own `kafka-consumer-groups --describe --all-groups`.
 
-Run with `bash bench/run.sh` (starts the services, uses its own database).
-Prints the median wall time of 5 full polls (after one warm-up poll) and how it
-splits between Kafka calls and database writes.
+Run with `bash bench/run.sh poll` (starts the services, uses its own database).
+For each size (default 1k, 5k and 10k partitions: topics of 8 partitions and
+one group per 2.5 topics, each group committing on every partition of one
+topic) it creates the bench.* topics in batches (the broker refuses one
+create_topics call with ~1,000+ topics), then measures, in the same run:
+
+- Gapwatch's full poll (adapter snapshot + database writes), median of N;
+- the adapter snapshot alone, by stage;
+- the CLI (ConsumerGroupCommand in the broker's jars), median of N, JVM start included;
+
+and deletes the bench topics and groups before the next size, so the shared
+local broker (about 10k partitions under its open-files limit) never holds
+more than one size at a time.
 """
 
 from __future__ import annotations
@@ -10,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -21,88 +32,136 @@ django.setup()
 
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from django.utils import timezone  # noqa: E402
 
 from groups.models import Cluster  # noqa: E402
 from tasks.kafka.adapter import KafkaAdapter  # noqa: E402
 from tasks.polling import poll_cluster  # noqa: E402
+from tests.integration.kafka_harness import kafka_jars  # noqa: E402
+
+TOPICS_PER_CREATE = 200
+PARTITIONS_PER_TOPIC = 8
 
 
-def prepare(bootstrap: str, topics: int, partitions_per_topic: int, groups: int) -> None:
-    """Idempotent: topics bench.t000.. and groups bench.g000.. with a commit on every partition of one topic."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    names = [f"bench.t{n:03d}" for n in range(topics)]
+def topic_names(topics: int) -> list[str]:
+    return [f"bench.t{n:04d}" for n in range(topics)]
+
+
+def group_names(groups: int) -> list[str]:
+    return [f"bench.g{n:03d}" for n in range(groups)]
+
+
+def prepare(admin: AdminClient, bootstrap: str, topics: int, groups: int) -> None:
+    """Topics of 8 partitions with 3 messages each, created in batches, and
+    groups with a commit on every partition of one topic."""
+    names = topic_names(topics)
     existing = admin.list_topics(timeout=30).topics
-    missing = [NewTopic(n, num_partitions=partitions_per_topic, replication_factor=1) for n in names if n not in existing]
-    if missing:
-        for future in admin.create_topics(missing, request_timeout=120).values():
+    missing = [n for n in names if n not in existing]
+    for start in range(0, len(missing), TOPICS_PER_CREATE):
+        batch = [NewTopic(n, num_partitions=PARTITIONS_PER_TOPIC, replication_factor=1)
+                 for n in missing[start:start + TOPICS_PER_CREATE]]
+        for future in admin.create_topics(batch, request_timeout=120).values():
             future.result()
+    if missing:
         time.sleep(5)  # new partitions need their leaders before producing
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
-        for name in names:
-            for partition in range(partitions_per_topic):
-                for number in range(3):
+        for name in missing:
+            for partition in range(PARTITIONS_PER_TOPIC):
+                for _ in range(3):
                     producer.produce(name, value=b"x", partition=partition)
+                producer.poll(0)
         producer.flush(120)
-    for number in range(groups):
+    for number, group in enumerate(group_names(groups)):
         topic = names[number % topics]
-        offsets = [TopicPartition(topic, p, 1 + (number % 3)) for p in range(partitions_per_topic)]
-        futures = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(f"bench.g{number:03d}", offsets)])
-        for future in futures.values():
+        offsets = [TopicPartition(topic, p, 1 + (number % 3)) for p in range(PARTITIONS_PER_TOPIC)]
+        for future in admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, offsets)]).values():
             future.result()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
-    parser.add_argument("--topics", type=int, default=100)
-    parser.add_argument("--partitions-per-topic", type=int, default=20)
-    parser.add_argument("--groups", type=int, default=200)
-    parser.add_argument("--polls", type=int, default=5)
-    parser.add_argument("--keep", action="store_true", help="keep the bench.* topics and groups for the next run")
-    args = parser.parse_args()
+def cleanup(admin: AdminClient, topics: int, groups: int) -> None:
+    """Leave the broker as it was: no bench.* topics or groups."""
+    existing_groups = {g.group_id for g in admin.list_consumer_groups().result().valid}
+    doomed = [g for g in group_names(groups) if g in existing_groups]
+    for start in range(0, len(doomed), 100):
+        for future in admin.delete_consumer_groups(doomed[start:start + 100]).values():
+            future.result()
+    existing = admin.list_topics(timeout=30).topics
+    doomed = [t for t in topic_names(topics) if t in existing]
+    for start in range(0, len(doomed), TOPICS_PER_CREATE):
+        for future in admin.delete_topics(doomed[start:start + TOPICS_PER_CREATE], operation_timeout=120).values():
+            future.result()
 
-    started = time.monotonic()
-    prepare(args.bootstrap, args.topics, args.partitions_per_topic, args.groups)
-    print(f"prepared in {time.monotonic() - started:.1f}s")
-    cluster, _ = Cluster.objects.update_or_create(name="bench", defaults={"bootstrap_servers": args.bootstrap})
 
+def cli_describe_all(bootstrap: str) -> float:
+    """Seconds for `kafka-consumer-groups --describe --all-groups`, JVM start included (as an operator runs it)."""
+    begin = time.monotonic()
+    subprocess.run(
+        ["java", "-Xmx256m", "-cp", kafka_jars(), "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+         "--bootstrap-server", bootstrap, "--describe", "--all-groups"],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    return time.monotonic() - begin
+
+
+def measure(bootstrap: str, polls: int) -> dict:
+    cluster, _ = Cluster.objects.update_or_create(name="bench", defaults={"bootstrap_servers": bootstrap})
     adapter = KafkaAdapter(cluster.client_config(), timeout=30)
-    snapshot_times, stage_times = [], []
-    for _ in range(args.polls):
+    snapshots, stages = [], []
+    for _ in range(polls):
         begin = time.monotonic()
-        adapter.snapshot(cluster="bench", now=django.utils.timezone.now())
-        snapshot_times.append(time.monotonic() - begin)
-        stage_times.append(dict(getattr(adapter, "last_timings", {}) or {}))
-
+        adapter.snapshot(cluster="bench", now=timezone.now())
+        snapshots.append(time.monotonic() - begin)
+        stages.append(dict(adapter.last_timings))
     poll_cluster(cluster_id=cluster.id)  # warm-up: the first poll creates every row
     totals, kafka, writes, summary = [], [], [], None
-    for _ in range(args.polls):
+    for _ in range(polls):
         summary = poll_cluster(cluster_id=cluster.id)
         assert summary.ok, summary.error
         totals.append(summary.kafka_seconds + summary.write_seconds)
         kafka.append(summary.kafka_seconds)
         writes.append(summary.write_seconds)
-
+    cli = [cli_describe_all(bootstrap) for _ in range(polls)]
     median = statistics.median
-    print(f"cluster: {summary.topics} topics, {summary.partitions} partitions, {summary.groups} groups")
-    print(f"full poll median of {args.polls}: {median(totals):.3f}s "
-          f"(kafka {median(kafka):.3f}s, database {median(writes):.3f}s); all: "
-          + ", ".join(f"{t:.3f}" for t in totals))
-    print(f"adapter snapshot alone median: {median(snapshot_times):.3f}s")
-    if stage_times and stage_times[0]:
-        for stage in stage_times[0]:
-            print(f"  {stage}: {median(t[stage] for t in stage_times):.3f}s")
-    if not args.keep:
-        cleanup(args.bootstrap, args.topics, args.groups)
+    return {
+        "partitions": summary.partitions, "groups": summary.groups, "topics": summary.topics,
+        "poll": median(totals), "poll_all": totals, "kafka": median(kafka), "writes": median(writes),
+        "snapshot": median(snapshots), "stages": {s: median(t[s] for t in stages) for s in stages[0]},
+        "cli": median(cli), "cli_all": cli,
+    }
 
 
-def cleanup(bootstrap: str, topics: int, groups: int) -> None:
-    """Leave the local broker as the demo expects it: no bench.* topics or groups."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.delete_consumer_groups([f"bench.g{n:03d}" for n in range(groups)]).values():
-        future.result()
-    for future in admin.delete_topics([f"bench.t{n:03d}" for n in range(topics)]).values():
-        future.result()
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
+    parser.add_argument("--sizes", default="125:50,625:250,1240:500",
+                        help="topics:groups per size, comma-separated (topics have 8 partitions)")
+    parser.add_argument("--polls", type=int, default=5)
+    args = parser.parse_args()
+    admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    rows = []
+    for size in args.sizes.split(","):
+        topics, groups = (int(n) for n in size.split(":"))
+        started = time.monotonic()
+        try:
+            prepare(admin, args.bootstrap, topics, groups)
+            print(f"prepared {topics} topics x {PARTITIONS_PER_TOPIC}, {groups} groups in "
+                  f"{time.monotonic() - started:.1f}s", flush=True)
+            row = measure(args.bootstrap, args.polls)
+        finally:
+            cleanup(admin, topics, groups)
+            Cluster.objects.filter(name="bench").delete()
+        rows.append(row)
+        print(f"{row['partitions']} partitions, {row['groups']} groups: full poll {row['poll']:.3f}s "
+              f"(kafka {row['kafka']:.3f}s, database {row['writes']:.3f}s; all "
+              + ", ".join(f"{t:.3f}" for t in row["poll_all"]) + f"); snapshot alone {row['snapshot']:.3f}s ("
+              + ", ".join(f"{s} {t:.3f}s" for s, t in row["stages"].items()) + f"); CLI describe-all "
+              f"{row['cli']:.3f}s (all " + ", ".join(f"{t:.3f}" for t in row["cli_all"])
+              + f"); ratio poll/CLI {row['poll'] / row['cli']:.2f}x", flush=True)
+    print("\n| partitions | groups | full poll | snapshot | CLI describe-all | poll / CLI |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['partitions']:,} | {row['groups']} | {row['poll']:.3f} s | {row['snapshot']:.3f} s | "
+              f"{row['cli']:.3f} s | {row['poll'] / row['cli']:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@ groups running in threads, as applications would run them."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 import threading
 import time
 from collections import defaultdict
@@ -68,7 +71,8 @@ class GroupConsumer:
     """
 
     def __init__(self, bootstrap: str, group_id: str, topic: str, *, offset_reset: str,
-                 refresh_ms: int = 600_000, delay: float = 0.0, client_id: str | None = None) -> None:
+                 refresh_ms: int = 600_000, delay: float = 0.0, client_id: str | None = None,
+                 protocol: str = "classic", commit_interval_ms: int = 300) -> None:
         config = {
             "bootstrap.servers": bootstrap,
             "group.id": group_id,
@@ -76,10 +80,13 @@ class GroupConsumer:
             "auto.offset.reset": offset_reset,
             "topic.metadata.refresh.interval.ms": refresh_ms,
             "enable.auto.commit": delay == 0,
-            "auto.commit.interval.ms": 300,
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500,
+            "auto.commit.interval.ms": commit_interval_ms,
         }
+        if protocol == "classic":
+            config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+        else:
+            # KIP-848: the broker owns session and heartbeat timing; the client refuses them.
+            config["group.protocol"] = protocol
         self.consumer = Consumer(config)
         self.topic = topic
         self.delay = delay
@@ -118,3 +125,106 @@ class GroupConsumer:
         self._stop.set()
         self._thread.join(timeout=10)
         self.consumer.close()
+
+
+def kafka_jars() -> str:
+    """The class path of the broker's jars, which hold Kafka's own command-line clients."""
+    home = os.environ.get("GAPWATCH_HOME") or os.path.join(os.path.dirname(__file__), "..", "..", ".gapwatch")
+    return os.path.join(home, "lib", "kafka", "*")
+
+
+_PRINTED = re.compile(r"Partition:(\d+)\tOffset:(\d+)")
+
+
+class JavaConsoleConsumer:
+    """Kafka's own console consumer in a JVM of its own: an independent client
+    that refreshes metadata on its own timer (``metadata.max.age.ms``).
+    Without ``--from-beginning`` a new group starts at latest. ``received``
+    holds the offsets it printed, per partition."""
+
+    def __init__(self, bootstrap: str, group_id: str, topic: str, *, protocol: str,
+                 refresh_ms: int = 5000) -> None:
+        command = [
+            "java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", kafka_jars(),
+            "org.apache.kafka.tools.consumer.ConsoleConsumer",
+            "--bootstrap-server", bootstrap, "--topic", topic, "--group", group_id,
+            "--command-property", f"group.protocol={protocol}",
+            "--command-property", f"metadata.max.age.ms={refresh_ms}",
+            "--command-property", f"client.id={group_id}-java",
+            "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
+        ]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.received: dict[int, list[int]] = defaultdict(list)
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            match = _PRINTED.search(line)
+            if match:
+                with self._lock:
+                    self.received[int(match.group(1))].append(int(match.group(2)))
+
+    def count(self, partition: int) -> int:
+        with self._lock:
+            return len(self.received[partition])
+
+    def offsets(self, partition: int) -> list[int]:
+        with self._lock:
+            return list(self.received[partition])
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._thread.join(timeout=5)
+
+
+class RateProducer:
+    """Produces ``rate`` messages a second to each partition in ``partitions``,
+    as a steady application would; ``add`` starts writing to more partitions
+    once this producer's own metadata shows them."""
+
+    def __init__(self, bootstrap: str, topic: str, *, rate: float, partitions: list[int]) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.topic = topic
+        self.rate = rate
+        self.partitions = list(partitions)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def add(self, partitions: list[int]) -> None:
+        total = max(partitions) + 1
+        wait_until(
+            lambda: len(self.producer.list_topics(self.topic, timeout=10).topics[self.topic].partitions) >= total,
+            interval=0.05, what=f"the producer to see {total} partitions of {self.topic}",
+        )
+        self.partitions = self.partitions + list(partitions)
+
+    def _run(self) -> None:
+        period = 1.0 / self.rate
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            for partition in list(self.partitions):
+                self.producer.produce(self.topic, value=b"x", partition=partition)
+            self.producer.poll(0)
+            next_at += period
+            pause = next_at - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.producer.flush(30)
+
+
+def never_consumed(received: list[int], *, log_start: int, end: int) -> int:
+    """How many offsets in ``[log_start, end)`` the client never received (the truth of a gap)."""
+    return len(set(range(log_start, end)) - set(received))
