@@ -33,11 +33,28 @@ Choices where DESIGN.md is silent:
   log start. Pending, unowned and covered findings have nothing missed, so
   they report 0 and never become ``expired``.
 - ``policy_source`` is None while a finding is undecided (pending, unowned).
+
+The pickup bracket (DESIGN section 3, "sharper evidence than polls"):
+
+- ``pickup_after``: when the group descriptions of the last observation
+  without owner or commit were requested; the group took p after it.
+- ``pickup_before``: when the first observation with an owner or a commit
+  ended; the group had taken p by then. Both come from every observation,
+  full polls and the watcher's targeted snapshots alike.
+- ``pickup_end`` (``PickupEnd``): an offset no lower than where a ``latest``
+  member started, resolved by the poller after the fact from Kafka's time
+  index at ``pickup_before`` plus a grace (a member fetches its start
+  position just after it takes p). It narrows the possible range to
+  ``[H_k, min(C_f, pickup_end))``; it never widens it (C_f is a hard bound)
+  and never lowers the definite end (H_k is observed directly).
+- A targeted snapshot (``Snapshot.scope``) deletes no topic outside its
+  scope and does not count toward ``polls_without_owner``: "unowned after N
+  polls" keeps meaning N full polls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
@@ -99,6 +116,20 @@ class FindingState:
     state: FindingStatus
     guard_start_offset: int | None = None
     closed: bool = False
+    pickup_after: datetime | None = None
+    pickup_before: datetime | None = None
+    pickup_end: int | None = None
+    pickup_evidence: str = ""
+
+
+@dataclass(frozen=True)
+class PickupEnd:
+    """Where a ``latest`` member started on p, at the latest: the first offset
+    appended after ``pickup_before`` plus a grace, from Kafka's time index.
+    ``evidence`` says which (e.g. "time index (LogAppendTime)")."""
+
+    offset: int
+    evidence: str
 
 
 # --- Outputs ----------------------------------------------------------------
@@ -148,6 +179,10 @@ class FindingAccounting:
     policy_source: PolicySource | None
     state: FindingStatus
     explanation: str
+    pickup_after: datetime | None = None
+    pickup_before: datetime | None = None
+    pickup_end: int | None = None
+    pickup_evidence: str = ""
 
     def as_state(self) -> FindingState:
         """The stored state the next poll starts from."""
@@ -155,7 +190,8 @@ class FindingAccounting:
             key=self.key, created_at=self.created_at, first_log_start=self.first_log_start,
             pre_pickup_high_watermark=self.pre_pickup_high_watermark, first_commit=self.first_commit,
             polls_without_owner=self.polls_without_owner, state=self.state,
-            guard_start_offset=self.guard_start_offset,
+            guard_start_offset=self.guard_start_offset, pickup_after=self.pickup_after,
+            pickup_before=self.pickup_before, pickup_end=self.pickup_end, pickup_evidence=self.pickup_evidence,
         )
 
 
@@ -213,6 +249,12 @@ class _Observation:
     high_watermark: int
     committed: int | None
     owner: MemberSnapshot | None
+    # A KIP-848 member holding p in its target but not yet in its assignment.
+    assignee: MemberSnapshot | None = None
+    # See Snapshot.groups_from / observed_until; complete: a full poll.
+    groups_from: datetime | None = None
+    observed_until: datetime | None = None
+    complete: bool = True
 
 
 @dataclass(frozen=True)
@@ -227,25 +269,33 @@ class _Verdict:
 
 
 def _record_evidence(*, finding: FindingState, seen: _Observation) -> FindingState:
-    """Advance H_k, C_f and the no-owner count by one poll."""
+    """Advance H_k, C_f, the pickup bracket and the no-owner count by one observation."""
     if finding.first_commit is not None:
         # Frozen: later commits say nothing about where the group started.
         return finding
-    if seen.committed is not None:
-        return replace(finding, first_commit=seen.committed)
-    if seen.owner is None:
+    if seen.committed is None and seen.owner is None:
         return replace(
             finding,
             pre_pickup_high_watermark=seen.high_watermark,
-            polls_without_owner=finding.polls_without_owner + 1,
+            pickup_after=seen.groups_from,
+            polls_without_owner=finding.polls_without_owner + (1 if seen.complete else 0),
         )
-    return replace(finding, polls_without_owner=0)
+    # Taken: the first observation that shows it bounds the pickup from above.
+    taken = replace(finding, pickup_before=finding.pickup_before or seen.observed_until)
+    if seen.committed is not None:
+        return replace(taken, first_commit=seen.committed)
+    return replace(taken, polls_without_owner=0)
 
 
 def _undecided_verdict(*, finding: FindingState, seen: _Observation, unowned_after_polls: int) -> _Verdict:
     """No commit yet: pending while picking up; unowned once nobody reads arriving data."""
     if seen.owner is not None:
         return _Verdict("pending", None, f"{seen.owner.client_id} owns the partition; waiting for its first commit")
+    if seen.assignee is not None:
+        return _Verdict(
+            "pending", None, f"{seen.assignee.client_id} is being given the partition (target assignment); "
+            f"{seen.high_watermark - seen.log_start} messages at risk",
+        )
     unread = seen.high_watermark - seen.log_start
     if finding.polls_without_owner >= unowned_after_polls and unread > 0:
         return _Verdict(
@@ -277,22 +327,39 @@ def _evidence_verdict(*, first_commit: int, pre_pickup_high_watermark: int | Non
     )
 
 
+def _pickup_window(finding: FindingState) -> str:
+    """How the pickup end was found and how wide the pickup bracket was."""
+    if finding.pickup_after is None or finding.pickup_before is None:
+        return f"{finding.pickup_evidence} at the first observation of an owner"
+    width = (finding.pickup_before - finding.pickup_after).total_seconds()
+    return f"{finding.pickup_evidence}, pickup observed within {width:.1f}s"
+
+
+def _possible_end(*, finding: FindingState, first_commit: int, definite_end: int) -> int:
+    """min(C_f, pickup end), never below the definite end: both bound a latest start from above."""
+    if finding.pickup_end is None:
+        return max(definite_end, first_commit)
+    return max(definite_end, min(first_commit, finding.pickup_end))
+
+
 def _gap_verdict(*, finding: FindingState, first_commit: int, source: PolicySource, because: str) -> _Verdict:
-    """Under latest: [E, H_k) definitely missed, [H_k, C_f) possibly missed; [E, C_f) without H_k."""
+    """Under latest: [E, H_k) definitely missed, [H_k, min(C_f, pickup end)) possibly missed; E for H_k without one."""
     start, before_pickup = finding.first_log_start, finding.pre_pickup_high_watermark
     definite_end = start if before_pickup is None else before_pickup
+    possible_end = _possible_end(finding=finding, first_commit=first_commit, definite_end=definite_end)
     missed_definite = max(0, definite_end - start)
-    missed_possible = max(0, first_commit - definite_end)
+    missed_possible = possible_end - definite_end
     if before_pickup is None:
         because += "; no poll saw the partition before the group picked it up: nothing is definitely missed"
+    if possible_end < first_commit:
+        because += f"; started at or below {possible_end} ({_pickup_window(finding)}), first commit {first_commit}"
     if missed_definite + missed_possible == 0:
-        return _Verdict("covered", source, f"{because}; first commit {first_commit} is the log start: nothing missed")
+        return _Verdict("covered", source, f"{because}; the group started at the log start: nothing missed")
     return _Verdict(
         "gap", source,
         f"{because}: {missed_definite} definitely missed [{start}, {definite_end}), "
-        f"{missed_possible} possibly missed [{definite_end}, {first_commit})",
-        missed_definite=missed_definite, missed_possible=missed_possible,
-        missed_end=max(definite_end, first_commit),
+        f"{missed_possible} possibly missed [{definite_end}, {possible_end})",
+        missed_definite=missed_definite, missed_possible=missed_possible, missed_end=possible_end,
     )
 
 
@@ -341,10 +408,13 @@ def _lag(seen: _Observation) -> int:
 
 
 def _account_finding(
-    *, finding: FindingState, seen: _Observation, declared_policy: Policy, unowned_after_polls: int
+    *, finding: FindingState, seen: _Observation, declared_policy: Policy, unowned_after_polls: int,
+    pickup_end: PickupEnd | None = None,
 ) -> FindingAccounting:
     """Fold one poll into ``finding``, decide it, and trim its missed range by retention."""
     finding = _record_evidence(finding=finding, seen=seen)
+    if pickup_end is not None and finding.pickup_end is None and finding.pickup_before is not None:
+        finding = replace(finding, pickup_end=pickup_end.offset, pickup_evidence=pickup_end.evidence)
     verdict = _decide(
         finding=finding, seen=seen, declared_policy=declared_policy, unowned_after_polls=unowned_after_polls
     )
@@ -369,6 +439,8 @@ def _account_finding(
         missed_definite=verdict.missed_definite, missed_possible=verdict.missed_possible, expired=expired,
         backfill_start=backfill[0], backfill_end=backfill[1],
         policy_source=verdict.policy_source, state=state, explanation=explanation,
+        pickup_after=finding.pickup_after, pickup_before=finding.pickup_before, pickup_end=finding.pickup_end,
+        pickup_evidence=finding.pickup_evidence,
     )
 
 
@@ -376,7 +448,8 @@ def _account_finding(
 
 
 def _observe(
-    *, key: FindingKey, offsets: dict[tuple[str, int], PartitionOffsets], groups: dict[str, GroupSnapshot]
+    *, key: FindingKey, offsets: dict[tuple[str, int], PartitionOffsets], groups: dict[str, GroupSnapshot],
+    snapshot: Snapshot,
 ) -> _Observation | None:
     """The finding's partition and group in this snapshot; None if either is absent."""
     partition, group = offsets.get((key.topic, key.partition)), groups.get(key.group_id)
@@ -387,6 +460,10 @@ def _observe(
         high_watermark=partition.high_watermark,
         committed=group.committed.get((key.topic, key.partition)),
         owner=group.owner_of(key.topic, key.partition),
+        assignee=group.assignee_of(key.topic, key.partition),
+        groups_from=snapshot.groups_from or snapshot.taken_at,
+        observed_until=snapshot.observed_until or snapshot.taken_at,
+        complete=snapshot.complete,
     )
 
 
@@ -420,11 +497,13 @@ def evaluate_snapshot(
     open_findings: Iterable[FindingState],
     now: datetime,
     unowned_after_polls: int = DEFAULT_UNOWNED_AFTER_POLLS,
+    pickup_ends: Mapping[FindingKey, PickupEnd] | None = None,
 ) -> Changes:
-    """Everything one complete snapshot changes.
+    """Everything one snapshot changes (complete, or targeted at ``snapshot.scope``).
 
     1. Diff every topic against its known generation; known topics missing
-       from the snapshot are deleted (a partial poll never reaches the core).
+       from the snapshot (within its scope) are deleted (a partial answer
+       never reaches the core).
     2. Close open findings on topics deleted or recreated in this poll.
     3. Open findings, created at ``now``, on the added partitions.
     4. Account every open finding, new and existing, whose group, topic and
@@ -438,7 +517,10 @@ def evaluate_snapshot(
         if (generation := diff_generation(known=known_by_name.get(topic.name), topic=topic)) is not None
     )
     listed_names = {topic.name for topic in snapshot.topics}
-    deleted = tuple(sorted(t.name for t in known_topics if not t.deleted and t.name not in listed_names))
+    in_scope = (lambda name: True) if snapshot.scope is None else snapshot.scope.__contains__
+    deleted = tuple(sorted(
+        t.name for t in known_topics if not t.deleted and t.name not in listed_names and in_scope(t.name)
+    ))
 
     ended_lineages = set(deleted) | {g.topic for g in generations if g.is_new_lineage}
     still_open = [f for f in open_findings if not f.closed]
@@ -456,12 +538,12 @@ def evaluate_snapshot(
     created_keys = {f.key for f in created}
     accounting, transitions = [], []
     for key, finding in findings.items():
-        seen = _observe(key=key, offsets=offsets, groups=listed_groups)
+        seen = _observe(key=key, offsets=offsets, groups=listed_groups, snapshot=snapshot)
         if seen is None:
             continue
         result = _account_finding(
             finding=finding, seen=seen, declared_policy=policies.get(key.group_id, "unknown"),
-            unowned_after_polls=unowned_after_polls,
+            unowned_after_polls=unowned_after_polls, pickup_end=(pickup_ends or {}).get(key),
         )
         accounting.append(result)
         old_state = None if key in created_keys else finding.state

@@ -42,6 +42,10 @@ class MemberSnapshot:
     host: str
     # (topic, partition) pairs currently assigned to this member.
     assignment: frozenset[tuple[str, int]]
+    # KIP-848 groups only: what the coordinator has decided to give this member.
+    # A partition enters the target first and the (current) assignment once the
+    # member has taken it; classic groups report no target (empty).
+    target_assignment: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,13 @@ class GroupSnapshot:
                 return member
         return None
 
+    def assignee_of(self, topic: str, partition: int) -> MemberSnapshot | None:
+        """The member whose target assignment holds the partition (KIP-848): it is taking it now."""
+        for member in self.members:
+            if (topic, partition) in member.target_assignment:
+                return member
+        return None
+
     def topics(self) -> frozenset[str]:
         """Topics this group reads: committed on, or assigned to a member."""
         names = {topic for topic, _ in self.committed}
@@ -75,6 +86,18 @@ class Snapshot:
     taken_at: datetime
     topics: tuple[TopicSnapshot, ...]
     groups: tuple[GroupSnapshot, ...]
+    # None: the whole cluster. Otherwise a targeted snapshot of only these
+    # topics and the groups that read them: a topic outside it is not deleted.
+    scope: frozenset[str] | None = None
+    # When the group descriptions were requested and when the snapshot ended:
+    # a member not owning a partition at the first had not taken it before
+    # that instant; one owning it (or a commit) had taken it by the second.
+    groups_from: datetime | None = None
+    observed_until: datetime | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.scope is None
 
     def topic(self, name: str) -> TopicSnapshot | None:
         for topic in self.topics:

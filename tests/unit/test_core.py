@@ -20,6 +20,7 @@ from groups.domain.detection import (
     FindingKey,
     FindingState,
     KnownGroup,
+    PickupEnd,
     KnownTopic,
     StateTransition,
     evaluate_snapshot,
@@ -69,8 +70,12 @@ def billing_reading(*partitions: int) -> GroupSnapshot:
     )
 
 
-def poll(*topics: TopicSnapshot, groups: tuple[GroupSnapshot, ...] = ()) -> Snapshot:
-    return Snapshot(cluster="main", taken_at=T0, topics=topics, groups=groups)
+def poll(*topics: TopicSnapshot, groups: tuple[GroupSnapshot, ...] = (), scope: frozenset | None = None) -> Snapshot:
+    return Snapshot(cluster="main", taken_at=T0, topics=topics, groups=groups, scope=scope)
+
+
+# Within each poll: group descriptions are requested 100 ms after it starts, and it ends at 200 ms.
+GROUPS_FROM, OBSERVED_UNTIL = timedelta(milliseconds=100), timedelta(milliseconds=200)
 
 
 @dataclass(frozen=True)
@@ -82,14 +87,24 @@ class Step:
     owned: bool = False
     commit: int | None = None
     guard_start: int | None = None  # reported by the consumer-side guard before this poll
+    targeted: bool = False  # the watcher's snapshot of orders only, not a full poll
+    target: bool = False  # KIP-848: partition 2 is in the member's target assignment
+    pickup_end: int | None = None  # resolved from the time index and handed to this poll
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, now: datetime = T0) -> Snapshot:
         owns = [("orders", 0), ("orders", 1)] + ([("orders", 2)] if self.owned else [])
         commits = {("orders", 0): 1000, ("orders", 1): 1000}
         if self.commit is not None:
             commits[("orders", 2)] = self.commit
         orders_now = topic("orders", (0, 1000), (0, 1000), (self.log_start, self.high_watermark), topic_id=ORDERS_ID)
-        return poll(orders_now, groups=(group("billing", owns=tuple(owns), commits=commits),))
+        billing = group("billing", owns=tuple(owns), commits=commits)
+        if self.target:
+            (member,) = billing.members
+            billing = replace(billing, members=(replace(member, target_assignment=frozenset(owns) | {("orders", 2)}),))
+        return replace(
+            poll(orders_now, groups=(billing,), scope=frozenset({"orders"}) if self.targeted else None),
+            taken_at=now, groups_from=now + GROUPS_FROM, observed_until=now + OBSERVED_UNTIL,
+        )
 
 
 @dataclass
@@ -102,10 +117,11 @@ class Store:
     unowned_after_polls: int = 30
     now: datetime = T0
 
-    def apply(self, snapshot: Snapshot) -> Changes:
+    def apply(self, snapshot: Snapshot, pickup_ends: dict | None = None) -> Changes:
         changes = evaluate_snapshot(
             snapshot=snapshot, known_topics=self.topics.values(), known_groups=self.groups.values(),
             open_findings=self.findings.values(), now=self.now, unowned_after_polls=self.unowned_after_polls,
+            pickup_ends=pickup_ends,
         )
         for generation in changes.new_generations:
             self.topics[generation.topic] = KnownTopic(
@@ -605,6 +621,119 @@ STORIES = [
         "the guard's report is exact, so it decides without waiting for a first commit; nothing to watch",
         id="guard-decides-before-first-commit",
     ),
+    # --- the pickup bracket and the time index (issue 11) ---
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True),
+                   Step(0, 300, owned=True, commit=290, pickup_end=200)),
+            states=("pending", "pending", "pending", "gap"),
+            final=dict(pre_pickup_high_watermark=180, first_commit=290, missed_definite=180, missed_possible=20,
+                       backfill_start=0, backfill_end=200, pickup_end=200,
+                       pickup_after=T0 + POLL_INTERVAL + GROUPS_FROM,
+                       pickup_before=T0 + 2 * POLL_INTERVAL + OBSERVED_UNTIL,
+                       pickup_evidence="time index (CreateTime)",
+                       explanation="policy not declared, assumed latest (the client default); started at or "
+                                   "below 200 (time index (CreateTime), pickup observed within 60.1s), first "
+                                   "commit 290: 180 definitely missed [0, 180), 20 possibly missed [180, 200)"),
+        ),
+        "billing took p after the second poll asked for groups (unowned) and before the third ended (owned); "
+        "the time index says everything from 200 on was appended after that (plus grace), so a latest member "
+        "started at or below 200: possible shrinks from [180, 290) to [180, 200); the backfill covers [0, 200)",
+        id="pickup-end-narrows-possible",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True, commit=260, pickup_end=400)),
+            states=("pending", "pending", "gap"),
+            final=dict(missed_definite=180, missed_possible=80, backfill_end=260, pickup_end=400),
+        ),
+        "the first commit 260 already bounds a latest start from above; a pickup end of 400 (e.g. a late "
+        "resolution) cannot widen the possible range beyond it",
+        id="pickup-end-above-first-commit-is-no-wider",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True, commit=260, pickup_end=150)),
+            states=("pending", "pending", "gap"),
+            final=dict(missed_definite=180, missed_possible=0, backfill_end=180),
+        ),
+        "H_k=180 was observed directly while nobody owned p: a pickup end of 150 (producer clocks behind) "
+        "cannot lower it; definite stays [0,180) and nothing is possible",
+        id="pickup-end-below-h-k-keeps-definite",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100, pickup_end=50), Step(0, 150, owned=True, commit=140)),
+            states=("pending", "gap"),
+            final=dict(pickup_end=None, pickup_before=T0 + POLL_INTERVAL + OBSERVED_UNTIL, missed_definite=100,
+                       missed_possible=40),
+        ),
+        "a pickup end handed over before any observation showed an owner has no pickup to bound: ignored",
+        id="pickup-end-before-pickup-is-ignored",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100, owned=True), Step(0, 200, owned=True, commit=190, pickup_end=120)),
+            states=("pending", "gap"),
+            final=dict(pre_pickup_high_watermark=None, missed_definite=0, missed_possible=120, backfill_end=120,
+                       pickup_after=None, pickup_before=T0 + OBSERVED_UNTIL),
+            explanation_mentions="at the first observation of an owner",
+        ),
+        "the group owned p at the first observation (KIP-848 groups take it within seconds): nothing is "
+        "definite, but the time index still bounds the start: possible [0,120) rather than [0,190)",
+        id="pickup-before-first-observation-with-time-index",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 180, owned=True, pickup_end=190),
+                   Step(0, 300, owned=True, commit=290, pickup_end=250)),
+            states=("pending", "pending", "gap"),
+            final=dict(pickup_end=190, missed_definite=100, missed_possible=90, backfill_end=190),
+        ),
+        "the pickup end is resolved once and kept: a later, larger answer changes nothing",
+        id="pickup-end-frozen-once-set",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 180, owned=True, commit=200, guard_start=120, pickup_end=150)),
+            states=("pending", "gap"),
+            final=dict(missed_definite=120, missed_possible=0, policy_source="guard", backfill_end=120),
+        ),
+        "the guard's report is exact and beats the time index",
+        id="guard-beats-pickup-end",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 180, owned=True, commit=200, pickup_end=150)),
+            policy="earliest",
+            states=("pending", "covered"),
+            final=dict(missed_definite=0, missed_possible=0, policy_source="declared", backfill_start=None),
+        ),
+        "a declared earliest decides: the pickup end only matters to a latest start",
+        id="declared-earliest-ignores-pickup-end",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 150, targeted=True), Step(0, 200, targeted=True), Step(0, 250)),
+            unowned_after_polls=2,
+            states=("pending", "pending", "pending", "unowned"),
+            final=dict(polls_without_owner=2, pre_pickup_high_watermark=250),
+        ),
+        "the watcher's targeted snapshots raise H_k (they are observations) but do not count as polls: "
+        "unowned after 2 polls means 2 full polls, not 2 seconds of watching",
+        id="targeted-snapshots-do-not-count-as-polls",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100, target=True),),
+            states=("pending",),
+            final=dict(owner_member_id=None, pre_pickup_high_watermark=100),
+            explanation_mentions="target assignment",
+        ),
+        "KIP-848: the coordinator put p in the member's target; until it is in the member's assignment the "
+        "member has not started, so the finding stays pending and H keeps counting as before pickup",
+        id="kip848-target-is-not-yet-owned",
+    ),
 ]
 
 
@@ -615,7 +744,8 @@ def test_gap_accounting(story: Story, why: str):
     for step in story.steps:
         if step.guard_start is not None:
             store.report_guard(NEW_PARTITION, step.guard_start)
-        changes = store.apply(step.snapshot())
+        ends = {NEW_PARTITION: PickupEnd(step.pickup_end, "time index (CreateTime)")} if step.pickup_end else None
+        changes = store.apply(step.snapshot(store.now), pickup_ends=ends)
         (accounting,) = [a for a in changes.accounting if a.key == NEW_PARTITION]
         states.append(accounting.state)
         watched.append("billing" in changes.groups_to_watch)
@@ -674,6 +804,15 @@ def test_a_finding_whose_group_is_gone_waits_and_the_others_are_still_accounted(
 
     assert [a.key for a in changes.accounting] == [key(2, 2, "billing")]
     assert store.findings[key(2, 2, "audit")].state == "pending", "its stored state waits for the group"
+
+
+def test_a_targeted_snapshot_deletes_only_topics_in_its_scope():
+    store = billing_store(payments=PAYMENTS)
+    changes = store.apply(poll(orders(2), groups=(billing_reading(0, 1),), scope=frozenset({"orders"})))
+    assert changes.deleted_topics == (), "payments is outside the watcher's scope: absent, not deleted"
+
+    changes = store.apply(poll(groups=(billing_reading(0, 1),), scope=frozenset({"orders", "payments"})))
+    assert changes.deleted_topics == ("orders", "payments"), "in scope and absent: deleted"
 
 
 def test_a_snapshot_finds_its_topics_by_name():
