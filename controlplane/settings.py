@@ -51,6 +51,13 @@ KAFKA_MAX_IN_FLIGHT = env_int("KAFKA_MAX_IN_FLIGHT", 32, minimum=1)
 UNOWNED_AFTER_POLLS = env_int("UNOWNED_AFTER_POLLS", 30, minimum=1)
 # While a group owns a new partition without a first commit, poll again this soon.
 FAST_POLL_SECONDS = env_int("FAST_POLL_SECONDS", 2, minimum=1)
+# The watcher (tasks/watching.py): one metadata request per cluster this often;
+# on a partition-count change, and while a new partition is being picked up, a
+# targeted snapshot of its topic and the groups reading it (issue 11).
+WATCH_INTERVAL_SECONDS = env_int("WATCH_INTERVAL_SECONDS", 1, minimum=1)
+# A member fetches its start position just after it takes a partition; the
+# pickup end is read from the time index this long after the pickup was seen.
+PICKUP_GRACE_MS = env_int("PICKUP_GRACE_MS", 500, minimum=0)
 # Jobs whose worker died are found and enqueued again (tasks.jobs.recover_jobs).
 JOB_RECOVERY_SECONDS = env_int("JOB_RECOVERY_SECONDS", 60, minimum=1)
 JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 600, minimum=1)
@@ -205,6 +212,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(POLL_INTERVAL_SECONDS),
         # A poll still queued after one interval is stale: the next one replaces it.
         "options": {"expires": float(POLL_INTERVAL_SECONDS)},
+    },
+    "watch-all-clusters": {
+        "task": "gapwatch.watch_all_clusters",
+        "schedule": float(WATCH_INTERVAL_SECONDS),
+        # A tick still queued after one interval is stale: the next one replaces it.
+        "options": {"expires": float(WATCH_INTERVAL_SECONDS)},
     },
     "recover-jobs": {
         "task": "gapwatch.recover_jobs",

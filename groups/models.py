@@ -197,6 +197,13 @@ class Finding(models.Model):
     first_commit = models.BigIntegerField(null=True, blank=True)
     polls_without_owner = models.PositiveIntegerField(default=0)
     guard_start_offset = models.BigIntegerField(null=True, blank=True)
+    # The pickup bracket: the group took the partition after pickup_after and
+    # before pickup_before; pickup_end bounds where a latest member started
+    # (from Kafka's time index; pickup_evidence says which timestamps).
+    pickup_after = models.DateTimeField(null=True, blank=True)
+    pickup_before = models.DateTimeField(null=True, blank=True)
+    pickup_end = models.BigIntegerField(null=True, blank=True)
+    pickup_evidence = models.CharField(max_length=100, blank=True, default="")
     missed_definite = models.BigIntegerField(default=0)
     missed_possible = models.BigIntegerField(default=0)
     expired = models.BigIntegerField(default=0)

@@ -262,3 +262,38 @@ def audit_filter_values() -> dict[str, list[str]]:
     )
     actors = get_user_model().objects.order_by("username").values_list("username", flat=True)
     return {"actions": list(actions), "object_types": list(object_types), "actors": ["system", *actors]}
+
+
+# --- the watcher (tasks/watching.py) -----------------------------------------
+
+
+def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], dict[str, set[str]], set[str]]:
+    """What the watcher compares and observes, from stored state:
+
+    - the stored partition count of every live topic;
+    - the groups that read each topic (from earlier polls);
+    - topics of open findings still being picked up: no first commit yet
+      (pending), or taken with a pickup end still to resolve.
+    """
+    counts = dict(Topic.objects.filter(cluster_id=cluster_id, deleted=False).values_list("name", "partition_count"))
+    readers: dict[str, set[str]] = {}
+    for topic, group_id in GroupTopic.objects.filter(topic__cluster_id=cluster_id).values_list(
+        "topic__name", "group__group_id"
+    ):
+        readers.setdefault(topic, set()).add(group_id)
+    open_findings = Finding.objects.filter(cluster_id=cluster_id, closed_at__isnull=True)
+    watched = set(open_findings.filter(state="pending").values_list("topic__name", flat=True)) | set(
+        open_findings.filter(pickup_before__isnull=False, pickup_end__isnull=True, guard_start_offset__isnull=True)
+        .exclude(state="unowned").values_list("topic__name", flat=True)
+    )
+    return counts, readers, watched
+
+
+def findings_awaiting_pickup_end(*, cluster_id: int, taken_before: datetime) -> list[dict]:
+    """Open findings taken (``pickup_before``) before ``taken_before`` whose pickup end is not resolved yet."""
+    return list(
+        Finding.objects.filter(
+            cluster_id=cluster_id, closed_at__isnull=True, pickup_before__isnull=False,
+            pickup_before__lte=taken_before, pickup_end__isnull=True, guard_start_offset__isnull=True,
+        ).values("group__group_id", "topic__name", "partition", "generation__number", "pickup_before")
+    )

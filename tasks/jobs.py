@@ -18,10 +18,11 @@ from tasks.executors import EXECUTORS
 from tasks.job_lock import job_lock_free
 from tasks.notifications import send_notification
 from tasks.polling import poll_cluster
+from tasks.watching import watch_cluster
 
 # Every task module is imported here, so the worker (autodiscovery of
 # ``tasks.jobs``) registers every name ``groups.services.dispatch`` sends.
-__all__ = ["poll_all_clusters", "poll_cluster_task", "ping", "recover_jobs", "run_connection_test",
+__all__ = ["poll_all_clusters", "poll_cluster_task", "ping", "watch_all_clusters", "watch_cluster_task", "recover_jobs", "run_connection_test",
            "run_remediation_job", "send_notification"]
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ def poll_cluster_task(cluster_id: int) -> dict:
     """
     client = redis.Redis.from_url(settings.REDIS_URL)
     lock = client.lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS)
-    if not lock.acquire(blocking=False):
+    # The watcher's ticks hold the same lock for a moment every second: wait that out.
+    if not lock.acquire(blocking=True, blocking_timeout=2 * settings.WATCH_INTERVAL_SECONDS + 1):
         return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is already running"}
     try:
         summary = poll_cluster(cluster_id=cluster_id)
@@ -67,6 +69,29 @@ def poll_cluster_task(cluster_id: int) -> dict:
     if summary.ok:
         reset_jobs_retry_waiting(cluster_id=cluster_id)  # a group may be Empty now
     return summary.as_dict()
+
+
+@shared_task(name="gapwatch.watch_all_clusters", ignore_result=True)
+def watch_all_clusters() -> None:
+    for cluster_id in Cluster.objects.filter(enabled=True).values_list("id", flat=True):
+        watch_cluster_task.apply_async((cluster_id,), expires=settings.WATCH_INTERVAL_SECONDS)
+
+
+@shared_task(name="gapwatch.watch_cluster", ignore_result=True)
+def watch_cluster_task(cluster_id: int) -> dict:
+    """One watcher tick (tasks/watching.py) under the poll's lock; skipped, never
+    waited for, while a poll or another tick of this cluster runs."""
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    lock = client.lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS)
+    if not lock.acquire(blocking=False):
+        return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is running"}
+    try:
+        return watch_cluster(cluster_id=cluster_id)
+    finally:
+        try:
+            lock.release()
+        except redis.exceptions.LockError:
+            log.warning("poll lock of cluster %s expired before the watcher's tick ended", cluster_id)
 
 
 @shared_task(name="gapwatch.recover_jobs", ignore_result=True)

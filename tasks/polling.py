@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
+from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
 
+from groups import selectors
+from groups.domain.detection import FindingKey, PickupEnd
 from groups.domain.snapshot import Snapshot
-from groups.models import Cluster
+from groups.models import Cluster, Finding
 from groups.services.polls import PollSummary, cluster_record_failure, poll_record_success
 from groups.services.resets import reset_auto_repair
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
@@ -20,23 +24,75 @@ from tasks.notifications import send_notification
 log = logging.getLogger(__name__)
 
 
-def poll_cluster(*, cluster_id: int) -> PollSummary:
-    cluster = Cluster.objects.get(id=cluster_id)
-    adapter = KafkaAdapter(
+def cluster_adapter(cluster: Cluster) -> KafkaAdapter:
+    return KafkaAdapter(
         cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS, max_in_flight=settings.KAFKA_MAX_IN_FLIGHT
     )
+
+
+def poll_cluster(
+    *, cluster_id: int, adapter: KafkaAdapter | None = None, topics: Collection[str] | None = None,
+    groups: Collection[str] | None = None,
+) -> PollSummary:
+    """A full poll, or (``topics``, ``groups``) the watcher's targeted one.
+
+    1. Resolve pickup ends that are due (time index, see ``pickup_ends``).
+    2. Snapshot: log starts only of topics with open findings or a changed
+       partition count, and of partitions a group reads without a commit.
+    3. Write, then the follow-ups. A failed full poll marks the cluster
+       unreachable; a failed targeted one is only reported (the next full
+       poll decides about the cluster).
+    """
+    cluster = Cluster.objects.get(id=cluster_id)
+    adapter = adapter or cluster_adapter(cluster)
     started = time.monotonic()
+    known_counts, _, watched = selectors.cluster_watch_state(cluster_id=cluster.id)
+    open_topics = set(Finding.objects.filter(cluster=cluster, closed_at__isnull=True)
+                      .values_list("topic__name", flat=True).distinct())
     try:
-        snapshot = adapter.snapshot(cluster=cluster.name, now=timezone.now())
+        ends = pickup_ends(cluster_id=cluster.id, adapter=adapter)
+        snapshot = adapter.snapshot(
+            cluster=cluster.name, now=timezone.now(), log_starts_for=open_topics | watched,
+            known_counts=known_counts, topics=topics, groups=groups,
+        )
     except KafkaUnavailable as error:
+        if topics is not None:
+            return PollSummary(cluster=cluster.name, ok=False, error=str(error),
+                               kafka_seconds=time.monotonic() - started)
         return cluster_record_failure(
             cluster_id=cluster.id, error=str(error), now=timezone.now(), kafka_seconds=time.monotonic() - started
         )
     summary = poll_record_success(
-        cluster_id=cluster.id, snapshot=snapshot, now=snapshot.taken_at, kafka_seconds=time.monotonic() - started
+        cluster_id=cluster.id, snapshot=snapshot, now=snapshot.taken_at, kafka_seconds=time.monotonic() - started,
+        pickup_ends=ends,
     )
     poll_follow_up(summary=summary, snapshot=snapshot)
     return summary
+
+
+def pickup_ends(*, cluster_id: int, adapter: KafkaAdapter) -> dict[FindingKey, PickupEnd]:
+    """For findings taken at least PICKUP_GRACE_MS ago: the first offset appended
+    at or after ``pickup_before`` + grace, from Kafka's time index. A latest
+    member fetched its start position by then, so it started at or below it.
+    Kafka answers "none that recent" (-1) with nothing to point at: then the
+    log end now, read after that instant, is the bound."""
+    grace = timedelta(milliseconds=settings.PICKUP_GRACE_MS)
+    due = selectors.findings_awaiting_pickup_end(cluster_id=cluster_id, taken_before=timezone.now() - grace)
+    ends: dict[FindingKey, PickupEnd] = {}
+    types: dict[str, str] = {}
+    for row in due:
+        topic, partition = row["topic__name"], row["partition"]
+        at_ms = int((row["pickup_before"] + grace).timestamp() * 1000)
+        if topic not in types:
+            types[topic] = adapter.topic_timestamp_type(topic)
+        offset = adapter.offsets_for_times(topic=topic, partitions=[partition], timestamp_ms=at_ms)[partition]
+        evidence = f"time index ({types[topic]})"
+        if offset is None:
+            offset = adapter.partition_offsets(topic=topic, partitions=[partition])[partition].high_watermark
+            evidence = f"log end after the pickup ({types[topic]} time index had no later message)"
+        key = FindingKey(row["group__group_id"], topic, partition, row["generation__number"])
+        ends[key] = PickupEnd(offset=offset, evidence=evidence)
+    return ends
 
 
 def poll_follow_up(*, summary: PollSummary, snapshot: Snapshot) -> None:

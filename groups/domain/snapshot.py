@@ -18,7 +18,9 @@ from datetime import datetime
 @dataclass(frozen=True)
 class PartitionOffsets:
     partition: int
-    log_start: int
+    # None where the poll did not need it (no finding, no group without a
+    # commit on the partition): reading every log start every poll is costly.
+    log_start: int | None
     high_watermark: int
 
 

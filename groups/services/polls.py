@@ -42,6 +42,7 @@ _ACCOUNTING_FIELDS = [
     "owner_member_id", "owner_client_id", "owner_host", "pre_pickup_high_watermark", "first_commit",
     "polls_without_owner", "guard_start_offset", "missed_definite", "missed_possible", "expired",
     "backfill_start", "backfill_end", "policy_source", "explanation",
+    "pickup_after", "pickup_before", "pickup_end", "pickup_evidence",
 ]
 
 
@@ -82,7 +83,10 @@ def group_topic_lag(*, group: GroupSnapshot, topic: TopicSnapshot) -> int:
     total = 0
     for offsets in topic.partitions:
         committed = group.committed.get((topic.name, offsets.partition))
-        start = offsets.log_start if committed is None else max(committed, offsets.log_start)
+        if committed is None:
+            start = offsets.log_start  # the adapter reads it for every partition a group reads uncommitted
+        else:
+            start = committed if offsets.log_start is None else max(committed, offsets.log_start)
         total += max(0, offsets.high_watermark - start)
     return total
 
@@ -154,6 +158,8 @@ def _finding_state(row: Finding, guard_starts: dict[tuple[str, str, int], int]) 
         key=key, created_at=row.created_at, first_log_start=row.first_log_start,
         pre_pickup_high_watermark=row.pre_pickup_high_watermark, first_commit=row.first_commit,
         polls_without_owner=row.polls_without_owner, state=row.state, guard_start_offset=guard_start,
+        pickup_after=row.pickup_after, pickup_before=row.pickup_before, pickup_end=row.pickup_end,
+        pickup_evidence=row.pickup_evidence,
     )
 
 
@@ -178,10 +184,17 @@ def _apply_accounting(row: Finding, accounting: detection.FindingAccounting, now
     row.backfill_end = accounting.backfill_end
     row.policy_source = accounting.policy_source or ""
     row.explanation = accounting.explanation
+    row.pickup_after = accounting.pickup_after
+    row.pickup_before = accounting.pickup_before
+    row.pickup_end = accounting.pickup_end
+    row.pickup_evidence = accounting.pickup_evidence
 
 
-def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, kafka_seconds: float) -> PollSummary:
-    """Write one complete poll.
+def poll_record_success(
+    *, cluster_id: int, snapshot: Snapshot, now: datetime, kafka_seconds: float,
+    pickup_ends: dict[detection.FindingKey, detection.PickupEnd] | None = None,
+) -> PollSummary:
+    """Write one poll: complete, or the watcher's targeted snapshot (``snapshot.scope``).
 
     1. Lock the cluster row (two polls of one cluster never interleave writes)
        and load what is stored.
@@ -205,7 +218,7 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
         changes = detection.evaluate_snapshot(
             snapshot=snapshot, known_topics=known_topics, known_groups=known_groups,
             open_findings=[_finding_state(row, guard_starts) for row in open_rows], now=now,
-            unowned_after_polls=settings.UNOWNED_AFTER_POLLS,
+            unowned_after_polls=settings.UNOWNED_AFTER_POLLS, pickup_ends=pickup_ends,
         )
         topics = _write_topics(cluster=cluster, snapshot=snapshot, stored=topics, changes=changes, now=now)
         generations = _write_generations(topics=topics, changes=changes, now=now)
@@ -220,7 +233,7 @@ def poll_record_success(*, cluster_id: int, snapshot: Snapshot, now: datetime, k
         Cluster.objects.filter(id=cluster.id).update(
             status=Cluster.Status.OK, last_error="", last_poll_at=now,
             last_poll_duration_ms=int((kafka_seconds + time.monotonic() - started) * 1000),
-            polls_total=F("polls_total") + 1,
+            polls_total=F("polls_total") + (1 if snapshot.complete else 0),
         )
         sets = known_partition_sets(
             snapshot=snapshot, finding_partitions=_finding_partitions(cluster),
@@ -291,9 +304,10 @@ def _write_groups(*, cluster: Cluster, snapshot: Snapshot, stored: dict, now: da
         update_fields=["state", "type", "assignor", "member_count", "members", "present", "last_seen_at"],
     )
     listed = {g.group_id for g in snapshot.groups}
-    ConsumerGroup.objects.filter(cluster=cluster, present=True).exclude(group_id__in=listed).update(
-        present=False, state="", member_count=0, members=[]
-    )
+    if snapshot.complete:  # a targeted snapshot lists only the groups reading its topics
+        ConsumerGroup.objects.filter(cluster=cluster, present=True).exclude(group_id__in=listed).update(
+            present=False, state="", member_count=0, members=[]
+        )
     return {group.group_id: group for group in ConsumerGroup.objects.filter(cluster=cluster, group_id__in=listed)}
 
 

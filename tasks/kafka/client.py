@@ -192,6 +192,10 @@ def group_from(group_id: str, state: ConsumerGroupState, description: Any) -> De
                 (partition.topic, partition.partition)
                 for partition in (member.assignment.topic_partitions if member.assignment else [])
             ),
+            target_assignment=frozenset(
+                (partition.topic, partition.partition)
+                for partition in (member.target_assignment.topic_partitions if member.target_assignment else [])
+            ),
         )
         for member in description.members or []
     )

@@ -6,9 +6,9 @@ cluster (topics, watermarks, groups, committed offsets) as plain data
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future
-from datetime import datetime
+from datetime import datetime, timezone
 
 from confluent_kafka import (
     ConsumerGroupState,
@@ -43,13 +43,38 @@ class SnapshotReads(KafkaClient):
     stage took (topics, watermarks, groups, offsets) and
     ``last_peak_in_flight`` the most calls a stage had outstanding at once."""
 
-    def snapshot(self, *, cluster: str, now: datetime) -> Snapshot:
+    def partition_counts(self) -> dict[str, int]:
+        """Partition count of every topic, from one metadata request: what the
+        watcher compares every second to see partitions added."""
+        try:
+            metadata = self.admin.list_topics(timeout=self._timeout)
+        except KafkaException as error:
+            raise self._unavailable("topics", f"metadata: {describe_error(error)}") from None
+        return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
+
+    def snapshot(
+        self, *, cluster: str, now: datetime, log_starts_for: Collection[str] = (),
+        known_counts: Mapping[str, int] | None = None,
+        topics: Collection[str] | None = None, groups: Collection[str] | None = None,
+    ) -> Snapshot:
         """Read everything one poll needs, in this order:
 
         1. topics: names from metadata, then topic ids and partitions;
-        2. watermarks: log start and high watermark of every partition;
+        2. watermarks: the high watermark of every partition;
         3. groups: list, then describe (state, type, members, assignments);
-        4. offsets: the committed offsets of every group.
+        4. offsets: the committed offsets of every group;
+        5. log starts, only where a poll needs them when ``known_counts``
+           (stored partition count per topic) is given: every partition of
+           the topics in ``log_starts_for`` (the caller names topics with open
+           findings) or whose partition count differs from the known one (new
+           partitions open findings), and every partition a group reads
+           without a commit (its lag is H - E). Elsewhere ``log_start`` is
+           None: reading all 10k log starts every poll was a third of the
+           poll's cost (issue 11). Without ``known_counts``, all are read.
+
+        ``topics`` and ``groups`` make it a targeted snapshot (the watcher's):
+        only those topics (all their partitions' log starts are read) and
+        those groups, with ``scope`` set so nothing outside is read as gone.
 
         Watermarks are read before groups on purpose: when steps 3 and 4 see
         no owner and no commit on a partition, a group that picks it up later
@@ -66,17 +91,34 @@ class SnapshotReads(KafkaClient):
         self.last_timings = {}
         self.last_peak_in_flight = {}
         with self._stage("topics"):
-            described = self._read_topics()
+            described = self._read_topics(None if topics is None else sorted(topics))
         with self._stage("watermarks"):
-            topics = self._read_watermarks(described)
+            deadline = time.monotonic() + self._timeout
+            gone: set[str] = set()
+            high_watermarks = self._list_offsets(described, _partitions(described), OffsetSpec.latest(), gone, deadline)
+        groups_from = datetime.now(timezone.utc)
         with self._stage("groups"):
-            groups = self._read_groups()
+            found = self._read_groups(None if groups is None else sorted(groups))
         with self._stage("offsets"):
-            committed = self._read_committed([group.group_id for group in groups])
+            committed = self._read_committed([group.group_id for group in found])
+        with self._stage("log_starts"):
+            wanted = set(log_starts_for) | {
+                name for name, topic in described.items()
+                if known_counts is None or topics is not None
+                or (name in known_counts and known_counts[name] != len(topic.partition_ids))
+            }
+            needed = [key for key in _partitions(described) if key[0] in wanted]
+            needed += _uncommitted(described, found, committed, wanted)
+            log_starts = self._list_offsets(
+                described, sorted(set(needed)), OffsetSpec.earliest(), gone, time.monotonic() + self._timeout
+            )
         return Snapshot(
             cluster=cluster,
             taken_at=now,
-            topics=topics,
+            topics=_topic_snapshots(described, gone, high_watermarks, log_starts),
+            scope=None if topics is None else frozenset(topics),
+            groups_from=groups_from,
+            observed_until=datetime.now(timezone.utc),
             groups=tuple(
                 GroupSnapshot(
                     group_id=group.group_id,
@@ -86,18 +128,19 @@ class SnapshotReads(KafkaClient):
                     members=group.members,
                     committed=committed[group.group_id],
                 )
-                for group in groups
+                for group in found
                 if group.group_id in committed
             ),
         )
 
     # -- 1. topics ---------------------------------------------------------
 
-    def _read_topics(self) -> dict[str, TopicDetails]:
-        try:
-            names = sorted(self.admin.list_topics(timeout=self._timeout).topics)
-        except KafkaException as error:
-            raise self._unavailable("topics", f"metadata: {describe_error(error)}") from None
+    def _read_topics(self, names: list[str] | None = None) -> dict[str, TopicDetails]:
+        if names is None:
+            try:
+                names = sorted(self.admin.list_topics(timeout=self._timeout).topics)
+            except KafkaException as error:
+                raise self._unavailable("topics", f"metadata: {describe_error(error)}") from None
         described: dict[str, TopicDetails] = {}
 
         def handle(name: str, future: Future) -> None:
@@ -122,34 +165,6 @@ class SnapshotReads(KafkaClient):
         return described
 
     # -- 2. watermarks -----------------------------------------------------
-
-    def _read_watermarks(self, described: dict[str, TopicDetails]) -> tuple[TopicSnapshot, ...]:
-        """Log start offsets first, then high watermarks, so that within one
-        partition ``log_start <= high_watermark`` always holds. A topic is
-        left out only when describing it again shows it deleted (or
-        recreated under a new topic id) since step 1."""
-        partitions = [(topic.name, partition) for topic in described.values() for partition in topic.partition_ids]
-        deadline = time.monotonic() + self._timeout
-        gone: set[str] = set()
-        log_starts = self._list_offsets(described, partitions, OffsetSpec.earliest(), gone, deadline)
-        high_watermarks = self._list_offsets(described, partitions, OffsetSpec.latest(), gone, deadline)
-        return tuple(
-            TopicSnapshot(
-                name=topic.name,
-                topic_id=topic.topic_id,
-                is_internal=topic.is_internal,
-                partitions=tuple(
-                    PartitionOffsets(
-                        partition=partition,
-                        log_start=log_starts[(topic.name, partition)],
-                        high_watermark=high_watermarks[(topic.name, partition)],
-                    )
-                    for partition in topic.partition_ids
-                ),
-            )
-            for topic in sorted(described.values(), key=lambda topic: topic.name)
-            if topic.name not in gone
-        )
 
     def _list_offsets(
         self,
@@ -231,10 +246,12 @@ class SnapshotReads(KafkaClient):
 
     # -- 3. groups ---------------------------------------------------------
 
-    def _read_groups(self) -> list[DescribedGroup]:
-        """List, then describe in batches. The client lists classic and
-        consumer (KIP-848) groups only; share and streams groups are not
-        reported by it, so they are not in the snapshot."""
+    def _read_groups(self, group_ids: list[str] | None = None) -> list[DescribedGroup]:
+        """List (unless ``group_ids`` names them), then describe in batches.
+        The client lists classic and consumer (KIP-848) groups only; share and
+        streams groups are not reported by it, so they are not in the snapshot."""
+        if group_ids is not None:
+            return self._describe_groups(group_ids)
         try:
             listing = self.admin.list_consumer_groups(request_timeout=self._timeout)
             result = listing.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
@@ -245,7 +262,9 @@ class SnapshotReads(KafkaClient):
                 "groups", f"list groups: {'; '.join(describe_error(error) for error in result.errors)}"
             )
         # The client cannot describe or fetch offsets of the empty group id.
-        group_ids = sorted({entry.group_id for entry in result.valid or [] if entry.group_id})
+        return self._describe_groups(sorted({entry.group_id for entry in result.valid or [] if entry.group_id}))
+
+    def _describe_groups(self, group_ids: list[str]) -> list[DescribedGroup]:
         groups: list[DescribedGroup] = []
 
         def handle(group_id: str, future: Future) -> None:
@@ -298,3 +317,50 @@ class SnapshotReads(KafkaClient):
             handle,
         )
         return committed
+
+
+def _partitions(described: dict[str, TopicDetails]) -> list[tuple[str, int]]:
+    return [(topic.name, partition) for topic in described.values() for partition in topic.partition_ids]
+
+
+def _uncommitted(
+    described: dict[str, TopicDetails], groups: Sequence[DescribedGroup],
+    committed: dict[str, dict[tuple[str, int], int]], skip: set[str],
+) -> list[tuple[str, int]]:
+    """Partitions of topics a group reads (commits on or is assigned) where it has no commit."""
+    needed: set[tuple[str, int]] = set()
+    for group in groups:
+        offsets = committed.get(group.group_id, {})
+        names = {topic for topic, _ in offsets} | {t for m in group.members for t, _ in m.assignment}
+        for name in names - skip:
+            if name in described:
+                needed.update((name, p) for p in described[name].partition_ids if (name, p) not in offsets)
+    return sorted(needed)
+
+
+def _topic_snapshots(
+    described: dict[str, TopicDetails], gone: set[str], high_watermarks: dict[tuple[str, int], int],
+    log_starts: dict[tuple[str, int], int],
+) -> tuple[TopicSnapshot, ...]:
+    """Read after the high watermark, a log start can only be above it if retention
+    ran in between: clamped, so ``log_start <= high_watermark`` always holds."""
+    return tuple(
+        TopicSnapshot(
+            name=topic.name,
+            topic_id=topic.topic_id,
+            is_internal=topic.is_internal,
+            partitions=tuple(
+                PartitionOffsets(
+                    partition=partition,
+                    log_start=(
+                        None if (topic.name, partition) not in log_starts
+                        else min(log_starts[(topic.name, partition)], high_watermarks[(topic.name, partition)])
+                    ),
+                    high_watermark=high_watermarks[(topic.name, partition)],
+                )
+                for partition in topic.partition_ids
+            ),
+        )
+        for topic in sorted(described.values(), key=lambda topic: topic.name)
+        if topic.name not in gone
+    )

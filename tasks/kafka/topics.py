@@ -52,6 +52,17 @@ class TopicOperations(KafkaClient):
         policy = configs.get("cleanup.policy")
         return "compact" in (policy.value or "") if policy is not None else False
 
+    def topic_timestamp_type(self, topic: str) -> str:
+        """``message.timestamp.type`` of a topic: CreateTime (set by producers) or LogAppendTime (by the broker)."""
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        try:
+            configs = self.admin.describe_configs([resource], request_timeout=self._timeout)[resource].result(
+                timeout=self._timeout + WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            raise self._unavailable("watermarks", f"describe configs of {topic!r}: {error}") from None
+        entry = configs.get("message.timestamp.type")
+        return (entry.value if entry is not None else "") or "CreateTime"
+
     def visible_runs(self, *, topic: str, partition: int, start: int, end: int, committed_only: bool,
                      deadline: float) -> list[tuple[int, int]]:
         """The offsets of ``[start, end)`` a reader can read now, as runs of

@@ -117,6 +117,10 @@ class GroupConsumer:
         with self._lock:
             return len(self.received[partition])
 
+    def offsets(self, partition: int) -> list[int]:
+        with self._lock:
+            return list(self.received[partition])
+
     def committed(self, partitions: list[int]) -> dict[int, int]:
         result = self.consumer.committed([TopicPartition(self.topic, p) for p in partitions], timeout=10)
         return {tp.partition: tp.offset for tp in result}
@@ -228,3 +232,29 @@ class RateProducer:
 def never_consumed(received: list[int], *, log_start: int, end: int) -> int:
     """How many offsets in ``[log_start, end)`` the client never received (the truth of a gap)."""
     return len(set(range(log_start, end)) - set(received))
+
+
+class Ticker:
+    """Calls ``tick`` every ``interval`` seconds in a thread, as celery beat
+    would enqueue the watcher; errors are kept and raised by ``close``."""
+
+    def __init__(self, tick, *, interval: float = 1.0) -> None:
+        self.tick = tick
+        self.interval = interval
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.tick()
+            except BaseException as error:  # noqa: BLE001 - reported by close()
+                self.errors.append(error)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        if self.errors:
+            raise self.errors[0]

@@ -120,11 +120,15 @@ def test_a_latest_group_misses_exactly_what_was_written_before_it_picked_the_new
         assert row.state == "gap", row.explanation
         assert row.missed_definite == K  # exactly the messages written before pickup
         assert row.pre_pickup_high_watermark == K
-        # [H_k, C_f): written after the last pre-pickup poll; may or may not have been read.
-        assert row.first_commit > K and row.missed_possible == row.first_commit - K
+        # [H_k, min(C_f, pickup end)): written after the last pre-pickup poll and before the
+        # time index's bound on where a latest member started; may or may not have been read.
+        assert row.first_commit > K and row.pickup_end is not None
+        assert row.pickup_evidence == "time index (CreateTime)"
+        possible_end = max(K, min(row.first_commit, row.pickup_end))
+        assert row.missed_possible == possible_end - K
         assert row.committed_offset == row.high_watermark and row.lag == 0
         assert row.policy_source == "assumed"
-        assert (row.backfill_start, row.backfill_end) == (0, row.first_commit)
+        assert (row.backfill_start, row.backfill_end) == (0, possible_end)
     assert known_partitions.read(cluster="local", topic=topic, group_id=group_id) == {0, 1, 2, 3}
 
 
