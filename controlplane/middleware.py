@@ -18,8 +18,9 @@ from django.template.loader import render_to_string
 
 from groups.roles import has_role
 
-# Paths a user without a role may still reach: logging out, the login page, static files, health.
-_OPEN_PREFIXES = ("/accounts/", "/static/", "/healthz")
+# Paths a user without a role may still reach: logging in and out, static files, health.
+# The admin is not among them: a staff account in no role would read every finding there.
+_OPEN_PREFIXES = ("/accounts/", "/static/", "/healthz", "/admin/login/", "/admin/logout/")
 
 
 def _is_api(request: HttpRequest) -> bool:
@@ -102,8 +103,7 @@ class RoleRequiredMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         user = request.user
-        if (user.is_authenticated and not request.path.startswith(_OPEN_PREFIXES)
-                and not request.path.startswith("/admin/") and not has_role(user)):
+        if user.is_authenticated and not request.path.startswith(_OPEN_PREFIXES) and not has_role(user):
             return _refuse(request, 403, "no access: your account has no role in Gapwatch; ask an administrator "
                                          "to add it to the viewer or approver group")
         return self.get_response(request)

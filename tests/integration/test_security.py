@@ -108,3 +108,33 @@ def test_the_lockout_page_says_why_and_for_how_long(client, settings):
     assert response.status_code == 429
     assert b"Too many failed logins" in response.content and b"0:15:00" in response.content
     assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.django_db
+def test_a_staff_account_in_no_role_gets_no_access_in_the_admin_either(client, settings):
+    from django.contrib.auth.models import Permission
+
+    staff = user_with_role("clerk", None)
+    staff.is_staff = True
+    staff.save()
+    staff.user_permissions.add(*Permission.objects.filter(content_type__app_label="groups",
+                                                          codename__startswith="view_"))
+    client.force_login(staff)
+    for path in ("/admin/", "/admin/groups/finding/", "/admin/groups/cluster/"):
+        response = client.get(path)
+        assert response.status_code == 403, path
+        assert b"No access" in response.content
+    assert client.post("/admin/logout/").status_code in (200, 302)
+
+
+@pytest.mark.django_db
+def test_forged_forwarding_headers_do_not_escape_a_lockout(client, settings):
+    settings.AXES_FAILURE_LIMIT = 3
+    get_user_model().objects.create_user("operator", password="right-password-1")
+    for attempt in range(3):
+        client.post("/accounts/login/", {"username": "operator", "password": "wrong"},
+                    HTTP_X_FORWARDED_FOR=f"198.51.100.{attempt}", HTTP_X_REAL_IP=f"203.0.113.{attempt}")
+    response = client.post("/accounts/login/", {"username": "operator", "password": "right-password-1"},
+                           HTTP_X_FORWARDED_FOR="192.0.2.77", HTTP_TRUE_CLIENT_IP="192.0.2.78")
+    assert response.status_code == 429
+    assert "_auth_user_id" not in client.session

@@ -1,0 +1,40 @@
+"""The Content-Security-Policy blocks nothing Gapwatch's own pages need: a
+real Chromium visits every page an approver uses, the admin's cluster form
+included, and reports no violation (an inline script or style would be one)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from groups.roles import ensure_roles
+from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic
+from tests.integration.test_browser_login import page  # noqa: F401 - the browser fixture
+
+PAGES = ["/", "/jobs/", "/clusters/", "/clusters/add", "/audit/", "/admin/", "/admin/groups/cluster/",
+         "/admin/groups/cluster/add/", "/accounts/login/"]
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_no_page_violates_the_content_security_policy(live_server, page):  # noqa: F811
+    ensure_roles()
+    get_user_model().objects.create_superuser("root", password="correct horse battery")
+    cluster = make_cluster("prod")
+    group = make_group(cluster, "billing", state="Empty", member_count=0)
+    make_finding(group, make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2)), 2)
+    violations: list[str] = []
+    page.on("console", lambda message: violations.append(f"{page.url}: {message.text}")
+            if "Content Security Policy" in message.text else None)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "root")
+    page.fill("input[name=password]", "correct horse battery")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    page.wait_for_selector("text=orders")
+    for path in [*PAGES, f"/groups/{group.pk}/", f"/clusters/{cluster.pk}/edit"]:
+        response = page.goto(f"{live_server.url}{path}")
+        assert response.status == 200, path
+        assert "script-src 'self'" in response.headers["content-security-policy"], path
+        page.wait_for_load_state("load")
+    assert violations == []
