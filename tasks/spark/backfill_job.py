@@ -50,34 +50,18 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
 from groups.domain.secrets import secret_redact
+from tasks.spark.reader import kafka_options, min_partitions, read_ranges
+# SpecError: the Spark host (tasks.spark.host) catches it as backfill_job.SpecError.
+from tasks.spark.spec import PASSWORD_ENV, JobSpec, SpecError, parse_spec  # noqa: F401
 
-PASSWORD_ENV = "GAPWATCH_KAFKA_SASL_PASSWORD"
-SINK_KINDS = ("parquet", "kafka", "handler")
-DEFAULT_RECORDS_PER_TASK = 200_000
-# Bigger fetches than the consumer defaults (1 MiB per partition): a backfill
-# reads long contiguous ranges, and fetch round trips dominate otherwise.
-FETCH_OPTIONS = {
-    "kafka.max.partition.fetch.bytes": str(8 * 1024 * 1024),
-    "kafka.fetch.max.bytes": str(64 * 1024 * 1024),
-    "kafka.receive.buffer.bytes": str(2 * 1024 * 1024),
-    # Spark asks the consumer for the next records one poll at a time; 500 per
-    # poll (the default) costs a poll per 100 KiB here.
-    "kafka.max.poll.records": "10000",
-    # A range ending near the log end otherwise waits for the broker to park
-    # an empty fetch (500 ms by default) once per task: 0.4-0.5 s of a warm
-    # 1M-record read here. A backfill never waits for new records.
-    "kafka.fetch.max.wait.ms": "10",
-}
 # Static Spark settings the shared session builder does not set: no console
 # progress bar in the log, and the JAAS option (it holds the password)
 # redacted wherever Spark prints options.
@@ -89,182 +73,6 @@ SUBMIT_ARGS = (
 ERROR_TEXT_LIMIT = 100_000
 
 log = logging.getLogger("gapwatch.backfill_job")
-
-
-class SpecError(ValueError):
-    """The spec is not valid; the message says which field."""
-
-
-@dataclass(frozen=True)
-class KafkaSettings:
-    bootstrap_servers: str
-    security_protocol: str = "PLAINTEXT"
-    sasl_mechanism: str = ""
-    sasl_username: str = ""
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    job_id: str
-    attempt: str
-    kafka: KafkaSettings
-    ranges: tuple[dict, ...]
-    sink: dict
-    master: str
-    jars_dir: str
-    driver_memory: str
-    records_per_task: int
-    progress_file: str
-    result_file: str
-
-    @property
-    def total(self) -> int:
-        return sum(r["end"] - r["start"] for r in self.ranges)
-
-
-def _required(data: dict, key: str, kind: type, where: str = "spec"):
-    value = data.get(key)
-    if not isinstance(value, kind) or (kind is str and not value) or isinstance(value, bool) and kind is int:
-        raise SpecError(f"{where}.{key} must be a {'non-empty ' if kind is str else ''}{kind.__name__}")
-    return value
-
-
-def parse_spec(data: dict) -> JobSpec:
-    """Validate a spec; every range is half-open, ``0 <= start < end``, and
-    no partition appears twice."""
-    if not isinstance(data, dict):
-        raise SpecError("spec must be a JSON object")
-    kafka = _required(data, "kafka", dict)
-    ranges = _required(data, "ranges", list)
-    if not ranges:
-        raise SpecError("spec.ranges must not be empty")
-    seen = set()
-    clean = []
-    for number, item in enumerate(ranges):
-        where = f"spec.ranges[{number}]"
-        if not isinstance(item, dict):
-            raise SpecError(f"{where} must be an object")
-        topic = _required(item, "topic", str, where)
-        partition, start, end = (_required(item, key, int, where) for key in ("partition", "start", "end"))
-        if partition < 0 or start < 0 or end <= start:
-            raise SpecError(f"{where}: need partition >= 0 and 0 <= start < end, got {partition} [{start}, {end})")
-        if (topic, partition) in seen:
-            raise SpecError(f"{where}: {topic}[{partition}] appears twice")
-        seen.add((topic, partition))
-        clean.append({"topic": topic, "partition": partition, "start": start, "end": end})
-    sink = _required(data, "sink", dict)
-    kind = sink.get("kind")
-    if kind not in SINK_KINDS:
-        raise SpecError(f"spec.sink.kind must be one of {', '.join(SINK_KINDS)}, got {kind!r}")
-    if kind == "parquet":
-        _required(sink, "output", str, "spec.sink")
-    elif kind == "kafka":
-        topics = _required(sink, "topics", dict, "spec.sink")
-        starts = _required(sink, "start_offsets", dict, "spec.sink")
-        missing = {r["topic"] for r in clean} - set(topics)
-        if missing:
-            raise SpecError(f"spec.sink.topics has no replay topic for {sorted(missing)}")
-        if set(topics.values()) - set(starts):
-            raise SpecError("spec.sink.start_offsets must give the start offsets of every replay topic")
-    else:
-        _required(sink, "handler", str, "spec.sink")
-    spark = data.get("spark") or {}
-    records_per_task = spark.get("records_per_task", DEFAULT_RECORDS_PER_TASK)
-    if not isinstance(records_per_task, int) or records_per_task < 1:
-        raise SpecError("spec.spark.records_per_task must be a positive integer")
-    return JobSpec(
-        job_id=str(_required(data, "job_id", str)),
-        attempt=_required(data, "attempt", str),
-        kafka=KafkaSettings(
-            bootstrap_servers=_required(kafka, "bootstrap_servers", str, "spec.kafka"),
-            security_protocol=kafka.get("security_protocol") or "PLAINTEXT",
-            sasl_mechanism=kafka.get("sasl_mechanism") or "",
-            sasl_username=kafka.get("sasl_username") or "",
-        ),
-        ranges=tuple(sorted(clean, key=lambda r: (r["topic"], r["partition"]))),
-        sink=sink,
-        master=spark.get("master") or "local[*]",
-        jars_dir=_required(spark, "jars_dir", str, "spec.spark"),
-        driver_memory=spark.get("driver_memory") or "768m",
-        records_per_task=records_per_task,
-        progress_file=_required(data, "progress_file", str),
-        result_file=_required(data, "result_file", str),
-    )
-
-
-def kafka_options(settings: KafkaSettings, password: str) -> dict[str, str]:
-    """Options of Spark's Kafka source and sink (``kafka.``-prefixed client settings)."""
-    options = {
-        "kafka.bootstrap.servers": settings.bootstrap_servers,
-        "kafka.security.protocol": settings.security_protocol,
-    }
-    if settings.sasl_mechanism:
-        module = (
-            "org.apache.kafka.common.security.plain.PlainLoginModule"
-            if settings.sasl_mechanism == "PLAIN"
-            else "org.apache.kafka.common.security.scram.ScramLoginModule"
-        )
-
-        def quoted(text: str) -> str:
-            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-        options["kafka.sasl.mechanism"] = settings.sasl_mechanism
-        options["kafka.sasl.jaas.config"] = (
-            f"{module} required username={quoted(settings.sasl_username)} password={quoted(password)};"
-        )
-    return options
-
-
-def min_partitions(spec: JobSpec, parallelism: int = 1) -> int | None:
-    """How many Spark tasks to split the read into, or None to keep one task
-    per Kafka partition: one per ``records_per_task``, rounded up to a
-    multiple of ``parallelism`` (the cores Spark runs tasks on) so that the
-    last wave of tasks keeps every core busy (5 tasks on 2 cores took 0.75 s
-    for 1M records here, 6 took 0.59 s). Replay keeps one task per partition
-    so that a partition's records reach the replay topic in offset order."""
-    if spec.sink["kind"] == "kafka":
-        return None
-    wanted = math.ceil(spec.total / spec.records_per_task)
-    if wanted <= len(spec.ranges):
-        return None
-    return math.ceil(wanted / max(1, parallelism)) * max(1, parallelism)
-
-
-def kafka_reader(spark, options: dict[str, str]):
-    """Spark's Kafka batch source as every read of a backfill uses it (the
-    ranges, and the replay topic's read-back): the client options, the
-    fetch settings, headers, and offsets removed by retention skipped rather
-    than failing the read."""
-    return (
-        spark.read.format("kafka").options(**options).options(**FETCH_OPTIONS)
-        .option("includeHeaders", "true").option("failOnDataLoss", "false")
-    )
-
-
-def read_ranges(spark, spec: JobSpec, options: dict[str, str]):
-    """The records of every range: ``assign`` the partitions, exact
-    ``startingOffsets``/``endingOffsets`` (end exclusive), headers included,
-    committed records only (aborted transactions are not data).
-
-    ``failOnDataLoss=false``: offsets that retention removes while the job
-    runs are skipped instead of failing the read; the summary shows them
-    missing and the executor explains them."""
-    by_topic: dict[str, dict[str, dict[str, int]]] = {}
-    for r in spec.ranges:
-        entry = by_topic.setdefault(r["topic"], {"start": {}, "end": {}})
-        entry["start"][str(r["partition"])] = r["start"]
-        entry["end"][str(r["partition"])] = r["end"]
-    reader = (
-        kafka_reader(spark, options)
-        .option("assign", json.dumps({t: sorted(int(p) for p in e["start"]) for t, e in by_topic.items()}))
-        .option("startingOffsets", json.dumps({t: e["start"] for t, e in by_topic.items()}))
-        .option("endingOffsets", json.dumps({t: e["end"] for t, e in by_topic.items()}))
-        .option("kafka.isolation.level", "read_committed")
-    )
-    split = min_partitions(spec, spark.sparkContext.defaultParallelism)
-    if split:
-        reader = reader.option("minPartitions", str(split))
-    return reader.load()
 
 
 class ProgressFile:

@@ -5,7 +5,8 @@ no Django, no ORM.
 Every sink ends with the same per-partition summary (``partition_summary``):
 how many of the offsets ``[start, end)`` it delivered, which offsets are
 missing (``holes``, half-open ranges), duplicates and records outside the
-range. The executor (``tasks.backfill.runner``) explains the missing offsets.
+range (counted by ``tasks.spark.counting``). The runner
+(``tasks.backfill.runner``) explains the missing offsets.
 
 - ``ParquetSink`` writes to a staging folder, counts what the staging folder
   holds (read back from storage, not from the writer), and only then swaps it
@@ -23,10 +24,10 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -39,11 +40,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from tasks.spark.backfill_job import kafka_reader
-
-# A partition with more holes than this is still counted exactly; only the
-# list of holes is cut (``holes_truncated``).
-MAX_HOLES_PER_PARTITION = 100_000
+from tasks.spark.counting import partition_summary, summarize_offsets
+from tasks.spark.reader import kafka_reader
 
 HEADER_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 # The data set's columns, in order. topic and partition are also the folder
@@ -66,119 +64,6 @@ ORIGIN_OFFSET = "gapwatch-origin-offset"
 JOB_HEADER = "gapwatch-job"
 ATTEMPT_HEADER = "gapwatch-attempt"
 MANIFEST_NAME = "_gapwatch.json"
-
-
-# -- counting what was delivered ------------------------------------------------
-
-
-def holes_of(start: int, end: int, islands: Iterable[tuple[int, int]]) -> tuple[list[list[int]], bool]:
-    """The offsets of ``[start, end)`` not covered by ``islands`` (sorted,
-    disjoint half-open ranges inside ``[start, end)``), as half-open ranges;
-    at most MAX_HOLES_PER_PARTITION of them, and whether the list was cut."""
-    holes: list[list[int]] = []
-    cursor = start
-    truncated = False
-    for island_start, island_end in islands:
-        if island_start > cursor:
-            if len(holes) == MAX_HOLES_PER_PARTITION:
-                truncated = True
-                break
-            holes.append([cursor, island_start])
-        cursor = max(cursor, island_end)
-    if not truncated and cursor < end:
-        if len(holes) == MAX_HOLES_PER_PARTITION:
-            truncated = True
-        else:
-            holes.append([cursor, end])
-    return holes, truncated
-
-
-def partition_summary(
-    *, topic: str, partition: int, start: int, end: int, rows_in_range: int, distinct_in_range: int,
-    islands: Iterable[tuple[int, int]], rows_outside: int = 0,
-) -> dict:
-    """What one partition's sink holds, against ``[start, end)``.
-
-    ``delivered`` counts distinct offsets of the range; ``duplicates`` extra
-    copies of them; ``missing`` = expected - delivered, located by ``holes``.
-    """
-    holes, truncated = holes_of(start, end, islands) if distinct_in_range < end - start else ([], False)
-    return {
-        "topic": topic, "partition": partition, "start": start, "end": end, "expected": end - start,
-        "delivered": distinct_in_range, "duplicates": rows_in_range - distinct_in_range,
-        "outside_range": rows_outside, "missing": end - start - distinct_in_range,
-        "holes": holes, "holes_truncated": truncated,
-    }
-
-
-def summarize_offsets(spark: SparkSession, delivered: DataFrame, ranges: list[dict]) -> list[dict]:
-    """Per range, from a DataFrame of delivered (topic, partition, offset):
-
-    1. one aggregation: rows and distinct offsets inside the range, min and
-       max offset, rows outside it;
-    2. only for partitions with missing offsets, the contiguous runs
-       ("islands") of delivered offsets, with a window over the sorted
-       distinct offsets (offset - row_number is constant along a run).
-    Records of partitions that are not in the job count as ``outside_range``
-    of a summary entry of their own (expected 0).
-    """
-    bounds = spark.createDataFrame(
-        [(r["topic"], r["partition"], r["start"], r["end"]) for r in ranges],
-        "topic string, partition int, range_start long, range_end long",
-    )
-    tagged = delivered.join(F.broadcast(bounds), ["topic", "partition"], "left").withColumn(
-        "in_range", F.coalesce((F.col("offset") >= F.col("range_start")) & (F.col("offset") < F.col("range_end")),
-                               F.lit(False))
-    )
-    in_range_offset = F.when(F.col("in_range"), F.col("offset"))
-    stats = {
-        (row.topic, row.partition): row
-        for row in tagged.groupBy("topic", "partition").agg(
-            F.sum(F.col("in_range").cast("long")).alias("rows_in_range"),
-            F.count_distinct(in_range_offset).alias("distinct_in_range"),
-            F.min(in_range_offset).alias("low"),
-            F.max(in_range_offset).alias("high"),
-            F.sum((~F.col("in_range")).cast("long")).alias("rows_outside"),
-        ).collect()
-    }
-    gappy = []
-    islands: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    for r in ranges:
-        row = stats.get((r["topic"], r["partition"]))
-        if row is None or not row.distinct_in_range:
-            islands[(r["topic"], r["partition"])] = []
-        elif row.distinct_in_range == row.high - row.low + 1:
-            islands[(r["topic"], r["partition"])] = [(row.low, row.high + 1)]
-        else:
-            gappy.append((r["topic"], r["partition"]))
-    if gappy:
-        wanted = spark.createDataFrame(gappy, "topic string, partition int")
-        runs = (
-            tagged.where("in_range").join(F.broadcast(wanted), ["topic", "partition"])
-            .select("topic", "partition", "offset").distinct()
-            .withColumn("run", F.col("offset") - F.row_number().over(
-                Window.partitionBy("topic", "partition").orderBy("offset")))
-            .groupBy("topic", "partition", "run").agg(F.min("offset").alias("low"), F.max("offset").alias("high"))
-            .orderBy("topic", "partition", "low")
-        )
-        for row in runs.toLocalIterator():
-            islands.setdefault((row.topic, row.partition), []).append((row.low, row.high + 1))
-    summaries = []
-    for r in ranges:
-        row = stats.get((r["topic"], r["partition"]))
-        summaries.append(partition_summary(
-            topic=r["topic"], partition=r["partition"], start=r["start"], end=r["end"],
-            rows_in_range=int(row.rows_in_range or 0) if row else 0,
-            distinct_in_range=int(row.distinct_in_range or 0) if row else 0,
-            islands=islands.get((r["topic"], r["partition"]), []),
-            rows_outside=int(row.rows_outside or 0) if row else 0,
-        ))
-    planned = {(r["topic"], r["partition"]) for r in ranges}
-    for (topic, partition), row in sorted(stats.items()):
-        if (topic, partition) not in planned:
-            summaries.append(partition_summary(topic=topic, partition=partition, start=0, end=0, rows_in_range=0,
-                                               distinct_in_range=0, islands=[], rows_outside=int(row.rows_outside)))
-    return summaries
 
 
 # -- Hadoop file system (any Hadoop-compatible URI, local folders included) ----

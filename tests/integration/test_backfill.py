@@ -41,7 +41,8 @@ from tasks.backfill.runner import BackfillRequest, run_backfill
 from tasks.backfill.launch import HostedJob
 from tasks.jobs import run_remediation_job
 from tasks.spark.session import build_session
-from tasks.spark.sinks import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC, holes_of
+from tasks.spark.counting import holes_of
+from tasks.spark.sinks import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
 from tests.integration.kafka_harness import Broker, wait_until
 
 K = 50  # messages missed on each new partition

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.spark.backfill_job import SpecError, min_partitions, parse_spec
+from tasks.spark.reader import min_partitions
+from tasks.spark.spec import SpecError, parse_spec
 
 
 def spec(ranges, *, sink=None, records_per_task=200_000) -> dict:
