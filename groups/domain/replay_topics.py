@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from groups.domain.sinks import replay_topic_for
+
 # Kafka's own rule for topic names (length and characters); "." and ".." are refused on top.
 TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 
@@ -25,7 +27,7 @@ def replay_topic_problem(
         return f"{target} is an internal topic name: Kafka's own topics are never a replay target."
     if target in sources:
         return "The replay topic must not be the topic the records come from."
-    defaults = {f"{source}.replay" for source in sources}
+    defaults = {replay_topic_for(source) for source in sources}
     if target in existing and target not in defaults and target != configured:
         return (f"{target} already exists and is not a replay topic of this group: choose a new name, "
                 "or set it as the group's replay topic first.")

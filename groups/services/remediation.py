@@ -20,13 +20,10 @@ from groups.services import dispatch
 from groups.services.audit import audit_record
 from groups.domain.replay_topics import TOPIC_NAME, replay_topic_problem
 from groups.domain.planning import PartitionPosition, PlanError, ResetTarget, plan_backfill, plan_reset
+from groups.domain.sinks import DEFAULT_SINK, HANDLER, JOB_SINKS, KAFKA, replay_topic_for
 
 log = logging.getLogger(__name__)
 APPROVE_PERMISSION = "groups.approve_remediation"
-# A group's default sink (group settings); a job may also use a Python handler,
-# one of the dotted paths an administrator lists in BACKFILL_HANDLERS.
-SINKS = ("parquet", "kafka")
-JOB_SINKS = (*SINKS, "handler")
 # Who asked for a job, in system jobs' params and audit rows.
 SOURCE_DASHBOARD = "dashboard"
 SOURCE_CLI = "cli"
@@ -98,9 +95,9 @@ def backfill_preview(*, finding_ids: Iterable[int], sink: str = "", replay_topic
     pages, API and retries alike."""
     findings = _open_findings_of_one_group(finding_ids)
     if sink == "" or sink is None:
-        sink = findings[0].group.backfill_sink or "parquet"
+        sink = findings[0].group.backfill_sink or DEFAULT_SINK
     if not isinstance(sink, str) or sink not in JOB_SINKS:
-        raise ValidationError(f"unknown sink {sink!r}: use parquet, kafka or handler")
+        raise ValidationError(f"unknown sink {sink!r}: use {', '.join(JOB_SINKS[:-1])} or {JOB_SINKS[-1]}")
     if not isinstance(replay_topic, str) or not isinstance(handler, str):
         raise ValidationError("replay_topic and handler must be text")
     try:
@@ -111,20 +108,20 @@ def backfill_preview(*, finding_ids: Iterable[int], sink: str = "", replay_topic
         raise ValidationError(str(error)) from None
     group = findings[0].group
     params: dict = {"sink": sink}
-    if sink == "kafka":
+    if sink == KAFKA:
         chosen = replay_topic.strip()
         # The job records the topic it was approved with: the chosen one, else the group's default.
         if chosen or group.replay_topic:
             params["replay_topic"] = chosen or group.replay_topic
         sources = sorted({f.topic.name for f in findings})
-        targets = {source: chosen or group.replay_topic or f"{source}.replay" for source in sources}
+        targets = {source: replay_topic_for(source, chosen or group.replay_topic) for source in sources}
         existing = set(Topic.objects.filter(cluster=group.cluster_id, deleted=False).values_list("name", flat=True))
         for target in sorted(set(targets.values())):
             problem = replay_topic_problem(target, sources=sources, existing=existing, configured=group.replay_topic)
             if problem:
                 raise ValidationError(problem)
         destination = ", ".join(sorted(set(targets.values())))
-    elif sink == "handler":
+    elif sink == HANDLER:
         if handler not in settings.BACKFILL_HANDLERS:
             allowed = ", ".join(settings.BACKFILL_HANDLERS) or "none is configured"
             raise ValidationError(f"Choose a handler listed in BACKFILL_HANDLERS ({allowed}).")

@@ -11,8 +11,9 @@ from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup
 from groups.cluster_forms import ClusterForm  # noqa: F401 - the cluster pages' form, shared with the admin
+from groups.domain.sinks import GROUP_SINKS
 from groups.services.clusters import GROUP_SETTINGS_FIELDS
-from groups.services.remediation import SINKS, TOPIC_NAME
+from groups.services.remediation import TOPIC_NAME
 
 class ClusterEnabledForm(forms.Form):
     """The state asked for, not a flip: a double click cannot undo itself."""
@@ -22,7 +23,7 @@ class ClusterEnabledForm(forms.Form):
 
 
 class GroupSettingsForm(forms.ModelForm):
-    backfill_sink = forms.ChoiceField(choices=[(sink, sink) for sink in SINKS])
+    backfill_sink = forms.ChoiceField(choices=[(sink, sink) for sink in GROUP_SINKS])
 
     class Meta:
         model = ConsumerGroup

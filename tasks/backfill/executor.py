@@ -20,9 +20,10 @@ from django.utils import timezone
 
 from groups.domain.backfill import ERROR_LIMIT, condense_error, summary_line
 from groups.domain.planning import BackfillRange, PlanError
+from groups.domain.sinks import DEFAULT_SINK, HANDLER, JOB_SINKS
 from groups.models import RemediationJob
 from groups.services.remediation import job_transition
-from tasks.backfill.runner import SINKS, WORKDIR_PREFIX, BackfillFailed, BackfillRequest, BackfillRunner
+from tasks.backfill.runner import WORKDIR_PREFIX, BackfillFailed, BackfillRequest, BackfillRunner
 from tasks.job_lock import job_lock
 from tasks.kafka.adapter import KafkaUnavailable
 
@@ -31,10 +32,10 @@ Status = RemediationJob.Status
 
 def backfill_request_for(job: RemediationJob) -> BackfillRequest:
     """The job's plan and sink, with the topic ids its findings were made under."""
-    sink = job.params.get("sink") or job.group.backfill_sink or "parquet"
-    if sink not in SINKS:
-        raise PlanError(f"unknown sink {sink!r}: use {', '.join(SINKS)}")
-    if sink == "handler" and not job.params.get("handler"):
+    sink = job.params.get("sink") or job.group.backfill_sink or DEFAULT_SINK
+    if sink not in JOB_SINKS:
+        raise PlanError(f"unknown sink {sink!r}: use {', '.join(JOB_SINKS)}")
+    if sink == HANDLER and not job.params.get("handler"):
         raise PlanError("a handler sink needs params.handler (a dotted path)")
     ranges = tuple(BackfillRange(r["topic"], int(r["partition"]), int(r["start"]), int(r["end"])) for r in job.plan)
     if not ranges:

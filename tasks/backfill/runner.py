@@ -41,6 +41,10 @@ Re-runs and kills:
   A job that times out on the host is cancelled there when this process
   hangs up, and publishes nothing.
 - A worker killed mid-job: see ``tasks.backfill.executor``.
+
+Over 400 lines on purpose: ``BackfillRunner`` carries one run's state
+(request, adapter, attempts, deadline) through preflight, the job process
+and the explanation; split, each part would reach into the others' state.
 """
 
 from __future__ import annotations
@@ -62,14 +66,14 @@ from django.utils import timezone
 from groups.domain.backfill import PreparedRange, condense_error, explain_missing, partition_report
 from groups.domain.planning import BackfillRange, PlanError
 from groups.domain.secrets import secret_redact
+from groups.domain.sinks import DEFAULT_SINK, HANDLER, KAFKA, PARQUET, replay_topic_for
 from groups.models import Cluster
 from tasks.backfill.launch import HostedJob, HostUnavailable, JobProcess
 from tasks.kafka.adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable, TopicDetails
-from tasks.spark.backfill_job import PASSWORD_ENV
+from tasks.spark.spec import PASSWORD_ENV
 
 log = logging.getLogger(__name__)
 
-SINKS = ("parquet", "kafka", "handler")
 # A job process killed by a signal that we did not send is run this many times in all.
 MAX_ATTEMPTS = 2
 PROGRESS_POLL_SECONDS = 0.5
@@ -107,7 +111,7 @@ class BackfillRequest:
     run_id: str
     cluster: ClusterConfig
     ranges: tuple[BackfillRange, ...]
-    sink: str = "parquet"
+    sink: str = DEFAULT_SINK
     replay_topics: dict[str, str] = field(default_factory=dict)
     handler: str = ""
     topic_ids: dict[str, str] = field(default_factory=dict)
@@ -120,11 +124,6 @@ class BackfillRequest:
     @property
     def total(self) -> int:
         return sum(r.count for r in self.ranges)
-
-
-def replay_topic_for(topic: str, configured: str = "") -> str:
-    """The group's replay topic if it set one, else ``<topic>.replay``."""
-    return configured or f"{topic}.replay"
 
 
 # -- running the Spark job process ------------------------------------------------
@@ -209,7 +208,7 @@ class BackfillRunner:
             offsets = self._offsets(replay, list(range(details.partitions)))
             start_offsets.setdefault(replay, {}).update(
                 {str(p): offsets[p].high_watermark for p in range(details.partitions)})
-        return {"kind": "kafka", "topics": topics, "start_offsets": start_offsets}
+        return {"kind": KAFKA, "topics": topics, "start_offsets": start_offsets}
 
     def _wait_for_topic(self, topic: str) -> TopicDetails:
         for _ in range(50):
@@ -229,16 +228,16 @@ class BackfillRunner:
         readable = [p for p in prepared if p.to_read > 0]
         to_read = sum(p.to_read for p in readable)
         self.on_progress(0, to_read)
-        if self.request.sink == "kafka":
+        if self.request.sink == KAFKA:
             sink = self.prepare_replay(prepared)
-        elif self.request.sink == "handler":
-            sink = {"kind": "handler", "handler": self.request.handler}
+        elif self.request.sink == HANDLER:
+            sink = {"kind": HANDLER, "handler": self.request.handler}
         else:
             output = self.request.output or str(settings.BACKFILL_OUTPUT)
             if "://" not in output:
                 output = str(Path(output).absolute())
                 Path(output).mkdir(parents=True, exist_ok=True)
-            sink = {"kind": "parquet", "output": output}
+            sink = {"kind": PARQUET, "output": output}
         compacted: dict[str, bool] = {}
         outcome: dict = {}
         if readable:

@@ -18,7 +18,8 @@ from django.core.management.base import BaseCommand, CommandError
 from groups.services.audit import audit_record
 from groups.models import Cluster, RemediationJob
 from groups.domain.planning import BackfillRange, PlanError
-from tasks.backfill.runner import BackfillFailed, BackfillRunner, cluster_request, replay_topic_for
+from groups.domain.sinks import DEFAULT_SINK, GROUP_SINKS, KAFKA, replay_topic_for
+from tasks.backfill.runner import BackfillFailed, BackfillRunner, cluster_request
 from tasks.jobs import run_remediation_job
 from tasks.kafka import KafkaUnavailable
 
@@ -35,7 +36,7 @@ class Command(BaseCommand):
         parser.add_argument("--partition", type=int)
         parser.add_argument("--start", type=int, help="first offset to deliver")
         parser.add_argument("--end", type=int, help="offset after the last one to deliver (exclusive)")
-        parser.add_argument("--sink", choices=("parquet", "kafka"), default="parquet")
+        parser.add_argument("--sink", choices=GROUP_SINKS, default=DEFAULT_SINK)
         parser.add_argument("--replay-topic", default="", help="for --sink kafka (default <topic>.replay)")
         parser.add_argument("--job", type=int, help="an existing backfill job instead of a range")
         parser.add_argument("--execute", action="store_true", help="run it now; without it, only print the plan")
@@ -70,7 +71,7 @@ class Command(BaseCommand):
             if p.read_start > p.range.start:
                 self.stdout.write(f"{p.range.topic}[{p.range.partition}]: offsets [{p.range.start}, {p.read_start}) "
                                   "are below the log start (expired): reported, not read")
-        destination = (f"replay topic {replay_topic_for(topic, options['replay_topic'])}" if sink == "kafka"
+        destination = (f"replay topic {replay_topic_for(topic, options['replay_topic'])}" if sink == KAFKA
                        else f"Parquet at {request.output.rstrip('/')}/{run_id}/ (replaced if it exists)")
         self.stdout.write(f"sink: {destination}")
         if not options["execute"]:
