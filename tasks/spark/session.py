@@ -2,13 +2,22 @@
 
 The jars come from the setup step (Maven); ``spark.jars.packages`` is never
 used, because it resolves over the network at run time.
+
+Spark 4.0.0 puts its session artifacts in ``artifacts/`` under the JVM's
+working directory, whatever the configuration says (SPARK-52396, fixed in a
+later release by using the temp dir). So the JVM starts in
+``$GAPWATCH_HOME/spark`` (``spark_dir``), never in the repository.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 # py4j logs at INFO from __del__ during interpreter shutdown, after handlers closed.
@@ -23,6 +32,31 @@ V1_SOURCES = "avro,csv,json,orc,parquet,text"
 
 class SparkJarsMissing(Exception):
     pass
+
+
+def spark_dir() -> Path:
+    """Where Spark's JVM runs and leaves its files: ``$GAPWATCH_HOME/spark``
+    (``.gapwatch/spark`` in the repository when GAPWATCH_HOME is not set)."""
+    home = os.environ.get("GAPWATCH_HOME") or str(Path(__file__).resolve().parents[2] / ".gapwatch")
+    return Path(home).absolute() / "spark"
+
+
+@contextmanager
+def _jvm_working_directory() -> Iterator[None]:
+    """Run the block in ``spark_dir()`` if it is about to start this process's
+    JVM (the JVM inherits the working directory and keeps it); otherwise
+    change nothing."""
+    if SparkContext._gateway is not None:
+        yield
+        return
+    directory = spark_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    previous = os.getcwd()
+    os.chdir(directory)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
 
 
 def connector_jars(jars_dir: Path) -> list[str]:
@@ -50,4 +84,5 @@ def build_session(*, master: str, app_name: str, jars_dir: Path, driver_memory: 
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     for key, value in (extra or {}).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    with _jvm_working_directory():
+        return builder.getOrCreate()

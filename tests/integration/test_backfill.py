@@ -40,7 +40,7 @@ from tasks.backfill.executor import backfill_request_for
 from tasks.backfill.runner import BackfillRequest, run_backfill
 from tasks.backfill.launch import HostedJob
 from tasks.jobs import run_remediation_job
-from tasks.spark.session import build_session
+from tasks.spark.session import build_session, spark_dir
 from tasks.spark.counting import holes_of
 from tasks.spark.sinks import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
 from tests.integration.kafka_harness import Broker, wait_until
@@ -173,6 +173,13 @@ def run_job(job_id: int) -> RemediationJob:
 def staging_leftovers(settings) -> list[Path]:
     staging = Path(settings.BACKFILL_OUTPUT) / "_staging"
     return sorted(staging.iterdir()) if staging.exists() else []
+
+
+@pytest.mark.spark
+def test_spark_runs_under_gapwatch_home_not_in_the_repository(spark):
+    """Spark 4.0.0 writes its session artifacts (artifacts/) under the JVM's working directory."""
+    working_directory = Path(spark.sparkContext._jvm.System.getProperty("user.dir"))
+    assert working_directory == spark_dir() and working_directory != ROOT
 
 
 # --- the problem scenario ------------------------------------------------------------------

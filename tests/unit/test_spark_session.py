@@ -1,0 +1,42 @@
+"""Spark's JVM starts in $GAPWATCH_HOME/spark, never in the repository:
+Spark 4.0.0 writes its session artifacts (``artifacts/``) under the JVM's
+working directory. No JVM starts here."""
+
+from __future__ import annotations
+
+import os
+
+from pyspark import SparkContext
+
+from tasks.spark import session
+
+
+def test_a_new_jvm_starts_in_gapwatch_home_and_the_process_goes_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("GAPWATCH_HOME", str(tmp_path))
+    monkeypatch.setattr(SparkContext, "_gateway", None)
+    before = os.getcwd()
+    with session._jvm_working_directory():
+        assert os.getcwd() == str(tmp_path / "spark")
+    assert os.getcwd() == before
+    assert session.spark_dir() == tmp_path / "spark"
+
+
+def test_a_running_jvm_is_left_where_it_is(tmp_path, monkeypatch):
+    monkeypatch.setenv("GAPWATCH_HOME", str(tmp_path))
+    monkeypatch.setattr(SparkContext, "_gateway", object())
+    before = os.getcwd()
+    with session._jvm_working_directory():
+        assert os.getcwd() == before
+    assert not (tmp_path / "spark").exists()
+
+
+def test_the_process_goes_back_when_the_jvm_fails_to_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("GAPWATCH_HOME", str(tmp_path))
+    monkeypatch.setattr(SparkContext, "_gateway", None)
+    before = os.getcwd()
+    try:
+        with session._jvm_working_directory():
+            raise RuntimeError("Java gateway process exited")
+    except RuntimeError:
+        pass
+    assert os.getcwd() == before
