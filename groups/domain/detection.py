@@ -50,6 +50,9 @@ The pickup bracket (DESIGN section 3, "sharper evidence than polls"):
 - A targeted snapshot (``Snapshot.scope``) deletes no topic outside its
   scope and does not count toward ``polls_without_owner``: "unowned after N
   polls" keeps meaning N full polls.
+
+Over 400 lines on purpose: the rules above and the one pass that applies them
+(``evaluate_snapshot`` and its helpers) are read together.
 """
 
 from __future__ import annotations
