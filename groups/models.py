@@ -177,6 +177,11 @@ class Finding(models.Model):
         COVERED = "covered"
         EXPIRED = "expired"
 
+    class Resolution(models.TextChoices):
+        REPAIRED = "repaired"  # a job read its result back and verified it
+        DISMISSED = "dismissed"  # a person, with a reason
+        EXPIRED = "expired"  # retention (or the topic's deletion) took the missed range
+
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="findings")
     group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="findings")
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="findings")
@@ -211,9 +216,18 @@ class Finding(models.Model):
     backfill_end = models.BigIntegerField(null=True, blank=True)
     policy_source = models.CharField(max_length=10, blank=True, default="")
     explanation = models.TextField(blank=True, default="")
+    # The way out (DESIGN.md section 6): set with closed_at, once, and never reopened.
+    resolution = models.CharField(max_length=10, choices=Resolution.choices, blank=True, default="")
     closed_at = models.DateTimeField(null=True, blank=True)
     closed_reason = models.TextField(blank=True, default="")
     closed_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # Repaired: the verified job, the missed messages it delivered (replayed, or
+    # read again after a reset), and for a reset every message the group reads again.
+    resolved_by_job = models.ForeignKey(
+        "RemediationJob", on_delete=models.SET_NULL, null=True, blank=True, related_name="resolved_findings"
+    )
+    recovered_messages = models.BigIntegerField(null=True, blank=True)
+    redelivered_messages = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "id"]
@@ -225,6 +239,7 @@ class Finding(models.Model):
         indexes = [
             models.Index(fields=["cluster", "state"]),
             models.Index(fields=["closed_at"]),
+            models.Index(fields=["resolution", "closed_at"]),
             # The dashboard's default page: open findings, newest first.
             models.Index(
                 models.F("created_at").desc(), "id", name="finding_open_newest",

@@ -5,7 +5,8 @@ Authentication: a session (CSRF checked on unsafe requests) or
 ``Authorization: Token <key>`` (checked by groups.services.tokens.ApiTokenMiddleware,
 which sets ``request.user``). Errors are JSON ``{"error"}``, plus
 ``"parameter"`` naming the input at fault on a 400: 401 without credentials,
-403 without the approver role, 404 unknown, 409 duplicate (with ``"job"``),
+403 without the approver role, 404 unknown, 409 duplicate (with ``"job"``) or
+lost to another action on the same finding,
 503 task queue away. The OpenAPI document is served at /api/v1/schema.
 """
 
@@ -25,7 +26,7 @@ from ninja.security import APIKeyHeader, SessionAuth
 from groups.api import read, write
 from groups.api.schemas import Error
 from groups.services.dispatch import QueueUnavailable
-from groups.services.remediation import DuplicateJob
+from groups.services.remediation import Conflict, DuplicateJob
 
 
 class TokenAuth(APIKeyHeader):
@@ -143,6 +144,13 @@ def _forbidden(request: HttpRequest, error: PermissionDenied) -> HttpResponse:
 @api.exception_handler(DuplicateJob)
 def _duplicate(request: HttpRequest, duplicate: DuplicateJob) -> HttpResponse:
     return _error(request, 409, str(duplicate), job=duplicate.job.id)
+
+
+@api.exception_handler(Conflict)
+def _conflict(request: HttpRequest, conflict: Conflict) -> HttpResponse:
+    """Another action on the finding or job came first (issue 12): a dismissal
+    against an approval, a cancel against an approval, a closed finding."""
+    return _error(request, 409, str(conflict))
 
 
 @api.exception_handler(QueueUnavailable)

@@ -31,8 +31,10 @@ def approve(request: HttpRequest, id: int, payload: ApproveIn):
     return Status(201, RemediationJob.objects.get(id=job.id))
 
 
-@router.post("findings/{int:id}/dismiss", response={200: DismissedOut, **_ERRORS}, operation_id="finding_dismiss",
-             summary="Close a finding with a required reason; needs the approver role.")
+@router.post("findings/{int:id}/dismiss", response={200: DismissedOut, **_ERRORS, 409: Error},
+             operation_id="finding_dismiss",
+             summary="Close a finding with a required reason; needs the approver role. 409 when it is closed "
+             "already or a job is active on it (cancel the job first).")
 def dismiss(request: HttpRequest, id: int, payload: DismissIn):
     _require_finding(id)
     return remediation.finding_dismiss(user=request.user, finding_id=id, reason=payload.reason)

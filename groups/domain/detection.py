@@ -23,6 +23,9 @@ Choices where DESIGN.md is silent:
   partition is new to it, not only the added ones.
 - Open findings on a topic deleted or recreated in this poll get no accounting
   (their offsets are gone) and are listed in ``closed_findings``.
+- Findings given with ``closed`` set are final: no accounting, and a new
+  finding with the same key is never created; an expired finding with
+  nothing left to replay is listed in ``expired_findings`` (the service closes it).
 - ``polls_without_owner`` counts consecutive polls with neither owner nor
   commit before the first commit; a poll where a member owns p resets it.
 - A guard start offset decides at once, even before a first commit: it is
@@ -217,6 +220,9 @@ class Changes:
     # Groups owning a finding's partition without a first commit: poll faster.
     groups_to_watch: frozenset[str]
     transitions: tuple[StateTransition, ...]
+    # Open findings whose whole missed range retention deleted: nothing is left
+    # to repair, so the service closes them as expired.
+    expired_findings: tuple[FindingKey, ...] = ()
 
 
 # --- Generations ------------------------------------------------------------
@@ -526,12 +532,16 @@ def evaluate_snapshot(
     ))
 
     ended_lineages = set(deleted) | {g.topic for g in generations if g.is_new_lineage}
+    open_findings = list(open_findings)
     still_open = [f for f in open_findings if not f.closed]
     closed = tuple(f.key for f in still_open if f.key.topic in ended_lineages)
     findings = {f.key: f for f in still_open if f.key.topic not in ended_lineages}
+    # A closed finding (repaired, dismissed, expired) is final: never accounted
+    # or created again; a new generation has new keys, so it still gets findings.
+    known_keys = {f.key for f in open_findings}
     created = [
         f for f in _new_findings(snapshot=snapshot, generations=generations, known_groups=known_groups, now=now)
-        if f.key not in findings
+        if f.key not in known_keys
     ]
     findings.update((f.key, f) for f in created)
 
@@ -563,4 +573,5 @@ def evaluate_snapshot(
             a.key.group_id for a in accounting if a.state == "pending" and a.owner_member_id is not None
         ),
         transitions=tuple(transitions),
+        expired_findings=tuple(a.key for a in accounting if a.state == "expired" and a.backfill_start is None),
     )

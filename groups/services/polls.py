@@ -20,6 +20,7 @@ from django.db.models import F
 from groups.domain import detection
 from groups.domain.known_partitions import known_partition_sets
 from groups.services import known_partitions
+from groups.services.lifecycle import findings_lock
 from groups.models import (
     AuditEvent,
     Cluster,
@@ -130,7 +131,9 @@ def _known_state(cluster: Cluster) -> tuple[dict, dict, list, list, list]:
                         declared_policy=g.declared_policy)
         for g in groups.values()
     ]
-    open_rows = list(
+    # Locked like every lifecycle action locks them: a finding a job repairs or
+    # a person dismisses meanwhile is written after this poll, never under it.
+    open_rows = findings_lock(
         Finding.objects.filter(cluster=cluster, closed_at__isnull=True).select_related("group", "topic", "generation")
     )
     return topics, groups, known_topics, known_groups, open_rows
@@ -209,7 +212,9 @@ def poll_record_success(
     """
     started = time.monotonic()
     with transaction.atomic():
-        cluster = Cluster.objects.select_for_update().get(id=cluster_id)
+        # NO KEY UPDATE: polls of one cluster exclude each other, while rows
+        # that merely refer to the cluster (audit, jobs) can still be written.
+        cluster = Cluster.objects.select_for_update(no_key=True).get(id=cluster_id)
         topics, groups, known_topics, known_groups, open_rows = _known_state(cluster)
         topics_before = set(topics)
         guard_starts = known_partitions.read_guard_starts(
@@ -375,12 +380,30 @@ def _write_findings(
             _apply_accounting(row, accounting[key], now)
             updated.append(row)
     Finding.objects.bulk_update(updated, _ACCOUNTING_FIELDS, batch_size=1000)
-    closed_ids = [by_key[key].id for key in changes.closed_findings if key in by_key]
-    if closed_ids:
-        Finding.objects.filter(id__in=closed_ids).update(
-            closed_at=now, closed_reason="topic deleted or recreated: its offsets are gone"
-        )
+    _close_expired(cluster=cluster, by_key=by_key, changes=changes, accounting=accounting, now=now)
     return {**by_key, **{_finding_key(row): row for row in new_rows}}
+
+
+def _close_expired(*, cluster: Cluster, by_key: dict, changes: detection.Changes, accounting: dict,
+                   now: datetime) -> None:
+    """Expiry, the poll's one way out: the topic was deleted or recreated, or
+    retention deleted the whole missed range. Final and audited, like the others."""
+    reasons = {key: "topic deleted or recreated: its offsets are gone" for key in changes.closed_findings}
+    reasons.update(
+        (key, f"retention deleted all {accounting[key].expired} missed messages before they were replayed")
+        for key in changes.expired_findings
+    )
+    closing = [(by_key[key], reason) for key, reason in sorted(reasons.items()) if key in by_key]
+    for row, reason in closing:
+        Finding.objects.filter(id=row.id, closed_at__isnull=True).update(
+            resolution=Finding.Resolution.EXPIRED, closed_at=now, closed_reason=reason, updated_at=now
+        )
+    AuditEvent.objects.bulk_create(
+        AuditEvent(system=True, cluster=cluster, action="finding.expired", object_type="finding",
+                   object_id=str(row.id), detail={"group": row.group.group_id, "topic": row.topic.name,
+                                                  "partition": row.partition, "reason": reason})
+        for row, reason in closing
+    )
 
 
 def _write_audit_and_notifications(*, cluster: Cluster, changes: detection.Changes, findings: dict) -> list[Notification]:

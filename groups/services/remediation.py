@@ -15,9 +15,16 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from groups.models import Finding, JobFinding, RemediationJob, Topic
+from groups.models import Finding, JobFinding, Notification, RemediationJob, Topic
 from groups.services import dispatch
 from groups.services.audit import audit_record
+from groups.services.lifecycle import (
+    Conflict,
+    finding_active_job,
+    finding_require_open,
+    findings_lock,
+    findings_resolve_by_job,
+)
 from groups.domain.replay_topics import TOPIC_NAME, replay_topic_problem
 from groups.domain.planning import PartitionPosition, PlanError, ResetTarget, plan_backfill, plan_reset
 from groups.domain.sinks import DEFAULT_SINK, HANDLER, JOB_SINKS, KAFKA, replay_topic_for
@@ -30,7 +37,7 @@ SOURCE_CLI = "cli"
 SOURCE_AUTO_REPAIR = "auto-repair"
 
 
-class DuplicateJob(Exception):
+class DuplicateJob(Conflict):
     """An active job of this kind already covers one of the findings."""
 
     def __init__(self, job: RemediationJob) -> None:
@@ -47,11 +54,11 @@ def _open_findings_of_one_group(finding_ids: Iterable[int]) -> list[Finding]:
     ids = sorted(set(int(i) for i in finding_ids))
     if not ids:
         raise ValidationError("select at least one finding")
-    findings = list(
-        Finding.objects.filter(id__in=ids, closed_at__isnull=True).select_related("cluster", "group", "topic")
-    )
+    findings = list(Finding.objects.filter(id__in=ids).select_related("cluster", "group", "topic"))
     if len(findings) != len(ids):
-        raise ValidationError("some findings do not exist or are closed")
+        raise ValidationError("some findings do not exist")
+    for finding in findings:
+        finding_require_open(finding)
     if len({(f.cluster_id, f.group_id) for f in findings}) != 1:
         raise ValidationError("a remediation covers findings of one group on one cluster")
     return findings
@@ -161,11 +168,13 @@ def job_create(
     auto-repair). ``requested_by`` None means the system asked (``source``
     says who: "cli", "auto-repair"); the audit rows then name the source.
 
-    1. Insert the job, ``approved`` at once, or ``requested`` when a person
+    1. Lock the findings' rows; one closed since it was read (dismissed,
+       repaired, expired) is a Conflict, and nothing is written.
+    2. Insert the job, ``approved`` at once, or ``requested`` when a person
        asked and FOUR_EYES is on (then another approver must approve it).
-    2. Link the findings (active); the partial unique constraint turns a
-       concurrent duplicate into DuplicateJob, and nothing is written.
-    3. Audit, and enqueue an approved job after commit (unless ``enqueue`` is
+    3. Link the findings (active); an active job of this kind on one of them
+       is a DuplicateJob (the partial unique constraint backs the check up).
+    4. Audit, and enqueue an approved job after commit (unless ``enqueue`` is
        False: the command line runs its job itself). An approved job is not
        written at all while the task queue does not answer (QueueUnavailable).
     """
@@ -175,6 +184,13 @@ def job_create(
         dispatch.queue_check()  # an approved job nobody can run is not written
     try:
         with transaction.atomic():
+            for finding in findings_lock(Finding.objects.filter(id__in=[f.id for f in findings])):
+                finding_require_open(finding)
+            existing = RemediationJob.objects.filter(
+                job_findings__finding__in=findings, job_findings__active=True, kind=kind
+            ).first()
+            if existing is not None:
+                raise DuplicateJob(existing)
             job = RemediationJob.objects.create(
                 cluster=cluster, group=group, kind=kind,
                 status=RemediationJob.Status.REQUESTED if four_eyes else RemediationJob.Status.APPROVED,
@@ -213,7 +229,11 @@ def job_transition(*, job_id: int, from_statuses: Iterable[str], to_status: str,
     """Compare-and-set: move the job only if it is in one of ``from_statuses``.
 
     Returns False (and changes nothing) when another request or worker moved it
-    first. Finishing a job frees its findings for a new job of the same kind.
+    first. The job's findings are locked first, as every lifecycle action
+    does. Finishing a job frees its findings for a new job of the same kind;
+    succeeding with a verified result closes them as repaired
+    (``lifecycle.findings_resolve_by_job``). Succeeded and failed jobs notify
+    the cluster's webhook.
     """
     from_statuses = list(from_statuses)
     now = timezone.now()
@@ -222,6 +242,7 @@ def job_transition(*, job_id: int, from_statuses: Iterable[str], to_status: str,
     if to_status in RemediationJob.FINISHED:
         fields.setdefault("finished_at", now)
     with transaction.atomic():
+        findings_lock(Finding.objects.filter(job_findings__job_id=job_id))
         moved = RemediationJob.objects.filter(id=job_id, status__in=from_statuses).update(
             status=to_status, updated_at=now, **fields
         )
@@ -229,7 +250,7 @@ def job_transition(*, job_id: int, from_statuses: Iterable[str], to_status: str,
             return False
         if to_status in RemediationJob.FINISHED:
             JobFinding.objects.filter(job_id=job_id).update(active=False)
-        job = RemediationJob.objects.select_related("cluster").get(id=job_id)
+        job = RemediationJob.objects.select_related("cluster", "group", "approved_by").get(id=job_id)
         detail = {"to": to_status}
         if fields.get("status_reason"):
             detail["reason"] = fields["status_reason"]
@@ -237,7 +258,35 @@ def job_transition(*, job_id: int, from_statuses: Iterable[str], to_status: str,
             detail["error"] = fields["error"][:500]
         audit_record(action=f"job.{to_status}", actor=actor, cluster=job.cluster, object_type="job",
                      object_id=job_id, detail=detail)
+        repaired = []
+        if to_status == RemediationJob.Status.SUCCEEDED:
+            repaired = findings_resolve_by_job(job=job, now=now)
+        if to_status in (RemediationJob.Status.SUCCEEDED, RemediationJob.Status.FAILED):
+            _notify_job_outcome(job, repaired=repaired)
     return True
+
+
+def _notify_job_outcome(job: RemediationJob, *, repaired: list[int]) -> None:
+    """``job.repaired`` (with what each finding recovered) or ``job.failed``
+    to the cluster's webhook, sent after commit."""
+    url = job.cluster.webhook_url or settings.WEBHOOK_URL
+    if not url:
+        return
+    event = "job.repaired" if job.status == RemediationJob.Status.SUCCEEDED else "job.failed"
+    findings = Finding.objects.filter(job_findings__job=job).select_related("topic").order_by("topic__name",
+                                                                                            "partition")
+    payload = {
+        "event": event, "cluster": job.cluster.name, "group": job.group.group_id, "job": job.id, "kind": job.kind,
+        "status": job.status, "reason": job.status_reason, "error": job.error[:500],
+        "findings": [
+            {"id": f.id, "topic": f.topic.name, "partition": f.partition, "repaired": f.id in repaired,
+             "recovered": f.recovered_messages if f.id in repaired else None,
+             "redelivered": f.redelivered_messages if f.id in repaired else None}
+            for f in findings
+        ],
+    }
+    notification = Notification.objects.create(cluster=job.cluster, url=url, event=event, payload=payload)
+    dispatch.task_enqueue_on_commit(dispatch.SEND_NOTIFICATION, notification.id)
 
 
 def job_approve(*, user, job_id: int) -> RemediationJob:
@@ -251,18 +300,30 @@ def job_approve(*, user, job_id: int) -> RemediationJob:
         if not job_transition(job_id=job_id, from_statuses=[RemediationJob.Status.REQUESTED],
                               to_status=RemediationJob.Status.APPROVED, actor=user,
                               approved_by=user, approved_at=timezone.now()):
-            raise ValidationError(f"job {job_id} is {job.status}, not waiting for approval")
+            job.refresh_from_db()
+            raise Conflict(f"job {job_id} is {job.status}, not waiting for approval")
         _enqueue_on_commit(job_id)
     return RemediationJob.objects.get(id=job_id)
 
 
-def job_cancel(*, user, job_id: int) -> RemediationJob:
+def job_cancel(*, user, job_id: int, seen_status: str | None = None) -> RemediationJob:
+    """Cancel a job that is not running yet; its findings stay open.
+
+    ``seen_status``: the status the person saw (the job page sends it). The
+    job is cancelled only from that status, so a cancel racing an approval of
+    the same request loses (Conflict) instead of undoing it unseen."""
     _require_approver(user)
-    if not job_transition(job_id=job_id, from_statuses=RemediationJob.CANCELLABLE,
+    from_statuses = list(RemediationJob.CANCELLABLE)
+    if seen_status is not None:
+        from_statuses = [seen_status] if seen_status in from_statuses else []
+    if not job_transition(job_id=job_id, from_statuses=from_statuses,
                           to_status=RemediationJob.Status.CANCELLED, actor=user,
                           status_reason=f"cancelled by {user.get_username()}"):
         job = RemediationJob.objects.get(id=job_id)
-        raise ValidationError(f"job {job_id} is {job.status}: only jobs not yet running can be cancelled")
+        if seen_status is not None and job.status != seen_status and job.status in RemediationJob.CANCELLABLE:
+            raise Conflict(f"job {job_id} is {job.status} now, not {seen_status} as you saw it: "
+                           "look again and cancel it if you still want to")
+        raise Conflict(f"job {job_id} is {job.status}: only jobs not yet running can be cancelled")
     return RemediationJob.objects.get(id=job_id)
 
 
@@ -280,18 +341,28 @@ def job_retry(*, user, job_id: int) -> RemediationJob:
 
 
 def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
-    """Close a finding with a reason; the next polls no longer account it."""
+    """Close a finding with a reason; the next polls no longer account it.
+
+    Under the finding's lock: an unknown finding is Finding.DoesNotExist, a
+    closed one or one with an active job (cancel it first) a Conflict."""
     _require_approver(user)
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError("a dismissal needs a reason")
     now = timezone.now()
     with transaction.atomic():
-        moved = Finding.objects.filter(id=finding_id, closed_at__isnull=True).update(
-            closed_at=now, closed_reason=f"dismissed: {reason[:1000]}", closed_by=user, updated_at=now
+        locked = findings_lock(Finding.objects.filter(id=finding_id))
+        if not locked:
+            raise Finding.DoesNotExist(f"finding {finding_id} does not exist")
+        finding_require_open(locked[0])
+        active = finding_active_job(finding_id)
+        if active is not None:
+            raise Conflict(f"{active.kind} job {active.id} is {active.status} on finding {finding_id}: "
+                           "cancel it (or let it finish) before dismissing")
+        Finding.objects.filter(id=finding_id).update(
+            resolution=Finding.Resolution.DISMISSED, closed_at=now, closed_reason=f"dismissed: {reason[:1000]}",
+            closed_by=user, updated_at=now,
         )
-        if not moved:
-            raise ValidationError("the finding does not exist or is already closed")
         finding = Finding.objects.select_related("cluster", "group", "topic").get(id=finding_id)
         audit_record(action="finding.dismissed", actor=user, cluster=finding.cluster, object_type="finding",
                      object_id=finding_id, detail={"group": finding.group.group_id, "topic": finding.topic.name,

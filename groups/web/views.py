@@ -20,6 +20,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from groups import selectors
+from groups.web.job_result import job_result_view
 from groups.services import remediation
 from groups.services.dispatch import QueueUnavailable
 from groups.models import Cluster, Finding, JobFinding, RemediationJob
@@ -137,6 +138,9 @@ def _preview_page(request: HttpRequest, *, kind: str) -> HttpResponse:
     except ValidationError as error:
         return _render_approve(request, kind=kind, ids=request.GET.getlist("ids"), params=request.GET.dict(),
                                preview=None, errors=error.messages, status=400)
+    except remediation.Conflict as error:
+        return _render_approve(request, kind=kind, ids=request.GET.getlist("ids"), params=request.GET.dict(),
+                               preview=None, errors=[str(error)], status=409)
     return _render_approve(request, kind=kind, ids=ids, params=params, preview=preview)
 
 
@@ -150,6 +154,10 @@ def _approve(request: HttpRequest, *, kind: str) -> HttpResponse:
     except remediation.DuplicateJob as duplicate:
         messages.warning(request, str(duplicate))
         return redirect("job_detail", job_id=duplicate.job.id)
+    except remediation.Conflict as error:
+        # Another action on these findings came first (a dismissal): nothing is created.
+        return _render_approve(request, kind=kind, ids=request.POST.getlist("ids"), params=request.POST.dict(),
+                               preview=None, errors=[str(error)], status=409)
     except ValidationError as error:
         # Bad input is shown on the same form; nothing is created.
         return _render_approve(request, kind=kind, ids=request.POST.getlist("ids"), params=request.POST.dict(),
@@ -203,6 +211,8 @@ def dismiss(request: HttpRequest, finding_id: int) -> HttpResponse:
         remediation.finding_dismiss(user=request.user, finding_id=finding.id, reason=request.POST.get("reason", ""))
     except ValidationError as error:
         return render(request, "groups/dismiss.html", {"finding": finding, "errors": error.messages}, status=400)
+    except remediation.Conflict as error:
+        return render(request, "groups/dismiss.html", {"finding": finding, "errors": [str(error)]}, status=409)
     messages.success(request, "finding dismissed")
     return redirect("home")
 
@@ -238,7 +248,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     )
     findings = job.findings.select_related("topic", "generation").order_by("topic__name", "partition")
     return render(request, "groups/job_detail.html", {
-        "job": job, "findings": findings, "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        "job": job, "findings": findings, "result": job_result_view(job), "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
         "cancellable": job.status in RemediationJob.CANCELLABLE,
     })
 
@@ -257,6 +267,9 @@ def _job_action(request: HttpRequest, job_id: int, action, done: str) -> HttpRes
     except remediation.DuplicateJob as duplicate:
         messages.warning(request, str(duplicate))
         return redirect("job_detail", job_id=duplicate.job.id)
+    except remediation.Conflict as error:
+        messages.error(request, str(error))
+        return redirect("job_detail", job_id=job_id)
     messages.success(request, f"job {job.id} {done}")
     return redirect("job_detail", job_id=job.id)
 
@@ -264,7 +277,12 @@ def _job_action(request: HttpRequest, job_id: int, action, done: str) -> HttpRes
 @login_required
 @require_POST
 def job_cancel(request: HttpRequest, job_id: int) -> HttpResponse:
-    return _job_action(request, job_id, remediation.job_cancel, "cancelled")
+    seen = request.POST.get("status") or None
+
+    def cancel(*, user, job_id: int) -> RemediationJob:
+        return remediation.job_cancel(user=user, job_id=job_id, seen_status=seen)
+
+    return _job_action(request, job_id, cancel, "cancelled")
 
 
 @login_required

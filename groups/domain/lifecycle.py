@@ -1,0 +1,64 @@
+"""What a verified job recovered for one finding, and how its closing reads.
+
+Pure: no Django, no Kafka. Offsets are "the next message to read" and every
+range is half-open ``[start, end)``. A finding's missed range still stored is
+``[backfill_start, backfill_end)`` (None when nothing is left to replay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """``recovered``: missed messages the group now gets (replayed to a sink,
+    or read again after a reset). ``redelivered``: for a reset, every message
+    the group reads a second time, the recovered ones included; None for a
+    backfill, which never moves the group."""
+
+    recovered: int
+    redelivered: int | None
+    reason: str
+
+
+def sink_description(sink: dict) -> str:
+    """Where a backfill delivered, from its result's ``sink``, in words."""
+    if sink.get("kind") == "kafka":
+        return "Kafka topic " + ", ".join(sorted(set((sink.get("topics") or {}).values())))
+    if sink.get("kind") == "handler":
+        return f"handler {sink.get('handler', '')}"
+    if sink.get("kind") == "parquet":
+        return f"parquet at {sink.get('output', '')}"
+    return "an unknown sink"
+
+
+def reset_recovery(
+    *, job_id: int, before: int | None, after: int, missed_start: int | None, missed_end: int | None
+) -> Recovery:
+    """A reset from commit ``before`` to ``after``: the group reads
+    ``[after, before)`` again; the missed part of it is recovered. Without a
+    commit before, the group starts at ``after`` and reads nothing twice."""
+    redelivered = 0 if before is None else max(0, before - after)
+    recovered = 0
+    if missed_start is not None and missed_end is not None:
+        end = missed_end if before is None else min(missed_end, before)
+        recovered = max(0, end - max(after, missed_start))
+    was = "no commit" if before is None else f"committed was {before}"
+    reason = f"repaired by reset job {job_id}: offsets reset to {after} ({was})"
+    if redelivered:
+        reason += f"; {redelivered} messages re-delivered, {recovered} of them missed before"
+    elif recovered:
+        reason += f"; {recovered} missed messages delivered"
+    return Recovery(recovered=recovered, redelivered=redelivered, reason=reason)
+
+
+def backfill_recovery(*, job_id: int, partition_report: dict, destination: str) -> Recovery:
+    """One partition of a verified backfill's result: the records it delivered
+    recover that many missed messages; explained gaps are named."""
+    delivered, expected = partition_report["delivered"], partition_report["expected"]
+    reason = f"repaired by backfill job {job_id}: {delivered} of {expected} records replayed to {destination}"
+    explained = partition_report.get("explained") or {}
+    if explained:
+        reason += "; " + ", ".join(f"{count} {cause.replace('_', ' ')}" for cause, count in sorted(explained.items()))
+    return Recovery(recovered=delivered, redelivered=None, reason=reason)

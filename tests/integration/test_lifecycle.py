@@ -1,0 +1,109 @@
+"""A verified job closes its findings as repaired, with what it recovered; a
+failed or cancelled one leaves them open; both outcomes reach the webhook.
+Real PostgreSQL; the executors' own runs are in test_offset_reset.py and
+test_backfill.py (and the browser walk in test_browser_lifecycle.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from groups.models import AuditEvent, Finding, Notification
+from groups.services import remediation
+from groups.services.remediation import job_transition
+from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic
+
+
+@pytest.fixture
+def two_findings(db):
+    cluster = make_cluster("prod", webhook_url="https://hooks.example.com/gapwatch")
+    generation = make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2, 3))
+    group = make_group(cluster, "billing", state="Empty", member_count=0)
+    return [
+        make_finding(group, generation, 2, committed_offset=60, backfill_start=0, backfill_end=40),
+        make_finding(group, generation, 3, committed_offset=50, backfill_start=10, backfill_end=50),
+    ]
+
+
+def _run(job, result: dict) -> None:
+    for old, new in (("approved", "queued"), ("queued", "running")):
+        assert job_transition(job_id=job.id, from_statuses=[old], to_status=new)
+    assert job_transition(job_id=job.id, from_statuses=["running"], to_status="succeeded", result=result)
+
+
+def test_a_verified_reset_repairs_its_findings_with_what_it_re_delivered(approver, two_findings):
+    job = remediation.job_request(user=approver, finding_ids=[f.id for f in two_findings], kind="reset", params={})
+    _run(job, {"verified": True, "partitions": [
+        {"topic": "orders", "partition": 2, "before": 60, "planned": 0, "after": 0},
+        {"topic": "orders", "partition": 3, "before": 50, "planned": 0, "after": 0},
+    ]})
+
+    first, second = Finding.objects.filter(id__in=[f.id for f in two_findings]).order_by("partition")
+    assert (first.resolution, first.resolved_by_job_id, first.closed_by) == ("repaired", job.id, approver)
+    assert (first.recovered_messages, first.redelivered_messages) == (40, 60)
+    assert (second.recovered_messages, second.redelivered_messages) == (40, 50)
+    assert first.closed_reason == (f"repaired by reset job {job.id}: offsets reset to 0 (committed was 60); "
+                                   "60 messages re-delivered, 40 of them missed before")
+    audited = AuditEvent.objects.filter(action="finding.repaired").order_by("object_id")
+    assert [a.detail["recovered"] for a in audited] == [40, 40]
+    (notification,) = Notification.objects.all()
+    assert notification.event == "job.repaired" and notification.url == "https://hooks.example.com/gapwatch"
+    assert [f["recovered"] for f in notification.payload["findings"]] == [40, 40]
+    assert not Finding.objects.filter(closed_at__isnull=True).exists()
+
+
+def test_a_backfill_repairs_only_the_partitions_its_result_names(approver, two_findings):
+    job = remediation.job_request(user=approver, finding_ids=[f.id for f in two_findings], kind="backfill",
+                                  params={"sink": "parquet"})
+    _run(job, {"sink": {"kind": "parquet", "output": "/data/out"}, "expected": 40, "delivered": 40, "partitions": [
+        {"topic": "orders", "partition": 2, "expected": 40, "delivered": 38, "explained": {"retention": 2}},
+    ]})
+
+    repaired = Finding.objects.get(id=two_findings[0].id)
+    assert (repaired.resolution, repaired.recovered_messages, repaired.redelivered_messages) == ("repaired", 38, None)
+    assert repaired.closed_reason.endswith("38 of 40 records replayed to parquet at /data/out; 2 retention")
+    assert Finding.objects.get(id=two_findings[1].id).closed_at is None, "not in the result: not repaired"
+
+
+def test_a_failed_job_leaves_its_findings_open_and_notifies(approver, two_findings):
+    job = remediation.job_request(user=approver, finding_ids=[two_findings[0].id], kind="backfill", params={})
+    assert job_transition(job_id=job.id, from_statuses=["approved"], to_status="failed", error="broker said no")
+
+    finding = Finding.objects.get(id=two_findings[0].id)
+    assert (finding.closed_at, finding.resolution) == (None, "")
+    (notification,) = Notification.objects.all()
+    assert notification.event == "job.failed" and notification.payload["error"] == "broker said no"
+    assert notification.payload["findings"][0]["repaired"] is False
+
+
+def test_a_reset_that_was_not_read_back_equal_repairs_nothing(approver, two_findings):
+    job = remediation.job_request(user=approver, finding_ids=[two_findings[0].id], kind="reset", params={})
+    _run(job, {"verified": False, "partitions": [
+        {"topic": "orders", "partition": 2, "before": 60, "planned": 0, "after": 5}]})
+
+    assert Finding.objects.get(id=two_findings[0].id).closed_at is None
+
+
+def test_the_job_page_shows_its_result_as_tables_with_readable_times(approver, two_findings):
+    job = remediation.job_request(user=approver, finding_ids=[two_findings[0].id], kind="backfill", params={})
+    _run(job, {"sink": {"kind": "parquet", "output": "/data/out"}, "expected": 40, "delivered": 38, "seconds": 12.345,
+               "partitions": [{"topic": "orders", "partition": 2, "start": 0, "end": 40, "expected": 40,
+                               "delivered": 38, "explained": {"retention": 2}, "unexplained": 0, "problems": []}],
+               "attempts": [{"attempt": "a1", "mode": "process", "pid": 7, "outcome": "published",
+                             "started_at": "2026-11-22T10:00:01.123456+00:00",
+                             "ended_at": "2026-11-22T10:00:13.654321+00:00"}]})
+    client = Client()
+    client.force_login(approver)
+
+    body = client.get(f"/jobs/{job.id}/").content.decode()
+
+    table = body[body.index('<table class="result">'):body.index("</table>", body.index('<table class="result">'))]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", table)
+    assert cells[:5] == ["orders", "2", "[0, 40)", "40", "38"]
+    assert cells[5].startswith("2") and "2 retention" in cells[5] and cells[6] == "0"
+    assert "38 delivered of 40 expected" in body and "parquet at /data/out" in body and "12.3 s" in body
+    assert "10:00:01" in body and "123456" not in body and not re.search(r":\d\d\.\d{6}", body)
+    assert "{'" not in body and "&#x27;sink&#x27;" not in body, "no dictionary dumps"
+    assert "repaired" in body and "38 of 40 records replayed" in body

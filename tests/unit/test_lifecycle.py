@@ -1,0 +1,116 @@
+"""The end of a finding's lifecycle, pure: what a verified job recovered
+(groups.domain.lifecycle) and how the core treats closed and fully expired
+findings (groups.domain.detection). Each case says why its answer is right."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from groups.domain.lifecycle import backfill_recovery, reset_recovery
+from tests.unit.test_core import NEW_PARTITION, Step, billing_reading, billing_store, key, orders, poll
+
+RESET_CASES = [
+    pytest.param(
+        dict(before=150, after=0, missed_start=0, missed_end=150), (150, 150),
+        "reset from its commit 150 to 0: it reads [0,150) again, all of it the missed range",
+        id="earliest-over-the-whole-gap",
+    ),
+    pytest.param(
+        dict(before=400, after=0, missed_start=0, missed_end=150), (150, 400),
+        "the group had read on to 400: 400 messages come again, only [0,150) were missed",
+        id="re-delivers-more-than-it-recovers",
+    ),
+    pytest.param(
+        dict(before=400, after=120, missed_start=120, missed_end=150), (30, 280),
+        "retention took [0,120): the reset starts at the log start 120, recovering the 30 still stored",
+        id="after-partial-expiry",
+    ),
+    pytest.param(
+        dict(before=None, after=0, missed_start=None, missed_end=None), (0, 0),
+        "before pickup (auto-repair): no commit, nothing missed yet, nothing read twice",
+        id="before-pickup",
+    ),
+    pytest.param(
+        dict(before=400, after=200, missed_start=0, missed_end=150), (0, 200),
+        "a reset to 200 is above the missed range: 200 duplicates, nothing recovered",
+        id="above-the-gap",
+    ),
+    pytest.param(
+        dict(before=100, after=0, missed_start=0, missed_end=150), (100, 100),
+        "the commit 100 is inside the missed range: the group will read [100,150) anyway, only [0,100) "
+        "is read because of the reset",
+        id="commit-inside-the-gap",
+    ),
+]
+
+
+@pytest.mark.parametrize(("offsets", "expected", "why"), RESET_CASES)
+def test_a_reset_counts_what_it_recovers_and_what_it_re_delivers(offsets, expected, why):
+    recovery = reset_recovery(job_id=7, **offsets)
+
+    assert (recovery.recovered, recovery.redelivered) == expected, why
+    assert recovery.reason.startswith(f"repaired by reset job 7: offsets reset to {offsets['after']}")
+
+
+def test_a_reset_reason_names_where_and_how_much():
+    recovery = reset_recovery(job_id=3, before=52, after=0, missed_start=0, missed_end=52)
+
+    assert recovery.reason == ("repaired by reset job 3: offsets reset to 0 (committed was 52); "
+                               "52 messages re-delivered, 52 of them missed before")
+
+
+def test_a_backfill_recovers_what_it_delivered_and_names_explained_losses():
+    report = {"topic": "orders", "partition": 2, "expected": 60, "delivered": 55,
+              "explained": {"retention": 5}}
+
+    recovery = backfill_recovery(job_id=12, partition_report=report, destination="parquet at /data/12")
+
+    assert (recovery.recovered, recovery.redelivered) == (55, None), "a backfill never moves the group"
+    assert recovery.reason == "repaired by backfill job 12: 55 of 60 records replayed to parquet at /data/12; 5 retention"
+
+
+# --- The core and closed findings --------------------------------------------
+
+
+def test_a_closed_finding_is_neither_accounted_nor_created_again():
+    """A repaired finding handed to the core (closed) with the very key the
+    snapshot would open must stay closed: the poll would otherwise reopen it,
+    or fail on the unique constraint."""
+    store = billing_store()
+    store.findings[NEW_PARTITION] = replace(_state_after_one_poll(), closed=True)
+
+    changes = store.apply(Step(0, 100).snapshot())
+
+    assert changes.new_findings == ()
+    assert changes.accounting == () and changes.transitions == ()
+
+
+def test_a_new_generation_still_opens_findings_beside_a_closed_one():
+    store = billing_store()
+    store.findings[NEW_PARTITION] = replace(_state_after_one_poll(), closed=True)
+    store.topics["orders"] = replace(store.topics["orders"], generation=2, partition_ids=frozenset({0, 1, 2}))
+
+    changes = store.apply(poll(orders(4), groups=(billing_reading(0, 1, 2),)))
+
+    assert changes.new_findings == (key(3, 3),), "partition 3 of generation 3 is new"
+    assert [a.key for a in changes.accounting] == [key(3, 3)]
+
+
+def test_only_a_finding_whose_whole_missed_range_expired_is_listed_to_close():
+    store = billing_store(policy="latest")
+    for step in (Step(0, 100), Step(0, 150, owned=True, commit=150)):
+        store.apply(step.snapshot())
+
+    partly = store.apply(Step(120, 400, owned=True, commit=390).snapshot())
+    assert partly.expired_findings == (), "[120,150) can still be replayed: the finding stays open"
+
+    whole = store.apply(Step(200, 500, owned=True, commit=490).snapshot())
+    assert whole.expired_findings == (NEW_PARTITION,), "retention passed 150: nothing left to repair"
+
+
+def _state_after_one_poll():
+    store = billing_store()
+    store.apply(Step(0, 100).snapshot())
+    return store.findings[NEW_PARTITION]
