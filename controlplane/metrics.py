@@ -21,7 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from controlplane.client_address import client_address
 from groups import selectors
-from groups.models import Cluster, Finding
+from groups.models import Cluster, Finding, RemediationJob
 
 class GapwatchCollector:
     """Evaluated per scrape; five queries whatever the number of clusters."""
@@ -29,7 +29,9 @@ class GapwatchCollector:
     def collect(self) -> Iterator[Metric]:
         clusters = list(selectors.clusters_list())
         yield from self._cluster_metrics(clusters)
-        yield from self._finding_metrics([cluster.name for cluster in clusters])
+        names, summary = [cluster.name for cluster in clusters], selectors.findings_summary_by_cluster()
+        yield from self._finding_metrics(names, summary)
+        yield from self._outcome_metrics(names, summary)
         yield from self._lag_metrics()
 
     def _cluster_metrics(self, clusters: list[Cluster]) -> Iterator[Metric]:
@@ -53,14 +55,13 @@ class GapwatchCollector:
             failures.add_metric([cluster.name], cluster.poll_failures_total)
         yield from (up, duration, last_poll, polls, failures)
 
-    def _finding_metrics(self, cluster_names: list[str]) -> Iterator[Metric]:
+    def _finding_metrics(self, cluster_names: list[str], summary: dict[str, dict]) -> Iterator[Metric]:
         open_findings = GaugeMetricFamily(
             "gapwatch_open_findings", "Open findings by state.", labels=["cluster", "state"]
         )
-        counts = selectors.findings_open_count_by_cluster_state()
         for name in cluster_names:
             for state in Finding.State.values:
-                open_findings.add_metric([name, state], counts.get((name, state), 0))
+                open_findings.add_metric([name, state], summary.get(name, {}).get("open", {}).get(state, 0))
         yield open_findings
 
         definite = GaugeMetricFamily(
@@ -73,12 +74,53 @@ class GapwatchCollector:
             "Messages possibly never read, summed over open findings in state gap or expired.",
             labels=["cluster"],
         )
-        missed = selectors.findings_missed_by_cluster()
         for name in cluster_names:
-            missed_definite, missed_possible = missed.get(name, (0, 0))
+            missed_definite, missed_possible = summary.get(name, {}).get("missed", (0, 0))
             definite.add_metric([name], missed_definite)
             possible.add_metric([name], missed_possible)
         yield from (definite, possible)
+
+    def _outcome_metrics(self, cluster_names: list[str], summary: dict[str, dict]) -> Iterator[Metric]:
+        """How findings left the open list and what jobs recovered (counts from
+        the stored rows: they only grow while clusters are kept)."""
+        resolved = CounterMetricFamily(
+            "gapwatch_findings_resolved", "Findings closed, by resolution (repaired, dismissed, expired).",
+            labels=["cluster", "resolution"],
+        )
+        recovered = CounterMetricFamily(
+            "gapwatch_recovered_messages",
+            "Missed messages delivered by verified jobs: replayed by backfills, or read again after resets.",
+            labels=["cluster", "kind"],
+        )
+        redelivered = CounterMetricFamily(
+            "gapwatch_redelivered_messages",
+            "Messages verified resets made their groups read a second time (the recovered ones included).",
+            labels=["cluster"],
+        )
+        for name in cluster_names:
+            entry = summary.get(name, {})
+            for resolution in Finding.Resolution.values:
+                resolved.add_metric([name, resolution], entry.get("resolved", {}).get(resolution, 0))
+            by_kind = entry.get("recovered", {})
+            for kind in RemediationJob.Kind.values:
+                recovered.add_metric([name, kind], by_kind.get(kind, (0, 0))[0])
+            redelivered.add_metric([name], by_kind.get(RemediationJob.Kind.RESET, (0, 0))[1])
+        active = GaugeMetricFamily(
+            "gapwatch_jobs_active", "Remediation jobs not finished, by kind and status.",
+            labels=["cluster", "kind", "status"],
+        )
+        finished = CounterMetricFamily(
+            "gapwatch_jobs_finished", "Remediation jobs finished, by kind and outcome (succeeded, failed, cancelled).",
+            labels=["cluster", "kind", "status"],
+        )
+        job_counts = selectors.jobs_count_by_cluster_kind_status()
+        for name in cluster_names:
+            for kind in RemediationJob.Kind.values:
+                for status in RemediationJob.ACTIVE:
+                    active.add_metric([name, kind, status], job_counts.get((name, kind, status), 0))
+                for status in RemediationJob.FINISHED:
+                    finished.add_metric([name, kind, status], job_counts.get((name, kind, status), 0))
+        yield from (resolved, recovered, redelivered, active, finished)
 
     def _lag_metrics(self) -> Iterator[Metric]:
         finding_lag = GaugeMetricFamily(

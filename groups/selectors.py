@@ -8,6 +8,8 @@ an API with a query string can share one selector.
 
 from __future__ import annotations
 
+from datetime import date
+
 from django.db.models import (
     BooleanField,
     Count,
@@ -22,7 +24,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, Topic
+from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, RemediationJob, Topic
 
 # States in which a finding reports messages the group missed.
 MISSED_STATES = (Finding.State.GAP, Finding.State.EXPIRED)
@@ -43,24 +45,61 @@ def findings_list(
     group: ConsumerGroup | str | None = None,
     state: str | None = None,
     include_closed: bool = False,
+    topic_contains: str | None = None,
+    group_contains: str | None = None,
+    resolution: str | None = None,
+    found_since: date | None = None,
+    found_until: date | None = None,
 ) -> QuerySet[Finding]:
     """Findings, newest first, then by id so pages are stable.
 
-    ``group`` as a string is an exact group id; ``state`` must be one of
-    ``Finding.State`` (a ValueError otherwise: an unknown state is a caller
-    bug, not an empty answer). Closed findings only with ``include_closed``.
+    ``group`` as a string is an exact group id; ``topic_contains`` and
+    ``group_contains`` match part of a name, ignoring case (what a person
+    types). ``state`` must be one of ``Finding.State`` (a ValueError
+    otherwise: an unknown state is a caller bug, not an empty answer).
+    Closed findings only with ``include_closed``; ``resolution`` "open" or
+    one of ``Finding.Resolution`` narrows by the way out. ``found_since`` and
+    ``found_until`` are inclusive dates (UTC) of the finding's creation.
     """
     if state is not None and state not in Finding.State.values:
         raise ValueError(f"unknown finding state {state!r}")
+    if resolution is not None and resolution not in ("open", *Finding.Resolution.values):
+        raise ValueError(f"unknown resolution {resolution!r}")
     queryset = Finding.objects.select_related("cluster", "topic", "group", "generation")
     queryset = _by_name(queryset, "cluster", "name", cluster)
     queryset = _by_name(queryset, "topic", "name", topic)
     queryset = _by_name(queryset, "group", "group_id", group)
+    if topic_contains:
+        queryset = queryset.filter(topic__name__icontains=topic_contains)
+    if group_contains:
+        queryset = queryset.filter(group__group_id__icontains=group_contains)
     if state is not None:
         queryset = queryset.filter(state=state)
-    if not include_closed:
+    if not include_closed or resolution == "open":
         queryset = queryset.filter(closed_at__isnull=True)
+    elif resolution is not None:
+        queryset = queryset.filter(closed_at__isnull=False, resolution=resolution)
+    if found_since is not None:
+        queryset = queryset.filter(created_at__date__gte=found_since)
+    if found_until is not None:
+        queryset = queryset.filter(created_at__date__lte=found_until)
     return queryset.order_by("-created_at", "id")
+
+
+def findings_count_by_state_and_resolution(queryset: QuerySet[Finding]) -> dict[tuple[str, str], int]:
+    """(state, resolution) -> count over ``queryset`` in one query; open
+    findings have resolution "open" whatever their stored value."""
+    rows = (
+        queryset.order_by()
+        .annotate(is_open=ExpressionWrapper(Q(closed_at__isnull=True), output_field=BooleanField()))
+        .values_list("state", "resolution", "is_open")
+        .annotate(count=Count("id"))
+    )
+    counts: dict[tuple[str, str], int] = {}
+    for state, resolution, is_open, count in rows:
+        key = (state, "open" if is_open else resolution or "closed")
+        counts[key] = counts.get(key, 0) + count
+    return counts
 
 
 def clusters_list() -> QuerySet[Cluster]:
@@ -120,27 +159,44 @@ def findings_open_lag_list() -> list[dict]:
     return [dict(zip(keys, row)) for row in rows]
 
 
-def findings_open_count_by_cluster_state() -> dict[tuple[str, str], int]:
-    """Open findings counted by (cluster name, state); absent pairs have none."""
+def findings_summary_by_cluster() -> dict[str, dict]:
+    """Per cluster name, from one query over all findings:
+
+    - ``open``: open findings counted by state;
+    - ``missed``: (definite, possible) missed messages summed over open
+      findings in the states that report them (gap, expired);
+    - ``resolved``: closed findings counted by resolution;
+    - ``recovered``: per job kind, (recovered, redelivered) messages summed
+      over repaired findings.
+    Absent keys mean none."""
     rows = (
-        Finding.objects.filter(closed_at__isnull=True)
-        .order_by()
-        .values_list("cluster__name", "state")
-        .annotate(count=Count("id"))
+        Finding.objects.order_by()
+        .annotate(is_open=ExpressionWrapper(Q(closed_at__isnull=True), output_field=BooleanField()))
+        .values_list("cluster__name", "is_open", "state", "resolution", "resolved_by_job__kind")
+        .annotate(count=Count("id"), definite=Sum("missed_definite"), possible=Sum("missed_possible"),
+                  recovered=Coalesce(Sum("recovered_messages"), 0), redelivered=Coalesce(Sum("redelivered_messages"), 0))
     )
-    return {(cluster, state): count for cluster, state, count in rows}
+    summary: dict[str, dict] = {}
+    for cluster, is_open, state, resolution, kind, count, definite, possible, recovered, redelivered in rows:
+        entry = summary.setdefault(cluster, {"open": {}, "missed": (0, 0), "resolved": {}, "recovered": {}})
+        if is_open:
+            entry["open"][state] = entry["open"].get(state, 0) + count
+            if state in MISSED_STATES:
+                entry["missed"] = (entry["missed"][0] + definite, entry["missed"][1] + possible)
+        elif resolution:
+            entry["resolved"][resolution] = entry["resolved"].get(resolution, 0) + count
+            if resolution == Finding.Resolution.REPAIRED and kind:
+                before = entry["recovered"].get(kind, (0, 0))
+                entry["recovered"][kind] = (before[0] + recovered, before[1] + redelivered)
+    return summary
 
 
-def findings_missed_by_cluster() -> dict[str, tuple[int, int]]:
-    """(definite, possible) missed messages per cluster name, summed over open
-    findings in the states that report missed messages (gap, expired)."""
+def jobs_count_by_cluster_kind_status() -> dict[tuple[str, str, str], int]:
+    """Remediation jobs counted by (cluster name, kind, status)."""
     rows = (
-        Finding.objects.filter(closed_at__isnull=True, state__in=MISSED_STATES)
-        .order_by()
-        .values_list("cluster__name")
-        .annotate(definite=Sum("missed_definite"), possible=Sum("missed_possible"))
+        RemediationJob.objects.order_by().values_list("cluster__name", "kind", "status").annotate(count=Count("id"))
     )
-    return {cluster: (definite, possible) for cluster, definite, possible in rows}
+    return {(cluster, kind, status): count for cluster, kind, status, count in rows}
 
 
 def group_topics_lag_list() -> list[dict]:

@@ -18,6 +18,8 @@ command -v java >/dev/null || need_packages+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || need_packages+=(maven)
 # The single-reader reference of the backfill benchmark (bench/backfill_bench.py).
 command -v kcat >/dev/null || need_packages+=(kcat)
+# promtool checks the shipped alerting rules (tests/integration/test_monitoring.py).
+command -v promtool >/dev/null || need_packages+=(prometheus)
 if [ ${#need_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: missing ${need_packages[*]}; install them (apt-get install ${need_packages[*]}) or run as root" >&2

@@ -107,6 +107,17 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
     put("gapwatch_group_topic_lag_messages", 140, cluster="prod", group="billing", topic="orders")
     put("gapwatch_group_topic_lag_messages", 0, cluster="prod", group="billing", topic="payments")
     put("gapwatch_group_topic_lag_messages", 5, cluster="prod", group=HOSTILE_GROUP_ID, topic="orders")
+    # Outcomes (issue 12): no job ran and the one closed finding predates resolutions: all zero.
+    for cluster in ("prod", "stage"):
+        for resolution in ("repaired", "dismissed", "expired"):
+            put("gapwatch_findings_resolved_total", 0, cluster=cluster, resolution=resolution)
+        for kind in ("reset", "backfill"):
+            put("gapwatch_recovered_messages_total", 0, cluster=cluster, kind=kind)
+            for status in ("requested", "approved", "queued", "waiting", "running"):
+                put("gapwatch_jobs_active", 0, cluster=cluster, kind=kind, status=status)
+            for status in ("succeeded", "failed", "cancelled"):
+                put("gapwatch_jobs_finished_total", 0, cluster=cluster, kind=kind, status=status)
+        put("gapwatch_redelivered_messages_total", 0, cluster=cluster)
     return expected
 
 
