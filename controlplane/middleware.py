@@ -3,7 +3,8 @@
 - ``RejectNulMiddleware``: a NUL byte in a query parameter, form field or JSON
   body is refused with a 400 before any view (PostgreSQL cannot store it, so
   it would otherwise end as a 500 deep inside a query); a cookie holding one
-  is ignored.
+  is ignored. A body over DATA_UPLOAD_MAX_MEMORY_SIZE is a readable (API:
+  JSON) 400 too.
 - ``ApiAuthenticationMiddleware``: an API request is authenticated before
   CSRF is checked, so a client without credentials gets the documented 401
   JSON, never Django's 403 CSRF page.
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
@@ -54,10 +56,15 @@ class RejectNulMiddleware:
         if any("\x00" in name or "\x00" in value for name, value in request.COOKIES.items()):
             request.COOKIES = {name: value for name, value in request.COOKIES.items()
                                if "\x00" not in name and "\x00" not in value}
-        where = self._nul_at(request)
-        if where is None:
-            return self.get_response(request)
-        message = f"a NUL byte (\\x00) is not allowed: {where!r}"
+        try:
+            where = self._nul_at(request)
+        except (RequestDataTooBig, TooManyFieldsSent) as error:
+            # Django would answer these with a bare HTML 400; API clients get JSON.
+            where, message = "body", f"the request is too large: {error}"
+        else:
+            if where is None:
+                return self.get_response(request)
+            message = f"a NUL byte (\\x00) is not allowed: {where!r}"
         if _is_api(request):
             return JsonResponse({"error": message, "parameter": where}, status=400)
         return _refuse(request, 400, message)

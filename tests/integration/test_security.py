@@ -138,3 +138,25 @@ def test_forged_forwarding_headers_do_not_escape_a_lockout(client, settings):
                            HTTP_X_FORWARDED_FOR="192.0.2.77", HTTP_TRUE_CLIENT_IP="192.0.2.78")
     assert response.status_code == 429
     assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.django_db
+def test_an_oversized_body_is_a_json_400_for_the_api_and_a_readable_400_for_pages(client, settings):
+    import json
+
+    from groups.models import AuditEvent, Finding
+    from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic
+
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2048
+    cluster = make_cluster("prod")
+    finding = make_finding(make_group(cluster, "billing"), make_generation(make_topic(cluster, "orders"), 2, (0, 1)), 1)
+    client.force_login(user_with_role("approver", "approver"))
+    response = client.post(f"/api/v1/findings/{finding.id}/dismiss", data=json.dumps({"reason": "x" * 4096}),
+                           content_type="application/json")
+    assert response.status_code == 400
+    assert "too large" in response.json()["error"]
+    response = client.post(f"/findings/{finding.id}/dismiss/confirm", {"reason": "x" * 4096})
+    assert response.status_code == 400
+    assert b"too large" in response.content and b"Bad request" in response.content
+    assert Finding.objects.get(id=finding.id).closed_at is None
+    assert not AuditEvent.objects.exists()
