@@ -26,7 +26,7 @@ from ninja.security import APIKeyHeader, SessionAuth
 from groups.api import read, write
 from groups.api.schemas import Error
 from groups.services.dispatch import QueueUnavailable
-from groups.services.remediation import Conflict, DuplicateJob
+from groups.services.remediation import Conflict, DuplicateJob, FindingNotFound
 
 
 class TokenAuth(APIKeyHeader):
@@ -134,6 +134,11 @@ def _http_error(request: HttpRequest, error: HttpError) -> HttpResponse:
 @api.exception_handler(Http404)
 def _not_found(request: HttpRequest, error: Http404) -> HttpResponse:
     return _error(request, 404, str(error) or "not found")
+
+
+@api.exception_handler(FindingNotFound)
+def _no_finding(request: HttpRequest, error: FindingNotFound) -> HttpResponse:
+    return _error(request, 404, " ".join(error.messages))
 
 
 @api.exception_handler(PermissionDenied)

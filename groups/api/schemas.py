@@ -9,14 +9,29 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, PlainSerializer, StrictInt, StrictStr, WithJsonSchema, field_validator
-from pydantic_core import PydanticUseDefault
+from pydantic import AfterValidator, ConfigDict, PlainSerializer, StrictInt, StrictStr, WithJsonSchema, field_validator
+from pydantic_core import PydanticCustomError, PydanticUseDefault
 
 from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
 
 # ISO 8601 with the offset as Python writes it ("+00:00"), as the API always has.
 IsoDateTime = Annotated[datetime, PlainSerializer(lambda moment: moment.isoformat(), return_type=str),
                         WithJsonSchema({"type": "string", "format": "date-time"})]
+
+def _no_nul(value: str) -> str:
+    # PostgreSQL text cannot hold NUL: refused here too, not only by controlplane's middleware.
+    if "\x00" in value:
+        raise PydanticCustomError("nul", "must not contain a NUL byte (\\x00)")
+    return value
+
+
+Text = Annotated[StrictStr, AfterValidator(_no_nul)]
+INT64_MAX = 2**63 - 1
+# Kafka offsets and timestamps are 64-bit; strict: 2.7, true, 1e400 or "5" are not one.
+Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=INT64_MAX)]
+RowId = Annotated[StrictInt, Field(ge=1, le=INT64_MAX)]
+# A path segment is text: its digits are the id.
+PathId = Annotated[int, Field(ge=1, le=INT64_MAX)]
 
 FindingState = Literal[tuple(Finding.State.values)]
 JobStatus = Literal[tuple(RemediationJob.Status.values)]
@@ -189,15 +204,15 @@ class DismissedOut(Schema):
 
 # A query string has no null: a filter left out is None (defaults are not validated).
 class FindingFilters(BlankIsAbsent):
-    cluster: str = Field(None, description="Cluster name.")
-    topic: str = Field(None, description="Topic name.")
-    group: str = Field(None, description="Consumer group id, exact match.")
+    cluster: Text = Field(None, description="Cluster name.")
+    topic: Text = Field(None, description="Topic name.")
+    group: Text = Field(None, description="Consumer group id, exact match.")
     state: FindingState = None
     include_closed: bool = Field(False, description="Also list closed findings.")
 
 
 class ClusterFilter(BlankIsAbsent):
-    cluster: str = Field(None, description="Cluster name.")
+    cluster: Text = Field(None, description="Cluster name.")
 
 
 class JobFilters(BlankIsAbsent):
@@ -207,18 +222,18 @@ class JobFilters(BlankIsAbsent):
 
 class ApproveIn(Schema):
     """A reset (target and value) or a backfill (sink, and replay_topic or handler).
-    Strict types: 2.7, true or 1e400 are not a value, 5 is not a sink."""
+    Strict types: 2.7, true, 1e400 or "5" are not a value, 5 is not a sink; no NUL in text."""
 
     kind: JobKind
     # Text fields have no null: a field is either sent as text or left out.
-    target: StrictStr = Field(None, description="earliest, offset, timestamp or shift.")
-    value: StrictInt | StrictStr | None = Field(None, description="offset, shift, or epoch milliseconds.")
-    sink: StrictStr = Field(None, description="parquet, kafka or handler; default: the group's sink.")
-    replay_topic: StrictStr = Field(None, description="kafka sink: the replay topic (default: the group's, "
+    target: Text = Field(None, description="earliest, offset, timestamp or shift.")
+    value: Int64 | None = Field(None, description="offset, shift, or epoch milliseconds (an integer).")
+    sink: Text = Field(None, description="parquet, kafka or handler; default: the group's sink.")
+    replay_topic: Text = Field(None, description="kafka sink: the replay topic (default: the group's, "
                                                       "or <topic>.replay).")
-    handler: StrictStr = Field(None, description="handler sink: one of the server's BACKFILL_HANDLERS.")
-    also: list[StrictInt] = Field([], description="More findings of the same group.")
+    handler: Text = Field(None, description="handler sink: one of the server's BACKFILL_HANDLERS.")
+    also: list[RowId] = Field([], description="More findings of the same group.")
 
 
 class DismissIn(Schema):
-    reason: StrictStr = ""
+    reason: Text = ""

@@ -2,15 +2,16 @@
 
 Each of ninja's views is wrapped once, for what ninja does differently from
 the API's documented behaviour: HEAD is answered like GET, a wrong method is
-a 405 in JSON (not ninja's text), and no answer is cached.
+a 405 in JSON (not ninja's text), and no answer is cached. An unknown path
+under /api/v1/ is a JSON 404, not the HTML page.
 """
 
 from __future__ import annotations
 
 from functools import wraps
 
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
-from django.urls import URLPattern
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
+from django.urls import URLPattern, re_path
 from django.utils.cache import add_never_cache_headers
 
 from groups.api.main import api
@@ -20,12 +21,15 @@ def _documented(view):
     @wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         # WSGI servers and Django's test client drop a HEAD answer's body.
-        if request.method == "HEAD":
+        head = request.method == "HEAD"
+        if head:
             request.method = "GET"
+        try:
             response = view(request, *args, **kwargs)
+        except Http404:  # ninja's root view
+            response = _unknown(request)
+        if head:
             request.method = "HEAD"
-        else:
-            response = view(request, *args, **kwargs)
         if isinstance(response, HttpResponseNotAllowed):
             allowed = [method.strip() for method in response["Allow"].split(",")]
             if "GET" in allowed:
@@ -38,6 +42,10 @@ def _documented(view):
     return wrapper
 
 
+def _unknown(request: HttpRequest, path: str = "") -> JsonResponse:
+    return JsonResponse({"error": f"no API endpoint {request.path}"}, status=404)
+
+
 def _wrapped(pattern: URLPattern) -> URLPattern:
     pattern.callback = _documented(pattern.callback)
     return pattern
@@ -45,4 +53,4 @@ def _wrapped(pattern: URLPattern) -> URLPattern:
 
 _patterns, _app, _namespace = api.urls
 app_name = "api"  # ninja reverses its own views in the namespace urls_namespace names
-urlpatterns = [_wrapped(pattern) for pattern in _patterns]
+urlpatterns = [*(_wrapped(pattern) for pattern in _patterns), re_path(r"^(?P<path>.*)$", _unknown)]

@@ -2,39 +2,32 @@
 (groups.api.schemas), then call one service, which checks the approver role."""
 
 
-from django.http import Http404, HttpRequest
+from django.http import HttpRequest
 
 from ninja import Router, Status
 
-from groups.api.schemas import ApproveIn, DismissedOut, DismissIn, DuplicateError, Error, JobOut
-from groups.models import Finding, RemediationJob
+from groups.api.schemas import ApproveIn, DismissedOut, DismissIn, DuplicateError, Error, JobOut, PathId
+from groups.models import RemediationJob
 from groups.services import remediation
 
 router = Router()
 _ERRORS = {400: Error, 401: Error, 403: Error, 404: Error}
 
 
-def _require_finding(finding_id: int) -> None:
-    if not Finding.objects.filter(id=finding_id).exists():
-        raise Http404(f"no finding {finding_id}")
-
-
-@router.post("findings/{int:id}/approve", response={201: JobOut, **_ERRORS, 409: DuplicateError, 503: Error},
+@router.post("findings/{id}/approve", response={201: JobOut, **_ERRORS, 409: DuplicateError, 503: Error},
              operation_id="finding_approve",
              summary="Request (and, without four-eyes, approve) a reset or a backfill; needs the approver role. "
              "Session requests need a CSRF token; token requests do not.")
-def approve(request: HttpRequest, id: int, payload: ApproveIn):
-    _require_finding(id)
+def approve(request: HttpRequest, id: PathId, payload: ApproveIn):
     params = payload.model_dump(include={"target", "value", "sink", "replay_topic", "handler"}, exclude_unset=True)
     job = remediation.job_request(user=request.user, finding_ids=[id, *payload.also], kind=payload.kind,
                                   params=params)
     return Status(201, RemediationJob.objects.get(id=job.id))
 
 
-@router.post("findings/{int:id}/dismiss", response={200: DismissedOut, **_ERRORS, 409: Error},
+@router.post("findings/{id}/dismiss", response={200: DismissedOut, **_ERRORS, 409: Error},
              operation_id="finding_dismiss",
              summary="Close a finding with a required reason; needs the approver role. 409 when it is closed "
              "already or a job is active on it (cancel the job first).")
-def dismiss(request: HttpRequest, id: int, payload: DismissIn):
-    _require_finding(id)
+def dismiss(request: HttpRequest, id: PathId, payload: DismissIn):
     return remediation.finding_dismiss(user=request.user, finding_id=id, reason=payload.reason)

@@ -45,6 +45,11 @@ class DuplicateJob(Conflict):
         self.job = job
 
 
+class FindingNotFound(ValidationError):
+    """No finding has this id (a closed one still exists). A ValidationError,
+    so pages show it as a form error; the API answers 404."""
+
+
 def _require_approver(user) -> None:
     if not (user and user.is_authenticated and user.has_perm(APPROVE_PERMISSION)):
         raise PermissionDenied("approving remediations needs the approver role")
@@ -54,9 +59,11 @@ def _open_findings_of_one_group(finding_ids: Iterable[int]) -> list[Finding]:
     ids = sorted(set(int(i) for i in finding_ids))
     if not ids:
         raise ValidationError("select at least one finding")
-    findings = list(Finding.objects.filter(id__in=ids).select_related("cluster", "group", "topic"))
-    if len(findings) != len(ids):
-        raise ValidationError("some findings do not exist")
+    rows = list(Finding.objects.filter(id__in=ids).select_related("cluster", "group", "topic"))
+    missing = sorted(set(ids) - {f.id for f in rows})
+    if missing:
+        raise FindingNotFound(f"no finding {', '.join(map(str, missing))}")
+    findings = rows
     for finding in findings:
         finding_require_open(finding)
     if len({(f.cluster_id, f.group_id) for f in findings}) != 1:
@@ -343,7 +350,7 @@ def job_retry(*, user, job_id: int) -> RemediationJob:
 def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
     """Close a finding with a reason; the next polls no longer account it.
 
-    Under the finding's lock: an unknown finding is Finding.DoesNotExist, a
+    Under the finding's lock: an unknown finding is FindingNotFound, a
     closed one or one with an active job (cancel it first) a Conflict."""
     _require_approver(user)
     reason = (reason or "").strip()
@@ -353,7 +360,7 @@ def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
     with transaction.atomic():
         locked = findings_lock(Finding.objects.filter(id=finding_id))
         if not locked:
-            raise Finding.DoesNotExist(f"finding {finding_id} does not exist")
+            raise FindingNotFound(f"no finding {finding_id}")
         finding_require_open(locked[0])
         active = finding_active_job(finding_id)
         if active is not None:
