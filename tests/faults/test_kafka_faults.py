@@ -8,12 +8,13 @@ import threading
 import time
 
 import pytest
+import redis
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from django.db import connection
 
 from groups.models import Cluster, Finding, PartitionGeneration
-from tasks.jobs import poll_cluster_task
+from tasks.jobs import poll_cluster_task, poll_lock_key
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
 
@@ -102,8 +103,15 @@ def test_a_broker_killed_during_polls_changes_only_the_cluster_status(kafka1, un
 @pytest.mark.django_db(transaction=True)
 def test_a_poll_slower_than_the_interval_never_runs_twice_at_once(kafka1, unique, celery_worker_thread, settings):
     """The broker frozen (SIGSTOP) makes a poll hang until its Kafka timeout;
-    polls asked for meanwhile are skipped by the per-cluster lock."""
-    settings.KAFKA_TIMEOUT_SECONDS = 4
+    polls asked for meanwhile are skipped by the per-cluster lock.
+
+    Each skipped poll first waits up to 2 * WATCH_INTERVAL_SECONDS + 1 s for
+    the lock (a watcher tick holds it briefly), and the worker's second
+    thread runs them one after another, so the frozen poll must outlast
+    three such waits: its Kafka timeout is 15 s."""
+    settings.KAFKA_TIMEOUT_SECONDS = 15
+    lock_waits = 3 * (2 * settings.WATCH_INTERVAL_SECONDS + 1)
+    assert settings.KAFKA_TIMEOUT_SECONDS > lock_waits + 3
     cluster = Cluster.objects.create(name=f"slow-{unique}", bootstrap_servers=kafka1.bootstrap)
     assert poll_cluster_task.delay(cluster.id).get(timeout=60)["ok"]
     cluster.refresh_from_db()
@@ -112,7 +120,9 @@ def test_a_poll_slower_than_the_interval_never_runs_twice_at_once(kafka1, unique
     kafka1.pause_node(1)
     try:
         slow = poll_cluster_task.delay(cluster.id)
-        time.sleep(1)  # the slow poll holds the lock now
+        locks = redis.Redis.from_url(settings.REDIS_URL)
+        wait_until(lambda: locks.exists(poll_lock_key(cluster.id)), timeout=30,
+                   what="the frozen poll to hold the cluster's lock")
         overlapping = [poll_cluster_task.delay(cluster.id) for _ in range(3)]
         answers = [result.get(timeout=60) for result in overlapping]
         slow_answer = slow.get(timeout=60)
