@@ -1,4 +1,4 @@
-"""Presentation text shared by pages and exports: pure, no Django.
+"""Presentation text shared by pages, exports and commands: pure, no Django.
 
 ``csv_cell`` is the one rule for every CSV cell Gapwatch writes (the audit
 export, the reset export). Group ids and topic names are hostile text: the
@@ -10,7 +10,7 @@ used: it also rewrites '|' inside a cell, which would change group ids.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 # What spreadsheets start a formula with, tab and CR included.
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -41,3 +41,12 @@ def partition_ranges(partitions: Iterable[int]) -> str:
             parts.append(str(start) if start == previous else f"{start}–{previous}")
         start = previous = number
     return ", ".join(parts)
+
+
+def text_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
+    """A plain-text table for the command line, one string per line: the
+    header, then the rows, each column as wide as its widest cell, two spaces
+    apart, no trailing spaces."""
+    text = [tuple(columns)] + [tuple(str(cell) for cell in row) for row in rows]
+    widths = [max(len(row[i]) for row in text) for i in range(len(columns))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in text]

@@ -19,6 +19,7 @@ from groups.services.audit import audit_record
 from groups.models import Cluster, RemediationJob
 from groups.domain.planning import BackfillRange, PlanError
 from groups.domain.sinks import DEFAULT_SINK, GROUP_SINKS, KAFKA, replay_topic_for
+from groups.text import text_table
 from tasks.backfill.runner import BackfillFailed, BackfillRunner, cluster_request
 from tasks.jobs import run_remediation_job
 from tasks.kafka import KafkaUnavailable
@@ -138,10 +139,8 @@ class Command(BaseCommand):
             self.stdout.write(f"attempt {attempt['attempt']}: {attempt['outcome']} on {where} (pid {attempt['pid']})")
 
     def _table(self, columns: tuple[str, ...], rows: list[tuple]) -> None:
-        text = [columns] + [tuple(str(cell) for cell in row) for row in rows]
-        widths = [max(len(row[i]) for row in text) for i in range(len(columns))]
-        for row in text:
-            self.stdout.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        for line in text_table(columns, rows):
+            self.stdout.write(line)
 
     def _audit(self, cluster, run_id: str, request, *, outcome: str, result: dict) -> None:
         audit_record(action="backfill.cli", actor=None, cluster=cluster, object_type="backfill", object_id=run_id[:40],

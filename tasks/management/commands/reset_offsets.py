@@ -17,6 +17,7 @@ from groups.models import Cluster, ConsumerGroup, RemediationJob
 from groups.domain.planning import PlanError, PlannedReset, ResetTarget, plan_reset
 from groups.services.remediation import SOURCE_CLI, DuplicateJob
 from groups.services.resets import reset_job_create
+from groups.text import text_table
 from tasks.jobs import run_remediation_job
 from tasks.kafka import KafkaUnavailable
 from tasks.offset_reset import active_group_reason, reset_adapter, reset_positions
@@ -131,14 +132,12 @@ class Command(BaseCommand):
         return sorted(partitions)
 
     def _print_plan(self, plan: list[PlannedReset]) -> None:
-        rows = [COLUMNS] + [
-            (p.topic, str(p.partition), str(p.log_start), str(p.high_watermark),
-             "-" if p.current is None else str(p.current), str(p.planned), str(p.redelivered), str(p.skipped))
+        for line in text_table(COLUMNS, [
+            (p.topic, p.partition, p.log_start, p.high_watermark, "-" if p.current is None else p.current,
+             p.planned, p.redelivered, p.skipped)
             for p in plan
-        ]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-        for row in rows:
-            self.stdout.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        ]):
+            self.stdout.write(line)
         for p in plan:
             if p.note:
                 self.stdout.write(f"{p.topic}[{p.partition}]: {p.note}")
