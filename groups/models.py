@@ -5,6 +5,7 @@ from django.db import models
 
 from groups import crypto
 from groups.domain.cluster_config import ClusterConfig
+from groups.domain.sinks import DEFAULT_SINK
 
 
 class Cluster(models.Model):
@@ -135,7 +136,7 @@ class ConsumerGroup(models.Model):
     # Opt-in: reset new partitions to their log start at once when the group is Empty at detection.
     auto_repair = models.BooleanField(default=False)
     # Backfill defaults for this group (approvers may change them).
-    backfill_sink = models.CharField(max_length=10, default="parquet")
+    backfill_sink = models.CharField(max_length=10, default=DEFAULT_SINK)
     replay_topic = models.CharField(max_length=249, blank=True, default="")
     present = models.BooleanField(default=True)
     first_seen_at = models.DateTimeField()

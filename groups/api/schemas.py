@@ -12,6 +12,7 @@ from ninja import Field, Schema
 from pydantic import AfterValidator, ConfigDict, PlainSerializer, StrictInt, StrictStr, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError, PydanticUseDefault
 
+from groups.domain.sinks import JOB_SINKS, replay_topic_for
 from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
 
 # ISO 8601 with the offset as Python writes it ("+00:00"), as the API always has.
@@ -228,9 +229,9 @@ class ApproveIn(Schema):
     # Text fields have no null: a field is either sent as text or left out.
     target: Text = Field(None, description="earliest, offset, timestamp or shift.")
     value: Int64 | None = Field(None, description="offset, shift, or epoch milliseconds (an integer).")
-    sink: Text = Field(None, description="parquet, kafka or handler; default: the group's sink.")
+    sink: Text = Field(None, description=f"{', '.join(JOB_SINKS)}; default: the group's sink.")
     replay_topic: Text = Field(None, description="kafka sink: the replay topic (default: the group's, "
-                                                      "or <topic>.replay).")
+                                                      f"or {replay_topic_for('<topic>')}).")
     handler: Text = Field(None, description="handler sink: one of the server's BACKFILL_HANDLERS.")
     also: list[RowId] = Field([], description="More findings of the same group.")
 
