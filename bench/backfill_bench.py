@@ -119,20 +119,22 @@ def spark_read_child(spec_path: str) -> None:
     """In a fresh process: the job's own reader into a noop sink, once cold
     and WARM_READS times warm, in a session set up as the Spark host's."""
     from tasks.spark import backfill_job
-
-    spec = backfill_job.parse_spec(json.loads(Path(spec_path).read_text()))
-    backfill_job.prepare_process_environment()
+    from tasks.spark.reader import kafka_options, read_ranges
     from tasks.spark.session import build_session
+    from tasks.spark.spec import parse_spec
+
+    spec = parse_spec(json.loads(Path(spec_path).read_text()))
+    backfill_job.prepare_process_environment()
 
     started = time.monotonic()
     spark = build_session(master=spec.master, app_name="backfill-bench-read", jars_dir=Path(spec.jars_dir),
                           driver_memory=HOST_MEMORY, extra=HOST_CONF)
     session_seconds = time.monotonic() - started
-    options = backfill_job.kafka_options(spec.kafka, "")
+    options = kafka_options(spec.kafka, "")
     reads = []
     for _ in range(1 + WARM_READS):
         begin = time.monotonic()
-        backfill_job.read_ranges(spark, spec, options).write.format("noop").mode("overwrite").save()
+        read_ranges(spark, spec, options).write.format("noop").mode("overwrite").save()
         reads.append(time.monotonic() - begin)
     spark.stop()
     print(json.dumps({"session": session_seconds, "reads": reads}))

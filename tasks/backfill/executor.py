@@ -1,5 +1,6 @@
 """The executor of ``backfill`` jobs: the job row around one
-``tasks.backfill.runner.BackfillRunner`` run.
+``tasks.backfill.runner.BackfillRunner`` run; and the requests that runner
+gets from the database (a job's, or the command line's for a cluster).
 
 A worker killed mid-job leaves the job ``running``; Celery redelivers the
 task (acks_late, reject_on_worker_lost). While an attempt runs, its worker
@@ -21,7 +22,7 @@ from django.utils import timezone
 from groups.domain.backfill import ERROR_LIMIT, condense_error, summary_line
 from groups.domain.planning import BackfillRange, PlanError
 from groups.domain.sinks import DEFAULT_SINK, HANDLER, JOB_SINKS
-from groups.models import RemediationJob
+from groups.models import Cluster, RemediationJob
 from groups.services.remediation import job_transition
 from tasks.backfill.runner import WORKDIR_PREFIX, BackfillFailed, BackfillRequest, BackfillRunner
 from tasks.job_lock import job_lock
@@ -49,6 +50,17 @@ def backfill_request_for(job: RemediationJob) -> BackfillRequest:
         run_id=str(job.id), cluster=job.cluster.client_config(), ranges=ranges, sink=sink,
         replay_topics={r.topic: configured for r in ranges} if configured else {},
         handler=job.params.get("handler", ""), topic_ids=topic_ids,
+        output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
+        master=settings.SPARK_MASTER, spark_host=settings.BACKFILL_SPARK_HOST,
+    )
+
+
+def cluster_request(*, cluster: Cluster, ranges: list[BackfillRange], sink: str, run_id: str,
+                    replay_topic: str = "", handler: str = "") -> BackfillRequest:
+    """A request for the command line: no job row, the output named ``run_id``."""
+    return BackfillRequest(
+        run_id=run_id, cluster=cluster.client_config(), ranges=tuple(ranges), sink=sink,
+        replay_topics={r.topic: replay_topic for r in ranges} if replay_topic else {}, handler=handler,
         output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
         master=settings.SPARK_MASTER, spark_host=settings.BACKFILL_SPARK_HOST,
     )

@@ -5,23 +5,8 @@ Run in its own process, with explicit arguments only (no Django, no ORM)::
 
     python -m tasks.spark.backfill_job --spec SPEC.json [--parent-pipe]
 
-The spec (JSON)::
-
-    {
-      "job_id": "42",                      # names the output: <output>/<job_id>/
-      "attempt": "5f0c9e2a71b3",           # new for every run of the job
-      "kafka": {"bootstrap_servers": "b1:9092", "security_protocol": "SASL_SSL",
-                "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "backfill"},
-      "ranges": [{"topic": "orders", "partition": 2, "start": 1000, "end": 5000}],
-      "sink": {"kind": "parquet", "output": "/data/backfills"}
-           | {"kind": "kafka", "topics": {"orders": "orders.replay"},
-              "start_offsets": {"orders.replay": {"0": 0, "1": 0, "2": 0}}}
-           | {"kind": "handler", "handler": "package.module.function"},
-      "spark": {"master": "local[*]", "jars_dir": "/opt/gapwatch/lib/spark",
-                "driver_memory": "768m", "records_per_task": 200000},
-      "progress_file": "/tmp/.../progress.json",
-      "result_file": "/tmp/.../result.json"
-    }
+The spec is ``tasks.spark.spec.JobSpec`` (its JSON form is described there),
+the one contract with the runner that writes it.
 
 The SASL password is read from the environment variable
 ``GAPWATCH_KAFKA_SASL_PASSWORD``, never from the spec or the command line,
@@ -58,9 +43,9 @@ import traceback
 from pathlib import Path
 
 from groups.domain.secrets import secret_redact
-from tasks.spark.reader import kafka_options, min_partitions, read_ranges
-# SpecError: the Spark host (tasks.spark.host) catches it as backfill_job.SpecError.
-from tasks.spark.spec import PASSWORD_ENV, JobSpec, SpecError, parse_spec  # noqa: F401
+from groups.domain.sinks import KAFKA, PARQUET
+from tasks.spark.reader import kafka_options, read_ranges
+from tasks.spark.spec import PASSWORD_ENV, JobSpec, min_partitions, parse_spec
 
 # Static Spark settings the shared session builder does not set: no console
 # progress bar in the log, and the JAAS option (it holds the password)
@@ -170,13 +155,13 @@ def error_text(error: BaseException, password: str) -> str:
 def make_sink(spark, spec: JobSpec, options: dict[str, str]):
     from tasks.spark.sinks import HandlerSink, KafkaSink, ParquetSink
 
-    kind = spec.sink["kind"]
-    if kind == "parquet":
-        return ParquetSink(spark, output=spec.sink["output"], job_id=spec.job_id, attempt=spec.attempt)
-    if kind == "kafka":
-        return KafkaSink(spark, kafka_options=options, topics=spec.sink["topics"],
-                         start_offsets=spec.sink["start_offsets"], job_id=spec.job_id, attempt=spec.attempt)
-    return HandlerSink(spark, handler=spec.sink["handler"])
+    if spec.sink.kind == PARQUET:
+        return ParquetSink(spark, output=spec.sink.output, job_id=spec.job_id, attempt=spec.attempt)
+    if spec.sink.kind == KAFKA:
+        return KafkaSink(spark, kafka_options=options, topics=dict(spec.sink.topics),
+                         start_offsets={t: dict(o) for t, o in spec.sink.start_offsets.items()},
+                         job_id=spec.job_id, attempt=spec.attempt)
+    return HandlerSink(spark, handler=spec.sink.handler)
 
 
 def _write_json(path: str, payload: dict) -> None:
@@ -215,8 +200,8 @@ def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str
     write_group, verify_group = job_groups(spec)
     progress = ProgressFile(spec.progress_file, spec.total)
     result: dict = {"job_id": spec.job_id, "attempt": spec.attempt, "status": "failed",
-                    "sink": {"kind": spec.sink["kind"]},
-                    "ranges": list(spec.ranges),
+                    "sink": {"kind": spec.sink.kind},
+                    "ranges": spec.ranges_json(),
                     "timings": {"started": started}}
     timings = result["timings"]
     progress.write("starting", 0)
@@ -246,7 +231,7 @@ def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str
             spark.sparkContext.setJobGroup(verify_group, "count what the sink holds")
         timings["written"] = time.time()
         progress.write("verifying", spec.total)
-        result["partitions"] = sink.summarize(list(spec.ranges))
+        result["partitions"] = sink.summarize(spec.ranges)
         timings["verified"] = time.time()
         if sink.needs_publish:
             clean = all(p["duplicates"] == 0 and p["outside_range"] == 0 for p in result["partitions"])
@@ -259,7 +244,7 @@ def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str
             else:
                 decision = "publish" if clean else "discard"
             if decision == "publish":
-                sink.publish({"job_id": spec.job_id, "attempt": spec.attempt, "ranges": list(spec.ranges),
+                sink.publish({"job_id": spec.job_id, "attempt": spec.attempt, "ranges": spec.ranges_json(),
                               "partitions": [{k: v for k, v in p.items() if k != "holes"}
                                              for p in result["partitions"]],
                               "published_at": time.time()})

@@ -1,15 +1,13 @@
-"""How a backfill counts what its sink delivered: per partition, the
-distinct offsets of ``[start, end)``, duplicates, records outside the range,
-and the missing offsets as half-open holes. Runs inside the Spark job process
-(``tasks.spark.sinks`` calls it after writing): no Django, no ORM.
+"""Counting what a sink delivered, per partition, against ``[start, end)``:
+pure (no Spark), so the rules are unit-tested. The sinks
+(``tasks.spark.sinks``) feed it what they read back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from pyspark.sql import DataFrame, SparkSession, Window
-from pyspark.sql import functions as F
+from groups.domain.planning import BackfillRange
 
 # A partition with more holes than this is still counted exactly; only the
 # list of holes is cut (``holes_truncated``).
@@ -56,71 +54,33 @@ def partition_summary(
     }
 
 
-def summarize_offsets(spark: SparkSession, delivered: DataFrame, ranges: list[dict]) -> list[dict]:
-    """Per range, from a DataFrame of delivered (topic, partition, offset):
-
-    1. one aggregation: rows and distinct offsets inside the range, min and
-       max offset, rows outside it;
-    2. only for partitions with missing offsets, the contiguous runs
-       ("islands") of delivered offsets, with a window over the sorted
-       distinct offsets (offset - row_number is constant along a run).
-    Records of partitions that are not in the job count as ``outside_range``
-    of a summary entry of their own (expected 0).
-    """
-    bounds = spark.createDataFrame(
-        [(r["topic"], r["partition"], r["start"], r["end"]) for r in ranges],
-        "topic string, partition int, range_start long, range_end long",
-    )
-    tagged = delivered.join(F.broadcast(bounds), ["topic", "partition"], "left").withColumn(
-        "in_range", F.coalesce((F.col("offset") >= F.col("range_start")) & (F.col("offset") < F.col("range_end")),
-                               F.lit(False))
-    )
-    in_range_offset = F.when(F.col("in_range"), F.col("offset"))
-    stats = {
-        (row.topic, row.partition): row
-        for row in tagged.groupBy("topic", "partition").agg(
-            F.sum(F.col("in_range").cast("long")).alias("rows_in_range"),
-            F.count_distinct(in_range_offset).alias("distinct_in_range"),
-            F.min(in_range_offset).alias("low"),
-            F.max(in_range_offset).alias("high"),
-            F.sum((~F.col("in_range")).cast("long")).alias("rows_outside"),
-        ).collect()
-    }
-    gappy = []
-    islands: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    for r in ranges:
-        row = stats.get((r["topic"], r["partition"]))
-        if row is None or not row.distinct_in_range:
-            islands[(r["topic"], r["partition"])] = []
-        elif row.distinct_in_range == row.high - row.low + 1:
-            islands[(r["topic"], r["partition"])] = [(row.low, row.high + 1)]
-        else:
-            gappy.append((r["topic"], r["partition"]))
-    if gappy:
-        wanted = spark.createDataFrame(gappy, "topic string, partition int")
-        runs = (
-            tagged.where("in_range").join(F.broadcast(wanted), ["topic", "partition"])
-            .select("topic", "partition", "offset").distinct()
-            .withColumn("run", F.col("offset") - F.row_number().over(
-                Window.partitionBy("topic", "partition").orderBy("offset")))
-            .groupBy("topic", "partition", "run").agg(F.min("offset").alias("low"), F.max("offset").alias("high"))
-            .orderBy("topic", "partition", "low")
-        )
-        for row in runs.toLocalIterator():
-            islands.setdefault((row.topic, row.partition), []).append((row.low, row.high + 1))
+def handler_summaries(results: Iterable[tuple[str, int, int, list[tuple[int, int]]]],
+                      ranges: Sequence[BackfillRange]) -> list[dict]:
+    """Summaries of a handler sink from its Spark partitions' reports: each
+    ``(topic, partition, records pulled, runs of consecutive offsets)``.
+    Runs of several Spark partitions may overlap (a re-run task): overlaps
+    count as duplicates, and runs outside the range as outside it."""
+    pulled: dict[tuple[str, int], int] = {}
+    spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for topic, partition, count, runs in results:
+        pulled[(topic, partition)] = pulled.get((topic, partition), 0) + count
+        spans.setdefault((topic, partition), []).extend(runs)
     summaries = []
     for r in ranges:
-        row = stats.get((r["topic"], r["partition"]))
+        key = (r.topic, r.partition)
+        inside = sorted((max(a, r.start), min(b, r.end)) for a, b in spans.get(key, [])
+                        if a < r.end and b > r.start)
+        merged: list[tuple[int, int]] = []
+        for a, b in inside:
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        distinct = sum(b - a for a, b in merged)
+        in_range_rows = sum(b - a for a, b in inside)
         summaries.append(partition_summary(
-            topic=r["topic"], partition=r["partition"], start=r["start"], end=r["end"],
-            rows_in_range=int(row.rows_in_range or 0) if row else 0,
-            distinct_in_range=int(row.distinct_in_range or 0) if row else 0,
-            islands=islands.get((r["topic"], r["partition"]), []),
-            rows_outside=int(row.rows_outside or 0) if row else 0,
+            topic=r.topic, partition=r.partition, start=r.start, end=r.end,
+            rows_in_range=in_range_rows, distinct_in_range=distinct, islands=merged,
+            rows_outside=pulled.get(key, 0) - in_range_rows,
         ))
-    planned = {(r["topic"], r["partition"]) for r in ranges}
-    for (topic, partition), row in sorted(stats.items()):
-        if (topic, partition) not in planned:
-            summaries.append(partition_summary(topic=topic, partition=partition, start=0, end=0, rows_in_range=0,
-                                               distinct_in_range=0, islands=[], rows_outside=int(row.rows_outside)))
     return summaries

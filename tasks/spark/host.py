@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 from tasks.spark import backfill_job
+from tasks.spark.spec import SpecError, parse_spec
 
 log = logging.getLogger("gapwatch.spark_host")
 
@@ -119,9 +120,9 @@ class SparkHost:
             try:
                 request = json.loads(reader.readline(MAX_REQUEST_BYTES) or b"null")
                 if not isinstance(request, dict) or not isinstance(request.get("spec"), str):
-                    raise backfill_job.SpecError('the request must be {"spec": PATH, "password": TEXT}')
+                    raise SpecError('the request must be {"spec": PATH, "password": TEXT}')
                 password = request.get("password") or ""
-                spec = backfill_job.parse_spec(json.loads(Path(request["spec"]).read_text()))
+                spec = parse_spec(json.loads(Path(request["spec"]).read_text()))
             except (OSError, ValueError) as error:
                 send({"exit": 2, "error": f"bad request: {error}"})
                 return

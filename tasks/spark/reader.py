@@ -1,15 +1,14 @@
-"""How a backfill reads Kafka with Spark: the client options, the fetch
-settings, the exact ranges and how they are split into Spark tasks. The job
-(``tasks.spark.backfill_job``) reads the ranges with it, and the Kafka sink
-(``tasks.spark.sinks``) reads its replay topic back with it.
+"""Spark's Kafka source and sink as every backfill read and write uses them:
+the client options (SASL included) and the fetch settings. The Spark job
+reads the ranges through it, and the Kafka sink writes the replay topic and
+reads it back through it. No Django.
 """
 
 from __future__ import annotations
 
 import json
-import math
 
-from tasks.spark.spec import JobSpec, KafkaSettings
+from tasks.spark.spec import JobSpec, KafkaSettings, min_partitions
 
 # Bigger fetches than the consumer defaults (1 MiB per partition): a backfill
 # reads long contiguous ranges, and fetch round trips dominate otherwise.
@@ -50,21 +49,6 @@ def kafka_options(settings: KafkaSettings, password: str) -> dict[str, str]:
     return options
 
 
-def min_partitions(spec: JobSpec, parallelism: int = 1) -> int | None:
-    """How many Spark tasks to split the read into, or None to keep one task
-    per Kafka partition: one per ``records_per_task``, rounded up to a
-    multiple of ``parallelism`` (the cores Spark runs tasks on) so that the
-    last wave of tasks keeps every core busy (5 tasks on 2 cores took 0.75 s
-    for 1M records here, 6 took 0.59 s). Replay keeps one task per partition
-    so that a partition's records reach the replay topic in offset order."""
-    if spec.sink["kind"] == "kafka":
-        return None
-    wanted = math.ceil(spec.total / spec.records_per_task)
-    if wanted <= len(spec.ranges):
-        return None
-    return math.ceil(wanted / max(1, parallelism)) * max(1, parallelism)
-
-
 def kafka_reader(spark, options: dict[str, str]):
     """Spark's Kafka batch source as every read of a backfill uses it (the
     ranges, and the replay topic's read-back): the client options, the
@@ -86,9 +70,9 @@ def read_ranges(spark, spec: JobSpec, options: dict[str, str]):
     missing and the executor explains them."""
     by_topic: dict[str, dict[str, dict[str, int]]] = {}
     for r in spec.ranges:
-        entry = by_topic.setdefault(r["topic"], {"start": {}, "end": {}})
-        entry["start"][str(r["partition"])] = r["start"]
-        entry["end"][str(r["partition"])] = r["end"]
+        entry = by_topic.setdefault(r.topic, {"start": {}, "end": {}})
+        entry["start"][str(r.partition)] = r.start
+        entry["end"][str(r.partition)] = r.end
     reader = (
         kafka_reader(spark, options)
         .option("assign", json.dumps({t: sorted(int(p) for p in e["start"]) for t, e in by_topic.items()}))

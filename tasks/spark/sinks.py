@@ -2,11 +2,10 @@
 delivered. Runs inside the Spark job process (``tasks.spark.backfill_job``):
 no Django, no ORM.
 
-Every sink ends with the same per-partition summary (``partition_summary``):
+Every sink ends with the same per-partition summary (``tasks.spark.counting``):
 how many of the offsets ``[start, end)`` it delivered, which offsets are
 missing (``holes``, half-open ranges), duplicates and records outside the
-range (counted by ``tasks.spark.counting``). The runner
-(``tasks.backfill.runner``) explains the missing offsets.
+range. The runner (``tasks.backfill.runner``) explains the missing offsets.
 
 - ``ParquetSink`` writes to a staging folder, counts what the staging folder
   holds (read back from storage, not from the writer), and only then swaps it
@@ -24,10 +23,10 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -40,7 +39,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from tasks.spark.counting import partition_summary, summarize_offsets
+from groups.domain.planning import BackfillRange
+from tasks.spark.counting import handler_summaries, partition_summary
 from tasks.spark.reader import kafka_reader
 
 HEADER_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
@@ -64,6 +64,79 @@ ORIGIN_OFFSET = "gapwatch-origin-offset"
 JOB_HEADER = "gapwatch-job"
 ATTEMPT_HEADER = "gapwatch-attempt"
 MANIFEST_NAME = "_gapwatch.json"
+
+
+# -- counting what was delivered ------------------------------------------------
+
+
+def summarize_offsets(spark: SparkSession, delivered: DataFrame, ranges: Sequence[BackfillRange]) -> list[dict]:
+    """Per range, from a DataFrame of delivered (topic, partition, offset):
+
+    1. one aggregation: rows and distinct offsets inside the range, min and
+       max offset, rows outside it;
+    2. only for partitions with missing offsets, the contiguous runs
+       ("islands") of delivered offsets, with a window over the sorted
+       distinct offsets (offset - row_number is constant along a run).
+    Records of partitions that are not in the job count as ``outside_range``
+    of a summary entry of their own (expected 0).
+    """
+    bounds = spark.createDataFrame(
+        [(r.topic, r.partition, r.start, r.end) for r in ranges],
+        "topic string, partition int, range_start long, range_end long",
+    )
+    tagged = delivered.join(F.broadcast(bounds), ["topic", "partition"], "left").withColumn(
+        "in_range", F.coalesce((F.col("offset") >= F.col("range_start")) & (F.col("offset") < F.col("range_end")),
+                               F.lit(False))
+    )
+    in_range_offset = F.when(F.col("in_range"), F.col("offset"))
+    stats = {
+        (row.topic, row.partition): row
+        for row in tagged.groupBy("topic", "partition").agg(
+            F.sum(F.col("in_range").cast("long")).alias("rows_in_range"),
+            F.count_distinct(in_range_offset).alias("distinct_in_range"),
+            F.min(in_range_offset).alias("low"),
+            F.max(in_range_offset).alias("high"),
+            F.sum((~F.col("in_range")).cast("long")).alias("rows_outside"),
+        ).collect()
+    }
+    gappy = []
+    islands: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for r in ranges:
+        row = stats.get((r.topic, r.partition))
+        if row is None or not row.distinct_in_range:
+            islands[(r.topic, r.partition)] = []
+        elif row.distinct_in_range == row.high - row.low + 1:
+            islands[(r.topic, r.partition)] = [(row.low, row.high + 1)]
+        else:
+            gappy.append((r.topic, r.partition))
+    if gappy:
+        wanted = spark.createDataFrame(gappy, "topic string, partition int")
+        runs = (
+            tagged.where("in_range").join(F.broadcast(wanted), ["topic", "partition"])
+            .select("topic", "partition", "offset").distinct()
+            .withColumn("run", F.col("offset") - F.row_number().over(
+                Window.partitionBy("topic", "partition").orderBy("offset")))
+            .groupBy("topic", "partition", "run").agg(F.min("offset").alias("low"), F.max("offset").alias("high"))
+            .orderBy("topic", "partition", "low")
+        )
+        for row in runs.toLocalIterator():
+            islands.setdefault((row.topic, row.partition), []).append((row.low, row.high + 1))
+    summaries = []
+    for r in ranges:
+        row = stats.get((r.topic, r.partition))
+        summaries.append(partition_summary(
+            topic=r.topic, partition=r.partition, start=r.start, end=r.end,
+            rows_in_range=int(row.rows_in_range or 0) if row else 0,
+            distinct_in_range=int(row.distinct_in_range or 0) if row else 0,
+            islands=islands.get((r.topic, r.partition), []),
+            rows_outside=int(row.rows_outside or 0) if row else 0,
+        ))
+    planned = {(r.topic, r.partition) for r in ranges}
+    for (topic, partition), row in sorted(stats.items()):
+        if (topic, partition) not in planned:
+            summaries.append(partition_summary(topic=topic, partition=partition, start=0, end=0, rows_in_range=0,
+                                               distinct_in_range=0, islands=[], rows_outside=int(row.rows_outside)))
+    return summaries
 
 
 # -- Hadoop file system (any Hadoop-compatible URI, local folders included) ----
@@ -147,7 +220,7 @@ class ParquetSink:
             self.staging
         )
 
-    def summarize(self, ranges: list[dict]) -> list[dict]:
+    def summarize(self, ranges: Sequence[BackfillRange]) -> list[dict]:
         stored = self.spark.read.schema(PARQUET_SCHEMA).option("basePath", self.staging).parquet(self.staging)
         return summarize_offsets(self.spark, stored.select("topic", "partition", "offset"), ranges)
 
@@ -217,7 +290,7 @@ class KafkaSink:
             .save()
         )
 
-    def summarize(self, ranges: list[dict]) -> list[dict]:
+    def summarize(self, ranges: Sequence[BackfillRange]) -> list[dict]:
         def header_value(name: str):
             # try_element_at: a record without the header gives null, not an error (ANSI mode).
             return F.try_element_at(F.filter("headers", lambda h: h["key"] == F.lit(name)), F.lit(1))["value"].cast(
@@ -316,31 +389,8 @@ class HandlerSink:
     def write(self, records: DataFrame) -> None:
         self._results = records.select(*RECORD_COLUMNS).rdd.mapPartitions(_handler_partition(self.handler)).collect()
 
-    def summarize(self, ranges: list[dict]) -> list[dict]:
-        pulled: dict[tuple[str, int], int] = {}
-        spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
-        for topic, partition, count, runs in self._results:
-            pulled[(topic, partition)] = pulled.get((topic, partition), 0) + count
-            spans.setdefault((topic, partition), []).extend(runs)
-        summaries = []
-        for r in ranges:
-            key = (r["topic"], r["partition"])
-            inside = sorted((max(a, r["start"]), min(b, r["end"])) for a, b in spans.get(key, [])
-                            if a < r["end"] and b > r["start"])
-            merged: list[tuple[int, int]] = []
-            for a, b in inside:
-                if merged and a <= merged[-1][1]:
-                    merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-                else:
-                    merged.append((a, b))
-            distinct = sum(b - a for a, b in merged)
-            in_range_rows = sum(b - a for a, b in inside)
-            summaries.append(partition_summary(
-                topic=r["topic"], partition=r["partition"], start=r["start"], end=r["end"],
-                rows_in_range=in_range_rows, distinct_in_range=distinct, islands=merged,
-                rows_outside=pulled.get(key, 0) - in_range_rows,
-            ))
-        return summaries
+    def summarize(self, ranges: Sequence[BackfillRange]) -> list[dict]:
+        return handler_summaries(self._results, ranges)
 
     def publish(self, manifest: dict) -> None:
         pass

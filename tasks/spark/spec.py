@@ -1,19 +1,47 @@
-"""The backfill job's spec: the JSON the runner (``tasks.backfill.runner``)
-writes and the Spark job (``tasks.spark.backfill_job``, where its format is
-described) checks before it starts Spark. No Spark, no Django: the Spark host
-and the unit tests use it too.
+"""The spec of one Spark backfill attempt: the one contract between the
+runner that writes it (``tasks.backfill.runner``) and the Spark job that
+reads it (``tasks.spark.backfill_job``, also on the Spark host).
+
+Pure: no Django, no pyspark, so both sides (and the unit tests) import it.
+A ``JobSpec`` refuses to exist in an invalid state (``__post_init__``), so
+the writer cannot write what the reader would refuse; ``from_json`` also
+checks the JSON types and names the field that is wrong.
+
+The JSON form (``to_json``)::
+
+    {
+      "job_id": "42",                      # names the output: <output>/<job_id>/
+      "attempt": "5f0c9e2a71b3",           # new for every run of the job
+      "kafka": {"bootstrap_servers": "b1:9092", "security_protocol": "SASL_SSL",
+                "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "backfill"},
+      "ranges": [{"topic": "orders", "partition": 2, "start": 1000, "end": 5000}],
+      "sink": {"kind": "parquet", "output": "/data/backfills"}
+           | {"kind": "kafka", "topics": {"orders": "orders.replay"},
+              "start_offsets": {"orders.replay": {"0": 0, "1": 0, "2": 0}}}
+           | {"kind": "handler", "handler": "package.module.function"},
+      "spark": {"master": "local[*]", "jars_dir": "/opt/gapwatch/lib/spark",
+                "driver_memory": "768m", "records_per_task": 200000},
+      "progress_file": "/tmp/.../progress.json",
+      "result_file": "/tmp/.../result.json"
+    }
+
+The SASL password is never part of the spec: it travels in the environment
+variable ``PASSWORD_ENV`` (or over the Spark host's socket).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from groups.domain.sinks import JOB_SINKS
+from groups.domain.planning import BackfillRange
+from groups.domain.sinks import HANDLER, JOB_SINKS, KAFKA, PARQUET
 
-# The SASL password reaches the job in this environment variable, never in the spec.
 PASSWORD_ENV = "GAPWATCH_KAFKA_SASL_PASSWORD"
-SINK_KINDS = JOB_SINKS
 DEFAULT_RECORDS_PER_TASK = 200_000
+DEFAULT_DRIVER_MEMORY = "768m"
+DEFAULT_MASTER = "local[*]"
 
 
 class SpecError(ValueError):
@@ -22,96 +50,187 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class KafkaSettings:
+    """How the job reaches the cluster (the password comes separately)."""
+
     bootstrap_servers: str
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str = ""
     sasl_username: str = ""
 
+    def __post_init__(self) -> None:
+        if not self.bootstrap_servers:
+            raise SpecError("spec.kafka.bootstrap_servers must be a non-empty str")
+
+    def to_json(self) -> dict:
+        return {"bootstrap_servers": self.bootstrap_servers, "security_protocol": self.security_protocol,
+                "sasl_mechanism": self.sasl_mechanism, "sasl_username": self.sasl_username}
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    """Where the records go: ``parquet`` (``output``, a folder or Hadoop URI),
+    ``kafka`` (``topics``: source -> replay topic; ``start_offsets``: replay
+    topic -> partition -> its end before the write) or ``handler`` (a dotted
+    path)."""
+
+    kind: str
+    output: str = ""
+    topics: Mapping[str, str] = field(default_factory=dict)
+    start_offsets: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    handler: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in JOB_SINKS:
+            raise SpecError(f"spec.sink.kind must be one of {', '.join(JOB_SINKS)}, got {self.kind!r}")
+        if self.kind == PARQUET and not self.output:
+            raise SpecError("spec.sink.output must be a non-empty str")
+        if self.kind == HANDLER and not self.handler:
+            raise SpecError("spec.sink.handler must be a non-empty str")
+        if self.kind == KAFKA and set(self.topics.values()) - set(self.start_offsets):
+            raise SpecError("spec.sink.start_offsets must give the start offsets of every replay topic")
+
+    def to_json(self) -> dict:
+        if self.kind == PARQUET:
+            return {"kind": PARQUET, "output": self.output}
+        if self.kind == KAFKA:
+            return {"kind": KAFKA, "topics": dict(self.topics),
+                    "start_offsets": {topic: dict(offsets) for topic, offsets in self.start_offsets.items()}}
+        return {"kind": HANDLER, "handler": self.handler}
+
+    def describe(self) -> dict:
+        """What a job result says about the sink: no start offsets (they are
+        the job's bookkeeping, not where the records went)."""
+        return {key: value for key, value in self.to_json().items() if key != "start_offsets"}
+
 
 @dataclass(frozen=True)
 class JobSpec:
+    """One attempt of one backfill. ``ranges`` are half-open ``[start, end)``,
+    sorted by (topic, partition), one per partition."""
+
     job_id: str
     attempt: str
     kafka: KafkaSettings
-    ranges: tuple[dict, ...]
-    sink: dict
-    master: str
+    ranges: tuple[BackfillRange, ...]
+    sink: SinkSpec
     jars_dir: str
-    driver_memory: str
-    records_per_task: int
     progress_file: str
     result_file: str
+    master: str = DEFAULT_MASTER
+    driver_memory: str = DEFAULT_DRIVER_MEMORY
+    records_per_task: int = DEFAULT_RECORDS_PER_TASK
+
+    def __post_init__(self) -> None:
+        for name in ("job_id", "attempt", "jars_dir", "progress_file", "result_file"):
+            if not getattr(self, name):
+                raise SpecError(f"spec.{name} must be a non-empty str")
+        if not self.ranges:
+            raise SpecError("spec.ranges must not be empty")
+        seen = set()
+        for number, r in enumerate(self.ranges):
+            where = f"spec.ranges[{number}]"
+            if r.partition < 0 or r.start < 0 or r.end <= r.start:
+                raise SpecError(f"{where}: need partition >= 0 and 0 <= start < end, "
+                                f"got {r.partition} [{r.start}, {r.end})")
+            if (r.topic, r.partition) in seen:
+                raise SpecError(f"{where}: {r.topic}[{r.partition}] appears twice")
+            seen.add((r.topic, r.partition))
+        object.__setattr__(self, "ranges", tuple(sorted(self.ranges, key=lambda r: (r.topic, r.partition))))
+        if self.sink.kind == KAFKA:
+            missing = {r.topic for r in self.ranges} - set(self.sink.topics)
+            if missing:
+                raise SpecError(f"spec.sink.topics has no replay topic for {sorted(missing)}")
+        if isinstance(self.records_per_task, bool) or not isinstance(self.records_per_task, int) \
+                or self.records_per_task < 1:
+            raise SpecError("spec.spark.records_per_task must be a positive integer")
 
     @property
     def total(self) -> int:
-        return sum(r["end"] - r["start"] for r in self.ranges)
+        return sum(r.count for r in self.ranges)
+
+    def ranges_json(self) -> list[dict]:
+        return [{"topic": r.topic, "partition": r.partition, "start": r.start, "end": r.end} for r in self.ranges]
+
+    def to_json(self) -> dict:
+        return {
+            "job_id": self.job_id, "attempt": self.attempt, "kafka": self.kafka.to_json(),
+            "ranges": self.ranges_json(), "sink": self.sink.to_json(),
+            "spark": {"master": self.master, "jars_dir": self.jars_dir, "driver_memory": self.driver_memory,
+                      "records_per_task": self.records_per_task},
+            "progress_file": self.progress_file, "result_file": self.result_file,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> JobSpec:
+        """Check the JSON types (naming the field), then build the spec (which
+        checks the rules). Optional fields get their defaults."""
+        if not isinstance(data, dict):
+            raise SpecError("spec must be a JSON object")
+        kafka = _required(data, "kafka", dict)
+        ranges = _required(data, "ranges", list)
+        clean = []
+        for number, item in enumerate(ranges):
+            where = f"spec.ranges[{number}]"
+            if not isinstance(item, dict):
+                raise SpecError(f"{where} must be an object")
+            clean.append(BackfillRange(_required(item, "topic", str, where),
+                                       *(_required(item, key, int, where) for key in ("partition", "start", "end"))))
+        sink = _required(data, "sink", dict)
+        kind = sink.get("kind")
+        if kind == PARQUET:
+            sink_spec = SinkSpec(kind, output=_required(sink, "output", str, "spec.sink"))
+        elif kind == KAFKA:
+            sink_spec = SinkSpec(kind, topics=_required(sink, "topics", dict, "spec.sink"),
+                                 start_offsets=_required(sink, "start_offsets", dict, "spec.sink"))
+        elif kind == HANDLER:
+            sink_spec = SinkSpec(kind, handler=_required(sink, "handler", str, "spec.sink"))
+        else:
+            sink_spec = SinkSpec(kind)  # refused: not a sink name
+        spark = data.get("spark", {})
+        if not isinstance(spark, dict):
+            raise SpecError("spec.spark must be an object")
+        return cls(
+            job_id=str(_required(data, "job_id", str)),
+            attempt=_required(data, "attempt", str),
+            kafka=KafkaSettings(
+                bootstrap_servers=_required(kafka, "bootstrap_servers", str, "spec.kafka"),
+                security_protocol=kafka.get("security_protocol") or "PLAINTEXT",
+                sasl_mechanism=kafka.get("sasl_mechanism") or "",
+                sasl_username=kafka.get("sasl_username") or "",
+            ),
+            ranges=tuple(clean),
+            sink=sink_spec,
+            master=spark.get("master") or DEFAULT_MASTER,
+            jars_dir=_required(spark, "jars_dir", str, "spec.spark"),
+            driver_memory=spark.get("driver_memory") or DEFAULT_DRIVER_MEMORY,
+            records_per_task=spark.get("records_per_task", DEFAULT_RECORDS_PER_TASK),
+            progress_file=_required(data, "progress_file", str),
+            result_file=_required(data, "result_file", str),
+        )
 
 
 def _required(data: dict, key: str, kind: type, where: str = "spec"):
     value = data.get(key)
-    if not isinstance(value, kind) or (kind is str and not value) or isinstance(value, bool) and kind is int:
+    if not isinstance(value, kind) or (kind is str and not value) or (isinstance(value, bool) and kind is int):
         raise SpecError(f"{where}.{key} must be a {'non-empty ' if kind is str else ''}{kind.__name__}")
     return value
 
 
-def parse_spec(data: dict) -> JobSpec:
-    """Validate a spec; every range is half-open, ``0 <= start < end``, and
-    no partition appears twice."""
-    if not isinstance(data, dict):
-        raise SpecError("spec must be a JSON object")
-    kafka = _required(data, "kafka", dict)
-    ranges = _required(data, "ranges", list)
-    if not ranges:
-        raise SpecError("spec.ranges must not be empty")
-    seen = set()
-    clean = []
-    for number, item in enumerate(ranges):
-        where = f"spec.ranges[{number}]"
-        if not isinstance(item, dict):
-            raise SpecError(f"{where} must be an object")
-        topic = _required(item, "topic", str, where)
-        partition, start, end = (_required(item, key, int, where) for key in ("partition", "start", "end"))
-        if partition < 0 or start < 0 or end <= start:
-            raise SpecError(f"{where}: need partition >= 0 and 0 <= start < end, got {partition} [{start}, {end})")
-        if (topic, partition) in seen:
-            raise SpecError(f"{where}: {topic}[{partition}] appears twice")
-        seen.add((topic, partition))
-        clean.append({"topic": topic, "partition": partition, "start": start, "end": end})
-    sink = _required(data, "sink", dict)
-    kind = sink.get("kind")
-    if kind not in SINK_KINDS:
-        raise SpecError(f"spec.sink.kind must be one of {', '.join(SINK_KINDS)}, got {kind!r}")
-    if kind == "parquet":
-        _required(sink, "output", str, "spec.sink")
-    elif kind == "kafka":
-        topics = _required(sink, "topics", dict, "spec.sink")
-        starts = _required(sink, "start_offsets", dict, "spec.sink")
-        missing = {r["topic"] for r in clean} - set(topics)
-        if missing:
-            raise SpecError(f"spec.sink.topics has no replay topic for {sorted(missing)}")
-        if set(topics.values()) - set(starts):
-            raise SpecError("spec.sink.start_offsets must give the start offsets of every replay topic")
-    else:
-        _required(sink, "handler", str, "spec.sink")
-    spark = data.get("spark") or {}
-    records_per_task = spark.get("records_per_task", DEFAULT_RECORDS_PER_TASK)
-    if not isinstance(records_per_task, int) or records_per_task < 1:
-        raise SpecError("spec.spark.records_per_task must be a positive integer")
-    return JobSpec(
-        job_id=str(_required(data, "job_id", str)),
-        attempt=_required(data, "attempt", str),
-        kafka=KafkaSettings(
-            bootstrap_servers=_required(kafka, "bootstrap_servers", str, "spec.kafka"),
-            security_protocol=kafka.get("security_protocol") or "PLAINTEXT",
-            sasl_mechanism=kafka.get("sasl_mechanism") or "",
-            sasl_username=kafka.get("sasl_username") or "",
-        ),
-        ranges=tuple(sorted(clean, key=lambda r: (r["topic"], r["partition"]))),
-        sink=sink,
-        master=spark.get("master") or "local[*]",
-        jars_dir=_required(spark, "jars_dir", str, "spec.spark"),
-        driver_memory=spark.get("driver_memory") or "768m",
-        records_per_task=records_per_task,
-        progress_file=_required(data, "progress_file", str),
-        result_file=_required(data, "result_file", str),
-    )
+def parse_spec(data: object) -> JobSpec:
+    """``JobSpec.from_json``: the name the Spark host and the job use."""
+    return JobSpec.from_json(data)
+
+
+def min_partitions(spec: JobSpec, parallelism: int = 1) -> int | None:
+    """How many Spark tasks to split the read into, or None to keep one task
+    per Kafka partition: one per ``records_per_task``, rounded up to a
+    multiple of ``parallelism`` (the cores Spark runs tasks on) so that the
+    last wave of tasks keeps every core busy (5 tasks on 2 cores took 0.75 s
+    for 1M records here, 6 took 0.59 s). Replay keeps one task per partition
+    so that a partition's records reach the replay topic in offset order."""
+    if spec.sink.kind == KAFKA:
+        return None
+    wanted = math.ceil(spec.total / spec.records_per_task)
+    if wanted <= len(spec.ranges):
+        return None
+    return math.ceil(wanted / max(1, parallelism)) * max(1, parallelism)

@@ -41,29 +41,12 @@ from tasks.backfill.runner import BackfillRequest, run_backfill
 from tasks.backfill.launch import HostedJob
 from tasks.jobs import run_remediation_job
 from tasks.spark.session import build_session, spark_dir
-from tasks.spark.counting import holes_of
 from tasks.spark.sinks import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
 from tests.integration.kafka_harness import Broker, wait_until
 
 K = 50  # messages missed on each new partition
 LATER = 5  # messages the group did read after it picked the partition up: not part of the range
 ROOT = Path(__file__).resolve().parents[2]
-
-
-# --- the holes of a range (the accounting of missing offsets: tests/unit/test_backfill_accounting.py)
-
-
-@pytest.mark.parametrize(
-    ("start", "end", "islands", "expected"),
-    [
-        (0, 10, [(0, 10)], []),
-        (0, 10, [], [[0, 10]]),
-        (0, 10, [(2, 4), (6, 9)], [[0, 2], [4, 6], [9, 10]]),
-        (5, 8, [(5, 6), (7, 8)], [[6, 7]]),
-    ],
-)
-def test_it_finds_the_holes_of_a_range(start, end, islands, expected):
-    assert holes_of(start, end, islands) == (expected, False)
 
 
 # --- fixtures ---------------------------------------------------------------------------------
@@ -214,6 +197,41 @@ def test_it_backfills_exactly_the_missed_range_to_parquet_and_a_rerun_replaces_i
     assert staging_leftovers(backfill_settings) == []
     assert sorted(p.name for p in Path(backfill_settings.BACKFILL_OUTPUT).iterdir()) \
         == sorted(["_staging", str(job.id)])
+
+
+# What Spark 4.0.0 leaves in its driver's working directory (artifacts/: SPARK-52396).
+SPARK_RUNTIME_NAMES = ("artifacts", "spark-warehouse", "metastore_db", "derby.log")
+
+
+def runtime_files(folder: Path) -> dict[str, list[str]]:
+    """Spark's run-time files and folders directly in ``folder``, with what each folder holds."""
+    found = {}
+    for name in SPARK_RUNTIME_NAMES:
+        path = folder / name
+        if path.exists():
+            found[name] = sorted(os.listdir(path)) if path.is_dir() else []
+    return found
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_backfill_leaves_sparks_run_time_files_under_gapwatch_home_not_in_the_repository(
+    broker, unique, backfill_settings, spark
+):
+    before = runtime_files(ROOT)
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
+    request = BackfillRequest(run_id=f"rt-{unique}", cluster=scenario.cluster.client_config(),
+                              ranges=(BackfillRange(scenario.topic, 2, 0, K),),
+                              output=backfill_settings.BACKFILL_OUTPUT, master="local[1]", timeout_seconds=300)
+
+    result = run_backfill(request)
+
+    assert result["delivered"] == K
+    output = Path(backfill_settings.BACKFILL_OUTPUT) / f"rt-{unique}"
+    assert parquet_rows(spark, str(output)) == scenario.expected_rows(partitions=(2,))
+    assert runtime_files(ROOT) == before, "Spark left run-time files in the repository root"
+    # The job's JVM ran in $GAPWATCH_HOME/spark: its artifacts folder is there instead.
+    assert "artifacts" in runtime_files(spark_dir())
 
 
 @pytest.mark.spark

@@ -1,11 +1,21 @@
-"""The Spark job's spec rules that need no Spark: validation and how a read is split into tasks."""
+"""The Spark job's spec (tasks.spark.spec), which needs no Spark: the typed
+spec and its JSON form, validation, and how a read is split into tasks."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from tasks.spark.reader import min_partitions
-from tasks.spark.spec import SpecError, parse_spec
+from groups.domain.planning import BackfillRange
+from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec, SpecError, min_partitions, parse_spec
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def spec(ranges, *, sink=None, records_per_task=200_000) -> dict:
@@ -50,3 +60,95 @@ def test_it_does_not_split_when_there_are_more_partitions_than_tasks_wanted():
 def test_it_refuses_a_bad_range_naming_the_field(ranges, message):
     with pytest.raises(SpecError, match=message):
         parse_spec(spec(ranges))
+
+
+# --- the typed spec: one contract for the runner that writes it and the job that reads it
+
+
+def typed(**changes) -> JobSpec:
+    fields = {"job_id": "7", "attempt": "a1", "kafka": KafkaSettings("b:9092"),
+              "ranges": (BackfillRange("t", 0, 0, 10),), "sink": SinkSpec("parquet", output="/tmp/out"),
+              "jars_dir": "/jars", "progress_file": "/tmp/p.json", "result_file": "/tmp/r.json"}
+    return JobSpec(**{**fields, **changes})
+
+
+@pytest.mark.parametrize("sink", [
+    SinkSpec("parquet", output="hdfs://nn/backfills"),
+    SinkSpec("kafka", topics={"t": "t.replay", "u": "u.replay"},
+             start_offsets={"t.replay": {"0": 4, "1": 0}, "u.replay": {"3": 0}}),
+    SinkSpec("handler", handler="package.module.function"),
+])
+def test_a_spec_survives_its_json_form_unchanged(sink):
+    written = typed(kafka=KafkaSettings("b:9092", "SASL_SSL", "SCRAM-SHA-512", "backfill"),
+                    ranges=(BackfillRange("u", 3, 5, 9), BackfillRange("t", 1, 0, 10)), sink=sink,
+                    master="spark://m:7077", driver_memory="2g", records_per_task=50)
+    text = json.dumps(written.to_json())
+    assert JobSpec.from_json(json.loads(text)) == written
+    assert "password" not in text.lower()
+
+
+def test_the_ranges_are_kept_sorted_by_topic_and_partition():
+    spec = typed(ranges=(BackfillRange("u", 0, 0, 1), BackfillRange("t", 2, 0, 1), BackfillRange("t", 1, 0, 1)))
+    assert [(r.topic, r.partition) for r in spec.ranges] == [("t", 1), ("t", 2), ("u", 0)]
+    assert spec.total == 3
+
+
+def test_optional_fields_get_their_defaults():
+    parsed = parse_spec(spec(one_range(10)))
+    assert (parsed.master, parsed.driver_memory, parsed.records_per_task) == ("local[*]", "768m", 200_000)
+    assert parsed.kafka == KafkaSettings("b:9092", "PLAINTEXT", "", "")
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"ranges": ()}, "spec.ranges must not be empty"),
+    ({"ranges": (BackfillRange("t", 0, 4, 4),)}, "0 <= start < end"),
+    ({"attempt": ""}, "spec.attempt must be a non-empty str"),
+    ({"records_per_task": 0}, "records_per_task must be a positive integer"),
+    ({"records_per_task": True}, "records_per_task must be a positive integer"),
+    ({"sink": SinkSpec("kafka", topics={"other": "o.replay"}, start_offsets={"o.replay": {}})},
+     r"no replay topic for \['t'\]"),
+])
+def test_the_writer_cannot_build_a_spec_the_job_would_refuse(changes, message):
+    with pytest.raises(SpecError, match=message):
+        typed(**changes)
+
+
+@pytest.mark.parametrize("sink, message", [
+    ({"kind": "s3"}, "spec.sink.kind must be one of parquet, kafka, handler, got 's3'"),
+    ({"kind": "parquet"}, "spec.sink.output must be a non-empty str"),
+    ({"kind": "handler", "handler": ""}, "spec.sink.handler must be a non-empty str"),
+    ({"kind": "kafka", "topics": {"t": "t.replay"}, "start_offsets": {}}, "start offsets of every replay topic"),
+    ({"kind": "kafka", "topics": {"t": "t.replay"}}, "spec.sink.start_offsets must be a dict"),
+])
+def test_it_refuses_a_bad_sink_naming_the_field(sink, message):
+    with pytest.raises(SpecError, match=re.escape(message)):
+        parse_spec(spec(one_range(5), sink=sink))
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda data: data.pop("job_id"), "spec.job_id must be a non-empty str"),
+    (lambda data: data["ranges"][0].update(start="0"), "spec.ranges[0].start must be a int"),
+    (lambda data: data["ranges"][0].update(partition=True), "spec.ranges[0].partition must be a int"),
+    (lambda data: data["kafka"].pop("bootstrap_servers"), "spec.kafka.bootstrap_servers must be a non-empty str"),
+    (lambda data: data.update(spark=[]), "spec.spark must be an object"),
+])
+def test_it_refuses_json_of_the_wrong_type_naming_the_field(mutate, message):
+    data = spec(one_range(5))
+    mutate(data)
+    with pytest.raises(SpecError, match=re.escape(message)):
+        parse_spec(data)
+
+
+def test_it_refuses_what_is_not_an_object():
+    with pytest.raises(SpecError, match="spec must be a JSON object"):
+        parse_spec([1, 2])
+
+
+def test_the_spec_loads_without_django_or_spark():
+    """The runner (in a Celery worker) and the Spark job both import it."""
+    probe = ("import sys, tasks.spark.spec, tasks.spark.counting; "
+             "print(sorted(m for m in ('django', 'pyspark') if m in sys.modules))")
+    answer = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stdout.strip() == "[]"

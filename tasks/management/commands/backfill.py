@@ -18,9 +18,10 @@ from django.core.management.base import BaseCommand, CommandError
 from groups.services.audit import audit_record
 from groups.models import Cluster, RemediationJob
 from groups.domain.planning import BackfillRange, PlanError
-from groups.domain.sinks import DEFAULT_SINK, GROUP_SINKS, KAFKA, replay_topic_for
 from groups.text import text_table
-from tasks.backfill.runner import BackfillFailed, BackfillRunner, cluster_request
+from groups.domain.sinks import DEFAULT_SINK, GROUP_SINKS, KAFKA, replay_topic_for
+from tasks.backfill.executor import cluster_request
+from tasks.backfill.runner import BackfillFailed, BackfillRunner
 from tasks.jobs import run_remediation_job
 from tasks.kafka import KafkaUnavailable
 

@@ -1,0 +1,185 @@
+"""What the cluster says about a backfill's ranges, before and after its
+Spark job (``tasks.backfill.runner`` runs the job between the two):
+
+1. **preflight**: every topic and partition exists (under the topic id the
+   plan was made for), every range ends at or below the high watermark; the
+   log starts say which offsets already expired (reported, not read);
+2. **replay topics** (kafka sink): created when missing, with the source's
+   partition count, and where each of their partitions ends before the write;
+3. **explaining**: each offset the sink does not hold is labelled
+   (``groups.domain.backfill.explain_missing``) from the log start after the
+   job and, above it, what a read_committed and a read_uncommitted reader see.
+
+Every Kafka call goes through the adapter and is retried for a while on
+``KafkaUnavailable`` (``_patiently``): a leader moving must not fail a job
+whose data is written and waiting to be explained.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from groups.domain.backfill import PreparedRange, explain_missing, partition_report
+from groups.domain.planning import BackfillRange, PlanError
+from groups.domain.sinks import KAFKA, replay_topic_for
+from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable, TopicDetails
+from tasks.spark.spec import SinkSpec
+
+# At most this long to read the holes back with both readers when explaining them.
+PROBE_SECONDS = 300.0
+KAFKA_PATIENCE_SECONDS = 60.0
+
+
+class ClusterChecks:
+    """The checks of one backfill against its cluster. ``topic_ids``: the
+    topic ids the plan was made for (optional); ``replay_topics``: the chosen
+    replay topic per source topic (default ``<topic>.replay``); ``deadline``
+    (``time.monotonic()``) bounds the explaining reads."""
+
+    def __init__(self, adapter: KafkaAdapter, *, ranges: tuple[BackfillRange, ...], topic_ids: Mapping[str, str],
+                 replay_topics: Mapping[str, str], deadline: float) -> None:
+        self.adapter = adapter
+        self.ranges = ranges
+        self.topic_ids = topic_ids
+        self.replay_topics = replay_topics
+        self.deadline = deadline
+
+    def preflight(self) -> list[PreparedRange]:
+        """Check every topic and partition exists (under the planned topic id)
+        and every range ends at or below the high watermark; read the log
+        starts (offsets below them are expired: reported, not read)."""
+        prepared = []
+        by_topic: dict[str, list[BackfillRange]] = {}
+        for r in self.ranges:
+            by_topic.setdefault(r.topic, []).append(r)
+        for topic, ranges in sorted(by_topic.items()):
+            details = _patiently(lambda: self.adapter.describe_topic(topic))
+            if details is None:
+                raise PlanError(f"topic {topic!r} does not exist on this cluster")
+            planned_id = self.topic_ids.get(topic)
+            if planned_id and details.topic_id and planned_id != details.topic_id:
+                raise PlanError(f"topic {topic!r} was deleted and recreated since the plan "
+                                f"(topic id {details.topic_id}, planned {planned_id}): its offsets mean other records")
+            unknown = sorted(r.partition for r in ranges if r.partition >= details.partitions)
+            if unknown:
+                raise PlanError(f"topic {topic!r} has no partition {', '.join(map(str, unknown))} "
+                                f"(it has {details.partitions})")
+            offsets = self._offsets(topic, [r.partition for r in ranges])
+            for r in ranges:
+                now = offsets[r.partition]
+                if r.end > now.high_watermark:
+                    raise PlanError(f"{topic}[{r.partition}]: the range ends at {r.end}, beyond the high watermark "
+                                    f"{now.high_watermark}: those records do not exist (truncated or recreated?)")
+                prepared.append(PreparedRange(r, log_start=now.log_start, high_watermark=now.high_watermark))
+        return prepared
+
+    def prepare_replay(self, prepared: list[PreparedRange]) -> SinkSpec:
+        """Create missing replay topics with the source's partition count and
+        replication factor (partition p is replayed to partition p); read
+        where each replay partition ends now, to count this job's records."""
+        topics = {topic: replay_topic_for(topic, self.replay_topics.get(topic, ""))
+                  for topic in sorted({p.range.topic for p in prepared})}
+        start_offsets: dict[str, dict[str, int]] = {}
+        for source, replay in topics.items():
+            if replay == source:
+                raise PlanError(f"the replay topic of {source!r} cannot be the topic itself")
+            needed = 1 + max(p.range.partition for p in prepared if p.range.topic == source)
+            details = self.adapter.describe_topic(replay)
+            if details is None:
+                source_details = self.adapter.describe_topic(source)
+                self.adapter.create_topic(replay, partitions=source_details.partitions,
+                                          replication_factor=source_details.replication_factor)
+                details = self._wait_for_topic(replay)
+            if details.partitions < needed:
+                raise PlanError(f"replay topic {replay!r} has {details.partitions} partitions; partition "
+                                f"{needed - 1} of {source!r} needs at least {needed}: raise its partition count")
+            offsets = self._offsets(replay, list(range(details.partitions)))
+            start_offsets.setdefault(replay, {}).update(
+                {str(p): offsets[p].high_watermark for p in range(details.partitions)})
+        return SinkSpec(KAFKA, topics=topics, start_offsets=start_offsets)
+
+    def _wait_for_topic(self, topic: str) -> TopicDetails:
+        for _ in range(50):
+            details = self.adapter.describe_topic(topic)
+            if details is not None:
+                return details
+            time.sleep(0.2)
+        raise KafkaUnavailable(f"replay topic {topic!r} was created but does not show up", stage="backfill")
+
+    def _offsets(self, topic: str, partitions: list[int]):
+        return _patiently(lambda: self.adapter.partition_offsets(topic=topic, partitions=partitions))
+
+    def report_from(self, staged: dict, readable: list[PreparedRange], compacted: dict[str, bool]) -> list[dict]:
+        summaries = {(s["topic"], s["partition"]): s for s in staged.get("partitions", [])}
+        return self.report(readable, summaries, compacted, probe=True)
+
+    def report(self, prepared: list[PreparedRange], summaries: dict, compacted: dict[str, bool], *,
+                probe: bool) -> list[dict]:
+        """Per prepared range: log start now, then label each hole; only holes
+        above the log start need the two readers (and the topic's cleanup
+        policy)."""
+        log_starts: dict[tuple[str, int], int] = {}
+        for topic in sorted({p.range.topic for p in prepared}):
+            partitions = [p.range.partition for p in prepared if p.range.topic == topic]
+            for partition, offsets in self._offsets(topic, partitions).items():
+                log_starts[(topic, partition)] = offsets.log_start
+        report = []
+        for p in prepared:
+            key = (p.range.topic, p.range.partition)
+            summary = summaries.get(key)
+            log_start = log_starts[key]
+            holes = [tuple(h) for h in summary["holes"]] if summary else []
+            above = [(max(a, log_start), b) for a, b in holes if b > log_start]
+            committed_runs: list = []
+            uncommitted_runs: list = []
+            if above and probe:
+                span_start, span_end = above[0][0], above[-1][1]
+                deadline = min(self.deadline, time.monotonic() + PROBE_SECONDS)
+                committed_runs = self.adapter.visible_runs(topic=key[0], partition=key[1], start=span_start,
+                                                         end=span_end, committed_only=True, deadline=deadline)
+                uncommitted_runs = self.adapter.visible_runs(topic=key[0], partition=key[1], start=span_start,
+                                                           end=span_end, committed_only=False, deadline=deadline)
+                if key[0] not in compacted:
+                    compacted[key[0]] = self.adapter.topic_compacted(key[0])
+            labelled = explain_missing(holes=holes, log_start=log_start, committed_runs=committed_runs,
+                                       uncommitted_runs=uncommitted_runs, compacted=compacted.get(key[0], False))
+            report.append(partition_report(p, summary, log_start_after=log_start, labelled=labelled))
+        extra = [s for k, s in summaries.items() if k not in {(p.range.topic, p.range.partition) for p in prepared}]
+        for s in extra:  # records of a partition the job did not ask for
+            report.append({"topic": s["topic"], "partition": s["partition"], "start": 0, "end": 0, "expected": 0,
+                           "delivered": 0, "explained": {}, "unexplained": s["outside_range"],
+                           "problems": [f"{s['outside_range']} records of a partition not in the plan"],
+                           "missing_ranges": []})
+        return report
+
+    def with_unread(self, report: list[dict], readable: list[PreparedRange]) -> list[dict]:
+        """Add the partitions that were not read at all (entirely expired)."""
+        done = {(p["topic"], p["partition"]) for p in report}
+        missing = [r for r in self.ranges if (r.topic, r.partition) not in done]
+        if not missing:
+            return report
+        offsets: dict[tuple[str, int], int] = {}
+        for topic in sorted({r.topic for r in missing}):
+            for partition, now in self._offsets(topic, [r.partition for r in missing if r.topic == topic]).items():
+                offsets[(topic, partition)] = now.log_start
+        for r in missing:
+            prepared = PreparedRange(r, log_start=offsets[(r.topic, r.partition)], high_watermark=r.end)
+            report.append(partition_report(prepared, None, log_start_after=prepared.log_start, labelled=[]))
+        return sorted(report, key=lambda p: (p["topic"], p["partition"]))
+
+
+def _patiently(call: Callable, *, seconds: float = KAFKA_PATIENCE_SECONDS):
+    """Call again on KafkaUnavailable, with backoff, for up to ``seconds``:
+    a leader moving or a broker restarting must not fail a job whose data
+    is already written and waiting to be explained."""
+    deadline = time.monotonic() + seconds
+    wait = 0.1
+    while True:
+        try:
+            return call()
+        except KafkaUnavailable:
+            if time.monotonic() + wait > deadline:
+                raise
+            time.sleep(wait)
+            wait = min(wait * 2, 5.0)
