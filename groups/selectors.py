@@ -65,7 +65,7 @@ def findings_list(
         raise ValueError(f"unknown finding state {state!r}")
     if resolution is not None and resolution not in ("open", *Finding.Resolution.values):
         raise ValueError(f"unknown resolution {resolution!r}")
-    queryset = Finding.objects.select_related("cluster", "topic", "group", "generation")
+    queryset = Finding.objects.select_related("cluster", "topic", "group", "generation", "closed_by")
     queryset = _by_name(queryset, "cluster", "name", cluster)
     queryset = _by_name(queryset, "topic", "name", topic)
     queryset = _by_name(queryset, "group", "group_id", group)
@@ -275,6 +275,33 @@ def group_lag_series(
     for topic_id, at, lag in rows:
         series.setdefault(topic_id, []).append((at, lag))
     return series
+
+
+def group_chart_marks(
+    *, group: ConsumerGroup, topics: list[Topic], start: datetime, end: datetime
+) -> list[tuple[datetime, str, str]]:
+    """(at, label, kind) for the group's lag chart in [start, end], from the
+    group's findings (open or closed) on the charted topics, in one query:
+    when their generation added partitions ("added"), and when the group
+    picked each new partition up ("picked_up": the first observation with an
+    owner or a commit, the end of the finding's pickup bracket). Labels are
+    plain text."""
+    names = {topic.id: topic.name for topic in topics}
+    rows = Finding.objects.filter(group=group, topic_id__in=list(names)).filter(
+        Q(pickup_before__gte=start, pickup_before__lte=end)
+        | Q(generation__observed_at__gte=start, generation__observed_at__lte=end)
+    ).order_by("id").values_list("topic_id", "partition", "pickup_before", "generation_id", "generation__observed_at",
+                                 "generation__added_partitions")
+    marks, generations = [], {}
+    for topic_id, partition, picked_at, generation_id, observed_at, added in rows:
+        if start <= observed_at <= end:
+            added = sorted(added) or [partition]
+            generations[generation_id] = (
+                observed_at, f"{names[topic_id]}: partition{'s' if len(added) > 1 else ''} "
+                f"{', '.join(map(str, added))} added", "added")
+        if picked_at is not None and start <= picked_at <= end:
+            marks.append((picked_at, f"{names[topic_id]}[{partition}] picked up by the group", "picked_up"))
+    return sorted(generations.values()) + marks
 
 
 def audit_events_list(

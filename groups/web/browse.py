@@ -110,7 +110,9 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
     charted = sorted(group_topics, key=lambda gt: (-gt.lag, gt.topic.name))[:CHART_MAX_TOPICS]
     samples = selectors.group_lag_series(group=group, topic_ids=[gt.topic_id for gt in charted], start=start,
                                          end=end, buckets=CHART_MAX_POINTS)
-    chart = lag_chart(series=[(gt.topic.name, samples.get(gt.topic_id, [])) for gt in charted], start=start, end=end)
+    marks = selectors.group_chart_marks(group=group, topics=[gt.topic for gt in charted], start=start, end=end)
+    chart = lag_chart(series=[(gt.topic.name, samples.get(gt.topic_id, [])) for gt in charted], start=start, end=end,
+                      marks=marks)
 
     can_manage = request.user.has_perm(MANAGE_PERMISSION)
     if settings_form is None and can_manage:

@@ -44,10 +44,12 @@ def short_number(value: int) -> str:
 
 def lag_chart(
     *, series: list[tuple[str, list[tuple[datetime, int]]]], start: datetime, end: datetime,
-    width: int = 900, height: int = 280,
+    width: int = 900, height: int = 280, marks: list[tuple[datetime, str, str]] = (),
 ) -> dict:
     """Geometry of the lag chart in SVG user units: one polyline per
-    (label, points) series, y ticks at a 1-2-5 step from 0, five x ticks.
+    (label, points) series, y ticks at a 1-2-5 step from 0, five x ticks,
+    and a vertical line per (at, label, kind) mark inside the window (kind
+    "added": partitions added; "picked_up": the group picked one up).
     Labels are returned as plain strings for text nodes."""
     left, right, top, bottom = 64, 16, 36, 40
     plot_width, plot_height = width - left - right, height - top - bottom
@@ -73,7 +75,12 @@ def lag_chart(
             "count": len(points),
         })
     time_format = "%H:%M" if span <= 86400 else "%m-%d %H:%M"
+    shown_marks = [
+        {"x": x_of(at), "label": f"{at.strftime(time_format)} {label}", "kind": kind}
+        for at, label, kind in sorted(marks) if start <= at <= end
+    ]
     return {
+        "marks": shown_marks,
         "width": width, "height": height, "left": left, "right": width - right, "top": top,
         "bottom": top + plot_height, "middle_x": left + plot_width // 2, "middle_y": top + plot_height // 2,
         "y_ticks": [{"y": y_of(value), "label": short_number(value)} for value in range(0, y_max + 1, step)],

@@ -9,7 +9,7 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
-from groups.models import Cluster, ConsumerGroup
+from groups.models import Cluster, ConsumerGroup, Finding
 from groups.cluster_forms import ClusterForm  # noqa: F401 - the cluster pages' form, shared with the admin
 from groups.domain.sinks import GROUP_SINKS
 from groups.services.clusters import GROUP_SETTINGS_FIELDS
@@ -82,3 +82,46 @@ class AuditFilterForm(forms.Form):
             "at_before": (datetime.combine(data["date_to"] + timedelta(days=1), time.min, utc)
                           if data.get("date_to") else None),
         }
+
+
+class FindingFilterForm(forms.Form):
+    """Filters of the findings page. Topic and group match part of a name
+    (ignoring case); an unknown state or way out is ignored like an empty
+    one; the history (``view=history``) adds closed findings, the way out
+    and the days found (UTC, both ends included)."""
+
+    cluster = forms.CharField(required=False, max_length=100)
+    topic = forms.CharField(required=False, max_length=249)
+    group = forms.CharField(required=False, max_length=1000)
+    state = forms.CharField(required=False, max_length=10)
+    resolution = forms.CharField(required=False, max_length=10)
+    since = forms.DateField(required=False, label="Found from", widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, label="Found to", widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, data, *, history: bool) -> None:
+        super().__init__(data)
+        self.history = history
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("since") and data.get("until") and data["since"] > data["until"]:
+            self.add_error("until", "The end date is before the start date.")
+        return data
+
+    def selector_filters(self) -> dict:
+        """Keyword arguments for ``selectors.findings_list``."""
+        data = self.cleaned_data
+        filters = {
+            "cluster": data.get("cluster") or None,
+            "topic_contains": data.get("topic") or None,
+            "group_contains": data.get("group") or None,
+            "state": data["state"] if data.get("state") in Finding.State.values else None,
+        }
+        if self.history:
+            resolution = data.get("resolution")
+            filters.update(
+                include_closed=True,
+                resolution=resolution if resolution in ("open", *Finding.Resolution.values) else None,
+                found_since=data.get("since"), found_until=data.get("until"),
+            )
+        return filters

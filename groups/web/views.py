@@ -20,6 +20,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from groups import selectors
+from groups.web.forms import FindingFilterForm
 from groups.web.job_result import job_result_view
 from groups.services import remediation
 from groups.services.dispatch import QueueUnavailable
@@ -39,59 +40,81 @@ SORTS = {
 STATES = [choice for choice, _ in Finding.State.choices]
 
 
-def _finding_filters(request: HttpRequest) -> dict:
-    state = request.GET.get("state", "")
-    return {
-        "cluster": request.GET.get("cluster", "") or None,
-        "topic": request.GET.get("topic", "") or None,
-        "group": request.GET.get("group", "") or None,
-        "state": state if state in STATES else None,
-    }
+RESOLUTIONS = list(Finding.Resolution.values)
 
 
-def _findings_context(request: HttpRequest) -> dict:
-    filters = _finding_filters(request)
+def _shown_job(finding: Finding) -> RemediationJob | None:
+    """The Remediation column: the active job, else the latest one."""
+    links = finding.job_links
+    return next((link.job for link in links if link.active), links[0].job if links else None)
+
+
+def _findings_context(request: HttpRequest) -> tuple[dict, int]:
+    """The findings page's context and status: open work, or with
+    ``view=history`` every finding in any state. Bad filters (a malformed
+    date) are a 400 with the form's errors and no rows."""
+    history = request.GET.get("view") == "history"
+    form = FindingFilterForm(request.GET, history=history)
+    valid = form.is_valid()
+    filters = form.selector_filters() if valid else {"state": None, "include_closed": history}
     sort = request.GET.get("sort", "found")
     if sort not in SORTS:
         sort = "found"
-    # The job links of the whole page in one query, whatever the page size.
+    # The job links of the whole page in one query, whatever the page size; the newest first.
+    links = JobFinding.objects.select_related("job").order_by("-job__created_at", "-job_id")
     findings = selectors.findings_list(**filters).order_by(*SORTS[sort]).prefetch_related(
-        Prefetch("job_findings", queryset=JobFinding.objects.filter(active=True).select_related("job"),
-                 to_attr="active_links")
+        Prefetch("job_findings", queryset=links, to_attr="job_links")
     )
+    if not valid:
+        findings = findings.none()
     page = Paginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
-    counts_filters = {**filters, "state": None}
-    counts = dict(
-        selectors.findings_list(**counts_filters).values_list("state").annotate(n=Count("id")).order_by()
+    for finding in page.object_list:
+        finding.shown_job = _shown_job(finding)
+    counts = selectors.findings_count_by_state_and_resolution(
+        selectors.findings_list(**{**filters, "state": None, "include_closed": True, "resolution": None})
     )
-    query = {key: value for key, value in filters.items() if value}
+    raw = {key: form.data.get(key, "") for key in ("cluster", "topic", "group", "state", "resolution", "since",
+                                                   "until")}
+    query = {key: value for key, value in raw.items() if value}
+    if history:
+        query = {"view": "history", **query}
+    state_counts = [(state, counts.get((state, "open"), 0)) for state in STATES]
     return {
+        "history": history,
+        "form": form,
         "page": page,
-        "filters": filters,
+        "filters": raw,
         "sort": sort,
         "sorts": list(SORTS),
         "states": STATES,
-        "state_counts": [(state, counts.get(state, 0)) for state in STATES],
-        "total_open": sum(counts.values()),
+        "resolutions": RESOLUTIONS,
+        "active_statuses": list(RemediationJob.ACTIVE),
+        "state_counts": state_counts,
+        "total_open": sum(n for _, n in state_counts),
+        "resolution_counts": [(resolution, sum(n for (_, r), n in counts.items() if r == resolution))
+                              for resolution in RESOLUTIONS],
         "query": urlencode(query),
         "query_with_sort": urlencode({**query, "sort": sort}),
         "clusters": Cluster.objects.values_list("name", flat=True),
         "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
-    }
+    }, 200 if valid else 400
 
 
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    """New partitions: every open finding with its lag and missed counts."""
-    return render(request, "groups/findings.html", _findings_context(request))
+    """New partitions: the open findings with their lag and missed counts;
+    ``view=history`` lists every finding, closed ones with their way out."""
+    context, status = _findings_context(request)
+    return render(request, "groups/findings.html", context, status=status)
 
 
 @login_required
 @require_GET
 def findings_table(request: HttpRequest) -> HttpResponse:
     """The table and counts alone, for the page's live refresh."""
-    return render(request, "groups/_findings_table.html", _findings_context(request))
+    context, status = _findings_context(request)
+    return render(request, "groups/_findings_table.html", context, status=status)
 
 
 def _selected_ids(request: HttpRequest) -> list[int]:

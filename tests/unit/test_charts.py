@@ -52,3 +52,18 @@ def test_it_labels_days_when_the_window_is_longer_than_one():
     assert chart["x_ticks"][0]["label"] == "01-01 00:00"
     assert chart["lines"] == []
     assert [tick["label"] for tick in chart["y_ticks"]] == ["0", "1"]
+
+
+def test_it_places_marks_inside_the_window_and_drops_the_others():
+    end = START + timedelta(hours=1)
+    marks = [
+        (START + timedelta(minutes=30), "orders: partition 2 added", "added"),
+        (START + timedelta(minutes=45), "orders[2] picked up by the group", "picked_up"),
+        (START - timedelta(minutes=1), "before the window", "added"),
+    ]
+    chart = lag_chart(series=[], start=START, end=end, marks=marks)
+    # x runs from 64 (start) to 884 (end): half way is 474, three quarters 679.
+    assert chart["marks"] == [
+        {"x": 474.0, "label": "00:30 orders: partition 2 added", "kind": "added"},
+        {"x": 679.0, "label": "00:45 orders[2] picked up by the group", "kind": "picked_up"},
+    ]
