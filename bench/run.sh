@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
-# Runs the poll benchmark against the local services, in its own database.
+# Benchmarks against the local services, in their own database:
+#   bash bench/run.sh              poll cost, accuracy with real clients, detection latency
+#   bash bench/run.sh poll|accuracy|latency [options of that script]
+# BENCH_SHARED_SERVICES=1 skips setup and service start (services already run, e.g. shared by helpers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/services.sh start
-source scripts/env.sh
-export DATABASE_URL=postgresql://gapwatch:gapwatch@127.0.0.1:$PG_PORT/gapwatch_bench
-psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qtAc "select 1 from pg_database where datname='gapwatch_bench'" | grep -q 1 \
-  || psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "create database gapwatch_bench owner gapwatch"
+if [ -z "${BENCH_SHARED_SERVICES:-}" ]; then
+  bash scripts/setup.sh
+  bash scripts/services.sh start
+  source scripts/env.sh
+fi
+export DATABASE_URL=${BENCH_DATABASE_URL:-postgresql://gapwatch:gapwatch@127.0.0.1:$PG_PORT/gapwatch_bench}
+bench_db=${DATABASE_URL##*/}
+psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qtAc "select 1 from pg_database where datname='$bench_db'" | grep -q 1 \
+  || psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "create database $bench_db owner gapwatch"
 "$VENV/bin/python" manage.py migrate --noinput -v0
-"$VENV/bin/python" bench/poll_bench.py "$@"
+mode=${1:-all}
+[ $# -gt 0 ] && shift
+case "$mode" in
+  poll) "$VENV/bin/python" bench/poll_bench.py "$@" ;;
+  accuracy|latency) "$VENV/bin/python" bench/accuracy_bench.py "$mode" "$@" ;;
+  all)
+    "$VENV/bin/python" bench/poll_bench.py
+    "$VENV/bin/python" bench/accuracy_bench.py accuracy
+    "$VENV/bin/python" bench/accuracy_bench.py latency ;;
+  *) echo "usage: bench/run.sh [poll|accuracy|latency|all] [options]" >&2; exit 2 ;;
+esac

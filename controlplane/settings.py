@@ -57,7 +57,7 @@ FAST_POLL_SECONDS = env_int("FAST_POLL_SECONDS", 2, minimum=1)
 WATCH_INTERVAL_SECONDS = env_int("WATCH_INTERVAL_SECONDS", 1, minimum=1)
 # A member fetches its start position just after it takes a partition; the
 # pickup end is read from the time index this long after the pickup was seen.
-PICKUP_GRACE_MS = env_int("PICKUP_GRACE_MS", 500, minimum=0)
+PICKUP_GRACE_MS = env_int("PICKUP_GRACE_MS", 250, minimum=0)
 # Jobs whose worker died are found and enqueued again (tasks.jobs.recover_jobs).
 JOB_RECOVERY_SECONDS = env_int("JOB_RECOVERY_SECONDS", 60, minimum=1)
 JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 600, minimum=1)

@@ -24,10 +24,21 @@ from tasks.notifications import send_notification
 log = logging.getLogger(__name__)
 
 
+# One adapter per cluster and settings in each worker process: the watcher ticks
+# every second, and a new admin client would connect and bootstrap every time.
+_ADAPTERS: dict[tuple, KafkaAdapter] = {}
+
+
 def cluster_adapter(cluster: Cluster) -> KafkaAdapter:
-    return KafkaAdapter(
-        cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS, max_in_flight=settings.KAFKA_MAX_IN_FLIGHT
-    )
+    config = cluster.client_config()
+    key = (cluster.id, config, settings.KAFKA_TIMEOUT_SECONDS, settings.KAFKA_MAX_IN_FLIGHT)
+    if key not in _ADAPTERS:
+        for stale in [k for k in _ADAPTERS if k[0] == cluster.id]:
+            del _ADAPTERS[stale]  # the cluster's settings changed
+        _ADAPTERS[key] = KafkaAdapter(
+            config, timeout=settings.KAFKA_TIMEOUT_SECONDS, max_in_flight=settings.KAFKA_MAX_IN_FLIGHT
+        )
+    return _ADAPTERS[key]
 
 
 def poll_cluster(

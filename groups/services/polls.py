@@ -104,11 +104,19 @@ def cluster_record_failure(*, cluster_id: int, error: str, now: datetime, kafka_
     return PollSummary(cluster=name, ok=False, error=error, kafka_seconds=kafka_seconds)
 
 
-def _known_state(cluster: Cluster) -> tuple[dict, dict, list, list, list]:
-    topics = {topic.name: topic for topic in Topic.objects.filter(cluster=cluster)}
+def _known_state(cluster: Cluster, snapshot: Snapshot) -> tuple[dict, dict, list, list, list]:
+    """Stored state the core needs; for a targeted snapshot, only of its topics and groups
+    (the watcher writes every second: it must not load the whole cluster each time)."""
+    topic_rows, group_rows = Topic.objects.filter(cluster=cluster), ConsumerGroup.objects.filter(cluster=cluster)
+    finding_rows = Finding.objects.filter(cluster=cluster, closed_at__isnull=True)
+    if not snapshot.complete:
+        topic_rows = topic_rows.filter(name__in=snapshot.scope)
+        group_rows = group_rows.filter(group_id__in=[g.group_id for g in snapshot.groups])
+        finding_rows = finding_rows.filter(topic__name__in=snapshot.scope)
+    topics = {topic.name: topic for topic in topic_rows}
     latest = {
         generation.topic_id: generation
-        for generation in PartitionGeneration.objects.filter(topic__cluster=cluster)
+        for generation in PartitionGeneration.objects.filter(topic__in=topic_rows)
         .order_by("topic_id", "-number")
         .distinct("topic_id")
     }
@@ -120,9 +128,9 @@ def _known_state(cluster: Cluster) -> tuple[dict, dict, list, list, list]:
         for topic in topics.values()
         if topic.id in latest
     ]
-    groups = {group.group_id: group for group in ConsumerGroup.objects.filter(cluster=cluster)}
+    groups = {group.group_id: group for group in group_rows}
     consumed: dict[str, set[str]] = defaultdict(set)
-    for group_id, topic_name in GroupTopic.objects.filter(group__cluster=cluster).values_list(
+    for group_id, topic_name in GroupTopic.objects.filter(group__in=group_rows).values_list(
         "group__group_id", "topic__name"
     ):
         consumed[group_id].add(topic_name)
@@ -133,16 +141,17 @@ def _known_state(cluster: Cluster) -> tuple[dict, dict, list, list, list]:
     ]
     # Locked like every lifecycle action locks them: a finding a job repairs or
     # a person dismisses meanwhile is written after this poll, never under it.
-    open_rows = findings_lock(
-        Finding.objects.filter(cluster=cluster, closed_at__isnull=True).select_related("group", "topic", "generation")
-    )
+    open_rows = findings_lock(finding_rows.select_related("group", "topic", "generation"))
     return topics, groups, known_topics, known_groups, open_rows
 
 
-def _finding_partitions(cluster: Cluster) -> dict[tuple[str, str], set[int]]:
+def _finding_partitions(cluster: Cluster, snapshot: Snapshot) -> dict[tuple[str, str], set[int]]:
     """(topic, group id) -> partitions that ever became a finding (open or closed)."""
     partitions: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for topic, group_id, partition in Finding.objects.filter(cluster=cluster).values_list(
+    rows = Finding.objects.filter(cluster=cluster)
+    if not snapshot.complete:
+        rows = rows.filter(topic__name__in=snapshot.scope)
+    for topic, group_id, partition in rows.values_list(
         "topic__name", "group__group_id", "partition"
     ).distinct():
         partitions[(topic, group_id)].add(partition)
@@ -215,7 +224,7 @@ def poll_record_success(
         # NO KEY UPDATE: polls of one cluster exclude each other, while rows
         # that merely refer to the cluster (audit, jobs) can still be written.
         cluster = Cluster.objects.select_for_update(no_key=True).get(id=cluster_id)
-        topics, groups, known_topics, known_groups, open_rows = _known_state(cluster)
+        topics, groups, known_topics, known_groups, open_rows = _known_state(cluster, snapshot)
         topics_before = set(topics)
         guard_starts = known_partitions.read_guard_starts(
             cluster=cluster.name,
@@ -242,7 +251,7 @@ def poll_record_success(
             polls_total=F("polls_total") + (1 if snapshot.complete else 0),
         )
         sets = known_partition_sets(
-            snapshot=snapshot, finding_partitions=_finding_partitions(cluster),
+            snapshot=snapshot, finding_partitions=_finding_partitions(cluster, snapshot),
             consumed_before={group.group_id: group.consumed_topics for group in known_groups},
         )
         recreated = [g.topic for g in changes.new_generations if g.is_new_lineage and g.topic in topics_before]
@@ -281,7 +290,8 @@ def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes
     )
     if changes.deleted_topics:
         Topic.objects.filter(cluster=cluster, name__in=changes.deleted_topics).update(deleted=True, updated_at=now)
-    return {topic.name: topic for topic in Topic.objects.filter(cluster=cluster)}
+    rows = Topic.objects.filter(cluster=cluster)
+    return {topic.name: topic for topic in (rows if snapshot.complete else rows.filter(name__in=snapshot.scope))}
 
 
 def _write_generations(*, topics: dict, changes: detection.Changes, now: datetime) -> dict:
