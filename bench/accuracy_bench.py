@@ -129,7 +129,13 @@ def accuracy_trial(broker: Broker, cluster: Cluster, rate: int) -> list[dict]:
             return rows.count() == len(groups) and all(r.state != "pending" and r.pickup_end is not None
                                                        for r in rows)
 
-        wait_until(decided, timeout=120, interval=0.5, what="every finding decided")
+        try:
+            wait_until(decided, timeout=120, interval=0.5, what="every finding decided")
+        except AssertionError:
+            for row in Finding.objects.filter(topic__name=topic).select_related("group"):
+                print(f"UNDECIDED? {row.group.group_id} p{row.partition} {row.state} end={row.pickup_end} "
+                      f"before={row.pickup_before} {row.explanation}", flush=True)
+            raise
     finally:
         producer.stop()
     poll_cluster(cluster_id=cluster.id)  # the end of partition 1 now that production stopped

@@ -71,6 +71,9 @@ def prepare(admin: AdminClient, bootstrap: str, topics: int, groups: int) -> Non
                     producer.produce(name, value=b"x", partition=partition)
                 producer.poll(0)
         producer.flush(120)
+    wait_visible = time.monotonic() + 120
+    while not set(names) <= set(admin.list_topics(timeout=30).topics) and time.monotonic() < wait_visible:
+        time.sleep(1)
     for number, group in enumerate(group_names(groups)):
         topic = names[number % topics]
         offsets = [TopicPartition(topic, p, 1 + (number % 3)) for p in range(PARTITIONS_PER_TOPIC)]
@@ -90,6 +93,11 @@ def cleanup(admin: AdminClient, topics: int, groups: int) -> None:
     for start in range(0, len(doomed), TOPICS_PER_CREATE):
         for future in admin.delete_topics(doomed[start:start + TOPICS_PER_CREATE], operation_timeout=120).values():
             future.result()
+    # Deletion finishes after the call returns: wait, or the next size would find
+    # half-deleted names "existing", skip creating them and lose them a moment later.
+    deadline = time.monotonic() + 300
+    while any(t in admin.list_topics(timeout=30).topics for t in doomed) and time.monotonic() < deadline:
+        time.sleep(1)
 
 
 def cli_describe_all(bootstrap: str) -> float:

@@ -94,13 +94,18 @@ def pickup_ends(*, cluster_id: int, adapter: KafkaAdapter) -> dict[FindingKey, P
     for row in due:
         topic, partition = row["topic__name"], row["partition"]
         at_ms = int((row["pickup_before"] + grace).timestamp() * 1000)
-        if topic not in types:
-            types[topic] = adapter.topic_timestamp_type(topic)
-        offset = adapter.offsets_for_times(topic=topic, partitions=[partition], timestamp_ms=at_ms)[partition]
-        evidence = f"time index ({types[topic]})"
-        if offset is None:
-            offset = adapter.partition_offsets(topic=topic, partitions=[partition])[partition].high_watermark
-            evidence = f"log end after the pickup ({types[topic]} time index had no later message)"
+        try:
+            if topic not in types:
+                types[topic] = adapter.topic_timestamp_type(topic)
+            offset = adapter.offsets_for_times(topic=topic, partitions=[partition], timestamp_ms=at_ms)[partition]
+            evidence = f"time index ({types[topic]})"
+            if offset is None:
+                offset = adapter.partition_offsets(topic=topic, partitions=[partition])[partition].high_watermark
+                evidence = f"log end after the pickup ({types[topic]} time index had no later message)"
+        except KafkaUnavailable as error:
+            # Only a narrower bound is lost, and only until the next observation tries again.
+            log.warning("pickup end of %s [%s] not resolved yet: %s", topic, partition, error)
+            continue
         key = FindingKey(row["group__group_id"], topic, partition, row["generation__number"])
         ends[key] = PickupEnd(offset=offset, evidence=evidence)
     return ends
