@@ -28,7 +28,11 @@ GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
 
 def _die_with_parent() -> None:
     """In the child before exec: SIGKILL it when the test process dies, even by
-    an abort, so no broker outlives the test that started it."""
+    an abort, so no broker outlives the test that started it.
+
+    The signal follows the *thread* that started the child: a process started
+    from a short-lived thread is killed when that thread ends. Start and
+    restart processes from the test's main thread only."""
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
