@@ -1,7 +1,9 @@
 """50 concurrent users for 60 s on the pages and the API (locust) while a
-real worker and beat poll the local broker: no error answer, and no poll
-delayed past two intervals. The p95 of each page goes to bench/RESULTS.md
-from this test's output (targets live there, not here)."""
+real worker and beat poll the local broker and the same worker runs a Spark
+backfill (approved through the API as the load starts): no error answer, no
+poll delayed past two intervals, and the backfill delivers exactly its range.
+The p95 of each page goes to bench/RESULTS.md from this test's output
+(targets live there, not here)."""
 
 from __future__ import annotations
 
@@ -16,22 +18,38 @@ import pytest
 import requests
 from django.db import connection
 
-from groups.models import Cluster
+from django.utils import timezone
+
+from groups.models import Cluster, RemediationJob
 from groups.services.tokens import api_token_create
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic, user_with_role
 from tests.faults.procs import RedisServer, free_ports, wait_for
+from tests.integration.kafka_harness import Broker
+from tests.integration.test_backfill import Scenario, parquet_rows, spark  # noqa: F401 - fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 USERS, SECONDS, POLL_INTERVAL = 50, 60, 5
+BACKFILL_RECORDS = 20_000
 pytestmark = pytest.mark.timeout(600)
 
 
-def _env(redis_url: str) -> dict[str, str]:
+def _env(redis_url: str, backfills: Path) -> dict[str, str]:
     db = connection.settings_dict
     env = dict(os.environ)
     env.update(DATABASE_URL=f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-               REDIS_URL=redis_url, DEBUG="1", DB_CONN_MAX_AGE="0", POLL_INTERVAL_SECONDS=str(POLL_INTERVAL))
+               REDIS_URL=redis_url, DEBUG="1", DB_CONN_MAX_AGE="0", POLL_INTERVAL_SECONDS=str(POLL_INTERVAL),
+               BACKFILL_OUTPUT=str(backfills), SPARK_MASTER="local[2]", BACKFILL_SPARK_HOST="")
     return env
+
+
+def _backfill_gap(kafka_bootstrap: str, unique: str) -> tuple[Scenario, str]:
+    """Gap findings (BACKFILL_RECORDS on each of two partitions) on a cluster
+    of their own, not polled (its groups are stored, not real), and an
+    approver's API key."""
+    scenario = Scenario(Broker(kafka_bootstrap), f"backfill-{unique}", f"load-{unique}", BACKFILL_RECORDS)
+    Cluster.objects.filter(id=scenario.cluster.id).update(enabled=False)
+    _, key = api_token_create(user=user_with_role("approver", "approver"), name="load-backfill")
+    return scenario, key
 
 
 def _stored_state() -> dict[str, str]:
@@ -50,11 +68,15 @@ def _stored_state() -> dict[str, str]:
             "GAPWATCH_LOAD_GROUP": str(group.id), "GAPWATCH_LOAD_TOPIC": str(topic.id)}
 
 
-def test_fifty_users_get_no_error_and_polls_keep_their_interval(transactional_db, kafka_bootstrap, tmp_path):
+@pytest.mark.spark
+def test_fifty_users_during_a_backfill_get_no_error_and_polls_keep_their_interval(
+    transactional_db, kafka_bootstrap, tmp_path, unique, spark  # noqa: F811 - the imported fixture
+):
     local = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
     load_env = _stored_state()
+    scenario, approver_key = _backfill_gap(kafka_bootstrap, unique)
     redis_server = RedisServer().start()
-    env = _env(redis_server.url)
+    env = _env(redis_server.url, tmp_path / "backfills")
     port = free_ports(1)[0]
     processes = [
         subprocess.Popen([sys.executable, "-m", "gunicorn", "controlplane.wsgi", "--bind", f"127.0.0.1:{port}",
@@ -78,6 +100,11 @@ def test_fifty_users_get_no_error_and_polls_keep_their_interval(transactional_db
              "--only-summary", "--exit-code-on-error", "0"],
             env={**env, **load_env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )
+        approval = requests.post(f"{host}/api/v1/findings/{scenario.findings[0].id}/approve", timeout=60,
+                                 json={"kind": "backfill", "sink": "parquet", "also": [scenario.findings[1].id]},
+                                 headers={"Authorization": f"Token {approver_key}"})
+        assert approval.status_code in (200, 201), approval.text[:500]
+        job_id = approval.json()["id"]
         poll_times: list = []
         while locust.poll() is None:
             last = Cluster.objects.values_list("last_poll_at", flat=True).get(id=local.id)
@@ -85,6 +112,9 @@ def test_fifty_users_get_no_error_and_polls_keep_their_interval(transactional_db
                 poll_times.append(last)
             time.sleep(0.5)
         assert locust.returncode == 0, locust.stderr.read()[-2000:]
+        load_ended = timezone.now()
+        wait_for(lambda: RemediationJob.objects.get(id=job_id).status in RemediationJob.FINISHED, timeout=600,
+                 interval=1, what="the backfill to finish")
     finally:
         for process in processes:
             process.terminate()
@@ -106,6 +136,14 @@ def test_fifty_users_get_no_error_and_polls_keep_their_interval(transactional_db
     failures = (tmp_path / "load_failures.csv").read_text()
     assert int(total["Request Count"]) > USERS * 10
     assert int(total["Failure Count"]) == 0, failures
+
+    job = RemediationJob.objects.get(id=job_id)
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert job.result["delivered"] == job.result["expected"] == 2 * BACKFILL_RECORDS
+    assert parquet_rows(spark, str(tmp_path / "backfills" / str(job.id))) == scenario.expected_rows()
+    assert job.started_at < load_ended, "the backfill ran during the load"
+    print(f"backfill during the load: {job.status_reason}, {job.started_at:%H:%M:%S}-{job.finished_at:%H:%M:%S}, "
+          f"load ended {load_ended:%H:%M:%S}")
 
     gaps = [(b - a).total_seconds() for a, b in zip(poll_times[1:], poll_times[2:])]
     print(f"poll completions during the load: {len(poll_times) - 1}, largest gap {max(gaps):.1f}s")
