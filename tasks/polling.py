@@ -41,6 +41,16 @@ def cluster_adapter(cluster: Cluster) -> KafkaAdapter:
     return _ADAPTERS[key]
 
 
+def forget_adapter(cluster_id: int) -> None:
+    """Drop the cluster's cached client after a failed request. librdkafka's
+    admin client does not always recover from a whole-cluster outage (after a
+    restart, DescribeConsumerGroups kept timing out on the old client for
+    minutes, while a new client answered at once), so the next observation
+    starts with a new one."""
+    for key in [k for k in _ADAPTERS if k[0] == cluster_id]:
+        del _ADAPTERS[key]
+
+
 def poll_cluster(
     *, cluster_id: int, adapter: KafkaAdapter | None = None, topics: Collection[str] | None = None,
     groups: Collection[str] | None = None,
@@ -67,6 +77,7 @@ def poll_cluster(
             known_counts=known_counts, topics=topics, groups=groups,
         )
     except KafkaUnavailable as error:
+        forget_adapter(cluster.id)
         if topics is not None:
             return PollSummary(cluster=cluster.name, ok=False, error=str(error),
                                kafka_seconds=time.monotonic() - started)

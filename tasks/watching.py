@@ -24,7 +24,7 @@ from django.conf import settings
 from groups import selectors
 from groups.models import Cluster
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
-from tasks.polling import cluster_adapter, poll_cluster
+from tasks.polling import cluster_adapter, forget_adapter, poll_cluster
 
 
 def watch_cluster(*, cluster_id: int) -> dict:
@@ -54,6 +54,7 @@ def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
     try:
         counts = adapter.partition_counts()
     except KafkaUnavailable as error:
+        forget_adapter(cluster.id)
         return {"cluster": cluster.name, "ok": False, "error": str(error)}  # the full poll records it
     changed = {name for name, count in counts.items() if name in known_counts and known_counts[name] != count}
     topics = (changed | watched) & set(counts)
