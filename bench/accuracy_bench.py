@@ -15,8 +15,10 @@ client never printed/received; Gapwatch = the finding's definite/possible;
 CLI = LAG of `kafka-consumer-groups --describe` on partition 1 afterwards.
 
 latency: a group with a commit on a topic; 20 times, `create_partitions`
-returns -> the finding of the added partition is in the database (polled
-every 20 ms), with the trials spread over the watcher's phase.
+returns -> the finding of the added partition is listed by
+`GET /api/v1/findings?topic=...` (asked every 20 ms with a viewer's API
+token, through Django's request handling in this process), with the trials
+spread over the watcher's phase.
 """
 
 from __future__ import annotations
@@ -185,7 +187,20 @@ def run_accuracy(args, broker: Broker, cluster: Cluster) -> None:
           + ", ".join(f"{r['possible'] / r['rate']:.2f}" for r in rows))
 
 
+def api_lists(client, topic: str, partition: int) -> bool:
+    response = client.get("/api/v1/findings", {"topic": topic})
+    assert response.status_code == 200, response.content
+    return any(row["partition"] == partition for row in response.json()["results"])
+
+
 def run_latency(args, broker: Broker, cluster: Cluster) -> None:
+    from django.test import Client
+
+    from groups.services.tokens import api_token_create
+    from tests.factories import user_with_role
+
+    _, key = api_token_create(user=user_with_role(f"bench-{uuid.uuid4().hex[:6]}", "viewer"), name="latency bench")
+    api = Client(SERVER_NAME="127.0.0.1", HTTP_AUTHORIZATION=f"Token {key}")
     topic, group_id = f"lat-{uuid.uuid4().hex[:8]}", f"lat-{uuid.uuid4().hex[:8]}-g"
     broker.create_topic(topic, 1)
     broker.admin.alter_consumer_group_offsets(
@@ -198,8 +213,7 @@ def run_latency(args, broker: Broker, cluster: Cluster) -> None:
         total = number + 2
         broker.admin.create_partitions([NewPartitions(topic, total)])[topic].result()
         returned = time.monotonic()
-        wait_until(lambda: Finding.objects.filter(topic__name=topic, partition=total - 1).exists(), timeout=60,
-                   interval=0.02, what="the finding")
+        wait_until(lambda: api_lists(api, topic, total - 1), timeout=60, interval=0.02, what="the finding in the API")
         latencies.append(time.monotonic() - returned)
         print(f"trial {number + 1}: {latencies[-1]:.3f}s", flush=True)
     broker.admin.delete_consumer_groups([group_id])
