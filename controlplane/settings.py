@@ -55,6 +55,9 @@ FAST_POLL_SECONDS = env_int("FAST_POLL_SECONDS", 2, minimum=1)
 # on a partition-count change, and while a new partition is being picked up, a
 # targeted snapshot of its topic and the groups reading it (issue 11).
 WATCH_INTERVAL_SECONDS = env_int("WATCH_INTERVAL_SECONDS", 1, minimum=1)
+# While a new partition is being picked up, a tick observes this many times,
+# evenly over its interval: the pickup bracket is about interval / this wide.
+WATCH_OBSERVATIONS_PER_TICK = env_int("WATCH_OBSERVATIONS_PER_TICK", 4, minimum=1)
 # A member fetches its start position just after it takes a partition; the
 # pickup end is read from the time index this long after the pickup was seen.
 PICKUP_GRACE_MS = env_int("PICKUP_GRACE_MS", 250, minimum=0)

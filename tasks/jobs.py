@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 import redis
@@ -79,14 +80,20 @@ def watch_all_clusters() -> None:
 
 @shared_task(name="gapwatch.watch_cluster", ignore_result=True)
 def watch_cluster_task(cluster_id: int) -> dict:
-    """One watcher tick (tasks/watching.py) under the poll's lock; skipped, never
-    waited for, while a poll or another tick of this cluster runs."""
+    """One watcher tick (tasks/watching.py) under the poll's lock. While a poll
+    or another tick of this cluster holds it, the tick waits at most one
+    observation step (a short poll or a tick ending on time), then skips: a
+    skipped tick would leave a whole interval of a pickup unobserved. Its
+    observations are scheduled from its arrival, so waiting never pushes the
+    next tick's out."""
+    arrived = time.monotonic()
     client = redis.Redis.from_url(settings.REDIS_URL)
     lock = client.lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS)
-    if not lock.acquire(blocking=False):
+    step = settings.WATCH_INTERVAL_SECONDS / settings.WATCH_OBSERVATIONS_PER_TICK
+    if not lock.acquire(blocking=True, blocking_timeout=step):
         return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is running"}
     try:
-        return watch_cluster(cluster_id=cluster_id)
+        return watch_cluster(cluster_id=cluster_id, started=arrived)
     finally:
         try:
             lock.release()

@@ -11,8 +11,9 @@ Why beat and not a long-running loop: beat is already the single scheduler,
 ticks are short and idempotent, and a tick whose worker dies is simply
 followed by the next one; no task has to re-enqueue itself or hold a lease
 across a worker's death. Single-flight per cluster: a tick shares the poll's
-Redis lock and skips (never waits) while a poll or another tick holds it,
-and ticks still queued after one interval expire.
+Redis lock and waits at most a quarter of an interval for it (then skips)
+while a poll or another tick holds it, and ticks still queued after one
+interval expire.
 """
 
 from __future__ import annotations
@@ -27,26 +28,44 @@ from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.polling import cluster_adapter, forget_adapter, poll_cluster
 
 
-def watch_cluster(*, cluster_id: int) -> dict:
+def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
     """One tick, in this order:
 
     1. one metadata request: the partition count of every topic;
     2. topics to observe: those whose count differs from the stored one,
        plus topics of findings still being picked up;
     3. if any: a targeted snapshot of them and the groups that read them;
-    4. while a new partition is being picked up, a second targeted snapshot
-       half an interval later: the pickup bracket, and so the possible range,
-       is then about half a second wide instead of a whole one.
+    4. while a new partition is being picked up, further targeted snapshots
+       at every 1/WATCH_OBSERVATIONS_PER_TICK of the interval (never past
+       it, so the next tick is not skipped): the pickup bracket, and so the
+       possible range, is then about a quarter of a second wide instead of a
+       whole one.
+
+    ``started`` (``time.monotonic()``) is when the tick arrived; observation
+    slots are counted from it.
     """
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     cluster = Cluster.objects.get(id=cluster_id)
     adapter = cluster_adapter(cluster)
+    begun = time.monotonic()
     first = _tick(cluster=cluster, adapter=adapter)
-    if first.get("watched"):
-        time.sleep(max(0.0, started + settings.WATCH_INTERVAL_SECONDS / 2 - time.monotonic()))
-        second = _tick(cluster=cluster, adapter=adapter)
-        return {**first, "second": second.get("observed", [])}
-    return first
+    took = time.monotonic() - begun
+    step = settings.WATCH_INTERVAL_SECONDS / settings.WATCH_OBSERVATIONS_PER_TICK
+    later, watched = [], first.get("watched")
+    while watched:
+        # The next slot still ahead (an observation that ran long skips the
+        # slots it overran), and only if an observation as long as the last
+        # one ends before the interval does: the next tick waits at most a
+        # step for the lock, then skips and leaves a whole interval unobserved.
+        slot = started + step * (int((time.monotonic() - started) / step) + 1)
+        if slot + took >= started + settings.WATCH_INTERVAL_SECONDS:
+            break
+        time.sleep(max(0.0, slot - time.monotonic()))
+        observation = _tick(cluster=cluster, adapter=adapter)
+        took = time.monotonic() - slot
+        later.append(observation.get("observed", []))
+        watched = observation.get("watched")
+    return {**first, "later": later} if later else first
 
 
 def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:

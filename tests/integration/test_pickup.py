@@ -7,6 +7,7 @@ is restarted, each refreshes metadata every 5 s."""
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from groups.models import Finding
@@ -118,6 +119,8 @@ def test_a_watcher_tick_observes_only_changed_topics_and_opens_the_findings(brok
         consumer.close()
 
     assert (tick["observed"], tick["changed"]) == ([topic], [topic])
+    assert 1 <= len(tick["later"]) < settings.WATCH_OBSERVATIONS_PER_TICK, "observed again within its interval"
+    assert all(observed == [topic] for observed in tick["later"])
     rows = {f.partition: f for f in Finding.objects.filter(topic__name=topic, group__group_id=group_id)}
     assert sorted(rows) == [1, 2]
     assert (rows[2].state, rows[2].pre_pickup_high_watermark, rows[2].first_log_start) == ("pending", 4, 0)

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from groups.models import Cluster, Finding, Notification
-from tasks.jobs import poll_all_clusters, poll_cluster_task, poll_lock_key
+from tasks.jobs import poll_all_clusters, poll_cluster_task, poll_lock_key, watch_cluster_task
 from tests.integration.kafka_harness import wait_until
 from tests.integration.test_detection import poll, start_consuming_group
 
@@ -52,6 +52,27 @@ def receiver(settings):
     receiver = WebhookReceiver()
     yield receiver
     receiver.close()
+
+
+def test_a_watcher_tick_waits_a_step_for_the_lock_then_skips(transactional_db, kafka_bootstrap):
+    """A tick finding the lock held waits one observation step (a poll or a
+    tick ending on time releases it by then), and skips only after that."""
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    lock = client.lock(poll_lock_key(cluster.id), timeout=30, thread_local=False)  # released by a timer thread
+    step = settings.WATCH_INTERVAL_SECONDS / settings.WATCH_OBSERVATIONS_PER_TICK
+    assert lock.acquire(blocking=False)
+    try:
+        assert watch_cluster_task.apply(args=(cluster.id,)).get() == {
+            "cluster_id": cluster.id, "skipped": "a poll of this cluster is running"}
+        releaser = threading.Timer(step / 3, lock.release)
+        releaser.start()
+        tick = watch_cluster_task.apply(args=(cluster.id,)).get()
+        releaser.join()
+    finally:
+        if lock.owned():
+            lock.release()
+    assert tick["ok"] is True and "skipped" not in tick, "the lock freed within the step: the tick ran"
 
 
 def test_it_skips_a_poll_while_another_poll_of_the_cluster_holds_the_lock(transactional_db, kafka_bootstrap):
