@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 ENV := source scripts/env.sh &&
 
-.PHONY: up down test setup services mutation
+.PHONY: up down test setup services mutation bench
 
 setup:
 	@bash scripts/setup.sh
@@ -27,6 +27,12 @@ down:
 # keep the test database open. Backfill tests start their own Spark host.
 test: services
 	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 BACKFILL_SPARK_HOST= $$VENV/bin/python -m pytest $(PYTEST_ARGS)
+
+# The issue-11 benchmarks in one run (poll cost vs the CLI, accuracy with real
+# clients, detection latency; ~10 minutes), in their own database. Results:
+# bench/RESULTS.md. Not part of `make test`.
+bench: services
+	@$(ENV) BENCH_SHARED_SERVICES=1 bash bench/run.sh
 
 # Mutation testing of the pure domain, judged by tests/unit (no services; ~3 minutes
 # on 2 cores). Not part of `make test`. Results: docs/MUTATION.md.
