@@ -688,9 +688,12 @@ STORIES = [
             steps=(Step(0, 100), Step(0, 180, owned=True, pickup_end=190),
                    Step(0, 300, owned=True, commit=290, pickup_end=250)),
             states=("pending", "pending", "gap"),
-            final=dict(pickup_end=190, missed_definite=100, missed_possible=90, backfill_end=190),
+            final=dict(pickup_end=190, pickup_evidence="time index (CreateTime)", missed_definite=100,
+                       missed_possible=90, backfill_end=190),
+            explanation_mentions="below 190 (time index (CreateTime), pickup observed within",
         ),
-        "the pickup end is resolved once and kept: a later, larger answer changes nothing",
+        "the pickup end is resolved once and kept: a later, larger answer changes nothing; how it was found "
+        "is stored with it, so the poll that decides (the next one) still names its evidence",
         id="pickup-end-frozen-once-set",
     ),
     pytest.param(
@@ -733,6 +736,16 @@ STORIES = [
         "KIP-848: the coordinator put p in the member's target; until it is in the member's assignment the "
         "member has not started, so the finding stays pending and H keeps counting as before pickup",
         id="kip848-target-is-not-yet-owned",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(20, 70, target=True),),
+            states=("pending",),
+            final=dict(lag=50),
+            explanation_mentions="billing-app is being given the partition (target assignment); 50 messages at risk",
+        ),
+        "a member being given p has not read yet: at risk are the stored messages H - E = 70 - 20, as without it",
+        id="kip848-target-at-risk-is-h-minus-e",
     ),
 ]
 
