@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from groups.domain.lifecycle import backfill_recovery, reset_recovery
+from groups.domain.lifecycle import backfill_recovery, reset_recovery, sink_description
 from tests.unit.test_core import NEW_PARTITION, Step, billing_reading, billing_store, key, orders, poll
 
 RESET_CASES = [
@@ -43,6 +43,27 @@ RESET_CASES = [
         "is read because of the reset",
         id="commit-inside-the-gap",
     ),
+    pytest.param(
+        dict(before=150, after=150, missed_start=0, missed_end=150), (0, 0),
+        "a reset to the very offset it had committed moves nothing: nothing read twice, nothing recovered",
+        id="reset-to-its-own-commit",
+    ),
+    pytest.param(
+        dict(before=None, after=0, missed_start=0, missed_end=150), (150, 0),
+        "the commit is gone (offsets expired) but the missed range is known: from 0 the group reads [0,150) "
+        "once, for the first time",
+        id="no-commit-with-a-known-gap",
+    ),
+    pytest.param(
+        dict(before=400, after=0, missed_start=0, missed_end=None), (0, 400),
+        "a missed range with one end unknown is no range: 400 duplicates, nothing counted as recovered",
+        id="gap-end-unknown",
+    ),
+    pytest.param(
+        dict(before=400, after=0, missed_start=None, missed_end=150), (0, 400),
+        "the same with the start unknown",
+        id="gap-start-unknown",
+    ),
 ]
 
 
@@ -54,21 +75,104 @@ def test_a_reset_counts_what_it_recovers_and_what_it_re_delivers(offsets, expect
     assert recovery.reason.startswith(f"repaired by reset job 7: offsets reset to {offsets['after']}")
 
 
-def test_a_reset_reason_names_where_and_how_much():
-    recovery = reset_recovery(job_id=3, before=52, after=0, missed_start=0, missed_end=52)
+RESET_REASON_CASES = [
+    pytest.param(
+        dict(before=52, after=0, missed_start=0, missed_end=52),
+        "repaired by reset job 3: offsets reset to 0 (committed was 52); "
+        "52 messages re-delivered, 52 of them missed before",
+        "a commit before: how many come again, and how many of those the group had missed",
+        id="with-a-commit",
+    ),
+    pytest.param(
+        dict(before=None, after=0, missed_start=0, missed_end=150),
+        "repaired by reset job 3: offsets reset to 0 (no commit); 150 missed messages delivered",
+        "no commit before: nothing comes again, so only the missed messages now delivered are named",
+        id="no-commit-recovers-the-gap",
+    ),
+    pytest.param(
+        dict(before=None, after=0, missed_start=None, missed_end=None),
+        "repaired by reset job 3: offsets reset to 0 (no commit)",
+        "no commit and nothing missed (auto-repair before pickup): only where the group starts",
+        id="no-commit-nothing-missed",
+    ),
+]
 
-    assert recovery.reason == ("repaired by reset job 3: offsets reset to 0 (committed was 52); "
-                               "52 messages re-delivered, 52 of them missed before")
+
+@pytest.mark.parametrize(("offsets", "reason", "why"), RESET_REASON_CASES)
+def test_a_reset_reason_names_where_and_how_much(offsets, reason, why):
+    assert reset_recovery(job_id=3, **offsets).reason == reason, why
 
 
-def test_a_backfill_recovers_what_it_delivered_and_names_explained_losses():
-    report = {"topic": "orders", "partition": 2, "expected": 60, "delivered": 55,
-              "explained": {"retention": 5}}
+BACKFILL_CASES = [
+    pytest.param(
+        {"expected": 60, "delivered": 55, "explained": {"retention": 5}},
+        "repaired by backfill job 12: 55 of 60 records replayed to parquet at /data/12; 5 retention",
+        "retention took 5 before the job read them: the reason says so",
+        id="one-explained-loss",
+    ),
+    pytest.param(
+        {"expected": 60, "delivered": 52, "explained": {"retention": 5, "aborted_transaction": 3}},
+        "repaired by backfill job 12: 52 of 60 records replayed to parquet at /data/12; "
+        "3 aborted transaction, 5 retention",
+        "every cause is named, in words, in a fixed (alphabetical) order",
+        id="several-explained-losses",
+    ),
+    pytest.param(
+        {"expected": 60, "delivered": 60, "explained": {}},
+        "repaired by backfill job 12: 60 of 60 records replayed to parquet at /data/12",
+        "nothing missing: no list of causes",
+        id="all-delivered",
+    ),
+]
+
+
+@pytest.mark.parametrize(("counts", "reason", "why"), BACKFILL_CASES)
+def test_a_backfill_recovers_what_it_delivered_and_names_explained_losses(counts, reason, why):
+    report = {"topic": "orders", "partition": 2, **counts}
 
     recovery = backfill_recovery(job_id=12, partition_report=report, destination="parquet at /data/12")
 
-    assert (recovery.recovered, recovery.redelivered) == (55, None), "a backfill never moves the group"
-    assert recovery.reason == "repaired by backfill job 12: 55 of 60 records replayed to parquet at /data/12; 5 retention"
+    assert (recovery.recovered, recovery.redelivered) == (counts["delivered"], None), "a backfill never moves the group"
+    assert recovery.reason == reason, why
+
+
+SINK_CASES = [
+    pytest.param(
+        {"kind": "kafka", "topics": {"orders": "replay.b", "payments": "replay.b", "refunds": "replay.a"}},
+        "Kafka topic replay.a, replay.b",
+        "two sources replayed into one topic (the group's configured one) name it once; names sorted",
+        id="kafka-names-each-replay-topic-once",
+    ),
+    pytest.param(
+        {"kind": "handler", "handler": "billing.replay.handle"}, "handler billing.replay.handle",
+        "a handler is named by its dotted path",
+        id="handler",
+    ),
+    pytest.param(
+        {"kind": "parquet", "output": "/data/backfills/12"}, "parquet at /data/backfills/12",
+        "parquet is named by where the files were published",
+        id="parquet",
+    ),
+    pytest.param(
+        {"kind": "kafka"}, "Kafka topic ",
+        "a result written before the sink was built (the job failed early) has only the kind: no topic is made up",
+        id="kafka-kind-only",
+    ),
+    pytest.param(
+        {"kind": "handler"}, "handler ", "the same for a handler: never 'None'", id="handler-kind-only",
+    ),
+    pytest.param(
+        {"kind": "parquet"}, "parquet at ", "the same for parquet: never 'None'", id="parquet-kind-only",
+    ),
+    pytest.param({}, "an unknown sink", "no kind at all", id="no-kind"),
+    pytest.param({"kind": "s3", "output": "s3://x"}, "an unknown sink", "a kind this version does not know",
+                 id="unknown-kind"),
+]
+
+
+@pytest.mark.parametrize(("sink", "description", "why"), SINK_CASES)
+def test_a_sink_is_described_in_words(sink, description, why):
+    assert sink_description(sink) == description, why
 
 
 # --- The core and closed findings --------------------------------------------
