@@ -23,14 +23,18 @@ class Recovery:
 
 
 def sink_description(sink: dict) -> str:
-    """Where a backfill delivered, from its result's ``sink``, in words."""
-    if sink.get("kind") == "kafka":
-        return "Kafka topic " + ", ".join(sorted(set((sink.get("topics") or {}).values())))
-    if sink.get("kind") == "handler":
-        return f"handler {sink.get('handler', '')}"
-    if sink.get("kind") == "parquet":
-        return f"parquet at {sink.get('output', '')}"
-    return "an unknown sink"
+    """Where a backfill delivered, from its result's ``sink``, in words. A
+    result written before the sink was built (the job failed early) has only
+    the kind: its place is said to be unrecorded, never left blank."""
+    kinds = {"kafka": "Kafka topic", "handler": "handler", "parquet": "parquet at"}
+    kind = sink.get("kind")
+    if kind not in kinds:
+        return "an unknown sink"
+    if kind == "kafka":
+        where = ", ".join(sorted(set((sink.get("topics") or {}).values())))
+    else:
+        where = sink.get("handler" if kind == "handler" else "output") or ""
+    return f"{kinds[kind]} {where}" if where else f"{kinds[kind].removesuffix(' at')} (not recorded)"
 
 
 def reset_recovery(

@@ -154,15 +154,15 @@ SINK_CASES = [
         id="parquet",
     ),
     pytest.param(
-        {"kind": "kafka"}, "Kafka topic ",
+        {"kind": "kafka"}, "Kafka topic (not recorded)",
         "a result written before the sink was built (the job failed early) has only the kind: no topic is made up",
         id="kafka-kind-only",
     ),
     pytest.param(
-        {"kind": "handler"}, "handler ", "the same for a handler: never 'None'", id="handler-kind-only",
+        {"kind": "handler"}, "handler (not recorded)", "the same for a handler: never 'None' nor blank", id="handler-kind-only",
     ),
     pytest.param(
-        {"kind": "parquet"}, "parquet at ", "the same for parquet: never 'None'", id="parquet-kind-only",
+        {"kind": "parquet"}, "parquet (not recorded)", "the same for parquet: never 'None' nor blank", id="parquet-kind-only",
     ),
     pytest.param({}, "an unknown sink", "no kind at all", id="no-kind"),
     pytest.param({"kind": "s3", "output": "s3://x"}, "an unknown sink", "a kind this version does not know",
