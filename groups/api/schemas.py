@@ -94,6 +94,18 @@ class FindingOut(Schema):
     policy_source: Literal["declared", "evidenced", "guard", "assumed"] | None = Field(
         description="Where the group's auto.offset.reset came from; null while undecided.")
     explanation: str
+    pickup_after: IsoDateTime | None = Field(description=(
+        "The pickup bracket's start: the group descriptions of the last observation without an owner or a "
+        "commit were requested then, so the group took the partition after it. Null until observed."))
+    pickup_before: IsoDateTime | None = Field(description=(
+        "The pickup bracket's end: the first observation with an owner (for KIP-848 groups, the partition in "
+        "the member's current assignment) ended then. Null until observed."))
+    pickup_end: int | None = Field(description=(
+        "First offset appended after pickup_before plus PICKUP_GRACE_MS, from Kafka's time index: a latest "
+        "member started at or below it. Null while unknown."))
+    pickup_evidence: str = Field(description=(
+        "Which timestamps gave pickup_end, e.g. 'time index (CreateTime)' (CreateTime depends on producer "
+        "clocks, LogAppendTime on the broker's); empty while unknown."))
     owner_client_id: str = Field(description="Client id of the member that owns the partition; empty if none.")
     owner_host: str
 

@@ -64,7 +64,10 @@ def two_clusters(db):
     billing, audit = make_group(prod, "billing"), make_group(prod, "audit")
     stage_billing = make_group(stage, "billing")
     return {
-        "f_gap": make_finding(billing, orders_gen2, 2, minutes_ago=1),
+        "f_gap": make_finding(
+            billing, orders_gen2, 2, minutes_ago=1, pickup_after=NOW - timedelta(seconds=50, milliseconds=300),
+            pickup_before=NOW - timedelta(seconds=50), pickup_end=75, pickup_evidence="time index (CreateTime)",
+        ),
         "f_pending": make_finding(
             audit, orders_gen2, 2, minutes_ago=2, state=Finding.State.PENDING, committed_offset=None, lag=100,
             missed_definite=0, missed_possible=0, backfill_start=None, backfill_end=None, policy_source="",
@@ -126,11 +129,17 @@ def test_it_lists_open_findings_newest_first_with_every_field(api, two_clusters)
         "backfill_end": 40,
         "policy_source": "assumed",
         "explanation": "assumed latest",
+        "pickup_after": "2025-03-01T11:59:09.700000+00:00",
+        "pickup_before": "2025-03-01T11:59:10+00:00",
+        "pickup_end": 75,
+        "pickup_evidence": "time index (CreateTime)",
         "owner_client_id": "client-1",
         "owner_host": "/10.0.0.1",
     }
     pending = body["results"][1]
     assert (pending["committed_offset"], pending["policy_source"], pending["lag"]) == (None, None, 100)
+    assert (pending["pickup_after"], pending["pickup_before"], pending["pickup_end"], pending["pickup_evidence"]) == (
+        None, None, None, "")
 
 
 def test_it_breaks_ties_of_found_at_by_id(api, db):
