@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.faults.procs import KafkaCluster
+from tests.faults.procs import KafkaCluster, SparkStandalone
 from tests.integration.conftest import approver, broker  # noqa: F401 - shared fixtures of the integration tests
 
 
@@ -28,3 +28,14 @@ def kafka3(tmp_path):
     cluster = KafkaCluster(tmp_path / "kafka", nodes=3).start()
     yield cluster
     cluster.close()
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """A standalone Spark master and two workers on loopback (1 core, 1 GiB
+    each), shared by the session's cluster tests; killed at the end."""
+    cluster = SparkStandalone(tmp_path_factory.mktemp("spark-standalone"))
+    try:
+        yield cluster.start()
+    finally:
+        cluster.close()

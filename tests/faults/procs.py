@@ -5,12 +5,15 @@ kill and restart at will without touching the shared stack of `make test`.
   Maven jars that scripts/setup.sh installs.
 - ``RedisServer``: a redis-server.
 - ``Postgres``: a PostgreSQL cluster of its own (initdb in a temporary folder).
+- ``SparkStandalone``: a Spark master and workers from the pyspark install.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -18,7 +21,10 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
+from urllib.request import urlopen
 
+import pyspark
 import redis
 from confluent_kafka.admin import AdminClient
 
@@ -259,3 +265,180 @@ class Postgres:
             self.stop()
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class TaskRun(NamedTuple):
+    """One attempt of a Spark task, as an application's event log records its end."""
+
+    stage: int
+    index: int
+    task_id: int
+    worker: str | None
+    reason: str  # "Success", "ExecutorLostFailure", ...
+
+
+class SparkStandalone:
+    """A standalone Spark cluster of the tests' own on loopback: a ``Master``
+    and ``workers`` ``Worker``s (1 core and ``memory`` each) started with
+    ``spark-class`` from the pyspark install; daemon logs under
+    ``$GAPWATCH_HOME/logs/spark-standalone``.
+
+    Each worker runs in a process group of its own, so ``kill_worker`` takes
+    its executors with it, as the loss of a machine would.
+
+    ``conf_dir`` holds the ``spark-defaults.conf`` of the cluster's clients
+    (``SPARK_CONF_DIR``): event logs in ``event_logs`` (which executor ran
+    which task), applications wait for every executor before their first
+    task, and no task waits for a preferred executor, so a short job runs on
+    both workers.
+    """
+
+    def __init__(self, workdir: Path, *, workers: int = 2, memory: str = "1g", daemon_heap: str = "256m") -> None:
+        self.spark_home = Path(pyspark.__file__).parent
+        self.workdir, self.memory = workdir, memory
+        self.logs = GAPWATCH_HOME / "logs" / "spark-standalone"
+        self.conf_dir = workdir / "conf"
+        self.event_logs = workdir / "event-logs"
+        self.master_port, self.master_webui_port = free_ports(2)
+        self.url = f"spark://127.0.0.1:{self.master_port}"
+        self.environment = {
+            **os.environ, "SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_DAEMON_MEMORY": daemon_heap, "SPARK_CONF_DIR": str(self.conf_dir),
+            # A killed worker is dropped by the master at once (disconnect); this bounds the rest.
+            "SPARK_MASTER_OPTS": "-Dspark.worker.timeout=15",
+        }
+        self.master: subprocess.Popen | None = None
+        self.workers: dict[str, subprocess.Popen] = {}  # worker name -> process
+        self.worker_webui_ports: dict[str, int] = {}
+        self._wanted_workers = workers
+        self._started = 0
+
+    def start(self) -> "SparkStandalone":
+        for folder in (self.logs, self.conf_dir, self.event_logs):
+            folder.mkdir(parents=True, exist_ok=True)
+        (self.conf_dir / "spark-defaults.conf").write_text("\n".join([
+            "spark.eventLog.enabled true",
+            f"spark.eventLog.dir {self.event_logs.as_uri()}",
+            "spark.eventLog.compress false",
+            "spark.eventLog.rolling.enabled false",
+            "spark.scheduler.minRegisteredResourcesRatio 1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime 60s",
+            "spark.locality.wait 0",
+            "spark.executor.memory 512m",
+            "",
+        ]))
+        self.master = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                  "--port", str(self.master_port), "--webui-port", str(self.master_webui_port))
+        for _ in range(self._wanted_workers):
+            self.start_worker(wait=False)
+        self.wait_workers(self._wanted_workers)
+        return self
+
+    def _spawn(self, name: str, main_class: str, *args: str) -> subprocess.Popen:
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
+        return subprocess.Popen([str(self.spark_home / "bin" / "spark-class"), main_class, *args],
+                                cwd=self.workdir, env=self.environment, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, preexec_fn=_die_with_parent)
+
+    def start_worker(self, *, wait: bool = True) -> str:
+        """A new worker on fresh ports (a killed worker's address stays taken
+        at the master until it times out); its name, ``worker<n>``."""
+        self._started += 1
+        name = f"worker{self._started}"
+        port, webui_port = free_ports(2)
+        self.worker_webui_ports[name] = webui_port
+        self.workers[name] = self._spawn(
+            name, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port", str(port),
+            "--webui-port", str(webui_port), "--cores", "1", "--memory", self.memory,
+            "--work-dir", str(self.workdir / name), self.url)
+        if wait:
+            self.wait_workers(len(self.workers))
+        return name
+
+    def state(self) -> dict:
+        """The master's JSON status (workers, active and completed applications)."""
+        with urlopen(f"http://127.0.0.1:{self.master_webui_port}/json/", timeout=5) as answer:
+            return json.load(answer)
+
+    def wait_workers(self, count: int, timeout: float = 120) -> None:
+        wait_for(lambda: sum(w["state"] == "ALIVE" for w in self.state()["workers"]) == count,
+                 timeout=timeout, what=f"{count} Spark workers alive at {self.url}")
+
+    def worker_of_executor(self, log_url: str) -> str | None:
+        """The worker whose web UI serves an executor's log (``Log Urls`` of its event)."""
+        for name, port in self.worker_webui_ports.items():
+            if f"127.0.0.1:{port}/" in log_url:
+                return name
+        return None
+
+    def applications(self, name: str) -> list[dict]:
+        """The master's record of the applications called ``name``, oldest first."""
+        state = self.state()
+        return sorted((app for app in state["activeapps"] + state["completedapps"] if app["name"] == name),
+                      key=lambda app: app["starttime"])
+
+    def task_runs(self, app_id: str) -> list[TaskRun]:
+        """Every task attempt of an application that ended, from its event log,
+        with the worker whose executor ran it."""
+        workers: dict[str, str | None] = {}
+        runs = []
+        for line in (self.event_logs / app_id).read_text().splitlines():
+            event = json.loads(line)
+            if event["Event"] == "SparkListenerExecutorAdded":
+                workers[event["Executor ID"]] = self.worker_of_executor(event["Executor Info"]["Log Urls"]["stderr"])
+            elif event["Event"] == "SparkListenerTaskEnd":
+                info = event["Task Info"]
+                runs.append(TaskRun(stage=event["Stage ID"], index=info["Index"], task_id=info["Task ID"],
+                                    worker=workers.get(info["Executor ID"]),
+                                    reason=event["Task End Reason"]["Reason"]))
+        return runs
+
+    def kill_worker_running_a_task(self, name: str, *, app_id: str, after_finished: int, timeout: float) -> int:
+        """SIGKILL worker ``name`` (and its executor) while its executor for
+        ``app_id`` runs a task, once it has finished ``after_finished`` tasks;
+        the id of the task it was running. The worker is frozen (SIGSTOP)
+        while its executor's log is read, so the task is still running when
+        it dies."""
+        group = self.workers[name].pid
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            running, finished = self._executor_tasks(name, app_id)
+            if running and finished >= after_finished:
+                os.killpg(group, signal.SIGSTOP)
+                running, finished = self._executor_tasks(name, app_id)
+                if running:
+                    self.kill_worker(name)
+                    return running[-1]
+                os.killpg(group, signal.SIGCONT)
+            time.sleep(0.02)
+        raise AssertionError(f"{name}'s executor never ran a task after {after_finished} finished ones")
+
+    def _executor_tasks(self, name: str, app_id: str) -> tuple[list[int], int]:
+        """(ids of the tasks running, number finished) by the executors of
+        worker ``name`` for ``app_id``, from their logs (``<work dir>/<app>/<executor>/stderr``)."""
+        started, ended = [], set()
+        for log in sorted((self.workdir / name / app_id).glob("*/stderr")):
+            text = log.read_text(errors="replace")
+            started += [int(tid) for tid in re.findall(r"Running task \S+ in stage \S+ \(TID (\d+)\)", text)]
+            ended |= {int(tid) for tid in re.findall(r"Finished task \S+ in stage \S+ \(TID (\d+)\)", text)}
+        return [tid for tid in started if tid not in ended], len(ended)
+
+    def kill_worker(self, name: str) -> None:
+        """SIGKILL the worker and its executors (its process group)."""
+        process = self.workers.pop(name)
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=30)
+
+    def close(self) -> None:
+        for process in [*self.workers.values(), self.master]:
+            if process is None:
+                continue
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait(timeout=30)
+        self.workers.clear()

@@ -249,7 +249,17 @@ def test_it_replays_exactly_the_range_to_the_replay_topic_with_origin_headers(
     topics = broker.admin.list_topics(timeout=10).topics
     assert len(topics[replay].partitions) == 4  # the source's count: partition p replays to p
 
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"reader-{unique}",
+    replayed = replayed_rows(broker, scenario.topic, replay)
+    assert sorted(replayed) == scenario.expected_rows()
+    # In each partition, in the order of the source.
+    assert [r[2] for r in replayed if r[1] == 2] == list(range(K))
+
+
+def replayed_rows(broker: Broker, topic: str, replay: str) -> list[tuple]:
+    """Every record of the 4 partitions of ``replay``, in the order read, as
+    (source topic, partition, source offset, key, value, original headers);
+    each carries origin headers that name its source record."""
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"reader-{replay}",
                          "enable.partition.eof": True, "enable.auto.commit": False})
     consumer.assign([TopicPartition(replay, p, 0) for p in range(4)])
     replayed, at_end = [], set()
@@ -263,16 +273,14 @@ def test_it_replays_exactly_the_range_to_the_replay_topic_with_origin_headers(
             at_end.add(message.partition())
             continue
         headers = dict(message.headers())
-        assert headers[ORIGIN_TOPIC] == scenario.topic.encode()
+        assert headers[ORIGIN_TOPIC] == topic.encode()
         assert int(headers[ORIGIN_PARTITION]) == message.partition()
         original = [(k, v) for k, v in message.headers() if not k.startswith("gapwatch-")]
-        replayed.append((scenario.topic, message.partition(), int(headers[ORIGIN_OFFSET]), message.key(),
+        replayed.append((topic, message.partition(), int(headers[ORIGIN_OFFSET]), message.key(),
                          message.value(), original))
     consumer.close()
-    assert len(at_end) == 4
-    assert sorted(replayed) == scenario.expected_rows()
-    # In each partition, in the order of the source.
-    assert [r[2] for r in replayed if r[1] == 2] == list(range(K))
+    assert len(at_end) == 4, f"only partitions {sorted(at_end)} of {replay} read to the end"
+    return replayed
 
 
 @pytest.mark.spark

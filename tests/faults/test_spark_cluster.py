@@ -1,0 +1,146 @@
+"""Backfills on a real standalone Spark cluster: a master and two workers on
+loopback (``spark_cluster``), the job launched as in production (its own
+process, ``SPARK_MASTER`` set to the cluster, the connector jars sent to the
+executors by Spark). The exact range arrives, whether the job writes Parquet
+or a replay topic, and both workers' executors do the work (the application's
+event log says which executor ran each task; the executor's log URL names its
+worker). A worker SIGKILLed, with its executor, while that executor runs a
+task: Spark runs the task again on the other worker, the job's one attempt
+succeeds, and the range is still exact."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+
+from groups.models import RemediationJob
+from tasks.backfill import runner as backfill
+from tasks.jobs import run_remediation_job
+from tests.integration.kafka_harness import wait_until
+from tests.integration.test_backfill import (  # noqa: F401 - enqueued and spark are fixtures
+    BIG,
+    K,
+    Scenario,
+    enqueued,
+    parquet_rows,
+    replayed_rows,
+    spark,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
+
+
+@pytest.fixture
+def on_cluster(spark_cluster, settings, monkeypatch, tmp_path):
+    """Backfills of this test run on the standalone cluster; their Spark
+    processes read the cluster's client settings (SPARK_CONF_DIR)."""
+    settings.SPARK_MASTER = spark_cluster.url
+    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
+    settings.BACKFILL_TIMEOUT_SECONDS = 300
+    monkeypatch.setenv("SPARK_CONF_DIR", str(spark_cluster.conf_dir))
+    spark_cluster.wait_workers(2)
+    return spark_cluster
+
+
+def run_job(job_id: int) -> RemediationJob:
+    run_remediation_job(job_id)
+    return RemediationJob.objects.get(id=job_id)
+
+
+def output_of(job: RemediationJob) -> str:
+    return job.result["sink"]["output"]
+
+
+def the_application(cluster, job: RemediationJob) -> str:
+    """The id of the job's one Spark application, finished, as the master lists it."""
+    (application,) = cluster.applications(f"gapwatch-backfill-{job.id}")
+    assert application["state"] == "FINISHED", application
+    return application["id"]
+
+
+def succeeded_tasks_by_worker(cluster, app_id: str) -> dict[str | None, int]:
+    counts: dict[str | None, int] = {}
+    for run in cluster.task_runs(app_id):
+        if run.reason == "Success":
+            counts[run.worker] = counts.get(run.worker, 0) + 1
+    return counts
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_backfills_exactly_the_range_to_parquet_on_both_workers_of_a_cluster(
+    broker, unique, approver, enqueued, on_cluster, spark, monkeypatch
+):
+    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 10)  # 10 read tasks for the 2 x 50 records
+    scenario = Scenario(broker, f"sc-{unique}", f"cluster-{unique}", K)
+
+    job = run_job(scenario.request_job(approver, "parquet").id)
+
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert [a["outcome"] for a in job.result["attempts"]] == ["published"]
+    assert parquet_rows(spark, output_of(job)) == scenario.expected_rows()
+    by_worker = succeeded_tasks_by_worker(on_cluster, the_application(on_cluster, job))
+    assert set(by_worker) == set(on_cluster.workers) and min(by_worker.values()) > 0, by_worker
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_replays_exactly_the_range_to_a_replay_topic_on_both_workers_of_a_cluster(
+    broker, unique, approver, enqueued, on_cluster
+):
+    scenario = Scenario(broker, f"sc-{unique}", f"cluster-{unique}", K, sink="kafka")
+    replay = f"{scenario.topic}.replay"
+    broker.topics.append(replay)  # created by the job; deleted after the test
+
+    job = run_job(scenario.request_job(approver, "kafka").id)
+
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    replayed = replayed_rows(broker, scenario.topic, replay)
+    assert sorted(replayed) == scenario.expected_rows()
+    assert [r[2] for r in replayed if r[1] == 3] == list(range(K))  # in the source's order
+    by_worker = succeeded_tasks_by_worker(on_cluster, the_application(on_cluster, job))
+    assert set(by_worker) == set(on_cluster.workers) and min(by_worker.values()) > 0, by_worker
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_mid_job_leaves_its_task_to_the_other_worker_and_the_range_exact(
+    broker, unique, approver, enqueued, on_cluster, spark, monkeypatch
+):
+    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 1_000)  # 60 read tasks
+    scenario = Scenario(broker, f"sc-{unique}", f"cluster-kill-{unique}", BIG)
+    job = scenario.request_job(approver, "parquet")
+    victim, survivor = sorted(on_cluster.workers)
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_remediation_job(job.id)
+        except BaseException as error:  # noqa: BLE001 - reported by the test's thread below
+            failures.append(error)
+        finally:
+            connection.close()
+
+    # The job runs in a thread; workers are killed and started from the main
+    # thread (a process started from a thread dies with it: procs._die_with_parent).
+    worker = threading.Thread(target=run)
+    worker.start()
+    try:
+        app_id = wait_until(lambda: [app["id"] for app in on_cluster.applications(f"gapwatch-backfill-{job.id}")],
+                            timeout=180, what="the job's Spark application at the master")[0]
+        killed_task = on_cluster.kill_worker_running_a_task(victim, app_id=app_id, after_finished=2, timeout=240)
+    finally:
+        worker.join()
+        on_cluster.start_worker()  # two workers again for the tests after this one
+
+    assert not failures, failures
+    job = RemediationJob.objects.get(id=job.id)
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert [a["outcome"] for a in job.result["attempts"]] == ["published"]  # Spark recovered, not our re-run
+    assert parquet_rows(spark, output_of(job)) == scenario.expected_rows()
+    assert the_application(on_cluster, job) == app_id
+    runs = on_cluster.task_runs(app_id)
+    (lost,) = [run for run in runs if run.task_id == killed_task]
+    assert (lost.worker, lost.reason) == (victim, "ExecutorLostFailure")
+    assert [(run.worker, run.reason) for run in runs if (run.stage, run.index) == (lost.stage, lost.index)
+            and run.task_id != killed_task] == [(survivor, "Success")]
+    assert succeeded_tasks_by_worker(on_cluster, app_id)[victim] >= 2
