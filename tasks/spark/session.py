@@ -3,10 +3,11 @@
 The jars come from the setup step (Maven); ``spark.jars.packages`` is never
 used, because it resolves over the network at run time.
 
-Spark 4.0.0 puts its session artifacts in ``artifacts/`` under the JVM's
-working directory, whatever the configuration says (SPARK-52396, fixed in a
-later release by using the temp dir). So the JVM starts in
-``$GAPWATCH_HOME/spark`` (``spark_dir``), never in the repository.
+Spark writes run-time files under the JVM's working directory whatever the
+configuration says (``spark-warehouse/``, ``derby.log``; up to 4.0 also its
+session ``artifacts/``, SPARK-52396, fixed in 4.2 by using the temp dir). So
+the JVM starts in ``$GAPWATCH_HOME/spark`` (``spark_dir``), never in the
+repository.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Spark's JVM starts in $GAPWATCH_HOME/spark, never in the repository:
-Spark 4.0.0 writes its session artifacts (``artifacts/``) under the JVM's
-working directory. No JVM starts here."""
+Spark writes run-time files (``spark-warehouse/``, ``derby.log``; 4.0.0 also
+its session ``artifacts/``) under the JVM's working directory. No JVM starts here."""
 
 from __future__ import annotations
 
