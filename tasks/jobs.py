@@ -19,7 +19,7 @@ from tasks.executors import EXECUTORS
 from tasks.job_lock import job_lock_free
 from tasks.notifications import send_notification
 from tasks.polling import poll_cluster
-from tasks.watching import watch_cluster
+from tasks.watching import observation_step, watch_cluster
 
 # Every task module is imported here, so the worker (autodiscovery of
 # ``tasks.jobs``) registers every name ``groups.services.dispatch`` sends.
@@ -89,8 +89,7 @@ def watch_cluster_task(cluster_id: int) -> dict:
     arrived = time.monotonic()
     client = redis.Redis.from_url(settings.REDIS_URL)
     lock = client.lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS)
-    step = settings.WATCH_INTERVAL_SECONDS / settings.WATCH_OBSERVATIONS_PER_TICK
-    if not lock.acquire(blocking=True, blocking_timeout=step):
+    if not lock.acquire(blocking=True, blocking_timeout=observation_step()):
         return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is running"}
     try:
         return watch_cluster(cluster_id=cluster_id, started=arrived)

@@ -28,6 +28,11 @@ from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.polling import cluster_adapter, forget_adapter, poll_cluster
 
 
+def observation_step() -> float:
+    """Seconds between a watched pickup's observations within one tick."""
+    return settings.WATCH_INTERVAL_SECONDS / settings.WATCH_OBSERVATIONS_PER_TICK
+
+
 def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
     """One tick, in this order:
 
@@ -50,7 +55,7 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
     begun = time.monotonic()
     first = _tick(cluster=cluster, adapter=adapter)
     took = time.monotonic() - begun
-    step = settings.WATCH_INTERVAL_SECONDS / settings.WATCH_OBSERVATIONS_PER_TICK
+    step = observation_step()
     later, watched = [], first.get("watched")
     while watched:
         # The next slot still ahead (an observation that ran long skips the
