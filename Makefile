@@ -24,9 +24,9 @@ down:
 
 # Tests use Redis database 1 so a running `make up` stack never takes their
 # tasks, and close database connections at once so live-server threads do not
-# keep the test database open. Backfill tests start their own Spark host.
+# keep the test database open. Backfill tests start their own Spark Connect servers.
 test: services
-	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 BACKFILL_SPARK_HOST= $$VENV/bin/python -m pytest $(PYTEST_ARGS)
+	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 SPARK_CONNECT_URL= $$VENV/bin/python -m pytest $(PYTEST_ARGS)
 
 # The issue-11 benchmarks in one run (poll cost vs the CLI, accuracy with real
 # clients, detection latency; ~10 minutes), in their own database. Results:

@@ -121,6 +121,23 @@ def env_spark_master(name: str, default: str) -> str:
     return raw
 
 
+def env_spark_connect_url(name: str) -> str:
+    """Empty, or ``sc://host:port`` (parameters such as a token belong in
+    their own variables, not in the URL)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return ""
+    url = urlparse(raw)
+    try:
+        port = url.port
+    except ValueError:
+        port = None
+    if url.scheme != "sc" or not url.hostname or port is None or url.path.strip("/") or url.query:
+        shown = raw.split(";")[0] + (";..." if ";" in raw else "")  # never echo a token
+        raise ImproperlyConfigured(f"{name} must look like sc://host:port, got {shown!r}")
+    return raw
+
+
 # Keys that must never protect a production install: the development default,
 # and anything short enough to guess.
 _MIN_KEY_LENGTH = 50

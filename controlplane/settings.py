@@ -15,6 +15,7 @@ from controlplane.env import (
     env_list,
     env_networks,
     env_redis,
+    env_spark_connect_url,
     env_spark_master,
     env_str,
     require_production_secrets,
@@ -86,10 +87,11 @@ RESET_WAIT_DEADLINE_SECONDS = env_int("RESET_WAIT_DEADLINE_SECONDS", 3600, minim
 BACKFILL_OUTPUT = env_str("BACKFILL_OUTPUT", str(BASE_DIR / ".gapwatch" / "backfills"))
 # A backfill job process running longer is killed and the job failed; keep it below the visibility timeout.
 BACKFILL_TIMEOUT_SECONDS = env_int("BACKFILL_TIMEOUT_SECONDS", 3600, minimum=30)
-# Unix socket of the long-lived Spark host (python -m tasks.spark.host) that runs
-# backfill jobs in a warm JVM; empty, or no host answering: each job runs in a
-# Spark process of its own.
-BACKFILL_SPARK_HOST = env_str("BACKFILL_SPARK_HOST", "")
+# A Spark Connect server (sc://host:port; python -m tasks.spark.connect) that runs
+# backfill jobs in a warm JVM, local or on a cluster; empty, or no server
+# answering: each job runs in a Spark process of its own. Its token is a secret.
+SPARK_CONNECT_URL = env_spark_connect_url("SPARK_CONNECT_URL")
+SPARK_CONNECT_TOKEN = env_str("SPARK_CONNECT_TOKEN", "")
 # Python handlers (dotted paths, comma separated) approvers may choose as a
 # backfill's sink; each is called with an iterator of one Spark partition's records.
 BACKFILL_HANDLERS = env_dotted_paths("BACKFILL_HANDLERS")

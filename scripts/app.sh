@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts and stops the app's own background processes (web, worker, Spark
-# host for backfills, beat, demo producer and consumer) with pid files and
+# Connect server for backfills, beat, demo producer and consumer) with pid files and
 # logs under .gapwatch/.
 #
 #   scripts/app.sh start    (idempotent: a running process is left alone)
@@ -41,8 +41,10 @@ case ${1:-} in
     spawn web "$PY/gunicorn" controlplane.wsgi --bind "127.0.0.1:$WEB_PORT" --workers 2 --threads 4 \
       --timeout 60 --access-logfile -
     spawn worker "$PY/celery" -A controlplane worker --concurrency 2 --loglevel INFO -n "worker@%h"
-    if [ -n "$BACKFILL_SPARK_HOST" ]; then
-      spawn spark-host "$PY/python" -m tasks.spark.host --socket "$BACKFILL_SPARK_HOST"
+    # Only when the URL is ours (localhost): a URL of a server elsewhere is the user's to run.
+    if [[ "$SPARK_CONNECT_URL" == sc://localhost:* ]]; then
+      spawn spark-connect "$PY/python" -m tasks.spark.connect --port "${SPARK_CONNECT_URL##*:}" \
+        --master "${SPARK_MASTER:-local[*]}"
     fi
     spawn beat "$PY/celery" -A controlplane beat --loglevel INFO \
       -S django_celery_beat.schedulers:DatabaseScheduler --pidfile=
@@ -53,7 +55,7 @@ case ${1:-} in
     web_ready || { tail -n 30 "$LOGS/web.log" >&2; echo "app: web server did not answer (log: $LOGS/web.log)" >&2; exit 1; }
     ;;
   stop)
-    for name in demo beat spark-host worker web; do stop_one "$name"; done
+    for name in demo beat spark-connect worker web; do stop_one "$name"; done
     ;;
   *) echo "usage: $0 start|stop" >&2; exit 2 ;;
 esac

@@ -30,5 +30,10 @@ export SECRET_KEY=${SECRET_KEY:-$(install_secret secret-key)}
 export FIELD_ENCRYPTION_KEY=${FIELD_ENCRYPTION_KEY:-$(install_secret field-encryption-key)}
 export ALLOWED_HOSTS=${ALLOWED_HOSTS:-127.0.0.1,localhost}
 export SPARK_KAFKA_JARS_DIR=${SPARK_KAFKA_JARS_DIR:-$GAPWATCH_HOME/lib/spark}
-export BACKFILL_SPARK_HOST=${BACKFILL_SPARK_HOST-$GAPWATCH_HOME/run/spark-host.sock}
+# The Spark Connect server app.sh starts for backfills (empty SPARK_CONNECT_URL:
+# none; every job runs in a Spark process of its own), and its token.
+SPARK_CONNECT_PORT=${SPARK_CONNECT_PORT:-15002}
+export SPARK_CONNECT_PORT
+export SPARK_CONNECT_URL=${SPARK_CONNECT_URL-sc://localhost:$SPARK_CONNECT_PORT}
+export SPARK_CONNECT_TOKEN=${SPARK_CONNECT_TOKEN:-$(install_secret spark-connect-token)}
 export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-controlplane.settings}

@@ -7,11 +7,14 @@ task (acks_late, reject_on_worker_lost). While an attempt runs, its worker
 holds a PostgreSQL advisory lock on the job (released by PostgreSQL when
 that worker's connection dies), so a redelivered task that gets the lock
 knows no attempt is alive and restarts the job (running -> running,
-through ``job_transition``); one that does not get it leaves the job alone.
+through ``job_transition``), after interrupting what a dead attempt left
+running on a Spark Connect server; one that does not get it leaves the job
+alone.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from pathlib import Path
@@ -27,6 +30,9 @@ from groups.services.remediation import job_transition
 from tasks.backfill.runner import WORKDIR_PREFIX, BackfillFailed, BackfillRequest, BackfillRunner
 from tasks.job_lock import job_lock
 from tasks.kafka.adapter import KafkaUnavailable
+from tasks.spark.connect import ConnectUnavailable, interrupt
+
+log = logging.getLogger(__name__)
 
 Status = RemediationJob.Status
 
@@ -51,7 +57,8 @@ def backfill_request_for(job: RemediationJob) -> BackfillRequest:
         replay_topics={r.topic: configured for r in ranges} if configured else {},
         handler=job.params.get("handler", ""), topic_ids=topic_ids,
         output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
-        master=settings.SPARK_MASTER, spark_host=settings.BACKFILL_SPARK_HOST,
+        master=settings.SPARK_MASTER, spark_connect=settings.SPARK_CONNECT_URL,
+        spark_connect_token=settings.SPARK_CONNECT_TOKEN,
     )
 
 
@@ -62,7 +69,8 @@ def cluster_request(*, cluster: Cluster, ranges: list[BackfillRange], sink: str,
         run_id=run_id, cluster=cluster.client_config(), ranges=tuple(ranges), sink=sink,
         replay_topics={r.topic: replay_topic for r in ranges} if replay_topic else {}, handler=handler,
         output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
-        master=settings.SPARK_MASTER, spark_host=settings.BACKFILL_SPARK_HOST,
+        master=settings.SPARK_MASTER, spark_connect=settings.SPARK_CONNECT_URL,
+        spark_connect_token=settings.SPARK_CONNECT_TOKEN,
     )
 
 
@@ -93,6 +101,8 @@ def execute_backfill(*, job_id: int) -> str:
             job.refresh_from_db()
             if job.status != Status.RUNNING:
                 return job.status
+            lost = [a for a in (job.result or {}).get("attempts", []) if a.get("outcome") == "running"]
+            _interrupt_lost_attempts(lost)
             earlier = [{**a, "outcome": "lost with its worker"} if a.get("outcome") == "running" else a
                        for a in (job.result or {}).get("attempts", [])]
             if not job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.RUNNING,
@@ -133,6 +143,20 @@ def execute_backfill(*, job_id: int) -> str:
                        status_reason=summary_line(result["partitions"])[:1000], error="",
                        progress_done=result["delivered"], progress_total=result["expected"])
         return _status_of(job_id)
+
+
+def _interrupt_lost_attempts(attempts: list[dict]) -> None:
+    """Attempts of a dead worker that ran on a Spark Connect server may still
+    run there (the server does not cancel them); their watchdog interrupts
+    them, and so does this, before the job starts again."""
+    for attempt in attempts:
+        if attempt.get("mode") != "connect" or not attempt.get("session_id") or not settings.SPARK_CONNECT_URL:
+            continue
+        try:
+            interrupt(settings.SPARK_CONNECT_URL, token=settings.SPARK_CONNECT_TOKEN,
+                      session_id=attempt["session_id"], tag=attempt["tag"])
+        except ConnectUnavailable as error:
+            log.warning("could not interrupt %s of a dead worker: %s", attempt.get("tag"), error)
 
 
 def _status_of(job_id: int) -> str:

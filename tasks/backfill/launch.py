@@ -1,26 +1,27 @@
-"""How the executor starts one attempt of a Spark backfill job: in a process
-of its own (``JobProcess``) or on the long-lived Spark host
-(``HostedJob``, ``tasks.spark.host``). Both look the same to
-``tasks.backfill.runner``: poll for an exit code, send the publish/discard decision,
-stop, and say why an attempt ended without an exit code it can trust.
+"""How the executor starts one attempt of a Spark backfill job: on a
+session of a Spark Connect server (``ConnectJob``, ``tasks.spark.connect``)
+or in a Spark process of its own (``JobProcess``). Both look the same to
+``tasks.backfill.runner``: poll for an exit code, send the publish/discard
+decision, stop, and say why an attempt ended without an exit code it can
+trust.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
-CONNECT_SECONDS = 10.0
+from tasks.spark.connect import ConnectUnavailable, connect_session, job_tag, server_address
 
+log = logging.getLogger(__name__)
 
-class HostUnavailable(Exception):
-    """No Spark host answers on the socket; run the job in its own process."""
+STOP_WAIT_SECONDS = 30.0
 
 
 class JobProcess:
@@ -66,83 +67,120 @@ class JobProcess:
         return signal.Signals(-code).name if code is not None and code < 0 else None
 
 
-class HostedJob:
-    """One attempt on the Spark host, over its Unix socket (protocol in
-    ``tasks.spark.host``). Closing the connection makes the host cancel the
-    attempt; a host that dies closes it from its side: ``lost()``."""
+class Decision:
+    """The runner's publish/discard decision, handed to ``backfill_job.run``
+    in the same process (what ``ParentPipe`` is to a job process)."""
 
-    mode = "host"
+    def __init__(self) -> None:
+        self.decision: str | None = None
+        self.decided = threading.Event()
 
-    def __init__(self, *, socket_path: str, spec_path: Path, password: str) -> None:
+    def decide(self, decision: str) -> None:
+        if not self.decided.is_set():
+            self.decision = decision
+            self.decided.set()
+
+
+class ConnectJob:
+    """One attempt on a Spark Connect server: ``backfill_job.run`` in a
+    thread of this process, on a new session of the server, every operation
+    tagged ``job_tag(job, attempt)``.
+
+    The server does not cancel a query whose client died, so:
+    - ``stop()`` (time-out, or the runner is done) interrupts the tag and
+      discards staged output;
+    - a watchdog process (``tasks.spark.watchdog``), in a session of its own
+      so it outlives this worker, interrupts the tag if this process dies
+      before telling it ``done``;
+    - Parquet output is published by this process only, after the runner's
+      decision: a dead client never publishes.
+    A server that goes away mid-job fails its queries with UNAVAILABLE: the
+    attempt is ``lost()`` and the runner runs it again (in a process of its
+    own if no server answers then).
+    """
+
+    mode = "connect"
+
+    def __init__(self, *, url: str, token: str, spec, password: str, log_file) -> None:
+        from tasks.spark import backfill_job
+
+        self.url = url
+        self.token = token
+        self.pid = None
         self.returncode: int | None = None
         self._lost: str | None = None
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(CONNECT_SECONDS)
-        try:
-            self._sock.connect(socket_path)
-            self._sock.sendall((json.dumps({"spec": str(spec_path), "password": password}) + "\n").encode())
-            self._reader = self._sock.makefile("rb")
-            first = self._reader.readline()
-        except OSError as error:
-            self._sock.close()
-            raise HostUnavailable(f"no Spark host on {socket_path}: {error}") from None
-        self._sock.settimeout(None)
-        try:
-            answer = json.loads(first)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            self._sock.close()
-            raise HostUnavailable(f"the Spark host on {socket_path} closed the connection before accepting the job")
-        self.pid = answer.get("pid")
-        self.error = answer.get("error", "")
-        if "exit" in answer:
-            self.returncode = int(answer["exit"])
-            self._sock.close()
-            return
-        self._thread = threading.Thread(target=self._read, name="backfill-host-reader", daemon=True)
+        self.tag = job_tag(spec.job_id, spec.attempt)
+        self._decision = Decision()
+        self._stopped = False
+        started = time.time()
+        self.session = connect_session(url, token=token)  # ConnectUnavailable: the runner falls back
+        self.session_id = self.session.session_id
+        self.server = server_address(url)
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-m", "tasks.spark.watchdog", "--url", url, "--session-id", self.session_id,
+             "--tag", self.tag],
+            cwd=Path(__file__).resolve().parents[2], env={**os.environ, "SPARK_CONNECT_TOKEN": token},
+            stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+        def target() -> None:
+            code = 1
+            try:
+                code = backfill_job.run(spec, parent_pipe=self._decision, started=started, spark=self.session,
+                                        password=password)
+            finally:
+                if code != 0 and not self._server_answers():
+                    self._lost = f"the Spark Connect server at {self.server} going away (stopped or crashed)"
+                    code = -1
+                self.returncode = code
+
+        self._thread = threading.Thread(target=target, name=f"backfill-connect-{spec.job_id}", daemon=True)
         self._thread.start()
 
-    def _read(self) -> None:
+    def _server_answers(self) -> bool:
         try:
-            for raw in self._reader:
-                try:
-                    answer = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(answer, dict) and "exit" in answer:
-                    self.returncode = int(answer["exit"])
-                    return
-        except OSError:
-            pass
-        finally:
-            if self.returncode is None:
-                self._lost = "the Spark host closing the connection (host stopped or crashed)"
-                self.returncode = -1
+            connect_session(self.url, token=self.token).stop()
+        except ConnectUnavailable:
+            return False
+        return True
 
     def poll(self) -> int | None:
         return self.returncode
 
     def send(self, decision: str) -> None:
-        try:
-            self._sock.sendall(f"{decision}\n".encode())
-        except OSError:
-            pass  # the host went away; the reader sees it
+        self._decision.decide(decision)
 
     def wait(self) -> int:
-        if self.returncode is None:
-            self._thread.join()
+        self._thread.join()
         return self.returncode
 
     def stop(self) -> None:
-        """Hang up: a job still running is cancelled by the host, nothing published."""
+        """Interrupt whatever still runs (nothing published), end the
+        session, and release the watchdog."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._decision.decide("discard")
+        if self._thread.is_alive():
+            try:
+                self.session.interruptTag(self.tag)
+            except Exception as error:  # noqa: BLE001 - the watchdog is still there
+                log.warning("could not interrupt %s: %s", self.tag, error)
+            self._thread.join(timeout=STOP_WAIT_SECONDS)
+        if self._thread.is_alive():
+            # Still inside Spark: closing the pipe makes the watchdog interrupt it again.
+            self._watchdog.stdin.close()
+            return
         try:
-            self._sock.shutdown(socket.SHUT_RDWR)
+            self._watchdog.stdin.write(b"done\n")
+            self._watchdog.stdin.close()
         except OSError:
             pass
-        self._sock.close()
-        if self.returncode is None:
-            self._thread.join(timeout=5)
+        self._watchdog.wait(timeout=10)
+        try:
+            self.session.stop()
+        except Exception:  # noqa: BLE001 - the server may be gone
+            pass
 
     def lost(self) -> str | None:
         return self._lost

@@ -5,15 +5,16 @@ verification. What the cluster says before and after the job is
 ``tasks.backfill.checks``; the spec the job is given is
 ``tasks.spark.spec.JobSpec``.
 
-The Spark job (``tasks.spark.backfill_job``) runs outside the worker, with
-a time limit (BACKFILL_TIMEOUT_SECONDS): on the long-lived Spark host
-(``tasks.spark.host``, a warm JVM) when BACKFILL_SPARK_HOST names one that
-answers, otherwise in a Spark process of its own started here
-(``tasks.backfill.launch``). A JVM crash or an out-of-memory kill ends that
-process or the host, never the worker. The job gets explicit arguments (a
-JSON spec; the SASL password in its environment, or over the host's socket)
-and reports through two files: progress (records done of total) and result
-(per partition, what the sink holds and which offsets are missing).
+The Spark job (``tasks.spark.backfill_job``) runs with a time limit
+(BACKFILL_TIMEOUT_SECONDS) and never in the worker's JVM (it has none): on
+a session of a Spark Connect server (a warm JVM, local or on a cluster)
+when SPARK_CONNECT_URL names one that answers, otherwise in a Spark process
+of its own started here (``tasks.backfill.launch``). A JVM crash or an
+out-of-memory kill ends that process or the server, never the worker. The
+job gets explicit arguments (a JSON spec; the SASL password in its
+environment, or as an argument of ``run``) and reports through two files:
+progress (records done of total) and result (per partition, what the sink
+holds and which offsets are missing).
 
 A job succeeds only when every partition holds exactly ``[start, end)``, or
 each missing offset is explained (``explain_missing``):
@@ -38,11 +39,11 @@ Re-runs and kills:
   ``discard``; publishing swaps the folder in as ``<output>/<job id>/``, so a
   re-run replaces the previous output and never adds a second copy. If this
   process dies, the job's stdin closes and it exits unpublished.
-- A job process killed by a signal (not by our time limit), or a Spark host
-  that dies during the job, is run once more at once with a fresh attempt
-  (in its own process if the host is gone); a second kill fails the job.
-  A job that times out on the host is cancelled there when this process
-  hangs up, and publishes nothing.
+- A job process killed by a signal (not by our time limit), or a Spark
+  Connect server that dies during the job, is run once more at once with a
+  fresh attempt (in its own process if no server answers); a second kill
+  fails the job. A job that times out on the server has its operations
+  interrupted by tag, and publishes nothing.
 - A worker killed mid-job: see ``tasks.backfill.executor``.
 """
 
@@ -68,7 +69,8 @@ from groups.domain.planning import BackfillRange
 from groups.domain.secrets import secret_redact
 from groups.domain.sinks import DEFAULT_SINK, HANDLER, KAFKA, PARQUET
 from tasks.backfill.checks import ClusterChecks
-from tasks.backfill.launch import HostedJob, HostUnavailable, JobProcess
+from tasks.backfill.launch import ConnectJob, JobProcess
+from tasks.spark.connect import ConnectUnavailable
 from tasks.kafka.adapter import KafkaAdapter
 from tasks.spark.spec import PASSWORD_ENV, JobSpec, KafkaSettings, SinkSpec
 
@@ -115,8 +117,9 @@ class BackfillRequest:
     output: str = ""
     timeout_seconds: int = 3600
     master: str = "local[*]"
-    # The Spark host's Unix socket (tasks.spark.host); empty: every attempt in a process of its own.
-    spark_host: str = ""
+    # A Spark Connect server (sc://host:port) and its token; empty: every attempt in a process of its own.
+    spark_connect: str = ""
+    spark_connect_token: str = field(default="", repr=False)
 
     @property
     def total(self) -> int:
@@ -248,7 +251,7 @@ class BackfillRunner:
         self.attempts.append(record)
         spawned = time.time()
         with open(log_path, "wb") as log_file:
-            job = self._launch(workdir / "spec.json", environment, log_file, record)
+            job = self._launch(spec, workdir / "spec.json", environment, log_file, record)
         record["pid"] = job.pid
         record["mode"] = job.mode
         self.on_attempt(self.attempts)
@@ -321,17 +324,21 @@ class BackfillRunner:
         return {"report": self.checks.with_unread(report, readable), "sink": outcome.get("sink") or sink.describe(),
                 "timings": record["timings"]}
 
-    def _launch(self, spec_path: Path, environment: dict, log_file, record: dict):
-        """On the Spark host when one is configured and answers; in a process
-        of its own otherwise (the host is a speed-up, never a dependency)."""
-        if self.request.spark_host:
+    def _launch(self, spec: JobSpec, spec_path: Path, environment: dict, log_file, record: dict):
+        """On the Spark Connect server when one is configured and answers; in
+        a process of its own otherwise (the server is a speed-up, never a
+        dependency)."""
+        if self.request.spark_connect:
             try:
-                return HostedJob(socket_path=self.request.spark_host, spec_path=spec_path,
-                                 password=self.request.cluster.sasl_password)
-            except HostUnavailable as error:
+                job = ConnectJob(url=self.request.spark_connect, token=self.request.spark_connect_token, spec=spec,
+                                 password=self.request.cluster.sasl_password, log_file=log_file)
+                record.update(server=job.server, session_id=job.session_id, tag=job.tag)
+                return job
+            except ConnectUnavailable as error:
                 log.warning("backfill %s: %s; running the job in its own process", self.request.run_id, error)
-                record["host_unavailable"] = str(error)
+                record["connect_unavailable"] = str(error)
         return JobProcess(spec_path=spec_path, cwd=BASE_DIR, environment=environment, log_file=log_file)
+
 
 def _read_json(path: Path) -> dict | None:
     try:

@@ -5,6 +5,9 @@ Run in its own process, with explicit arguments only (no Django, no ORM)::
 
     python -m tasks.spark.backfill_job --spec SPEC.json [--parent-pipe]
 
+or, with the same spec, on a session of a Spark Connect server
+(``tasks.backfill.launch.ConnectJob`` calls ``run`` with the session).
+
 The spec is ``tasks.spark.spec.JobSpec`` (its JSON form is described there),
 the one contract with the runner that writes it.
 
@@ -44,6 +47,8 @@ from pathlib import Path
 
 from groups.domain.secrets import secret_redact
 from groups.domain.sinks import KAFKA, PARQUET
+from tasks.spark.connect import job_tag
+from tasks.spark.session import is_connect, sql_api
 from tasks.spark.reader import kafka_options, read_ranges
 from tasks.spark.spec import PASSWORD_ENV, JobSpec, min_partitions, parse_spec
 
@@ -77,17 +82,25 @@ class ProgressFile:
             os.replace(temporary, self.path)
 
 
-def job_groups(spec: JobSpec) -> tuple[str, str]:
-    """The Spark job groups of one attempt (write, then verify): progress
-    counts the write group's tasks, and a Spark host cancels both when the
-    attempt's parent goes away."""
-    name = f"gapwatch-backfill-{spec.job_id}-{spec.attempt}"
-    return f"{name}-write", f"{name}-verify"
+def session_parallelism(spark) -> int:
+    """How many tasks the session runs at once. A Connect client cannot ask
+    the SparkContext: it reads ``spark.default.parallelism`` (set by
+    ``tasks.spark.connect`` for local masters), or else counts the
+    partitions Spark gives a plain range (its default parallelism)."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    configured = spark.conf.get("spark.default.parallelism", None)
+    if configured:
+        return int(configured)
+    F, _ = sql_api(spark)  # noqa: N806
+    row = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p").alias("p")).first()
+    return int(row.p) + 1
 
 
 class TaskProgress(threading.Thread):
-    """Estimates records done from the write's completed Spark tasks: Spark
-    splits each range into tasks of near-equal offset counts."""
+    """Estimates records done from the write's completed Spark tasks (Spark
+    splits each range into tasks of near-equal offset counts), from the
+    status tracker of a session of this process's own SparkContext."""
 
     def __init__(self, spark, progress: ProgressFile, group: str, interval: float = 0.5) -> None:
         super().__init__(name="backfill-progress", daemon=True)
@@ -96,6 +109,9 @@ class TaskProgress(threading.Thread):
         self.group = group
         self.interval = interval
         self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        self.stopped.set()
 
     def run(self) -> None:
         last = None
@@ -115,6 +131,34 @@ class TaskProgress(threading.Thread):
                 last = (done_tasks, total_tasks)
                 done = self.progress.total * done_tasks // total_tasks
                 self.progress.write("writing", done, tasks_done=done_tasks, tasks_total=total_tasks)
+
+
+class ConnectProgress:
+    """The same estimate for a Spark Connect session, from its progress
+    handler (the stages of the running operation: tasks done of total)."""
+
+    def __init__(self, spark, progress: ProgressFile) -> None:
+        self.spark = spark
+        self.progress = progress
+        self.active = False
+        self._last = None
+
+    def start(self) -> None:
+        self.active = True
+        self.spark.registerProgressHandler(self._handle)
+
+    def stop(self) -> None:
+        self.active = False
+        self.spark.removeProgressHandler(self._handle)
+
+    def _handle(self, stages, inflight_tasks, operation_id, done) -> None:
+        total_tasks = sum(stage.num_tasks for stage in stages)
+        done_tasks = sum(stage.num_completed_tasks for stage in stages)
+        if not self.active or not total_tasks or (done_tasks, total_tasks) == self._last:
+            return
+        self._last = (done_tasks, total_tasks)
+        self.progress.write("writing", self.progress.total * done_tasks // total_tasks,
+                            tasks_done=done_tasks, tasks_total=total_tasks)
 
 
 class ParentPipe(threading.Thread):
@@ -185,7 +229,8 @@ def prepare_process_environment() -> None:
 
 def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str | None = None) -> int:
     """1. Start Spark with the local connector jars (or use ``spark``, a
-    session of a long-lived Spark host); 2. the sink removes this job's stale
+    Spark Connect session: ``tasks.backfill.launch.ConnectJob``; every
+    operation then carries the attempt's tag); 2. the sink removes this job's stale
     staging; 3. read the ranges and write them (progress from completed
     tasks); 4. count what the sink holds; 5. Parquet: wait for the parent's
     decision (or decide alone), then publish or discard.
@@ -197,7 +242,7 @@ def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str
     if password is None:
         password = os.environ.get(PASSWORD_ENV, "")
     own_session = spark is None
-    write_group, verify_group = job_groups(spec)
+    tag = job_tag(spec.job_id, spec.attempt)
     progress = ProgressFile(spec.progress_file, spec.total)
     result: dict = {"job_id": spec.job_id, "attempt": spec.attempt, "status": "failed",
                     "sink": {"kind": spec.sink.kind},
@@ -212,23 +257,33 @@ def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str
             spark = build_session(master=spec.master, app_name=f"gapwatch-backfill-{spec.job_id}",
                                   jars_dir=Path(spec.jars_dir), driver_memory=spec.driver_memory)
             spark.sparkContext.setLogLevel("WARN")
+        connect = is_connect(spark)
+        if connect:
+            # Every operation of this attempt, so the executor can interrupt them.
+            spark.addTag(tag)
         spark.conf.set("spark.sql.session.timeZone", "UTC")
-        result["min_partitions"] = min_partitions(spec, spark.sparkContext.defaultParallelism)
+        parallelism = session_parallelism(spark)
+        result["min_partitions"] = min_partitions(spec, parallelism)
         timings["session_ready"] = time.time()
         options = kafka_options(spec.kafka, password)
         sink = make_sink(spark, spec, options)
         result["sink"] = sink.describe()
         sink.prepare()
         progress.write("writing", 0)
-        tracker = TaskProgress(spark, progress, write_group)
-        tracker.start()
-        spark.sparkContext.setJobGroup(write_group, f"backfill {spec.job_id} attempt {spec.attempt}")
+        if connect:
+            tracker = ConnectProgress(spark, progress)
+            tracker.start()
+        else:
+            tracker = TaskProgress(spark, progress, f"{tag}-write")
+            tracker.start()
+            spark.sparkContext.setJobGroup(f"{tag}-write", f"backfill {spec.job_id} attempt {spec.attempt}")
         timings["write_started"] = time.time()
         try:
-            sink.write(read_ranges(spark, spec, options))
+            sink.write(read_ranges(spark, spec, options, parallelism=parallelism))
         finally:
-            tracker.stopped.set()
-            spark.sparkContext.setJobGroup(verify_group, "count what the sink holds")
+            tracker.stop()
+            if not connect:
+                spark.sparkContext.setJobGroup(f"{tag}-verify", "count what the sink holds")
         timings["written"] = time.time()
         progress.write("verifying", spec.total)
         result["partitions"] = sink.summarize(spec.ranges)

@@ -60,14 +60,15 @@ def kafka_reader(spark, options: dict[str, str]):
     )
 
 
-def read_ranges(spark, spec: JobSpec, options: dict[str, str]):
+def read_ranges(spark, spec: JobSpec, options: dict[str, str], *, parallelism: int):
     """The records of every range: ``assign`` the partitions, exact
     ``startingOffsets``/``endingOffsets`` (end exclusive), headers included,
     committed records only (aborted transactions are not data).
 
     ``failOnDataLoss=false``: offsets that retention removes while the job
     runs are skipped instead of failing the read; the summary shows them
-    missing and the executor explains them."""
+    missing and the executor explains them. ``parallelism``: the session's
+    task slots (``backfill_job.session_parallelism``)."""
     by_topic: dict[str, dict[str, dict[str, int]]] = {}
     for r in spec.ranges:
         entry = by_topic.setdefault(r.topic, {"start": {}, "end": {}})
@@ -80,7 +81,7 @@ def read_ranges(spark, spec: JobSpec, options: dict[str, str]):
         .option("endingOffsets", json.dumps({t: e["end"] for t, e in by_topic.items()}))
         .option("kafka.isolation.level", "read_committed")
     )
-    split = min_partitions(spec, spark.sparkContext.defaultParallelism)
+    split = min_partitions(spec, parallelism)
     if split:
         reader = reader.option("minPartitions", str(split))
     return reader.load()

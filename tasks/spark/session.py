@@ -35,6 +35,24 @@ class SparkJarsMissing(Exception):
     pass
 
 
+def is_connect(spark) -> bool:
+    """A Spark Connect session (no SparkContext, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def sql_api(spark):
+    """``(functions, Window)`` for the session's kind. pyspark's generic
+    ``pyspark.sql.functions`` picks Connect or classic by a process-wide
+    environment variable, which a worker that also starts classic job
+    processes must not set; so code that serves both kinds asks the session."""
+    if is_connect(spark):
+        from pyspark.sql.connect import functions
+        from pyspark.sql.connect.window import Window
+    else:
+        from pyspark.sql import Window, functions
+    return functions, Window
+
+
 def spark_dir() -> Path:
     """Where Spark's JVM runs and leaves its files: ``$GAPWATCH_HOME/spark``
     (``.gapwatch/spark`` in the repository when GAPWATCH_HOME is not set)."""

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import importlib
 import json
+from pathlib import Path
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -42,6 +42,7 @@ from pyspark.sql.types import (
 from groups.domain.planning import BackfillRange
 from tasks.spark.counting import handler_summaries, partition_summary
 from tasks.spark.reader import kafka_reader
+from tasks.spark.session import is_connect, sql_api
 
 HEADER_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 # The data set's columns, in order. topic and partition are also the folder
@@ -80,6 +81,7 @@ def summarize_offsets(spark: SparkSession, delivered: DataFrame, ranges: Sequenc
     Records of partitions that are not in the job count as ``outside_range``
     of a summary entry of their own (expected 0).
     """
+    F, Window = sql_api(spark)  # noqa: N806 - the usual names of pyspark's API
     bounds = spark.createDataFrame(
         [(r.topic, r.partition, r.start, r.end) for r in ranges],
         "topic string, partition int, range_start long, range_end long",
@@ -139,46 +141,84 @@ def summarize_offsets(spark: SparkSession, delivered: DataFrame, ranges: Sequenc
     return summaries
 
 
-# -- Hadoop file system (any Hadoop-compatible URI, local folders included) ----
+# -- output storage (local folders, and the URIs pyarrow.fs knows) -----------
 
 
-class HadoopFiles:
-    """The few file operations the Parquet sink needs, through Hadoop's
-    FileSystem API, so ``hdfs://``, ``s3a://`` and local paths behave alike."""
+class OutputFiles:
+    """The few file operations the Parquet sink needs, through
+    ``pyarrow.fs``, done by the job's driver side: in a Spark Connect client
+    that is the Celery worker's process, so the output location must be one
+    that the worker and Spark's executors share (a local or network folder,
+    ``hdfs://``, ``s3://``/``s3a://``, ``gs://``)."""
 
-    def __init__(self, spark: SparkSession) -> None:
-        self._jvm = spark.sparkContext._jvm
-        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+    def __init__(self) -> None:
+        self._fs: dict[str, tuple] = {}
 
-    def _path(self, uri: str):
-        return self._jvm.org.apache.hadoop.fs.Path(uri)
+    def _resolve(self, uri: str):
+        from pyarrow import fs
 
-    def _fs(self, uri: str):
-        return self._path(uri).getFileSystem(self._conf)
+        if "://" not in uri:
+            return fs.LocalFileSystem(), str(Path(uri).absolute())
+        scheme, _, rest = uri.partition("://")
+        if scheme == "file":
+            return fs.LocalFileSystem(), "/" + rest.lstrip("/")
+        # Hadoop's S3 connector is s3a://; pyarrow's is s3://, the same buckets.
+        filesystem, path = fs.FileSystem.from_uri(("s3" if scheme == "s3a" else scheme) + "://" + rest)
+        return filesystem, path
+
+    def _info(self, uri: str):
+        filesystem, path = self._resolve(uri)
+        return filesystem, path, filesystem.get_file_info(path)
 
     def exists(self, uri: str) -> bool:
-        return bool(self._fs(uri).exists(self._path(uri)))
+        from pyarrow import fs
+
+        return self._info(uri)[2].type != fs.FileType.NotFound
 
     def delete(self, uri: str) -> None:
-        self._fs(uri).delete(self._path(uri), True)
+        from pyarrow import fs
+
+        filesystem, path, info = self._info(uri)
+        if info.type == fs.FileType.Directory:
+            filesystem.delete_dir(path)
+        elif info.type != fs.FileType.NotFound:
+            filesystem.delete_file(path)
 
     def rename(self, source: str, target: str) -> None:
-        if not self._fs(source).rename(self._path(source), self._path(target)):
-            raise OSError(f"could not rename {source} to {target}")
+        """A move; where the file system cannot move a folder (object stores:
+        Arrow's S3 refuses), a copy of every file, then the source deleted,
+        as Hadoop's s3a rename does."""
+        from pyarrow import fs
 
-    def mkdirs(self, uri: str) -> None:
-        self._fs(uri).mkdirs(self._path(uri))
+        filesystem, source_path = self._resolve(source)
+        target_path = self._resolve(target)[1]
+        try:
+            filesystem.move(source_path, target_path)
+            return
+        except NotImplementedError:
+            pass
+        for info in filesystem.get_file_info(fs.FileSelector(source_path, recursive=True)):
+            if info.type == fs.FileType.File:
+                copy = target_path + info.path[len(source_path):]  # listed in the form source_path was given
+                filesystem.create_dir(copy.rsplit("/", 1)[0], recursive=True)
+                filesystem.copy_file(info.path, copy)
+        filesystem.delete_dir(source_path)
 
-    def glob(self, pattern: str) -> list[str]:
-        found = self._fs(pattern).globStatus(self._path(pattern))
-        return [status.getPath().toString() for status in (found or [])]
+    def siblings(self, folder: str, prefix: str) -> list[str]:
+        """Entries of ``folder`` whose names start with ``prefix``, as URIs under ``folder``."""
+        from pyarrow import fs
+
+        filesystem, path = self._resolve(folder)
+        try:
+            found = filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True))
+        except FileNotFoundError:
+            return []
+        return [f"{folder.rstrip('/')}/{info.base_name}" for info in found if info.base_name.startswith(prefix)]
 
     def write_text(self, uri: str, text: str) -> None:
-        stream = self._fs(uri).create(self._path(uri), True)
-        try:
-            stream.write(bytearray(text.encode()))
-        finally:
-            stream.close()
+        filesystem, path = self._resolve(uri)
+        with filesystem.open_output_stream(path) as stream:
+            stream.write(text.encode())
 
 
 # -- sinks ---------------------------------------------------------------------
@@ -197,18 +237,19 @@ class ParquetSink:
 
     def __init__(self, spark: SparkSession, *, output: str, job_id: str, attempt: str) -> None:
         self.spark = spark
-        self.files = HadoopFiles(spark)
+        self.files = OutputFiles()
         base = output.rstrip("/")
         self.final = f"{base}/{job_id}"
-        self.staging = f"{base}/_staging/{job_id}-{attempt}"
-        self._replaced = f"{base}/_staging/{job_id}-{attempt}.replaced"
-        self._stale_pattern = f"{base}/_staging/{job_id}-*"
+        self._staging_folder = f"{base}/_staging"
+        self.staging = f"{self._staging_folder}/{job_id}-{attempt}"
+        self._replaced = f"{self._staging_folder}/{job_id}-{attempt}.replaced"
+        self._stale_prefix = f"{job_id}-"
 
     def describe(self) -> dict:
         return {"kind": "parquet", "output": self.final}
 
     def prepare(self) -> None:
-        for stale in self.files.glob(self._stale_pattern):
+        for stale in self.files.siblings(self._staging_folder, self._stale_prefix):
             self.files.delete(stale)
         # A leftover ".replaced" copy means an earlier attempt died between
         # its two renames; the next publish replaces the output anyway.
@@ -216,7 +257,7 @@ class ParquetSink:
     def write(self, records: DataFrame) -> None:
         # Timestamps as plain INT64 milliseconds (Kafka's precision), readable by any Parquet reader.
         self.spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
-        records.select(*RECORD_COLUMNS).write.mode("errorifexists").partitionBy("topic", "partition").parquet(
+        records.select(*RECORD_COLUMNS).write.mode("error").partitionBy("topic", "partition").parquet(
             self.staging
         )
 
@@ -262,6 +303,7 @@ class KafkaSink:
         pass
 
     def write(self, records: DataFrame) -> None:
+        F, _ = sql_api(self.spark)  # noqa: N806
         # Never the source topic itself: a record of an unmapped topic gets no
         # topic, and the Kafka writer fails the job.
         replay_topic = F.lit(None).cast("string")
@@ -291,6 +333,8 @@ class KafkaSink:
         )
 
     def summarize(self, ranges: Sequence[BackfillRange]) -> list[dict]:
+        F, _ = sql_api(self.spark)  # noqa: N806
+
         def header_value(name: str):
             # try_element_at: a record without the header gives null, not an error (ANSI mode).
             return F.try_element_at(F.filter("headers", lambda h: h["key"] == F.lit(name)), F.lit(1))["value"].cast(
@@ -334,36 +378,87 @@ def load_handler(dotted: str) -> Callable[[Iterator[dict]], Any]:
     return handler
 
 
-def _handler_partition(dotted: str) -> Callable[[Iterator[Any]], Iterator[tuple]]:
-    def run(rows: Iterator[Any]) -> Iterator[tuple]:
+HANDLER_RESULT_SCHEMA = "topic string, partition int, pulled long, runs string"
+
+
+def _handler_partition(dotted: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The function ``mapInArrow`` runs on each Spark partition (Arrow
+    batches of RECORD_COLUMNS): it calls the handler with the records as
+    dicts and yields, per (topic, partition), how many records the handler
+    pulled and the runs of consecutive offsets it pulled (JSON)."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
         handler = load_handler(dotted)
-        # Runs of consecutive offsets per (topic, partition), counted as the
-        # handler pulls each record: what it did not pull was not delivered.
+        # Counted as the handler pulls each record: what it did not pull was not delivered.
         runs: dict[tuple[str, int], list[list[int]]] = {}
         pulled: dict[tuple[str, int], int] = {}
 
         def records() -> Iterator[dict]:
-            for row in rows:
-                key = (row.topic, row.partition)
-                pulled[key] = pulled.get(key, 0) + 1
-                spans = runs.setdefault(key, [])
-                if spans and spans[-1][1] == row.offset:
-                    spans[-1][1] = row.offset + 1
-                else:
-                    spans.append([row.offset, row.offset + 1])
-                yield {
-                    "key": bytes(row.key) if row.key is not None else None,
-                    "value": bytes(row.value) if row.value is not None else None,
-                    "topic": row.topic, "partition": row.partition, "offset": row.offset,
-                    "timestamp": row.timestamp,
-                    "headers": [(h.key, bytes(h.value) if h.value is not None else None) for h in row.headers or []],
-                }
+            for batch in batches:
+                for row in batch.to_pylist():
+                    key = (row["topic"], row["partition"])
+                    pulled[key] = pulled.get(key, 0) + 1
+                    spans = runs.setdefault(key, [])
+                    if spans and spans[-1][1] == row["offset"]:
+                        spans[-1][1] = row["offset"] + 1
+                    else:
+                        spans.append([row["offset"], row["offset"] + 1])
+                    yield {
+                        "key": row["key"], "value": row["value"], "topic": row["topic"],
+                        "partition": row["partition"], "offset": row["offset"], "timestamp": row["timestamp"],
+                        "headers": [(h["key"], h["value"]) for h in row["headers"] or []],
+                    }
 
         handler(records())
-        for (topic, partition), spans in runs.items():
-            yield topic, partition, pulled[(topic, partition)], [tuple(span) for span in spans]
+        keys = sorted(runs)
+        yield pa.RecordBatch.from_pydict({
+            "topic": [topic for topic, _ in keys],
+            "partition": pa.array([partition for _, partition in keys], pa.int32()),
+            "pulled": pa.array([pulled[key] for key in keys], pa.int64()),
+            "runs": [json.dumps(runs[key]) for key in keys],
+        })
 
     return run
+
+
+PROJECT = Path(__file__).resolve().parents[2]
+# What the handler sink's Python workers import: this package (the function
+# mapInArrow runs is pickled by reference to tasks.spark.sinks) and the pure
+# modules it imports.
+JOB_PACKAGES = ("tasks/spark", "groups/domain")
+
+
+def code_archive(handler: str, folder: Path) -> Path:
+    """A zip of JOB_PACKAGES and, when it lives in this project, the
+    handler's module (with the ``__init__.py`` of its packages), for a Spark Connect session's Python
+    workers (``addArtifacts(pyfile=True)``): executors on a cluster have
+    neither. A handler installed elsewhere must be installed on the
+    cluster's Python too."""
+    import importlib.util
+    import zipfile
+
+    roots = [PROJECT / package for package in JOB_PACKAGES]
+    module = handler.partition(":")[0] if ":" in handler else handler.rpartition(".")[0]
+    found = importlib.util.find_spec(module)
+    origin = Path(found.origin).resolve() if found and found.origin else None
+    if origin and PROJECT in origin.parents:
+        roots.append(origin.parent if origin.name == "__init__.py" else origin)
+    archive = folder / "gapwatch-job-code.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for root in roots:
+            files = [root] if root.is_file() else sorted(root.rglob("*.py"))
+            for file in files:
+                bundle.write(file, file.relative_to(PROJECT))
+            # Every package on the way down needs its __init__.py.
+            for parent in (root if root.is_dir() else root.parent, *(root if root.is_dir() else root.parent).parents):
+                if parent == PROJECT or PROJECT not in parent.parents:
+                    break
+                init = parent / "__init__.py"
+                if init.exists() and str(init.relative_to(PROJECT)) not in bundle.namelist():
+                    bundle.write(init, init.relative_to(PROJECT))
+    return archive
 
 
 class HandlerSink:
@@ -385,9 +480,17 @@ class HandlerSink:
 
     def prepare(self) -> None:
         load_handler(self.handler)  # fail before reading anything
+        if is_connect(self.spark):
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="gapwatch-code-") as folder:
+                self.spark.addArtifacts(str(code_archive(self.handler, Path(folder))), pyfile=True)
 
     def write(self, records: DataFrame) -> None:
-        self._results = records.select(*RECORD_COLUMNS).rdd.mapPartitions(_handler_partition(self.handler)).collect()
+        rows = records.select(*RECORD_COLUMNS).mapInArrow(_handler_partition(self.handler),
+                                                           HANDLER_RESULT_SCHEMA).collect()
+        self._results = [(row.topic, row.partition, row.pulled, [tuple(span) for span in json.loads(row.runs)])
+                         for row in rows]
 
     def summarize(self, ranges: Sequence[BackfillRange]) -> list[dict]:
         return handler_summaries(self._results, ranges)

@@ -1,6 +1,7 @@
 """The spec of one Spark backfill attempt: the one contract between the
 runner that writes it (``tasks.backfill.runner``) and the Spark job that
-reads it (``tasks.spark.backfill_job``, also on the Spark host).
+reads it (``tasks.spark.backfill_job``, in a process of its own or on a Spark
+Connect session).
 
 Pure: no Django, no pyspark, so both sides (and the unit tests) import it.
 A ``JobSpec`` refuses to exist in an invalid state (``__post_init__``), so
@@ -26,7 +27,7 @@ The JSON form (``to_json``)::
     }
 
 The SASL password is never part of the spec: it travels in the environment
-variable ``PASSWORD_ENV`` (or over the Spark host's socket).
+variable ``PASSWORD_ENV`` (or as an argument of ``backfill_job.run``).
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ def _required(data: dict, key: str, kind: type, where: str = "spec"):
 
 
 def parse_spec(data: object) -> JobSpec:
-    """``JobSpec.from_json``: the name the Spark host and the job use."""
+    """``JobSpec.from_json``: the name the job uses."""
     return JobSpec.from_json(data)
 
 

@@ -38,7 +38,7 @@ def _env(redis_url: str, backfills: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(DATABASE_URL=f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
                REDIS_URL=redis_url, DEBUG="1", DB_CONN_MAX_AGE="0", POLL_INTERVAL_SECONDS=str(POLL_INTERVAL),
-               BACKFILL_OUTPUT=str(backfills), SPARK_MASTER="local[2]", BACKFILL_SPARK_HOST="")
+               BACKFILL_OUTPUT=str(backfills), SPARK_MASTER="local[2]", SPARK_CONNECT_URL="")
     return env
 
 

@@ -26,7 +26,7 @@ def _worker_env(backfill_output: str) -> dict[str, str]:
     return {
         **os.environ,
         "DATABASE_URL": f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "BACKFILL_OUTPUT": backfill_output, "SPARK_MASTER": "local[2]", "BACKFILL_SPARK_HOST": "",
+        "BACKFILL_OUTPUT": backfill_output, "SPARK_MASTER": "local[2]", "SPARK_CONNECT_URL": "",
         "JOB_RECOVERY_SECONDS": "2", "POLL_INTERVAL_SECONDS": "3600", "DB_CONN_MAX_AGE": "0",
     }
 

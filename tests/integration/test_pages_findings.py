@@ -173,16 +173,21 @@ def test_the_job_page_lists_each_attempt_and_where_it_ran(approver, gap_findings
     client.post("/findings/backfill/approve", {"ids": gap_findings[0].id, "sink": "parquet"})
     job = RemediationJob.objects.get()
     job.result = {"attempts": [
-        {"attempt": "a1", "mode": "host", "pid": 4242, "outcome": "killed by the Spark host closing the connection",
+        {"attempt": "a1", "mode": "connect", "pid": None, "server": "localhost:15002", "session_id": "5e55-10n",
+         "tag": "gapwatch-backfill-1-a1", "outcome": "killed by the Spark Connect server going away",
          "timings": {"startup": 0.01, "write": 2.5}},
         {"attempt": "a2", "mode": "process", "pid": 5151, "outcome": "published",
-         "host_unavailable": "no Spark host on <sock>", "timings": {"startup": 6.2, "write": 10.1, "verify": 4.4}},
+         "connect_unavailable": "no Spark Connect server at <srv>", "timings": {"startup": 6.2, "verify": 4.4,
+                                                                             "write": 10.1}},
+        {"attempt": "a0", "mode": "host", "pid": 4242, "outcome": "published",  # a row from before Spark Connect
+         "host_unavailable": "no Spark host on <sock>"},
     ]}
     job.save()
     body = client.get(f"/jobs/{job.id}/").content.decode()
     table = body[body.index('<table class="attempts">'):body.index("</table>", body.index('<table class="attempts">'))]
-    assert "Spark host" in table and "own Spark process" in table
-    assert "4242" in table and "5151" in table and "10.1" in table
+    assert "Spark Connect localhost:15002" in table and "own Spark process" in table and "Spark host" in table
+    assert "5e55-10n" in table and "5151" in table and "4242" in table and "10.1" in table
+    assert "no Spark Connect server at &lt;srv&gt;" in table and "<srv>" not in table
     assert "no Spark host on &lt;sock&gt;" in table and "<sock>" not in table
 
 

@@ -45,3 +45,20 @@ def test_it_reads_dotted_paths_and_refuses_anything_else(monkeypatch):
         env_dotted_paths("HANDLERS")
     monkeypatch.delenv("HANDLERS")
     assert env_dotted_paths("HANDLERS") == ()
+
+
+def test_it_reads_a_spark_connect_url_and_never_echoes_a_token(monkeypatch):
+    from controlplane.env import env_spark_connect_url
+
+    monkeypatch.delenv("X_CONNECT", raising=False)
+    assert env_spark_connect_url("X_CONNECT") == ""
+    monkeypatch.setenv("X_CONNECT", "sc://spark.example:15002")
+    assert env_spark_connect_url("X_CONNECT") == "sc://spark.example:15002"
+    for bad in ["http://spark:15002", "sc://spark", "sc://spark:port", "spark:15002"]:
+        monkeypatch.setenv("X_CONNECT", bad)
+        with pytest.raises(ImproperlyConfigured, match=f"X_CONNECT must look like sc://host:port, got '{bad}'"):
+            env_spark_connect_url("X_CONNECT")
+    monkeypatch.setenv("X_CONNECT", "sc://spark:15002/;token=s3cret")
+    with pytest.raises(ImproperlyConfigured) as refused:
+        env_spark_connect_url("X_CONNECT")
+    assert "s3cret" not in str(refused.value) and "sc://spark:15002/;..." in str(refused.value)

@@ -136,8 +136,11 @@ class Command(BaseCommand):
         elif sink.get("topics"):
             self.stdout.write("replayed to: " + ", ".join(f"{s} -> {r}" for s, r in sink["topics"].items()))
         for attempt in result.get("attempts", []):
-            where = "the Spark host" if attempt.get("mode") == "host" else "a Spark process of its own"
-            self.stdout.write(f"attempt {attempt['attempt']}: {attempt['outcome']} on {where} (pid {attempt['pid']})")
+            if attempt.get("mode") == "connect":
+                where = f"the Spark Connect server {attempt.get('server')} (session {attempt.get('session_id')})"
+            else:
+                where = f"a Spark process of its own (pid {attempt['pid']})"
+            self.stdout.write(f"attempt {attempt['attempt']}: {attempt['outcome']} on {where}")
 
     def _table(self, columns: tuple[str, ...], rows: list[tuple]) -> None:
         for line in text_table(columns, rows):
