@@ -1,0 +1,163 @@
+"""Backfills through a Spark Connect server whose master is a real
+standalone cluster (``spark_cluster``: a master and two workers on
+loopback): the server runs as one Spark application on the cluster, every
+job a session of it. The exact range arrives as Parquet, on a replay topic
+and through a Python handler (whose code reaches the executors only as the
+session's artifacts: their Python has no path to this project), and both
+workers' executors do each job's work (the application's event log says
+which executor ran each task; the executor's log URL names its worker).
+
+The server holds the cluster's cores while it lives, so it is this module's
+own and stops at its end, before other cluster tests need the workers."""
+
+from __future__ import annotations
+
+import pytest
+
+from groups.domain.planning import BackfillRange
+from groups.models import RemediationJob
+from tasks.backfill import runner as backfill
+from tasks.backfill.runner import BackfillRequest, run_backfill
+from tests.faults.procs import TaskRun
+from tests.integration import spark_handlers
+from tests.integration.connect_harness import ConnectServer
+from tests.integration.test_backfill import (  # noqa: F401 - enqueued and spark are fixtures
+    K,
+    Scenario,
+    enqueued,
+    parquet_rows,
+    replayed_rows,
+    run_job,
+    spark,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def cluster_server(spark_cluster, tmp_path_factory):
+    spark_cluster.wait_workers(2)
+    server = ConnectServer(tmp_path_factory.mktemp("connect-on-cluster") / "server.log", master=spark_cluster.url,
+                           extra_env={"SPARK_CONF_DIR": str(spark_cluster.conf_dir)})
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def on_server(cluster_server, settings, tmp_path):
+    settings.SPARK_CONNECT_URL = cluster_server.url
+    settings.SPARK_CONNECT_TOKEN = cluster_server.token
+    settings.SPARK_MASTER = "local[1]"  # never used: the job must run on the server
+    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
+    settings.BACKFILL_TIMEOUT_SECONDS = 300
+    return cluster_server
+
+
+def the_server_application(cluster) -> str:
+    (application,) = [app for app in cluster.applications("gapwatch-spark-connect") if app["state"] == "RUNNING"]
+    return application["id"]
+
+
+def successes_by_worker(cluster, app_id: str) -> dict[str | None, int]:
+    """Successful tasks of the (running) server application, per worker, from its event log so far."""
+    (log,) = cluster.event_logs.glob(f"{app_id}*")
+    counts: dict[str | None, int] = {}
+    for run in task_runs(cluster, log.read_text()):
+        if run.reason == "Success":
+            counts[run.worker] = counts.get(run.worker, 0) + 1
+    return counts
+
+
+def task_runs(cluster, text: str) -> list[TaskRun]:
+    import json
+
+    workers: dict[str, str | None] = {}
+    runs = []
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # the line being written
+        if event["Event"] == "SparkListenerExecutorAdded":
+            workers[event["Executor ID"]] = cluster.worker_of_executor(event["Executor Info"]["Log Urls"]["stderr"])
+        elif event["Event"] == "SparkListenerTaskEnd":
+            info = event["Task Info"]
+            runs.append(TaskRun(stage=event["Stage ID"], index=info["Index"], task_id=info["Task ID"],
+                                worker=workers.get(info["Executor ID"]), reason=event["Task End Reason"]["Reason"]))
+    return runs
+
+
+def work_of(cluster, action) -> dict[str | None, int]:
+    """What ``action`` added to each worker's successful tasks."""
+    app_id = the_server_application(cluster)
+    before = successes_by_worker(cluster, app_id)
+    action()
+    after = successes_by_worker(cluster, app_id)
+    return {worker: after.get(worker, 0) - before.get(worker, 0) for worker in after}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connect_server_on_the_cluster_backfills_exactly_the_range_to_parquet_on_both_workers(
+    broker, unique, approver, enqueued, on_server, spark_cluster, spark, monkeypatch
+):
+    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 10)  # 10 read tasks for the 2 x 50 records
+    scenario = Scenario(broker, f"cc-{unique}", f"connect-cluster-{unique}", K)
+    job_id = scenario.request_job(approver, "parquet").id
+    jobs: list[RemediationJob] = []
+
+    by_worker = work_of(spark_cluster, lambda: jobs.append(run_job(job_id)))
+
+    (job,) = jobs
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert [(a["mode"], a["outcome"]) for a in job.result["attempts"]] == [("connect", "published")]
+    assert parquet_rows(spark, job.result["sink"]["output"]) == scenario.expected_rows()
+    assert set(by_worker) == set(spark_cluster.workers) and min(by_worker.values()) > 0, by_worker
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connect_server_on_the_cluster_replays_exactly_the_range_on_both_workers(
+    broker, unique, approver, enqueued, on_server, spark_cluster, monkeypatch
+):
+    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 10)
+    scenario = Scenario(broker, f"cc-{unique}", f"connect-cluster-{unique}", K, sink="kafka")
+    replay = f"{scenario.topic}.replay"
+    broker.topics.append(replay)
+    job_id = scenario.request_job(approver, "kafka").id
+    jobs: list[RemediationJob] = []
+
+    by_worker = work_of(spark_cluster, lambda: jobs.append(run_job(job_id)))
+
+    (job,) = jobs
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert job.result["attempts"][0]["mode"] == "connect"
+    replayed = replayed_rows(broker, scenario.topic, replay)
+    assert sorted(replayed) == scenario.expected_rows()
+    assert [r[2] for r in replayed if r[1] == 3] == list(range(K))  # in the source's order
+    assert set(by_worker) == set(spark_cluster.workers) and min(by_worker.values()) > 0, by_worker
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_handler_runs_on_the_clusters_executors_from_the_shipped_code(
+    broker, unique, on_server, spark_cluster, monkeypatch
+):
+    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 10)
+    scenario = Scenario(broker, f"cc-{unique}", f"connect-cluster-{unique}", K)
+    handled = spark_handlers.handled_file(scenario.topic)
+    handled.unlink(missing_ok=True)
+    results: list[dict] = []
+
+    by_worker = work_of(spark_cluster, lambda: results.append(run_backfill(BackfillRequest(
+        run_id=f"handler-{unique}", cluster=scenario.cluster.client_config(), sink="handler",
+        handler="tests.integration.spark_handlers.record_log", ranges=(BackfillRange(scenario.topic, 2, 0, K),),
+        spark_connect=on_server.url, spark_connect_token=on_server.token, timeout_seconds=300))))
+
+    (result,) = results
+    assert result["attempts"][0]["mode"] == "connect"
+    assert [(p["partition"], p["delivered"], p["unexplained"]) for p in result["partitions"]] == [(2, K, 0)]
+    lines = [line.split() for line in handled.read_text().splitlines()]
+    assert sorted(int(offset) for _, offset, _ in lines) == list(range(K))
+    # The executors imported the handler from the archive the job shipped, not from this checkout.
+    assert {origin.split(".zip/")[-1] for _, _, origin in lines} == {"tests/integration/spark_handlers.py"}
+    assert all("gapwatch-job-code.zip/" in origin for _, _, origin in lines), lines[0]
+    assert set(by_worker) == set(spark_cluster.workers) and min(by_worker.values()) > 0, by_worker
+    handled.unlink()
