@@ -1,38 +1,56 @@
 """Backfill benchmark: 1,000,000 records of 200 bytes in one partition, and
 the same spread over 8 partitions. Not a test.
 
-    source scripts/env.sh && .venv/bin/python bench/backfill_bench.py [--records N] [--runs R] [--keep]
+    source scripts/env.sh && .venv/bin/python bench/backfill_bench.py [--records N] [--runs R] [--keep] [--no-cluster]
 
-Side by side on the same range, in the same run:
+Side by side on the same ranges, in the same run:
 
 - ``kcat -C -b B -t T [-p P] -o 0 -c N -e -q > /dev/null``: the single-reader reference;
-- a plain confluent-kafka Python reader (assign, consume in batches);
-- the Spark job's read alone (its exact reader options and session settings,
-  a ``noop`` sink), in a fresh process: the first read (cold JVM) and the
-  next ones (warm JVM, as on the long-lived Spark host);
-- the real backfill job end to end (``tasks.backfill.run_backfill``, Parquet
-  sink, verification and publish included), both ways a job runs: on the
-  Spark host (``tasks.spark.host``, started by this bench and warmed by a
-  first job) and in a Spark process of its own.
+- on a Spark Connect server this bench starts (``python -m tasks.spark.connect``
+  on ``local[*]``, 1g driver, a token of the bench's own), already warm:
+  - the job's own read (``read_ranges`` with ``kafka_options``, the job's
+    split, into Spark's ``noop`` sink): the steady state (median of reads
+    after WARMUP_READS unmeasured ones, in one session), and a new job's
+    first read (a new session on the warm server, then its first read);
+  - the real backfill job end to end (``tasks.backfill.run_backfill``,
+    Parquet sink, verification and publish included), as the executor runs
+    it on a server (``ConnectJob``);
+- the same job in a Spark process of its own (``spark_connect=""``);
+- the same reads and job on a Connect server whose master is a standalone
+  cluster on loopback (a Master and 2 Workers of 1 core and 1g each,
+  ``tests.faults.procs.SparkStandalone``).
 
-Start-up is reported separately: from the executor's spawn (or its request
-to the host) to a ready Spark session, and the whole fixed cost of a job (a
-1-record backfill end to end), both ways.
+Also: the fixed cost of a job (a 1-record backfill end to end) on the warm
+servers and in a process of its own, the first job on a freshly started
+server (cold JVM), and the memory of each stack: VmRSS of the process trees
+(the Connect server's JVM and its children; the standalone master, workers
+and their executors), sampled every MEMORY_INTERVAL seconds.
+
+Targets: the Connect warm steady-state read at least 0.5x kcat's speed; a
+1-record job on the warm local server at most 2 s end to end.
+
 Topics ``bench.backfill.p1`` and ``bench.backfill.p8`` are created once and
-deleted at the end unless ``--keep``.
+deleted at the end unless ``--keep``. Every process the bench starts runs in
+a process group of its own, is killed at the end (also on errors), and dies
+with the bench if the bench is killed.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import secrets
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import django
@@ -42,16 +60,46 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 django.setup()
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from groups.domain.planning import BackfillRange  # noqa: E402
-from tasks.backfill.runner import BackfillRequest, run_backfill  # noqa: E402
+from tasks.backfill.runner import RECORDS_PER_TASK, BackfillRequest, run_backfill  # noqa: E402
 from tasks.kafka.adapter import ClusterConfig, KafkaAdapter  # noqa: E402
-from tasks.spark.host import HOST_CONF  # noqa: E402
+from tasks.spark.backfill_job import session_parallelism  # noqa: E402
+from tasks.spark.connect import connect_session  # noqa: E402
+from tasks.spark.reader import kafka_options, read_ranges  # noqa: E402
+from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec  # noqa: E402
+# A plain module (no pytest): a standalone master and workers from the pyspark install.
+from tests.faults.procs import SparkStandalone, free_ports  # noqa: E402
 
 VALUE_BYTES = 200
+# Unmeasured reads in a session before the measured ones (the JIT settles
+# over several reads); then STEADY_READS measured reads per run.
+WARMUP_READS = 5
+STEADY_READS = 5
+# Unmeasured jobs on a server before each layout's measured ones.
+WARMUP_JOBS = 2
+SERVER_MEMORY = "1g"
+CLUSTER_WORKERS = 2
+CLUSTER_WORKER_MEMORY = "1g"
+# spark-defaults.conf of the Connect server on the standalone cluster: an
+# executor takes its worker's core and memory; the server waits for every
+# executor before it says it started; a task never waits for a preferred
+# executor (the Kafka source prefers one executor per Kafka partition).
+CLUSTER_CLIENT_CONF = {
+    "spark.executor.memory": CLUSTER_WORKER_MEMORY,
+    "spark.executor.cores": "1",
+    "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+    "spark.scheduler.maxRegisteredResourcesWaitingTime": "60s",
+    "spark.locality.wait": "0",
+}
+SERVER_START_SECONDS = 180
+MEMORY_INTERVAL = 0.5
+TARGET_READ_VS_KCAT = 0.5
+TARGET_FIXED_SECONDS = 2.0
+READY_LINE = "Spark Connect server started at"
 
 
 def prepare(admin: AdminClient, bootstrap: str, topic: str, partitions: int, records: int) -> None:
@@ -90,103 +138,368 @@ def time_kcat(bootstrap: str, topic: str, partitions: int, records: int) -> floa
     return time.monotonic() - started
 
 
-def time_python_reader(bootstrap: str, topic: str, partitions: int, records: int) -> float:
-    started = time.monotonic()
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "gapwatch-bench-reader",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    seen = 0
-    while seen < records:
-        # Batches of 1,000: librdkafka waits to fill much bigger ones (10,000 took 8x longer here).
-        for message in consumer.consume(num_messages=1_000, timeout=5.0):
-            if message.error() and message.error().code() != KafkaError._PARTITION_EOF:
-                raise RuntimeError(message.error())
-            seen += 0 if message.error() else 1
-    consumer.close()
-    return time.monotonic() - started
+def median(values: list[float]) -> float:
+    return statistics.median(values)
 
 
-# Reads after the first in one session; the steady state is the median of
-# the last STEADY_READS of them (JIT compilation goes on for several reads).
-WARM_READS = 9
-STEADY_READS = 5
-# Unmeasured jobs on the host before each layout's measured ones.
-HOST_WARMUP_JOBS = 2
-HOST_MEMORY = "1g"
+def say(message: str) -> None:
+    """Progress of the run (the results come at the end)."""
+    print(f"[{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.2f}] {message}", flush=True)
 
 
-def spark_read_child(spec_path: str) -> None:
-    """In a fresh process: the job's own reader into a noop sink, once cold
-    and WARM_READS times warm, in a session set up as the Spark host's."""
-    from tasks.spark import backfill_job
-    from tasks.spark.reader import kafka_options, read_ranges
-    from tasks.spark.session import build_session
-    from tasks.spark.spec import parse_spec
-
-    spec = parse_spec(json.loads(Path(spec_path).read_text()))
-    backfill_job.prepare_process_environment()
-
-    started = time.monotonic()
-    spark = build_session(master=spec.master, app_name="backfill-bench-read", jars_dir=Path(spec.jars_dir),
-                          driver_memory=HOST_MEMORY, extra=HOST_CONF)
-    session_seconds = time.monotonic() - started
-    options = kafka_options(spec.kafka, "")
-    reads = []
-    for _ in range(1 + WARM_READS):
-        begin = time.monotonic()
-        read_ranges(spark, spec, options).write.format("noop").mode("overwrite").save()
-        reads.append(time.monotonic() - begin)
-    spark.stop()
-    print(json.dumps({"session": session_seconds, "reads": reads}))
+# -- processes --------------------------------------------------------------------------------
 
 
-def time_spark_read(bootstrap: str, topic: str, partitions: int, records: int, master: str) -> dict:
-    per_partition = records // partitions
-    with tempfile.TemporaryDirectory() as workdir:
-        spec = {"job_id": "bench", "attempt": "read", "kafka": {"bootstrap_servers": bootstrap},
-                "ranges": [{"topic": topic, "partition": p, "start": 0, "end": per_partition}
-                           for p in range(partitions)],
-                "sink": {"kind": "parquet", "output": workdir},
-                "spark": {"master": master, "jars_dir": str(settings.SPARK_KAFKA_JARS_DIR)},
-                "progress_file": f"{workdir}/progress.json", "result_file": f"{workdir}/result.json"}
-        Path(workdir, "spec.json").write_text(json.dumps(spec))
+def die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the bench dies, even by
+    SIGKILL (the signal follows the thread that started the child: the
+    bench starts its processes from its main thread)."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def stop_group(process: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM to the process group (a driver then leaves its cluster
+    cleanly), SIGKILL after ``grace`` seconds."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 30.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    process.poll()
+
+
+class ConnectServer:
+    """``python -m tasks.spark.connect`` (it execs spark-submit: the pid is
+    the server's JVM) on a free loopback port, with a token of the bench's
+    own, in a process group of its own; ready when Spark logs READY_LINE."""
+
+    def __init__(self, workdir: Path, name: str, *, master: str, extra_env: dict | None = None) -> None:
+        (self.port,) = free_ports(1)
+        self.token = secrets.token_urlsafe(24)
+        self.url = f"sc://localhost:{self.port}"
+        self.name = name
+        self.log = workdir / f"connect-{name}.log"
+        environment = {**os.environ, "SPARK_CONNECT_TOKEN": self.token, **(extra_env or {})}
         spawned = time.monotonic()
-        answer = subprocess.run([sys.executable, __file__, "--spark-read-child", f"{workdir}/spec.json"],
-                                capture_output=True, text=True, check=True, timeout=900, cwd=ROOT)
-        measured = json.loads(answer.stdout.strip().splitlines()[-1])
-        measured["process"] = time.monotonic() - spawned
-        return measured
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tasks.spark.connect", "--port", str(self.port), "--master", master,
+                 "--jars-dir", str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", SERVER_MEMORY],
+                cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=die_with_parent)
+        self.pid = self.process.pid
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while READY_LINE not in self.log.read_text(errors="replace"):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                tail = self.log.read_text(errors="replace")[-3000:]
+                self.stop()
+                raise RuntimeError(f"the Spark Connect server ({name}) did not start:\n{tail}")
+            time.sleep(0.2)
+        self.startup = time.monotonic() - spawned
+
+    def stop(self) -> None:
+        stop_group(self.process)
+
+
+def standalone_cluster(workdir: Path) -> SparkStandalone:
+    """A standalone master and CLUSTER_WORKERS workers (1 core and
+    CLUSTER_WORKER_MEMORY each) on loopback, started (closed on failure)."""
+    cluster = SparkStandalone(workdir, workers=CLUSTER_WORKERS, memory=CLUSTER_WORKER_MEMORY)
+    try:
+        return cluster.start()
+    except BaseException:
+        cluster.close()
+        raise
+
+
+def cluster_client_env(workdir: Path) -> dict:
+    """The environment of the Connect server on the cluster: its own
+    spark-defaults.conf (CLUSTER_CLIENT_CONF), on loopback."""
+    conf_dir = workdir / "connect-conf"
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    (conf_dir / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in CLUSTER_CLIENT_CONF.items()))
+    return {"SPARK_CONF_DIR": str(conf_dir), "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+# -- memory -----------------------------------------------------------------------------------
+
+
+def process_children() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    return children
+
+
+def descendants(pid: int, children: dict[int, list[int]]) -> list[int]:
+    found, pending = [], list(children.get(pid, []))
+    while pending:
+        child = pending.pop()
+        found.append(child)
+        pending.extend(children.get(child, []))
+    return found
+
+
+def rss_kib(pid: int) -> int:
+    """VmRSS of one process (0 if it is gone or has none, like a zombie)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def local_parts(server: ConnectServer) -> Callable[[], dict[str, int]]:
+    def parts() -> dict[str, int]:
+        children = process_children()
+        return {"Connect server (JVM and children)":
+                sum(rss_kib(pid) for pid in [server.pid, *descendants(server.pid, children)])}
+    return parts
+
+
+def cluster_parts(server: ConnectServer, cluster: SparkStandalone) -> Callable[[], dict[str, int]]:
+    def parts() -> dict[str, int]:
+        children = process_children()
+        workers = [process.pid for process in cluster.workers.values()]
+        return {
+            "Connect server = driver (JVM and children)":
+                sum(rss_kib(pid) for pid in [server.pid, *descendants(server.pid, children)]),
+            "standalone master": sum(rss_kib(pid) for pid in [cluster.master.pid,
+                                                              *descendants(cluster.master.pid, children)]),
+            f"standalone workers ({len(workers)} daemons)": sum(rss_kib(pid) for pid in workers),
+            "executors (children of the workers)":
+                sum(rss_kib(pid) for worker in workers for pid in descendants(worker, children)),
+        }
+    return parts
+
+
+class MemorySampler(threading.Thread):
+    """VmRSS of a stack's parts (KiB), every MEMORY_INTERVAL seconds: the
+    first sample, the peak of each part and of their sum, the last sample."""
+
+    def __init__(self, parts: Callable[[], dict[str, int]]) -> None:
+        super().__init__(name="bench-memory", daemon=True)
+        self.parts = parts
+        self.first = parts()
+        self.last = dict(self.first)
+        self.peak = dict(self.first)
+        self.peak_total = sum(self.first.values())
+        self.stopped = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        while not self.stopped.wait(MEMORY_INTERVAL):
+            self.sample()
+
+    def sample(self) -> None:
+        current = self.parts()
+        self.last = current
+        for name, kib in current.items():
+            self.peak[name] = max(self.peak.get(name, 0), kib)
+        self.peak_total = max(self.peak_total, sum(current.values()))
+
+    def finish(self) -> dict:
+        self.stopped.set()
+        self.join(timeout=5)
+        self.sample()
+        mib = 1024
+        return {"parts": {name: {"ready": self.first.get(name, 0) / mib, "peak": self.peak[name] / mib,
+                                 "end": self.last.get(name, 0) / mib} for name in self.peak},
+                "total": {"ready": sum(self.first.values()) / mib, "peak": self.peak_total / mib,
+                          "end": sum(self.last.values()) / mib}}
+
+
+# -- what is measured -------------------------------------------------------------------------
+
+
+def read_spec(bootstrap: str, topic: str, partitions: int, records: int, workdir: str) -> JobSpec:
+    """The spec a job of this range gets (its split included); the sink is unused."""
+    per_partition = records // partitions
+    return JobSpec(job_id="bench-read", attempt="read", kafka=KafkaSettings(bootstrap),
+                   ranges=tuple(BackfillRange(topic, p, 0, per_partition) for p in range(partitions)),
+                   sink=SinkSpec("parquet", output=workdir), jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),
+                   records_per_task=RECORDS_PER_TASK, progress_file=f"{workdir}/progress.json",
+                   result_file=f"{workdir}/result.json")
+
+
+def noop_read(spark, spec: JobSpec, parallelism: int) -> float:
+    """The job's read of the ranges into Spark's noop sink; seconds."""
+    begin = time.monotonic()
+    read_ranges(spark, spec, kafka_options(spec.kafka, ""), parallelism=parallelism) \
+        .write.format("noop").mode("overwrite").save()
+    return time.monotonic() - begin
+
+
+def time_steady_reads(server: ConnectServer, spec: JobSpec, measured: int) -> list[float]:
+    """In one session: WARMUP_READS unmeasured reads, then ``measured`` ones."""
+    spark = connect_session(server.url, token=server.token)
+    try:
+        parallelism = session_parallelism(spark)
+        for _ in range(WARMUP_READS):
+            noop_read(spark, spec, parallelism)
+        return [noop_read(spark, spec, parallelism) for _ in range(measured)]
+    finally:
+        spark.stop()
+
+
+def time_first_read(server: ConnectServer, spec: JobSpec) -> dict:
+    """A new job's first read: a new session on the (warm) server, as a job
+    opens it (``connect_session``, its parallelism), then one read."""
+    begin = time.monotonic()
+    spark = connect_session(server.url, token=server.token)
+    try:
+        parallelism = session_parallelism(spark)
+        session = time.monotonic() - begin
+        read = noop_read(spark, spec, parallelism)
+    finally:
+        spark.stop()
+    return {"session": session, "read": read, "total": session + read}
 
 
 def run_job(bootstrap: str, topic: str, partitions: int, records: int, master: str, output: str,
-            host: str = "") -> dict:
-    """One backfill job end to end; on the Spark host if ``host`` (its socket)."""
+            server: ConnectServer | None = None) -> dict:
+    """One backfill job end to end; on ``server`` if given, else in its own process."""
     per_partition = records // partitions
     result = run_backfill(BackfillRequest(
         run_id=f"bench-{topic}-{records}", cluster=ClusterConfig(bootstrap), sink="parquet", output=output,
         ranges=tuple(BackfillRange(topic, p, 0, per_partition) for p in range(partitions)),
-        master=master, timeout_seconds=1800, spark_host=host))
+        master=master, timeout_seconds=1800,
+        spark_connect=server.url if server else "", spark_connect_token=server.token if server else ""))
     assert result["delivered"] == per_partition * partitions, result
-    assert result["attempts"][-1]["mode"] == ("host" if host else "process"), result["attempts"]
+    attempts = result["attempts"]
+    assert len(attempts) == 1 and attempts[0]["mode"] == ("connect" if server else "process"), attempts
     return {**result["timings"], "total": result["seconds"]}
 
 
-def start_host(workdir: str, master: str) -> tuple[subprocess.Popen, str]:
-    socket_path = f"{workdir}/host.sock"
-    log = open(f"{workdir}/host.log", "ab")
-    host = subprocess.Popen([sys.executable, "-m", "tasks.spark.host", "--socket", socket_path, "--master", master,
-                             "--jars-dir", str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", HOST_MEMORY],
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while "Spark host ready" not in Path(f"{workdir}/host.log").read_text():
-        if host.poll() is not None or time.monotonic() > deadline:
-            sys.exit(f"the Spark host did not start: {Path(workdir, 'host.log').read_text()[-2000:]}")
-        time.sleep(0.2)
-    return host, socket_path
+def medians(jobs: list[dict]) -> dict:
+    return {key: median([job[key] for job in jobs]) for key in jobs[0]}
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values)
+def measure_server(label: str, server: ConnectServer, layouts: list[tuple[str, int]], args, output: str,
+                   kcat: dict[str, list[float]] | None = None) -> dict:
+    """On a started server: the first job (cold JVM), then per layout kcat
+    (if ``kcat`` is given, into it), the steady and first reads, the jobs;
+    then the fixed cost of a 1-record job."""
+    stack: dict = {"server_startup": server.startup, "layouts": {}}
+    say(f"{label}: server ready in {server.startup:.1f}s; first job on it (cold JVM)")
+    stack["first_job"] = run_job(args.bootstrap, layouts[0][0], layouts[0][1], args.records, args.master, output,
+                                 server)
+    for topic, partitions in layouts:
+        spec = read_spec(args.bootstrap, topic, partitions, args.records, output)
+        if kcat is not None:
+            say(f"{topic}: kcat x{args.runs}")
+            kcat[topic] = [time_kcat(args.bootstrap, topic, partitions, args.records) for _ in range(args.runs)]
+        say(f"{label} {topic}: {WARMUP_READS} warm-up + {args.runs * STEADY_READS} steady reads")
+        steady = time_steady_reads(server, spec, args.runs * STEADY_READS)
+        say(f"{label} {topic}: new session + first read x{args.runs}")
+        first = [time_first_read(server, spec) for _ in range(args.runs)]
+        say(f"{label} {topic}: {WARMUP_JOBS} warm-up + {args.runs} jobs")
+        for _ in range(WARMUP_JOBS):
+            run_job(args.bootstrap, topic, partitions, args.records, args.master, output, server)
+        jobs = [run_job(args.bootstrap, topic, partitions, args.records, args.master, output, server)
+                for _ in range(args.runs)]
+        stack["layouts"][topic] = {
+            "steady_read": median(steady), "first_read": medians(first), "job": medians(jobs),
+            "raw": {"steady_reads": steady, "first_reads": first, "jobs": jobs},
+        }
+    say(f"{label}: 1 warm-up + {args.runs} 1-record jobs")
+    run_job(args.bootstrap, layouts[0][0], 1, 1, args.master, output, server)
+    tiny = [run_job(args.bootstrap, layouts[0][0], 1, 1, args.master, output, server) for _ in range(args.runs)]
+    stack["fixed_cost"] = medians(tiny)
+    stack["raw_fixed_cost"] = tiny
+    return stack
+
+
+# -- the report -------------------------------------------------------------------------------
+
+
+def print_report(report: dict, layouts: list[tuple[str, int]], runs: int) -> None:
+    n = report["records"]
+    local, cluster, own = report["local"], report.get("cluster"), report["own_process"]
+    cluster_name = f"standalone ({CLUSTER_WORKERS} workers x 1 core)"
+    targets = []
+    print(f"\nMedians of {runs} run{'s' if runs > 1 else ''}; a warm server's steady state: median of "
+          f"{runs * STEADY_READS} reads in one session after {WARMUP_READS} unmeasured ones; jobs on a server after "
+          f"{WARMUP_JOBS} unmeasured ones; kcat measured beside the local server.")
+    for topic, partitions in layouts:
+        kcat = report["kcat"][topic]
+        header = (f"{partitions} partition (`-p 0`)" if partitions == 1
+                  else f"{partitions} partitions (kcat without `-p`)")
+        print(f"\n| {header}, {n:,} records | seconds | records/s | vs kcat |\n|---|---|---|---|")
+
+        def row(name: str, seconds: float, throughput: bool = True) -> None:
+            rate = f"{n / seconds:,.0f}" if throughput else ""
+            versus = f"{kcat / seconds:.2f}" if throughput else ""
+            print(f"| {name} | {seconds:.2f} | {rate} | {versus} |")
+
+        row("`kcat -C -t T" + (" -p 0" if partitions == 1 else "") + " -o 0 -c N -e -q > /dev/null`", kcat)
+        stacks = [("Connect local[*]", local)] + ([(f"Connect {cluster_name}", cluster)] if cluster else [])
+        for label, stack in stacks:
+            data = stack["layouts"][topic]
+            row(f"**{label}: read, warm server (steady state)**", data["steady_read"])
+            first = data["first_read"]
+            row(f"{label}: a new job's first read (new session {first['session']:.2f} s + read "
+                f"{first['read']:.2f} s)", first["total"])
+            row(f"{label}: job, read + write Parquet", data["job"]["write"])
+            row(f"{label}: job, verify (read Parquet back, exact counts)", data["job"]["verify"], throughput=False)
+            row(f"{label}: whole job", data["job"]["total"])
+        own_jobs = own["layouts"][topic]
+        row("job in its own process: read + write Parquet", own_jobs["write"])
+        row("job in its own process: whole job, start-up included", own_jobs["total"])
+        startups = [f"{label} {stack['layouts'][topic]['job']['startup']:.2f} s" for label, stack in stacks]
+        print(f"\nStart-up to a ready session (job's spawn to its session): {', '.join(startups)}, "
+              f"own process {own_jobs['startup']:.2f} s.")
+        for label, stack in stacks:
+            ratio = kcat / stack["layouts"][topic]["steady_read"]
+            targets.append((f"{label}, read on a warm server (steady state) >= {TARGET_READ_VS_KCAT}x kcat, {topic}",
+                            f"{ratio:.2f}x", ratio >= TARGET_READ_VS_KCAT))
+
+    print(f"\n| fixed cost of a job: 1-record backfill end to end (Kafka checks included), median of {runs} "
+          f"| whole job | start-up "
+          f"| read + write | verify | explain/publish |\n|---|---|---|---|---|---|")
+    for label, fixed in [("Connect local[*], warm server", local["fixed_cost"])] + (
+            [(f"Connect {cluster_name}, warm server", cluster["fixed_cost"])] if cluster else []) + [
+            ("own process", own["fixed_cost"])]:
+        print(f"| {label} | {fixed['total']:.2f} s | {fixed['startup']:.2f} s | {fixed['write']:.2f} s "
+              f"| {fixed['verify']:.2f} s | {fixed.get('finish', 0):.2f} s |")
+    targets.append((f"fixed cost of a 1-record job on the warm local server <= {TARGET_FIXED_SECONDS:.0f} s",
+                    f"{local['fixed_cost']['total']:.2f} s", local["fixed_cost"]["total"] <= TARGET_FIXED_SECONDS))
+
+    topic = layouts[0][0]
+    for label, stack in [("local[*]", local)] + ([(cluster_name, cluster)] if cluster else []):
+        first = stack["first_job"]
+        print(f"\nConnect {label}: server start {stack['server_startup']:.1f} s (spawn to \"{READY_LINE}\"); "
+              f"first job on it (cold JVM, {n:,} records, {topic}): {first['total']:.2f} s "
+              f"(read + write {first['write']:.2f} s, verify {first['verify']:.2f} s)")
+
+    print("\n| memory, VmRSS of the process trees (MiB) | ready | peak | end |\n|---|---|---|---|")
+    for label, stack in [("local[*]", local)] + ([(cluster_name, cluster)] if cluster else []):
+        memory = stack["memory"]
+        for name, values in memory["parts"].items():
+            print(f"| {label}: {name} | {values['ready']:.0f} | {values['peak']:.0f} | {values['end']:.0f} |")
+        if len(memory["parts"]) > 1:
+            total = memory["total"]
+            print(f"| **{label}: whole stack** | {total['ready']:.0f} | {total['peak']:.0f} | {total['end']:.0f} |")
+
+    print("\nTargets:")
+    for label, value, met in targets:
+        print(f"- {label}: {value}, {'met' if met else 'NOT MET'}")
 
 
 def main() -> None:
@@ -194,93 +507,73 @@ def main() -> None:
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--master", default="local[*]", help="of the local Connect server and own-process jobs")
+    parser.add_argument("--no-cluster", action="store_true", help="skip the standalone cluster")
     parser.add_argument("--keep", action="store_true", help="keep the bench topics for the next run")
-    parser.add_argument("--spark-read-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.spark_read_child:
-        spark_read_child(args.spark_read_child)
-        return
     if not shutil.which("kcat"):
         sys.exit("kcat is missing: apt-get install kcat")
+    # A SIGTERM runs the clean-up below like an error would.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     layouts = [("bench.backfill.p1", 1), ("bench.backfill.p8", 8)]
-    started = time.monotonic()
+    began = time.monotonic()
     for topic, partitions in layouts:
         prepare(admin, args.bootstrap, topic, partitions, args.records)
-    print(f"prepared in {time.monotonic() - started:.1f}s; load average {os.getloadavg()[0]:.2f}; "
-          f"{os.cpu_count()} cores; master {args.master}")
-    output = tempfile.mkdtemp(prefix="gapwatch-backfill-bench-")
-    host, socket_path = start_host(output, args.master)
-    report: dict = {"records": args.records, "master": args.master, "layouts": {}}
+    print(f"prepared in {time.monotonic() - began:.1f}s; load average {os.getloadavg()[0]:.2f}; "
+          f"{os.cpu_count()} cores; master {args.master}", flush=True)
+    workdir = Path(tempfile.mkdtemp(prefix="gapwatch-backfill-bench-"))
+    output = str(workdir / "output")
+    report: dict = {"records": args.records, "runs": args.runs, "master": args.master, "kcat_raw": {}}
+    servers: list[ConnectServer] = []
+    cluster: SparkStandalone | None = None
+    sampler: MemorySampler | None = None
     try:
-        # The host's first job runs in a cold JVM: reported apart, as "first job on a fresh host".
-        report["host_first_job"] = run_job(args.bootstrap, "bench.backfill.p1", 1, args.records, args.master, output,
-                                           socket_path)
-        tiny = [run_job(args.bootstrap, "bench.backfill.p1", 1, 1, args.master, output) for _ in range(args.runs)]
-        tiny_host = [run_job(args.bootstrap, "bench.backfill.p1", 1, 1, args.master, output, socket_path)
-                     for _ in range(args.runs)]
-        report["fixed_cost"] = {key: median([t[key] for t in tiny]) for key in tiny[0]}
-        report["fixed_cost_host"] = {key: median([t[key] for t in tiny_host]) for key in tiny_host[0]}
+        # 1. Connect on local[*]: kcat beside it, then the same jobs in their own processes.
+        server = ConnectServer(workdir, "local", master=args.master)
+        servers.append(server)
+        sampler = MemorySampler(local_parts(server))
+        report["local"] = measure_server("Connect local", server, layouts, args, output, kcat=report["kcat_raw"])
+        report["local"]["memory"] = sampler.finish()
+        sampler = None
+        report["kcat"] = {topic: median(seconds) for topic, seconds in report["kcat_raw"].items()}
+        server.stop()
+        own: dict = {"layouts": {}}
         for topic, partitions in layouts:
-            kcat = [time_kcat(args.bootstrap, topic, partitions, args.records) for _ in range(args.runs)]
-            python = [time_python_reader(args.bootstrap, topic, partitions, args.records) for _ in range(args.runs)]
-            reads = [time_spark_read(args.bootstrap, topic, partitions, args.records, args.master)
-                     for _ in range(args.runs)]
-            for _ in range(HOST_WARMUP_JOBS):
-                run_job(args.bootstrap, topic, partitions, args.records, args.master, output, socket_path)
-            hosted = [run_job(args.bootstrap, topic, partitions, args.records, args.master, output, socket_path)
-                      for _ in range(args.runs)]
+            say(f"own process {topic}: {args.runs} jobs")
             jobs = [run_job(args.bootstrap, topic, partitions, args.records, args.master, output)
                     for _ in range(args.runs)]
-            row = {
-                "kcat": median(kcat), "python": median(python),
-                "spark_read_cold": median([r["reads"][0] for r in reads]),
-                "spark_read_second": median([r["reads"][1] for r in reads]),
-                "spark_read_warm": median([seconds for r in reads for seconds in r["reads"][-STEADY_READS:]]),
-                "spark_session": median([r["session"] for r in reads]),
-                "host_write": median([j["write"] for j in hosted]),
-                "host_verify": median([j["verify"] for j in hosted]),
-                "host_startup": median([j["startup"] for j in hosted]),
-                "host_total": median([j["total"] for j in hosted]),
-                "job_write": median([j["write"] for j in jobs]), "job_verify": median([j["verify"] for j in jobs]),
-                "job_startup": median([j["startup"] for j in jobs]), "job_total": median([j["total"] for j in jobs]),
-                "raw": {"kcat": kcat, "python": python, "spark_reads": reads, "host_jobs": hosted, "jobs": jobs},
-            }
-            report["layouts"][topic] = row
-            n = args.records
-            print(f"\n{topic} ({partitions} partition{'s' if partitions > 1 else ''}), {n:,} records, "
-                  f"median of {args.runs} (steady reads: of {args.runs * STEADY_READS})")
-            print(f"  {'reader':48} {'seconds':>8} {'records/s':>11} {'vs kcat':>8}")
-            for name, seconds in [
-                ("kcat -> /dev/null", row["kcat"]),
-                ("confluent-kafka Python reader", row["python"]),
-                ("Spark read, noop sink, warm JVM (Spark host)", row["spark_read_warm"]),
-                ("Spark read, noop sink, 2nd read of a JVM", row["spark_read_second"]),
-                ("Spark read, noop sink, cold JVM (1st read)", row["spark_read_cold"]),
-                ("job on the Spark host: read + write Parquet", row["host_write"]),
-                ("job on the Spark host: verify (read back)", row["host_verify"]),
-                ("job on the Spark host: whole job", row["host_total"]),
-                ("job in its own process: read + write Parquet", row["job_write"]),
-                ("job in its own process: whole job", row["job_total"]),
-            ]:
-                print(f"  {name:48} {seconds:8.2f} {n / seconds:11,.0f} {row['kcat'] / seconds:8.2f}")
-            print(f"  start-up to a ready session: on the host {row['host_startup']:.3f}s, "
-                  f"own process {row['job_startup']:.2f}s")
-        first = report["host_first_job"]
-        print(f"\nfirst job on a fresh host (cold JVM, {args.records:,} records, p1): {first['total']:.2f}s "
-              f"(read + write {first['write']:.2f}s, verify {first['verify']:.2f}s)")
-        for label, key in (("own process", "fixed_cost"), ("Spark host", "fixed_cost_host")):
-            fixed = report[key]
-            print(f"fixed cost of a job, {label} (1-record backfill, median of {args.runs}): {fixed['total']:.2f}s "
-                  f"= start-up {fixed['startup']:.2f}s + first read/write {fixed['write']:.2f}s + "
-                  f"verify {fixed['verify']:.2f}s + explain/publish {fixed['finish']:.2f}s (+ Kafka checks)")
-        print(f"load average after: {os.getloadavg()[0]:.2f}")
-        print(json.dumps(report))
+            own["layouts"][topic] = {**medians(jobs), "raw": jobs}
+        say(f"own process: {args.runs} 1-record jobs")
+        tiny = [run_job(args.bootstrap, layouts[0][0], 1, 1, args.master, output) for _ in range(args.runs)]
+        own["fixed_cost"] = medians(tiny)
+        own["raw_fixed_cost"] = tiny
+        report["own_process"] = own
+
+        # 2. Connect on a standalone cluster on loopback.
+        if not args.no_cluster:
+            say(f"standalone cluster: master + {CLUSTER_WORKERS} workers")
+            cluster = standalone_cluster(workdir / "standalone")
+            server = ConnectServer(workdir, "standalone", master=cluster.url,
+                                   extra_env=cluster_client_env(workdir))
+            servers.append(server)
+            sampler = MemorySampler(cluster_parts(server, cluster))
+            report["cluster"] = measure_server("Connect standalone", server, layouts, args, output)
+            report["cluster"]["master_url"] = cluster.url
+            report["cluster"]["memory"] = sampler.finish()
+            sampler = None
+
+        print(f"\nload average after: {os.getloadavg()[0]:.2f}; whole run {time.monotonic() - began:.0f} s")
+        print_report(report, layouts, args.runs)
+        print("\n" + json.dumps(report))
     finally:
-        os.killpg(host.pid, 9)
-        host.wait()
-        shutil.rmtree(output, ignore_errors=True)
+        if sampler is not None:
+            sampler.stopped.set()
+        for server in servers:
+            server.stop()
+        if cluster is not None:
+            cluster.close()
+        shutil.rmtree(workdir, ignore_errors=True)
         if not args.keep:
             for topic, _ in layouts:
                 try:
