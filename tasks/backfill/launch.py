@@ -151,8 +151,10 @@ class ConnectJob:
         self._decision.decide(decision)
 
     def wait(self) -> int:
-        self._thread.join()
-        return self.returncode
+        """The exit code; after ``stop()``, -1 if the attempt is still inside
+        Spark (its watchdog goes on interrupting it) rather than waiting on."""
+        self._thread.join(STOP_WAIT_SECONDS if self._stopped else None)
+        return self.returncode if self.returncode is not None else -1
 
     def stop(self) -> None:
         """Interrupt whatever still runs (nothing published), end the
