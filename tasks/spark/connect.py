@@ -169,12 +169,14 @@ def server_command(*, master: str, host: str, port: int, jars: list[str], driver
     """``spark-submit`` of the Connect server with our settings. A local
     master binds the driver to loopback and sets its parallelism (a client
     cannot ask a Connect session for it)."""
+    from tasks.spark.session import V1_SOURCES
+
     conf = {
         **SERVER_CONF,
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),
-        # Batch reads of "kafka" through the DataSource V2 reader (tasks.spark.session.V1_SOURCES).
-        "spark.sql.sources.useV1SourceList": "avro,csv,json,orc,parquet,text",
+        # Batch reads of "kafka" through the DataSource V2 reader, as in a job's own session.
+        "spark.sql.sources.useV1SourceList": V1_SOURCES,
     }
     if master.startswith("local"):
         conf["spark.driver.host"] = "127.0.0.1"

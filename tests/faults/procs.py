@@ -378,12 +378,18 @@ class SparkStandalone:
                       key=lambda app: app["starttime"])
 
     def task_runs(self, app_id: str) -> list[TaskRun]:
-        """Every task attempt of an application that ended, from its event log,
-        with the worker whose executor ran it."""
+        """Every task attempt of an application that ended, from its event log
+        (``<app id>``, or ``<app id>.inprogress`` while it runs), with the
+        worker whose executor ran it."""
+        finished = self.event_logs / app_id
+        log = finished if finished.exists() else self.event_logs / f"{app_id}.inprogress"
         workers: dict[str, str | None] = {}
         runs = []
-        for line in (self.event_logs / app_id).read_text().splitlines():
-            event = json.loads(line)
+        for line in log.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a running application's line being written
             if event["Event"] == "SparkListenerExecutorAdded":
                 workers[event["Executor ID"]] = self.worker_of_executor(event["Executor Info"]["Log Urls"]["stderr"])
             elif event["Event"] == "SparkListenerTaskEnd":
@@ -392,6 +398,14 @@ class SparkStandalone:
                                     worker=workers.get(info["Executor ID"]),
                                     reason=event["Task End Reason"]["Reason"]))
         return runs
+
+    def successes_by_worker(self, app_id: str) -> dict[str | None, int]:
+        """Successful tasks of an application so far, per worker."""
+        counts: dict[str | None, int] = {}
+        for run in self.task_runs(app_id):
+            if run.reason == "Success":
+                counts[run.worker] = counts.get(run.worker, 0) + 1
+        return counts
 
     def kill_worker_running_a_task(self, name: str, *, app_id: str, after_finished: int, timeout: float) -> int:
         """SIGKILL worker ``name`` (and its executor) while its executor for

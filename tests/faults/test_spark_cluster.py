@@ -60,14 +60,6 @@ def the_application(cluster, job: RemediationJob) -> str:
     return application["id"]
 
 
-def succeeded_tasks_by_worker(cluster, app_id: str) -> dict[str | None, int]:
-    counts: dict[str | None, int] = {}
-    for run in cluster.task_runs(app_id):
-        if run.reason == "Success":
-            counts[run.worker] = counts.get(run.worker, 0) + 1
-    return counts
-
-
 @pytest.mark.django_db(transaction=True)
 def test_it_backfills_exactly_the_range_to_parquet_on_both_workers_of_a_cluster(
     broker, unique, approver, enqueued, on_cluster, spark, monkeypatch
@@ -80,7 +72,7 @@ def test_it_backfills_exactly_the_range_to_parquet_on_both_workers_of_a_cluster(
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert [a["outcome"] for a in job.result["attempts"]] == ["published"]
     assert parquet_rows(spark, output_of(job)) == scenario.expected_rows()
-    by_worker = succeeded_tasks_by_worker(on_cluster, the_application(on_cluster, job))
+    by_worker = on_cluster.successes_by_worker(the_application(on_cluster, job))
     assert set(by_worker) == set(on_cluster.workers) and min(by_worker.values()) > 0, by_worker
 
 
@@ -98,7 +90,7 @@ def test_it_replays_exactly_the_range_to_a_replay_topic_on_both_workers_of_a_clu
     replayed = replayed_rows(broker, scenario.topic, replay)
     assert sorted(replayed) == scenario.expected_rows()
     assert [r[2] for r in replayed if r[1] == 3] == list(range(K))  # in the source's order
-    by_worker = succeeded_tasks_by_worker(on_cluster, the_application(on_cluster, job))
+    by_worker = on_cluster.successes_by_worker(the_application(on_cluster, job))
     assert set(by_worker) == set(on_cluster.workers) and min(by_worker.values()) > 0, by_worker
 
 
@@ -143,4 +135,4 @@ def test_a_worker_killed_mid_job_leaves_its_task_to_the_other_worker_and_the_ran
     assert (lost.worker, lost.reason) == (victim, "ExecutorLostFailure")
     assert [(run.worker, run.reason) for run in runs if (run.stage, run.index) == (lost.stage, lost.index)
             and run.task_id != killed_task] == [(survivor, "Success")]
-    assert succeeded_tasks_by_worker(on_cluster, app_id)[victim] >= 2
+    assert on_cluster.successes_by_worker(app_id)[victim] >= 2

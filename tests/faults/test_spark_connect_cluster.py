@@ -18,7 +18,6 @@ from groups.domain.planning import BackfillRange
 from groups.models import RemediationJob
 from tasks.backfill import runner as backfill
 from tasks.backfill.runner import BackfillRequest, run_backfill
-from tests.faults.procs import TaskRun
 from tests.integration import spark_handlers
 from tests.integration.connect_harness import ConnectServer
 from tests.integration.test_backfill import (  # noqa: F401 - enqueued and spark are fixtures
@@ -58,41 +57,12 @@ def the_server_application(cluster) -> str:
     return application["id"]
 
 
-def successes_by_worker(cluster, app_id: str) -> dict[str | None, int]:
-    """Successful tasks of the (running) server application, per worker, from its event log so far."""
-    (log,) = cluster.event_logs.glob(f"{app_id}*")
-    counts: dict[str | None, int] = {}
-    for run in task_runs(cluster, log.read_text()):
-        if run.reason == "Success":
-            counts[run.worker] = counts.get(run.worker, 0) + 1
-    return counts
-
-
-def task_runs(cluster, text: str) -> list[TaskRun]:
-    import json
-
-    workers: dict[str, str | None] = {}
-    runs = []
-    for line in text.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # the line being written
-        if event["Event"] == "SparkListenerExecutorAdded":
-            workers[event["Executor ID"]] = cluster.worker_of_executor(event["Executor Info"]["Log Urls"]["stderr"])
-        elif event["Event"] == "SparkListenerTaskEnd":
-            info = event["Task Info"]
-            runs.append(TaskRun(stage=event["Stage ID"], index=info["Index"], task_id=info["Task ID"],
-                                worker=workers.get(info["Executor ID"]), reason=event["Task End Reason"]["Reason"]))
-    return runs
-
-
 def work_of(cluster, action) -> dict[str | None, int]:
     """What ``action`` added to each worker's successful tasks."""
     app_id = the_server_application(cluster)
-    before = successes_by_worker(cluster, app_id)
+    before = cluster.successes_by_worker(app_id)
     action()
-    after = successes_by_worker(cluster, app_id)
+    after = cluster.successes_by_worker(app_id)
     return {worker: after.get(worker, 0) - before.get(worker, 0) for worker in after}
 
 
