@@ -128,14 +128,14 @@ def accuracy_trial(broker: Broker, cluster: Cluster, rate: int) -> list[dict]:
 
         def decided() -> bool:
             rows = Finding.objects.filter(topic__name=topic, partition=1)
-            return rows.count() == len(groups) and all(r.state != "pending" and r.pickup_end is not None
+            return rows.count() == len(groups) and all(r.state not in ("pending", "undecided") and r.likely_start is not None
                                                        for r in rows)
 
         try:
             wait_until(decided, timeout=120, interval=0.5, what="every finding decided")
         except AssertionError:
             for row in Finding.objects.filter(topic__name=topic).select_related("group"):
-                print(f"UNDECIDED? {row.group.group_id} p{row.partition} {row.state} end={row.pickup_end} "
+                print(f"UNDECIDED? {row.group.group_id} p{row.partition} {row.state} likely={row.likely_start} "
                       f"before={row.pickup_before} {row.explanation}", flush=True)
             raise
     finally:
@@ -160,7 +160,7 @@ def accuracy_trial(broker: Broker, cluster: Cluster, rate: int) -> list[dict]:
         rows.append({
             "client": name, "rate": rate, "truth": truth, "definite": definite, "possible": possible,
             "bracketed": definite <= truth <= definite + possible, "cli_lag": lags.get(group_id, "?"),
-            "window": window, "evidence": finding.pickup_evidence, "first_commit": finding.first_commit,
+            "window": window, "evidence": finding.likely_start_evidence, "first_commit": finding.first_commit,
         })
     broker.admin.delete_consumer_groups(list(groups.values()))
     return rows

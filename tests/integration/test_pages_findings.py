@@ -111,8 +111,10 @@ def test_approving_creates_one_audited_job_and_a_double_click_lands_on_it(approv
     assert first.status_code == 302 and first.url == f"/jobs/{job.id}/"
     assert (job.kind, job.status, job.approved_by, job.params) == ("backfill", "approved", approver, {"sink": "parquet"})
     assert job.plan == [
-        {"topic": "orders", "partition": 2, "start": 0, "end": 60, "count": 60},
-        {"topic": "orders", "partition": 3, "start": 0, "end": 50, "count": 50},
+        {"topic": "orders", "partition": 2, "start": 0, "end": 60, "count": 60, "definite": 30, "possible": 30,
+         "basis": "first commit (a bound)"},
+        {"topic": "orders", "partition": 3, "start": 0, "end": 50, "count": 50, "definite": 30, "possible": 20,
+         "basis": "first commit (a bound)"},
     ]
     second = client.post("/findings/backfill/approve", {"ids": ids, "sink": "parquet"})
     assert second.status_code == 302 and second.url == f"/jobs/{job.id}/"
