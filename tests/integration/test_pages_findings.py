@@ -95,6 +95,27 @@ def test_the_reset_preview_shows_the_plan_and_whether_the_group_is_empty(approve
     assert '<td class="num">60</td>' in body and '<td class="num">50</td>' in body
 
 
+def test_the_reset_preview_shows_missed_beside_redelivered_and_recommends_a_backfill(approver, db):
+    """The demo: an earliest reset re-delivers 1,034 records for 73 missed."""
+    cluster = make_cluster("prod")
+    generation = make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2))
+    group = make_group(cluster, "billing", state="Empty", member_count=0)
+    finding = make_finding(group, generation, 2, high_watermark=1100, committed_offset=1034, missed_definite=70,
+                           missed_possible=3)
+    client = client_for(approver)
+    body = client.get("/findings/reset", {"ids": finding.id}).content.decode()
+    assert '<td class="num missed">70 / 3</td>\n      <td class="num">1034</td>' in body
+    assert "This reset re-delivers 1034 records to recover at most\n  73 missed." in body
+    assert f'<a href="/findings/backfill?ids={finding.id}">preview a backfill of the same findings</a>' in body
+    shifted = client.get("/findings/reset", {"ids": finding.id, "target": "shift", "value": "-500"}).content.decode()
+    assert "70 / 3" in shifted and "recommend-backfill" not in shifted  # 500 for 73 is not over 10 times
+
+
+def test_a_reset_redelivering_about_what_was_missed_recommends_nothing(approver, gap_findings):
+    body = client_for(approver).get("/findings/reset", {"ids": gap_findings[0].id}).content.decode()
+    assert '<td class="num missed">30 / 10</td>' in body and "recommend-backfill" not in body
+
+
 def test_a_bad_reset_target_is_a_clear_400_and_creates_nothing(approver, gap_findings):
     client = client_for(approver)
     response = client.post("/findings/reset/approve", {"ids": gap_findings[0].id, "target": "offset", "value": "-5"})
