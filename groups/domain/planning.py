@@ -163,6 +163,25 @@ def _shown(offset: int | None) -> str:
     return "no commit" if offset is None else str(offset)
 
 
+# A reset re-reads everything after its planned offset, a backfill only the
+# missed ranges: past both bounds, the reset's duplicates dwarf the loss.
+REDELIVERY_RATIO = 10
+REDELIVERY_MARGIN = 100
+
+
+def backfill_recommended(*, redelivered: int, missed_at_most: int) -> bool:
+    """Whether to recommend a backfill over a reset that would re-deliver
+    ``redelivered`` records to recover at most ``missed_at_most`` (definite +
+    possible): only when something was missed, and the reset re-delivers more
+    than ``REDELIVERY_RATIO`` times that and over ``REDELIVERY_MARGIN``
+    records more (a few duplicates are cheaper than a Spark job)."""
+    return (
+        missed_at_most > 0
+        and redelivered > REDELIVERY_RATIO * missed_at_most
+        and redelivered - missed_at_most > REDELIVERY_MARGIN
+    )
+
+
 @dataclass(frozen=True)
 class BackfillRange:
     topic: str

@@ -31,6 +31,7 @@ from groups.domain.planning import (
     PartitionPosition,
     PlanError,
     ResetTarget,
+    backfill_recommended,
     plan_backfill_of_findings,
     plan_reset,
 )
@@ -90,7 +91,10 @@ def positions_of(findings: list[Finding]) -> list[PartitionPosition]:
 def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value: str | None) -> dict:
     """What a reset would do, from stored state (no Kafka call): per partition
     current and planned offset, messages re-delivered or skipped, and whether
-    the group was empty at the last poll."""
+    the group was empty at the last poll. ``rows`` is the plan with each
+    partition's missed (definite, possible) beside it, for the page; ``plan``
+    stays what the job stores. ``backfill_recommended`` when the reset would
+    re-deliver far more than was missed."""
     findings = _open_findings_of_one_group(finding_ids)
     try:
         target = ResetTarget.parse(kind=target_kind, value=target_value)
@@ -102,8 +106,15 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
     except PlanError as error:
         raise ValidationError(str(error)) from None
     group = findings[0].group
+    missed = {(f.topic.name, f.partition): f for f in findings}
+    rows = [{**row, "missed_definite": missed[row["topic"], row["partition"]].missed_definite,
+             "missed_possible": missed[row["topic"], row["partition"]].missed_possible} for row in plan]
+    redelivered = sum(row["redelivered"] for row in plan)
+    missed_at_most = sum(f.missed_definite + f.missed_possible for f in findings)
     return {
         "findings": findings, "group": group, "target": {"kind": target.kind, "value": target.value}, "plan": plan,
+        "rows": rows, "redelivered": redelivered, "missed_at_most": missed_at_most,
+        "backfill_recommended": backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most),
         "group_empty": group.state in ("Empty", "Dead") or group.member_count == 0,
         "group_state": group.state, "member_count": group.member_count, "as_of": group.last_seen_at,
     }

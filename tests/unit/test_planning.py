@@ -18,6 +18,7 @@ from groups.domain.planning import (
     ResetTarget,
     MissedRange,
     PlannedBackfill,
+    backfill_recommended,
     plan_backfill,
     plan_backfill_of_findings,
     plan_reset,
@@ -194,6 +195,28 @@ def test_drift_names_each_moved_partition_and_how():
 )
 def test_a_reset_is_done_only_when_read_back_equal_to_the_plan(committed, mismatches):
     assert reset_mismatches(plan=[planned(None, 0, 1), planned(9, 5, 2)], committed=committed) == mismatches
+
+
+@pytest.mark.parametrize(
+    ("redelivered", "missed_at_most", "recommended", "why"),
+    [
+        (1034, 73, True, "the demo: 14 times the loss and 961 records more"),
+        (730, 73, False, "exactly 10 times the loss is not more than 10 times"),
+        (731, 73, True, "just over 10 times, and 658 records more"),
+        (100, 5, False, "20 times the loss, but only 95 records more: cheaper than a Spark job"),
+        (106, 5, True, "over 10 times and 101 records more"),
+        (105, 5, False, "exactly 100 records more is not over the margin"),
+        (500, 0, False, "nothing was missed: there is nothing to backfill"),
+        (0, 0, False, "nothing re-delivered and nothing missed"),
+        (0, 73, False, "a reset that re-delivers nothing (a timestamp target, or a forward one) costs nothing"),
+        (60, 73, False, "re-delivering less than was missed cannot be far more"),
+        (5000, 600, False, "8 times the loss: the reset's duplicates are comparable to it"),
+    ],
+)
+def test_it_recommends_a_backfill_only_when_a_reset_redelivers_far_more_than_was_missed(
+    redelivered, missed_at_most, recommended, why
+):
+    assert backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most) is recommended, why
 
 
 def test_a_plan_survives_its_json_form():
