@@ -59,7 +59,7 @@ def reset_recovery(
     reason = f"repaired by reset job {job_id}: offsets reset to {after} ({was})"
     if not complete:
         reason = (f"repaired to an estimate by reset job {job_id}: offsets reset to {after} ({was}); "
-                  f"[{missed_start}, {after}) possibly missed and not covered")
+                  f"the missed range from {missed_start} to {after} is not covered")
     if redelivered:
         reason += f"; {redelivered} messages re-delivered, {recovered} of them missed before"
     elif recovered:

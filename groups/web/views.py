@@ -142,16 +142,16 @@ def _preview(request: HttpRequest, *, kind: str, source) -> tuple[list[int], dic
             finding_ids=ids, target_kind=params["target"], target_value=params["value"]
         )
     params = {"sink": source.get("sink", ""), "replay_topic": source.get("replay_topic", ""),
-              "handler": source.get("handler", "")}
+              "handler": source.get("handler", ""), "until": source.get("until", "") or "bound"}
     preview = remediation.backfill_preview(finding_ids=ids, sink=params["sink"], replay_topic=params["replay_topic"],
-                                           handler=params["handler"])
+                                           handler=params["handler"], until=params["until"])
     params["sink"] = preview["sink"]  # the group's default sink when none was chosen
     return ids, params, preview
 
 
 # The inputs of each approve form besides the findings' ids.
 FORM_FIELDS = {RemediationJob.Kind.RESET: ("target", "value"),
-               RemediationJob.Kind.BACKFILL: ("sink", "replay_topic", "handler")}
+               RemediationJob.Kind.BACKFILL: ("sink", "replay_topic", "handler", "until")}
 CHANGED_SINCE_PREVIEW = "The values changed since the preview; check the plan below and approve again."
 
 

@@ -170,6 +170,40 @@ def test_it_creates_no_backfill_when_the_sink_changed_since_the_preview(approver
     assert RemediationJob.objects.get().params == sent, why
 
 
+def test_the_backfill_preview_splits_certain_losses_from_possible_duplicates_and_ends_at_the_bound(
+    approver, gap_findings
+):
+    client = client_for(approver)
+    body = client.get("/findings/backfill", {"ids": gap_findings[0].id, "sink": "parquet"}).content.decode()
+    # Finding 2: definite [0, 30) (missed_definite 30), first commit 60.
+    row = re.search(r"<tr><td>orders</td><td class=\"num\">2</td>(.*?)</tr>", body, re.S).group(1)
+    assert re.findall(r'<td class="num">(\d+)</td>', row) == ["0", "60", "60", "30", "30"]
+    assert "first commit (a bound)" in row and "repaired to an estimate" not in body
+
+
+def test_an_approver_may_end_a_backfill_at_the_likely_start_and_is_told_what_that_means(approver, gap_findings):
+    Finding.objects.filter(id=gap_findings[0].id).update(likely_start=45, likely_start_evidence="time index (CreateTime)")
+    client = client_for(approver)
+    values = {"ids": gap_findings[0].id, "sink": "parquet"}
+    fingerprint = previewed(client, "backfill", values)
+    # The range end changed on screen without a new preview: no job, the preview of what was sent.
+    response = client.post("/findings/backfill/approve", {**values, "until": "likely", "previewed": fingerprint})
+    body = response.content.decode()
+    assert response.status_code == 409 and RemediationJob.objects.count() == 0
+    assert "likely start (an estimate)" in body and "repaired to an" in body
+    again = re.search(r'name="previewed" value="([^"]*)"', body).group(1)
+    assert client.post("/findings/backfill/approve", {**values, "until": "likely", "previewed": again}).status_code == 302
+    job = RemediationJob.objects.get()
+    assert job.params == {"sink": "parquet", "until": "likely"}
+    assert [(r["start"], r["end"], r["definite"], r["possible"]) for r in job.plan] == [(0, 45, 30, 15)]
+
+
+def test_a_likely_start_that_is_not_known_yet_is_a_clear_400(approver, gap_findings):
+    response = client_for(approver).get("/findings/backfill", {"ids": gap_findings[0].id, "until": "likely"})
+    assert response.status_code == 400
+    assert "no likely start is known; backfill to the bound instead" in response.content.decode()
+
+
 @pytest.mark.parametrize("fingerprint", [None, "", "garbled", "<script>alert(1)</script>", "0" * 64, "é" * 5000])
 def test_a_missing_or_garbled_fingerprint_is_a_re_preview_not_a_job(approver, gap_findings, fingerprint):
     values = {"ids": gap_findings[0].id, "target": "offset", "value": "40"}

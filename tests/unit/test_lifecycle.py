@@ -89,8 +89,8 @@ RESET_REASON_CASES = [
     ),
     pytest.param(
         dict(before=90, after=30, missed_start=0, missed_end=60),
-        "repaired to an estimate by reset job 3: offsets reset to 30 (committed was 90); [0, 30) possibly "
-        "missed and not covered; 60 messages re-delivered, 30 of them missed before",
+        "repaired to an estimate by reset job 3: offsets reset to 30 (committed was 90); the missed range "
+        "from 0 to 30 is not covered; 60 messages re-delivered, 30 of them missed before",
         "a reset above the start of the sound range says what it leaves uncovered",
         id="partial-reset",
     ),
