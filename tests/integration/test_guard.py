@@ -74,6 +74,15 @@ class Member:
         self._thread.start()
 
     def _run(self) -> None:
+        try:
+            self._poll_until_stopped()
+        finally:
+            # Only this thread ever touches the consumer: librdkafka aborts the process when one
+            # thread closes a consumer while another is inside its poll() (the suite's flake,
+            # issue 20: a close after a join that timed out while on_assign waited on a dead Redis).
+            self.consumer.close()
+
+    def _poll_until_stopped(self) -> None:
         while not self._stop.is_set():
             if self._hold.is_set():
                 self._holding.set()
@@ -118,11 +127,10 @@ class Member:
         self._hold.clear()
 
     def close(self) -> None:
-        if self._stop.is_set():
-            return
+        """Stop polling and wait for the thread, which closes the consumer itself."""
         self._stop.set()
-        self._thread.join(timeout=15)
-        self.consumer.close()
+        self._thread.join(timeout=60)
+        assert not self._thread.is_alive(), "the member's poll loop did not end within 60 s"
 
 
 def offsets_across(members: list[Member], partition: int) -> list[int]:
