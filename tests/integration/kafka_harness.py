@@ -235,7 +235,7 @@ class RateProducer:
 
         def sees() -> bool:
             try:
-                return len(self.producer.list_topics(self.topic, timeout=10).topics[self.topic].partitions) >= total
+                return len(self.producer.list_topics(self.topic, timeout=2).topics[self.topic].partitions) >= total
             except KafkaException:
                 return False  # a metadata request that timed out (a busy broker): ask again
 

@@ -15,6 +15,7 @@ backfill plan that reaches S.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -167,7 +168,7 @@ def _snapshot(row) -> dict:
 
 
 def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, driver: Driver,
-                  decide_timeout: float = 120.0, wait_for_likely: bool | None = None,
+                  decide_timeout: float = 90.0, wait_for_likely: bool | None = None,
                   log: Callable[[str], None] = lambda line: None) -> list[Outcome]:
     """All ``scenarios`` at once against ``cluster`` (a groups.models.Cluster):
 
@@ -234,8 +235,14 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
             future.result(timeout=30)
         driver.after_change()
         log(f"partition 1 added to {len(outcomes)} topics")
-        for o in outcomes:
-            producers[o.group_id].add([1])
+        # Each producer on its own metadata, at once (not one after another).
+        adding = [threading.Thread(target=producers[o.group_id].add, args=([1],)) for o in outcomes]
+        for thread in adding:
+            thread.start()
+        for thread in adding:
+            thread.join(timeout=120)
+        if any(len(p.partitions) < 2 for p in producers.values()):
+            raise AssertionError("a producer never saw partition 1 of its topic")
         log(f"every producer writes to partition 1 ({time.monotonic() - raised:.1f}s after the change)")
 
         pending = list(outcomes)
