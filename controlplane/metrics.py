@@ -66,12 +66,12 @@ class GapwatchCollector:
 
         definite = GaugeMetricFamily(
             "gapwatch_missed_messages_definite",
-            "Messages certainly never read, summed over open findings in state gap or expired.",
+            "Messages certainly never read, summed over open findings in state gap, expired or undecided.",
             labels=["cluster"],
         )
         possible = GaugeMetricFamily(
             "gapwatch_missed_messages_possible",
-            "Messages possibly never read, summed over open findings in state gap or expired.",
+            "Messages possibly never read (up to the first commit), summed over open findings in state gap or expired.",
             labels=["cluster"],
         )
         for name in cluster_names:
@@ -84,7 +84,7 @@ class GapwatchCollector:
         """How findings left the open list and what jobs recovered (counts from
         the stored rows: they only grow while clusters are kept)."""
         resolved = CounterMetricFamily(
-            "gapwatch_findings_resolved", "Findings closed, by resolution (repaired, dismissed, expired).",
+            "gapwatch_findings_resolved", "Findings closed, by resolution (repaired, partial: repaired to an estimate, dismissed, expired).",
             labels=["cluster", "resolution"],
         )
         recovered = CounterMetricFamily(

@@ -59,9 +59,13 @@ WATCH_INTERVAL_SECONDS = env_int("WATCH_INTERVAL_SECONDS", 1, minimum=1)
 # While a new partition is being picked up, a tick observes this many times,
 # evenly over its interval: the pickup bracket is about interval / this wide.
 WATCH_OBSERVATIONS_PER_TICK = env_int("WATCH_OBSERVATIONS_PER_TICK", 4, minimum=1)
-# A member fetches its start position just after it takes a partition; the
-# pickup end is read from the time index this long after the pickup was seen.
+# A member fetches its start position just after it takes a partition; its
+# likely start (an estimate, never a bound) is read from the time index this
+# long after the pickup was seen.
 PICKUP_GRACE_MS = env_int("PICKUP_GRACE_MS", 250, minimum=0)
+# A partition taken without a commit is watched this long for the group's first
+# commit, the upper bound of what it missed; full polls go on looking after that.
+FIRST_COMMIT_WATCH_SECONDS = env_int("FIRST_COMMIT_WATCH_SECONDS", 300, minimum=0)
 # Jobs whose worker died are found and enqueued again (tasks.jobs.recover_jobs).
 JOB_RECOVERY_SECONDS = env_int("JOB_RECOVERY_SECONDS", 60, minimum=1)
 JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 600, minimum=1)

@@ -2,8 +2,6 @@ from django import forms
 from django.contrib import admin, messages
 
 from groups.cluster_forms import ClusterForm
-
-from groups.services.audit import audit_record
 from groups.models import (
     ApiToken,
     AuditEvent,
@@ -18,7 +16,13 @@ from groups.models import (
     RemediationJob,
     Topic,
 )
-from groups.services.clusters import CLUSTER_FIELDS, cluster_create, cluster_set_enabled, cluster_update
+from groups.services.clusters import (
+    CLUSTER_FIELDS,
+    cluster_create,
+    cluster_set_enabled,
+    cluster_update,
+    group_declare_policy,
+)
 from groups.services.tokens import api_token_create
 
 
@@ -102,11 +106,8 @@ class ConsumerGroupAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
         if "declared_policy" in form.changed_data:
-            audit_record(action="group.policy_declared", actor=request.user, cluster=obj.cluster,
-                         object_type="group", object_id=obj.pk,
-                         detail={"group": obj.group_id, "policy": obj.declared_policy})
+            group_declare_policy(user=request.user, group_id=obj.pk, policy=obj.declared_policy)
 
 
 @admin.register(Finding)
@@ -174,11 +175,10 @@ class ApiTokenAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request, obj, form, change):
-        token, key = api_token_create(user=form.cleaned_data["user"], name=form.cleaned_data["name"])
+        token, key = api_token_create(user=form.cleaned_data["user"], name=form.cleaned_data["name"],
+                                      created_by=request.user)
         obj.pk, obj.key_hash, obj.prefix = token.pk, token.key_hash, token.prefix
         messages.warning(request, f"API token for {token.user}: {key} (copy it now; it is not shown again)")
-        audit_record(action="api_token.created", actor=request.user, object_type="api_token", object_id=token.pk,
-                     detail={"user": token.user.get_username(), "name": token.name})
 
 
 @admin.register(GroupTopic)

@@ -172,14 +172,18 @@ class Finding(models.Model):
     ranges half-open."""
 
     class State(models.TextChoices):
-        PENDING = "pending"
+        PENDING = "pending"  # nobody took the partition yet
+        UNDECIDED = "undecided"  # taken, no first commit yet: no upper bound
         UNOWNED = "unowned"
         GAP = "gap"
         COVERED = "covered"
         EXPIRED = "expired"
 
     class Resolution(models.TextChoices):
-        REPAIRED = "repaired"  # a job read its result back and verified it
+        REPAIRED = "repaired"  # a verified job covered the whole sound range
+        # A verified job covered less than the sound range (the likely start
+        # chosen instead of the bound, or no upper bound yet): closed_reason says what.
+        PARTIAL = "partial", "repaired to an estimate"
         DISMISSED = "dismissed"  # a person, with a reason
         EXPIRED = "expired"  # retention (or the topic's deletion) took the missed range
 
@@ -204,12 +208,13 @@ class Finding(models.Model):
     polls_without_owner = models.PositiveIntegerField(default=0)
     guard_start_offset = models.BigIntegerField(null=True, blank=True)
     # The pickup bracket: the group took the partition after pickup_after and
-    # before pickup_before; pickup_end bounds where a latest member started
-    # (from Kafka's time index; pickup_evidence says which timestamps).
+    # before pickup_before. likely_start is an estimate, never a bound, of where
+    # a latest member started (Kafka's time index; likely_start_evidence says
+    # which timestamps), kept inside [pre_pickup_high_watermark, first_commit].
     pickup_after = models.DateTimeField(null=True, blank=True)
     pickup_before = models.DateTimeField(null=True, blank=True)
-    pickup_end = models.BigIntegerField(null=True, blank=True)
-    pickup_evidence = models.CharField(max_length=100, blank=True, default="")
+    likely_start = models.BigIntegerField(null=True, blank=True)
+    likely_start_evidence = models.CharField(max_length=100, blank=True, default="")
     missed_definite = models.BigIntegerField(default=0)
     missed_possible = models.BigIntegerField(default=0)
     expired = models.BigIntegerField(default=0)

@@ -8,8 +8,9 @@ an API with a query string can share one selector.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, timedelta
 
+from django.conf import settings
 from django.db.models import (
     BooleanField,
     Count,
@@ -23,11 +24,13 @@ from django.db.models import (
     Sum,
 )
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, RemediationJob, Topic
 
-# States in which a finding reports messages the group missed.
-MISSED_STATES = (Finding.State.GAP, Finding.State.EXPIRED)
+# States in which a finding reports messages the group missed (undecided: its
+# definite part; it has no upper bound yet).
+MISSED_STATES = (Finding.State.GAP, Finding.State.EXPIRED, Finding.State.UNDECIDED)
 
 
 def _by_name(queryset: QuerySet, field: str, name_field: str, value: object) -> QuerySet:
@@ -185,7 +188,7 @@ def findings_summary_by_cluster() -> dict[str, dict]:
                 entry["missed"] = (entry["missed"][0] + definite, entry["missed"][1] + possible)
         elif resolution:
             entry["resolved"][resolution] = entry["resolved"].get(resolution, 0) + count
-            if resolution == Finding.Resolution.REPAIRED and kind:
+            if resolution in (Finding.Resolution.REPAIRED, Finding.Resolution.PARTIAL) and kind:
                 before = entry["recovered"].get(kind, (0, 0))
                 entry["recovered"][kind] = (before[0] + recovered, before[1] + redelivered)
     return summary
@@ -213,8 +216,6 @@ def group_topics_lag_list() -> list[dict]:
 
 # --- Browse pages: topic, group, audit -------------------------------------
 # Imported here so this section stays self-contained at the end of the file.
-from datetime import datetime  # noqa: E402
-
 from django.db.models import F, FloatField, Func, Max, Value  # noqa: E402
 from django.db.models.functions import Floor  # noqa: E402
 
@@ -355,8 +356,11 @@ def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], dict[str, s
 
     - the stored partition count of every live topic;
     - the groups that read each topic (from earlier polls);
-    - topics of open findings still being picked up: no first commit yet
-      (pending), or taken with a pickup end still to resolve.
+    - topics of open findings still being picked up: nobody took the
+      partition yet (pending); taken without a first commit (undecided), for
+      FIRST_COMMIT_WATCH_SECONDS after it was taken, so the first commit, the
+      upper bound, is seen when it comes (full polls go on looking after
+      that); or taken with a likely start still to resolve.
     """
     counts = dict(Topic.objects.filter(cluster_id=cluster_id, deleted=False).values_list("name", "partition_count"))
     readers: dict[str, set[str]] = {}
@@ -365,18 +369,27 @@ def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], dict[str, s
     ):
         readers.setdefault(topic, set()).add(group_id)
     open_findings = Finding.objects.filter(cluster_id=cluster_id, closed_at__isnull=True)
-    watched = set(open_findings.filter(state="pending").values_list("topic__name", flat=True)) | set(
-        open_findings.filter(pickup_before__isnull=False, pickup_end__isnull=True, guard_start_offset__isnull=True)
-        .exclude(state="unowned").values_list("topic__name", flat=True)
+    taken_since = timezone.now() - timedelta(seconds=settings.FIRST_COMMIT_WATCH_SECONDS)
+    watched = set(
+        open_findings.filter(
+            Q(state="pending")
+            | Q(state="undecided", pickup_before__gte=taken_since)
+            | Q(pickup_before__isnull=False, likely_start__isnull=True, guard_start_offset__isnull=True)
+        ).exclude(state="unowned").values_list("topic__name", flat=True)
     )
     return counts, readers, watched
 
 
-def findings_awaiting_pickup_end(*, cluster_id: int, taken_before: datetime) -> list[dict]:
-    """Open findings taken (``pickup_before``) before ``taken_before`` whose pickup end is not resolved yet."""
+def cluster_group_ids(*, cluster_id: int) -> set[str]:
+    """Every group id stored for the cluster."""
+    return set(ConsumerGroup.objects.filter(cluster_id=cluster_id).values_list("group_id", flat=True))
+
+
+def findings_awaiting_likely_start(*, cluster_id: int, taken_before: datetime) -> list[dict]:
+    """Open findings taken (``pickup_before``) before ``taken_before`` whose likely start is not resolved yet."""
     return list(
         Finding.objects.filter(
             cluster_id=cluster_id, closed_at__isnull=True, pickup_before__isnull=False,
-            pickup_before__lte=taken_before, pickup_end__isnull=True, guard_start_offset__isnull=True,
+            pickup_before__lte=taken_before, likely_start__isnull=True, guard_start_offset__isnull=True,
         ).values("group__group_id", "topic__name", "partition", "generation__number", "pickup_before")
     )

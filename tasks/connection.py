@@ -5,28 +5,12 @@ from __future__ import annotations
 
 from celery import shared_task
 from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
 
 from groups.crypto import SecretUnreadable
 from groups.domain.secrets import secret_redact
 from groups.models import Cluster
-from groups.services.audit import audit_record
+from groups.services.clusters import cluster_record_test
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
-
-MESSAGE_MAX_CHARS = 1000
-
-
-def cluster_record_test(*, cluster_id: int, ok: bool, message: str) -> None:
-    """Store the result of a connection test on the cluster and audit it as the system's."""
-    now = timezone.now()
-    with transaction.atomic():
-        updated = Cluster.objects.filter(id=cluster_id).update(
-            last_test_at=now, last_test_ok=ok, last_test_message=message[:MESSAGE_MAX_CHARS]
-        )
-        if updated:
-            audit_record(action="cluster.tested", cluster=Cluster(id=cluster_id), object_type="cluster",
-                         object_id=cluster_id, detail={"ok": ok, "message": message[:MESSAGE_MAX_CHARS]})
 
 
 @shared_task(name="gapwatch.test_connection")

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from groups.models import Cluster, RemediationJob
+from groups.services.jobs import job_note_unrunnable, jobs_touch_stalled
 from groups.services.remediation import job_transition
 from groups.services.resets import reset_jobs_retry_waiting
 from tasks.connection import run_connection_test
@@ -120,8 +121,7 @@ def recover_jobs() -> list[int]:
                if job_lock_free(job_id)]
     stalled = list(RemediationJob.objects.filter(status__in=[Status.APPROVED, Status.QUEUED],
                                                  updated_at__lt=stalled_since).values_list("id", flat=True))
-    RemediationJob.objects.filter(id__in=stalled, status__in=[Status.APPROVED, Status.QUEUED]).update(
-        updated_at=timezone.now())
+    jobs_touch_stalled(job_ids=stalled)
     for job_id in running + stalled:
         log.warning("job %s has no live executor; enqueued again", job_id)
         run_remediation_job.delay(job_id)
@@ -137,8 +137,7 @@ def run_remediation_job(job_id: int) -> str:
     kind = RemediationJob.objects.values_list("kind", flat=True).get(id=job_id)
     executor = EXECUTORS.get(kind)
     if executor is None:
-        RemediationJob.objects.filter(id=job_id, status=RemediationJob.Status.QUEUED).update(
-            status_reason=f"no executor for {kind} jobs is installed in this version; the job stays queued"
-        )
+        job_note_unrunnable(
+            job_id=job_id, reason=f"no executor for {kind} jobs is installed in this version; the job stays queued")
         return "no executor"
     return executor(job_id=job_id)

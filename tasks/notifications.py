@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 
 from celery import shared_task
 from django.conf import settings
-from django.utils import timezone
 
 from groups.domain.webhooks import address_forbidden, webhook_url_problem
 from groups.models import Notification
+from groups.services.notifications import notification_record_attempt
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,7 @@ def send_notification(self, notification_id: int) -> None:
     refused = _destination_problem(notification.url)
     if refused:
         # Final at once: retrying cannot make the destination acceptable.
-        Notification.objects.filter(id=notification_id).update(
-            attempts=attempts, last_error=refused[:1000], status=Notification.Status.FAILED)
+        notification_record_attempt(notification_id=notification_id, attempts=attempts, error=refused, final=True)
         log.warning("webhook %s not sent: %s", notification_id, refused)
         return
     request = urllib.request.Request(
@@ -112,15 +111,11 @@ def send_notification(self, notification_id: int) -> None:
             response.read()
     except (urllib.error.URLError, OSError, ValueError) as error:
         final = attempts >= settings.WEBHOOK_MAX_ATTEMPTS
-        Notification.objects.filter(id=notification_id).update(
-            attempts=attempts, last_error=str(error)[:1000],
-            status=Notification.Status.FAILED if final else Notification.Status.PENDING,
-        )
+        notification_record_attempt(notification_id=notification_id, attempts=attempts, error=str(error) or
+                                    type(error).__name__, final=final)
         log.warning("webhook %s attempt %d/%d failed: %s", notification_id, attempts,
                     settings.WEBHOOK_MAX_ATTEMPTS, error)
         if not final:
             raise self.retry(countdown=min(300, 2 ** attempts))
         return
-    Notification.objects.filter(id=notification_id).update(
-        attempts=attempts, status=Notification.Status.SENT, sent_at=timezone.now(), last_error=""
-    )
+    notification_record_attempt(notification_id=notification_id, attempts=attempts)

@@ -24,7 +24,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from groups.models import Cluster, RemediationJob
-from groups.services.audit import audit_record
 from groups.domain.planning import (
     PartitionPosition,
     PlanError,
@@ -34,6 +33,7 @@ from groups.domain.planning import (
     reset_drift,
     reset_mismatches,
 )
+from groups.services.jobs import job_record_plan, job_record_result, reset_record_applied
 from groups.services.remediation import job_transition
 from tasks.job_lock import job_lock
 from tasks.kafka import GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
@@ -189,9 +189,7 @@ def _reset_running(job: RemediationJob, *, adapter: KafkaAdapter, group: GroupSt
     expected = {(p.topic, p.partition): p.current for p in stored} or before
     plan = plan_reset(target=target, positions=[replace(p, committed=expected[(p.topic, p.partition)])
                                                 for p in positions], timestamp_offsets=at_time)
-    RemediationJob.objects.filter(id=job.id, status=Status.RUNNING).update(
-        plan=[p.as_dict() for p in plan], updated_at=timezone.now()
-    )
+    job_record_plan(job_id=job.id, plan=[p.as_dict() for p in plan])
     adapter.alter_group_offsets(group_id=group.group_id, offsets={(p.topic, p.partition): p.planned for p in plan})
     after = adapter.committed_offsets(group_id=group.group_id, partitions=partitions)
     verified_at = timezone.now()
@@ -201,12 +199,8 @@ def _reset_running(job: RemediationJob, *, adapter: KafkaAdapter, group: GroupSt
         for p in plan
     ]
     mismatches = reset_mismatches(plan=plan, committed=after)
-    audit_record(
-        action="offsets.reset", actor=None, cluster=job.cluster, object_type="job", object_id=job.id,
-        detail={"group": group.group_id, "via": job.params.get("source", "dashboard"),
-                "target": {"kind": target.kind, "value": target.value}, "partitions": rows,
-                "verified": not mismatches},
-    )
+    reset_record_applied(job=job, group_id=group.group_id, target={"kind": target.kind, "value": target.value},
+                         rows=rows, verified=not mismatches)
     result = {
         **{key: value for key, value in job.result.items() if key in ("waiting_since", "checks")},
         "target": {"kind": target.kind, "value": target.value},
@@ -250,9 +244,7 @@ def _wait(job: RemediationJob, *, from_status: str, reason: str) -> str:
     result = {**current, "waiting_since": current.get("waiting_since") or now.isoformat(),
               "checks": current.get("checks", 0) + 1, "last_check_at": now.isoformat()}
     if from_status == Status.WAITING:
-        RemediationJob.objects.filter(id=job.id, status=Status.WAITING).update(
-            status_reason=reason, result=result, updated_at=now
-        )
+        job_record_result(job_id=job.id, result=result, status=Status.WAITING, status_reason=reason)
     else:
         job_transition(job_id=job.id, from_statuses=[from_status], to_status=Status.WAITING,
                        status_reason=reason, result=result)

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from groups import selectors
-from groups.domain.detection import FindingKey, PickupEnd
+from groups.domain.detection import FindingKey, LikelyStart
 from groups.domain.snapshot import Snapshot
 from groups.models import Cluster, Finding
 from groups.services.polls import PollSummary, cluster_record_failure, poll_record_success
@@ -53,11 +53,15 @@ def forget_adapter(cluster_id: int) -> None:
 
 def poll_cluster(
     *, cluster_id: int, adapter: KafkaAdapter | None = None, topics: Collection[str] | None = None,
-    groups: Collection[str] | None = None,
+    groups: Collection[str] | None = None, new_groups_besides: Collection[str] | None = None,
 ) -> PollSummary:
-    """A full poll, or (``topics``, ``groups``) the watcher's targeted one.
+    """A full poll, or (``topics``, ``groups``) the watcher's targeted one;
+    ``new_groups_besides`` (the stored group ids) adds every group the cluster
+    lists that is not among them, for a targeted snapshot that finds new
+    partitions (a group that joined since the last full poll may have read
+    the topic before the change).
 
-    1. Resolve pickup ends that are due (time index, see ``pickup_ends``).
+    1. Resolve likely starts that are due (time index, see ``likely_starts``).
     2. Snapshot: log starts only of topics with open findings or a changed
        partition count, and of partitions a group reads without a commit.
     3. Write, then the follow-ups. A failed full poll marks the cluster
@@ -71,10 +75,10 @@ def poll_cluster(
     open_topics = set(Finding.objects.filter(cluster=cluster, closed_at__isnull=True)
                       .values_list("topic__name", flat=True).distinct())
     try:
-        ends = pickup_ends(cluster_id=cluster.id, adapter=adapter)
+        likely = likely_starts(cluster_id=cluster.id, adapter=adapter)
         snapshot = adapter.snapshot(
             cluster=cluster.name, now=timezone.now(), log_starts_for=open_topics | watched,
-            known_counts=known_counts, topics=topics, groups=groups,
+            known_counts=known_counts, topics=topics, groups=groups, new_groups_besides=new_groups_besides,
         )
     except KafkaUnavailable as error:
         forget_adapter(cluster.id)
@@ -86,21 +90,22 @@ def poll_cluster(
         )
     summary = poll_record_success(
         cluster_id=cluster.id, snapshot=snapshot, now=snapshot.taken_at, kafka_seconds=time.monotonic() - started,
-        pickup_ends=ends,
+        likely_starts=likely,
     )
     poll_follow_up(summary=summary, snapshot=snapshot)
     return summary
 
 
-def pickup_ends(*, cluster_id: int, adapter: KafkaAdapter) -> dict[FindingKey, PickupEnd]:
-    """For findings taken at least PICKUP_GRACE_MS ago: the first offset appended
-    at or after ``pickup_before`` + grace, from Kafka's time index. A latest
-    member fetched its start position by then, so it started at or below it.
-    Kafka answers "none that recent" (-1) with nothing to point at: then the
-    log end now, read after that instant, is the bound."""
+def likely_starts(*, cluster_id: int, adapter: KafkaAdapter) -> dict[FindingKey, LikelyStart]:
+    """An estimate, never a bound: for findings taken at least PICKUP_GRACE_MS
+    ago, the first offset appended at or after ``pickup_before`` + grace, from
+    Kafka's time index, where a latest member that fetched its start position
+    by then started. Producer clocks (CreateTime) and slow members move it; the
+    core keeps it inside [H_k, C_f]. Kafka answers "none that recent" (-1):
+    then the log end now, read after that instant."""
     grace = timedelta(milliseconds=settings.PICKUP_GRACE_MS)
-    due = selectors.findings_awaiting_pickup_end(cluster_id=cluster_id, taken_before=timezone.now() - grace)
-    ends: dict[FindingKey, PickupEnd] = {}
+    due = selectors.findings_awaiting_likely_start(cluster_id=cluster_id, taken_before=timezone.now() - grace)
+    ends: dict[FindingKey, LikelyStart] = {}
     types: dict[str, str] = {}
     for row in due:
         topic, partition = row["topic__name"], row["partition"]
@@ -114,11 +119,11 @@ def pickup_ends(*, cluster_id: int, adapter: KafkaAdapter) -> dict[FindingKey, P
                 offset = adapter.partition_offsets(topic=topic, partitions=[partition])[partition].high_watermark
                 evidence = f"log end after the pickup ({types[topic]} time index had no later message)"
         except KafkaUnavailable as error:
-            # Only a narrower bound is lost, and only until the next observation tries again.
-            log.warning("pickup end of %s [%s] not resolved yet: %s", topic, partition, error)
+            # Only the estimate waits, until the next observation tries again.
+            log.warning("likely start of %s [%s] not resolved yet: %s", topic, partition, error)
             continue
         key = FindingKey(row["group__group_id"], topic, partition, row["generation__number"])
-        ends[key] = PickupEnd(offset=offset, evidence=evidence)
+        ends[key] = LikelyStart(offset=offset, evidence=evidence)
     return ends
 
 

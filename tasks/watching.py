@@ -39,7 +39,8 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
     1. one metadata request: the partition count of every topic;
     2. topics to observe: those whose count differs from the stored one,
        plus topics of findings still being picked up;
-    3. if any: a targeted snapshot of them and the groups that read them;
+    3. if any: a targeted snapshot of them and the groups that read them
+       (when the count changed, also every group no poll stored yet);
     4. while a new partition is being picked up, further targeted snapshots
        at every 1/WATCH_OBSERVATIONS_PER_TICK of the interval (never past
        it, so the next tick is not skipped): the pickup bracket, and so the
@@ -85,7 +86,11 @@ def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
     if not topics:
         return {"cluster": cluster.name, "ok": True, "observed": []}
     groups = set().union(*(readers.get(topic, set()) for topic in topics))
-    summary = poll_cluster(cluster_id=cluster.id, adapter=adapter, topics=topics, groups=groups)
+    # New partitions: also the groups no poll stored yet, which may have read
+    # the topic before the change (joined since the last full poll).
+    besides = selectors.cluster_group_ids(cluster_id=cluster.id) if changed else None
+    summary = poll_cluster(cluster_id=cluster.id, adapter=adapter, topics=topics, groups=groups,
+                           new_groups_besides=besides)
     _, _, still_watched = selectors.cluster_watch_state(cluster_id=cluster.id)
     return {**summary.as_dict(), "observed": sorted(topics), "changed": sorted(changed),
             "watched": sorted(still_watched)}

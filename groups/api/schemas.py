@@ -12,6 +12,7 @@ from ninja import Field, Schema
 from pydantic import AfterValidator, ConfigDict, PlainSerializer, StrictInt, StrictStr, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError, PydanticUseDefault
 
+from groups.domain.planning import BACKFILL_UNTIL
 from groups.domain.sinks import JOB_SINKS, replay_topic_for
 from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
 
@@ -85,12 +86,19 @@ class FindingOut(Schema):
     log_start_offset: int = Field(description="Log start offset at the last poll.")
     high_watermark: int = Field(description="High watermark at the last poll.")
     committed_offset: int | None = Field(description="The group's committed offset; null if it has none.")
-    lag: int = Field(description="High watermark minus the committed offset, or minus the log start without one.")
-    missed_definite: int = Field(description="Messages the group certainly never read.")
-    missed_possible: int = Field(description="Messages the group may not have read.")
+    lag: int = Field(description=(
+        "Stored messages the group will still read: high watermark minus the committed offset, or minus the "
+        "log start when it has no commit or retention passed it; never below 0."))
+    missed_definite: int = Field(description=(
+        "A bound: messages the group certainly never read, [first log start, high watermark at the last "
+        "observation before anyone took the partition)."))
+    missed_possible: int = Field(description=(
+        "A bound: messages the group may not have read, up to its first commit (a latest member commits at or "
+        "above where it started). 0 while undecided: there is no upper bound before the first commit."))
     expired: int = Field(description="Missed offsets the log start has passed (retention).")
-    backfill_start: int | None = Field(description="Backfill range start, inclusive.")
-    backfill_end: int | None = Field(description="Backfill range end, exclusive.")
+    backfill_start: int | None = Field(description="Default backfill range start, inclusive.")
+    backfill_end: int | None = Field(description=(
+        "Default backfill range end, exclusive: the first commit, the sound upper bound. Null while undecided."))
     policy_source: Literal["declared", "evidenced", "guard", "assumed"] | None = Field(
         description="Where the group's auto.offset.reset came from; null while undecided.")
     explanation: str
@@ -100,11 +108,12 @@ class FindingOut(Schema):
     pickup_before: IsoDateTime | None = Field(description=(
         "The pickup bracket's end: the first observation with an owner (for KIP-848 groups, the partition in "
         "the member's current assignment) ended then. Null until observed."))
-    pickup_end: int | None = Field(description=(
-        "First offset appended after pickup_before plus PICKUP_GRACE_MS, from Kafka's time index: a latest "
-        "member started at or below it. Null while unknown."))
-    pickup_evidence: str = Field(description=(
-        "Which timestamps gave pickup_end, e.g. 'time index (CreateTime)' (CreateTime depends on producer "
+    likely_start: int | None = Field(description=(
+        "An estimate, never a bound: where a latest member probably started, the first offset appended after "
+        "pickup_before plus PICKUP_GRACE_MS from Kafka's time index, kept inside [definite end, first commit]. "
+        "Producer clocks (CreateTime) and slow members move it. Null while unknown."))
+    likely_start_evidence: str = Field(description=(
+        "Which timestamps gave likely_start, e.g. 'time index (CreateTime)' (CreateTime depends on producer "
         "clocks, LogAppendTime on the broker's); empty while unknown."))
     owner_client_id: str = Field(description="Client id of the member that owns the partition; empty if none.")
     owner_host: str
@@ -178,7 +187,8 @@ class JobOut(Schema):
     cluster: str = Field(alias="cluster.name")
     group: str = Field(alias="group.group_id", description="Consumer group id (arbitrary text).")
     findings: list[int]
-    params: dict[str, Any] = Field(description="reset: target and value; backfill: sink, and replay_topic or handler.")
+    params: dict[str, Any] = Field(description=(
+        "reset: target and value; backfill: sink, replay_topic or handler, and until when not the bound."))
     plan: list[dict[str, Any]] = Field(description="Per partition, stored before anything runs.")
     result: dict[str, Any]
     progress_done: int | None
@@ -234,7 +244,7 @@ class JobFilters(BlankIsAbsent):
 
 
 class ApproveIn(Schema):
-    """A reset (target and value) or a backfill (sink, and replay_topic or handler).
+    """A reset (target and value) or a backfill (sink, replay_topic or handler, until).
     Strict types: 2.7, true, 1e400 or "5" are not a value, 5 is not a sink; no NUL in text."""
 
     kind: JobKind
@@ -245,6 +255,10 @@ class ApproveIn(Schema):
     replay_topic: Text = Field(None, description="kafka sink: the replay topic (default: the group's, "
                                                       f"or {replay_topic_for('<topic>')}).")
     handler: Text = Field(None, description="handler sink: one of the server's BACKFILL_HANDLERS.")
+    until: Literal[BACKFILL_UNTIL] = Field(None, description=(
+        "backfill: where the range ends. bound (default): the group's first commit, the sound upper bound "
+        "(the current end while it has not committed); likely: the likely start, an estimate: the findings "
+        "then close as repaired to an estimate."))
     also: list[RowId] = Field([], description="More findings of the same group.")
 
 

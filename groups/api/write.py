@@ -19,7 +19,7 @@ _ERRORS = {400: Error, 401: Error, 403: Error, 404: Error}
              summary="Request (and, without four-eyes, approve) a reset or a backfill; needs the approver role. "
              "Session requests need a CSRF token; token requests do not.")
 def approve(request: HttpRequest, id: PathId, payload: ApproveIn):
-    params = payload.model_dump(include={"target", "value", "sink", "replay_topic", "handler"}, exclude_unset=True)
+    params = payload.model_dump(include={"target", "value", "sink", "replay_topic", "handler", "until"}, exclude_unset=True)
     job = remediation.job_request(user=request.user, finding_ids=[id, *payload.also], kind=payload.kind,
                                   params=params)
     return Status(201, RemediationJob.objects.get(id=job.id))

@@ -18,8 +18,8 @@ Choices where DESIGN.md is silent:
   topic, partition, generation) stays unique per name; all its partitions
   are "added", none "removed", and it opens no findings.
 - Internal topics get generations recorded but never findings.
-- Findings open only for known groups the snapshot lists: a group the cluster
-  no longer lists has no members and no commits; should it come back, every
+- Findings open only for groups the snapshot lists: a group the cluster no
+  longer lists has no members and no commits; should it come back, every
   partition is new to it, not only the added ones.
 - Open findings on a topic deleted or recreated in this poll get no accounting
   (their offsets are gone) and are listed in ``closed_findings``.
@@ -34,25 +34,38 @@ Choices where DESIGN.md is silent:
   before pickup) is ``covered``: there is nothing to repair.
 - ``expired`` counts missed offsets (definite and possible) below the current
   log start. Pending, unowned and covered findings have nothing missed, so
-  they report 0 and never become ``expired``.
-- ``policy_source`` is None while a finding is undecided (pending, unowned).
+  they report 0 and never become ``expired``; an undecided one (no missed
+  range yet) counts it once its first commit decides it.
+- ``policy_source`` is None while nobody took the partition (pending,
+  unowned); an ``undecided`` finding names the policy its definite part assumes.
 
-The pickup bracket (DESIGN section 3, "sharper evidence than polls"):
+Bounds and estimates (DESIGN section 3, issue 26). A bound comes only from
+what the broker observed; everything else is an estimate and named so:
 
-- ``pickup_after``: when the group descriptions of the last observation
-  without owner or commit were requested; the group took p after it.
-- ``pickup_before``: when the first observation with an owner or a commit
-  ended; the group had taken p by then. Both come from every observation,
-  full polls and the watcher's targeted snapshots alike.
-- ``pickup_end`` (``PickupEnd``): an offset no lower than where a ``latest``
-  member started, resolved by the poller after the fact from Kafka's time
-  index at ``pickup_before`` plus a grace (a member fetches its start
-  position just after it takes p). It narrows the possible range to
-  ``[H_k, min(C_f, pickup_end))``; it never widens it (C_f is a hard bound)
-  and never lowers the definite end (H_k is observed directly).
+- ``H_k`` bounds a ``latest`` start from below: the adapter reads watermarks
+  before it describes groups, so a member that did not own p then starts at
+  or above it. Once any observation saw p taken, ``H_k`` is frozen: a later
+  observation without owner (the member left before committing) proves nothing
+  about the first member's start.
+- ``C_f`` bounds it from above: a ``latest`` member commits at or above where
+  it started (Java's first auto-commit is its start position). It is the only
+  upper bound: until a first commit is seen the finding is ``undecided`` and
+  has no upper bound, no backfill range, and says what the operator can do.
+- ``pickup_after`` / ``pickup_before``: the pickup bracket, when the last
+  observation without owner or commit asked for group descriptions, and when
+  the first one with an owner or a commit ended.
+- ``likely_start`` (``LikelyStart``): an estimate of where a ``latest`` member
+  started, from Kafka's time index at ``pickup_before`` plus a grace; producer
+  clocks (CreateTime) and a slow member (an assignment callback, a JVM pause)
+  both move it. It is kept inside ``[H_k, C_f]`` and shown with its evidence;
+  it never narrows ``missed_possible`` or the default backfill range.
 - A targeted snapshot (``Snapshot.scope``) deletes no topic outside its
   scope and does not count toward ``polls_without_owner``: "unowned after N
   polls" keeps meaning N full polls.
+- A group that no earlier poll saw reading the topic still gets findings when
+  the snapshot that finds the new partitions shows it was reading the topic
+  before them (``read_before_change``): no silent miss for a group that
+  joined seconds before the change.
 
 Over 400 lines on purpose: the rules above and the one pass that applies them
 (``evaluate_snapshot`` and its helpers) are read together.
@@ -68,7 +81,7 @@ from typing import Literal
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
 Policy = Literal["unknown", "latest", "earliest"]
-FindingStatus = Literal["pending", "unowned", "covered", "gap", "expired"]
+FindingStatus = Literal["pending", "undecided", "unowned", "covered", "gap", "expired"]
 PolicySource = Literal["declared", "evidenced", "guard", "assumed"]
 
 DEFAULT_UNOWNED_AFTER_POLLS = 30
@@ -124,15 +137,16 @@ class FindingState:
     closed: bool = False
     pickup_after: datetime | None = None
     pickup_before: datetime | None = None
-    pickup_end: int | None = None
-    pickup_evidence: str = ""
+    likely_start: int | None = None
+    likely_start_evidence: str = ""
 
 
 @dataclass(frozen=True)
-class PickupEnd:
-    """Where a ``latest`` member started on p, at the latest: the first offset
-    appended after ``pickup_before`` plus a grace, from Kafka's time index.
-    ``evidence`` says which (e.g. "time index (LogAppendTime)")."""
+class LikelyStart:
+    """An estimate, never a bound: where a ``latest`` member probably started
+    on p, the first offset appended after ``pickup_before`` plus a grace, from
+    Kafka's time index. ``evidence`` says which timestamps (e.g. "time index
+    (CreateTime)": producer clocks move it)."""
 
     offset: int
     evidence: str
@@ -158,9 +172,11 @@ class FindingAccounting:
     """One finding after this poll: what it observed and what it concludes.
 
     ``missed_definite`` counts ``[first_log_start, H_k)``, ``missed_possible``
-    ``[H_k, C_f)``; ``expired`` the missed offsets below the current log
-    start; the backfill range is ``[backfill_start, backfill_end)``, None
-    while unknown or when nothing is left to replay.
+    ``[H_k, C_f)`` (both bounds observed by the broker); ``expired`` the missed
+    offsets below the current log start; the backfill range is
+    ``[backfill_start, backfill_end)``, None while there is no upper bound
+    (``undecided``) or when nothing is left to replay. ``likely_start`` is an
+    estimate inside ``[H_k, C_f]``, never used as a bound.
     """
 
     key: FindingKey
@@ -187,8 +203,8 @@ class FindingAccounting:
     explanation: str
     pickup_after: datetime | None = None
     pickup_before: datetime | None = None
-    pickup_end: int | None = None
-    pickup_evidence: str = ""
+    likely_start: int | None = None
+    likely_start_evidence: str = ""
 
     def as_state(self) -> FindingState:
         """The stored state the next poll starts from."""
@@ -197,7 +213,8 @@ class FindingAccounting:
             pre_pickup_high_watermark=self.pre_pickup_high_watermark, first_commit=self.first_commit,
             polls_without_owner=self.polls_without_owner, state=self.state,
             guard_start_offset=self.guard_start_offset, pickup_after=self.pickup_after,
-            pickup_before=self.pickup_before, pickup_end=self.pickup_end, pickup_evidence=self.pickup_evidence,
+            pickup_before=self.pickup_before, likely_start=self.likely_start,
+            likely_start_evidence=self.likely_start_evidence,
         )
 
 
@@ -217,7 +234,7 @@ class Changes:
     accounting: tuple[FindingAccounting, ...]
     # Open findings whose topic was deleted or recreated: the service closes them.
     closed_findings: tuple[FindingKey, ...]
-    # Groups owning a finding's partition without a first commit: poll faster.
+    # Groups of undecided findings (taken, no first commit yet): poll faster.
     groups_to_watch: frozenset[str]
     transitions: tuple[StateTransition, ...]
     # Open findings whose whole missed range retention deleted: nothing is left
@@ -283,12 +300,12 @@ def _record_evidence(*, finding: FindingState, seen: _Observation) -> FindingSta
         # Frozen: later commits say nothing about where the group started.
         return finding
     if seen.committed is None and seen.owner is None:
-        return replace(
-            finding,
-            pre_pickup_high_watermark=seen.high_watermark,
-            pickup_after=seen.groups_from,
-            polls_without_owner=finding.polls_without_owner + (1 if seen.complete else 0),
-        )
+        counted = replace(finding, polls_without_owner=finding.polls_without_owner + (1 if seen.complete else 0))
+        if finding.pickup_before is not None:
+            # Taken before, let go without a commit: the first member may have read
+            # from where it started, so H_k stays where that member could not own p.
+            return counted
+        return replace(counted, pre_pickup_high_watermark=seen.high_watermark, pickup_after=seen.groups_from)
     # Taken: the first observation that shows it bounds the pickup from above.
     taken = replace(finding, pickup_before=finding.pickup_before or seen.observed_until)
     if seen.committed is not None:
@@ -296,22 +313,51 @@ def _record_evidence(*, finding: FindingState, seen: _Observation) -> FindingSta
     return replace(taken, polls_without_owner=0)
 
 
-def _undecided_verdict(*, finding: FindingState, seen: _Observation, unowned_after_polls: int) -> _Verdict:
-    """No commit yet: pending while picking up; unowned once nobody reads arriving data."""
-    if seen.owner is not None:
-        return _Verdict("pending", None, f"{seen.owner.client_id} owns the partition; waiting for its first commit")
+def _latest_source(declared_policy: Policy) -> tuple[PolicySource, str]:
+    if declared_policy == "latest":
+        return "declared", "declared latest"
+    return "assumed", "policy not declared, assumed latest (the client default)"
+
+
+def _undecided_verdict(
+    *, finding: FindingState, seen: _Observation, declared_policy: Policy, unowned_after_polls: int
+) -> _Verdict:
+    """No commit yet. Not taken: pending (every message at risk), or unowned once
+    nobody reads arriving data. Taken: undecided, with no upper bound on where
+    the group started until its first commit."""
+    unread = seen.high_watermark - seen.log_start
+    if finding.pickup_before is not None:
+        return _taken_uncommitted_verdict(finding=finding, seen=seen, declared_policy=declared_policy)
     if seen.assignee is not None:
         return _Verdict(
             "pending", None, f"{seen.assignee.client_id} is being given the partition (target assignment); "
-            f"{seen.high_watermark - seen.log_start} messages at risk",
+            f"{unread} messages at risk",
         )
-    unread = seen.high_watermark - seen.log_start
     if finding.polls_without_owner >= unowned_after_polls and unread > 0:
         return _Verdict(
             "unowned", None,
             f"no member has owned the partition for {finding.polls_without_owner} polls; {unread} messages unread",
         )
     return _Verdict("pending", None, f"no member owns the partition yet; {unread} messages at risk")
+
+
+def _taken_uncommitted_verdict(*, finding: FindingState, seen: _Observation, declared_policy: Policy) -> _Verdict:
+    """Taken without a first commit: [E, H_k) is missed under latest, but nothing
+    the broker observed bounds the start from above. Undecided, with the choices."""
+    who = seen.owner.client_id if seen.owner is not None else "a member"
+    choices = ("no upper bound on where it started until its first commit: backfill to the current end, "
+               "reset to earliest while the group is empty, or wait for the commit")
+    if declared_policy == "earliest":
+        return _Verdict("undecided", "declared", f"{who} took the partition (declared earliest); {choices}")
+    source, because = _latest_source(declared_policy)
+    start, before_pickup = finding.first_log_start, finding.pre_pickup_high_watermark
+    definite_end = start if before_pickup is None else max(start, before_pickup)
+    return _Verdict(
+        "undecided", source,
+        f"{who} took the partition, no commit yet; {because}: {definite_end - start} definitely missed "
+        f"[{start}, {definite_end}), then {choices}",
+        missed_definite=definite_end - start,
+    )
 
 
 def _guard_verdict(*, finding: FindingState, guard_start: int) -> _Verdict:
@@ -336,38 +382,41 @@ def _evidence_verdict(*, first_commit: int, pre_pickup_high_watermark: int | Non
     )
 
 
-def _pickup_window(finding: FindingState) -> str:
-    """How the pickup end was found and how wide the pickup bracket was."""
-    if finding.pickup_after is None or finding.pickup_before is None:
-        return f"{finding.pickup_evidence} at the first observation of an owner"
-    width = (finding.pickup_before - finding.pickup_after).total_seconds()
-    return f"{finding.pickup_evidence}, pickup observed within {width:.1f}s"
+def likely_within(*, likely: int | None, definite_end: int, first_commit: int | None) -> int | None:
+    """The estimate kept inside what the broker proved: [H_k, C_f]."""
+    if likely is None:
+        return None
+    likely = max(likely, definite_end)
+    return likely if first_commit is None else min(likely, first_commit)
 
 
-def _possible_end(*, finding: FindingState, first_commit: int, definite_end: int) -> int:
-    """min(C_f, pickup end), never below the definite end: both bound a latest start from above."""
-    if finding.pickup_end is None:
-        return max(definite_end, first_commit)
-    return max(definite_end, min(first_commit, finding.pickup_end))
+def _likely_words(finding: FindingState, likely: int) -> str:
+    """The estimate, its evidence and how wide the pickup bracket was."""
+    said = f"likely start {likely} (an estimate: {finding.likely_start_evidence}"
+    if finding.pickup_after is not None and finding.pickup_before is not None:
+        said += f", pickup observed within {(finding.pickup_before - finding.pickup_after).total_seconds():.1f}s"
+    return said + ")"
 
 
 def _gap_verdict(*, finding: FindingState, first_commit: int, source: PolicySource, because: str) -> _Verdict:
-    """Under latest: [E, H_k) definitely missed, [H_k, min(C_f, pickup end)) possibly missed; E for H_k without one."""
+    """Under latest: [E, H_k) definitely missed, [H_k, C_f) possibly missed; E for H_k without one."""
     start, before_pickup = finding.first_log_start, finding.pre_pickup_high_watermark
     definite_end = start if before_pickup is None else before_pickup
-    possible_end = _possible_end(finding=finding, first_commit=first_commit, definite_end=definite_end)
+    possible_end = max(definite_end, first_commit)
     missed_definite = max(0, definite_end - start)
     missed_possible = possible_end - definite_end
     if before_pickup is None:
         because += "; no poll saw the partition before the group picked it up: nothing is definitely missed"
-    if possible_end < first_commit:
-        because += f"; started at or below {possible_end} ({_pickup_window(finding)}), first commit {first_commit}"
     if missed_definite + missed_possible == 0:
         return _Verdict("covered", source, f"{because}; the group started at the log start: nothing missed")
+    said = (f"{because}: {missed_definite} definitely missed [{start}, {definite_end}), "
+            f"{missed_possible} possibly missed [{definite_end}, {possible_end}) (the first commit "
+            f"{first_commit} bounds the start)")
+    likely = likely_within(likely=finding.likely_start, definite_end=definite_end, first_commit=first_commit)
+    if likely is not None and missed_possible:
+        said += f"; {_likely_words(finding, likely)}"
     return _Verdict(
-        "gap", source,
-        f"{because}: {missed_definite} definitely missed [{start}, {definite_end}), "
-        f"{missed_possible} possibly missed [{definite_end}, {possible_end})",
+        "gap", source, said,
         missed_definite=missed_definite, missed_possible=missed_possible, missed_end=possible_end,
     )
 
@@ -376,12 +425,8 @@ def _policy_verdict(*, finding: FindingState, first_commit: int, declared_policy
     """Commits cannot tell latest from a quick earliest: a declaration decides, else latest is assumed."""
     if declared_policy == "earliest":
         return _Verdict("covered", "declared", f"declared earliest; first commit {first_commit} cannot tell otherwise")
-    if declared_policy == "latest":
-        return _gap_verdict(finding=finding, first_commit=first_commit, source="declared", because="declared latest")
-    return _gap_verdict(
-        finding=finding, first_commit=first_commit, source="assumed",
-        because="policy not declared, assumed latest (the client default)",
-    )
+    source, because = _latest_source(declared_policy)
+    return _gap_verdict(finding=finding, first_commit=first_commit, source=source, because=because)
 
 
 def _decide(
@@ -391,7 +436,9 @@ def _decide(
     if finding.guard_start_offset is not None:
         return _guard_verdict(finding=finding, guard_start=finding.guard_start_offset)
     if finding.first_commit is None:
-        return _undecided_verdict(finding=finding, seen=seen, unowned_after_polls=unowned_after_polls)
+        return _undecided_verdict(
+            finding=finding, seen=seen, declared_policy=declared_policy, unowned_after_polls=unowned_after_polls
+        )
     evidenced = _evidence_verdict(
         first_commit=finding.first_commit, pre_pickup_high_watermark=finding.pre_pickup_high_watermark
     )
@@ -411,19 +458,24 @@ def _backfill_range(*, first_log_start: int, missed_end: int, log_start: int) ->
     return (start, missed_end) if start < missed_end else (None, None)
 
 
-def _lag(seen: _Observation) -> int:
-    """H - C with a commit; without one every stored message is unread: H - E."""
-    return seen.high_watermark - (seen.log_start if seen.committed is None else seen.committed)
+def partition_lag(*, high_watermark: int, log_start: int | None, committed: int | None) -> int:
+    """The one lag rule: stored messages the group will still read. It reads next
+    from its commit, or from the log start when retention passed the commit (or
+    it has none; a partition without a commit is never "lag 0"); never below 0.
+    ``log_start`` None (not read this poll): the commit alone."""
+    if committed is None:
+        return max(0, high_watermark - (log_start or 0))
+    return max(0, high_watermark - (committed if log_start is None else max(committed, log_start)))
 
 
 def _account_finding(
     *, finding: FindingState, seen: _Observation, declared_policy: Policy, unowned_after_polls: int,
-    pickup_end: PickupEnd | None = None,
+    likely_start: LikelyStart | None = None,
 ) -> FindingAccounting:
     """Fold one poll into ``finding``, decide it, and trim its missed range by retention."""
     finding = _record_evidence(finding=finding, seen=seen)
-    if pickup_end is not None and finding.pickup_end is None and finding.pickup_before is not None:
-        finding = replace(finding, pickup_end=pickup_end.offset, pickup_evidence=pickup_end.evidence)
+    if likely_start is not None and finding.likely_start is None and finding.pickup_before is not None:
+        finding = replace(finding, likely_start=likely_start.offset, likely_start_evidence=likely_start.evidence)
     verdict = _decide(
         finding=finding, seen=seen, declared_policy=declared_policy, unowned_after_polls=unowned_after_polls
     )
@@ -439,7 +491,7 @@ def _account_finding(
     return FindingAccounting(
         key=finding.key, created_at=finding.created_at, first_log_start=finding.first_log_start,
         log_start_offset=seen.log_start, high_watermark=seen.high_watermark, committed_offset=seen.committed,
-        lag=_lag(seen),
+        lag=partition_lag(high_watermark=seen.high_watermark, log_start=seen.log_start, committed=seen.committed),
         owner_member_id=owner.member_id if owner else None,
         owner_client_id=owner.client_id if owner else None,
         owner_host=owner.host if owner else None,
@@ -448,8 +500,12 @@ def _account_finding(
         missed_definite=verdict.missed_definite, missed_possible=verdict.missed_possible, expired=expired,
         backfill_start=backfill[0], backfill_end=backfill[1],
         policy_source=verdict.policy_source, state=state, explanation=explanation,
-        pickup_after=finding.pickup_after, pickup_before=finding.pickup_before, pickup_end=finding.pickup_end,
-        pickup_evidence=finding.pickup_evidence,
+        pickup_after=finding.pickup_after, pickup_before=finding.pickup_before,
+        likely_start=likely_within(
+            likely=finding.likely_start, first_commit=finding.first_commit,
+            definite_end=finding.first_log_start + verdict.missed_definite,
+        ),
+        likely_start_evidence=finding.likely_start_evidence,
     )
 
 
@@ -476,12 +532,25 @@ def _observe(
     )
 
 
+def read_before_change(*, group: GroupSnapshot, generation: NewGeneration) -> bool:
+    """What the broker shows of a group no earlier poll saw reading the topic:
+    it read the topic before ``generation`` added partitions if it has a commit
+    on an old partition, or a member owns an old partition while none owns an
+    added one (its clients still work from the old partition count)."""
+    old = generation.partition_ids - generation.added_partitions
+    if any((generation.topic, p) in group.committed for p in old):
+        return True
+    owns = {p for p in generation.partition_ids if group.owner_of(generation.topic, p) is not None}
+    return bool(owns & old) and not owns & generation.added_partitions
+
+
 def _new_findings(
     *, snapshot: Snapshot, generations: Iterable[NewGeneration], known_groups: Iterable[KnownGroup], now: datetime
 ) -> list[FindingState]:
-    """One finding per added partition and per listed group that consumed the topic before this poll."""
-    listed = {group.group_id for group in snapshot.groups}
-    readers = sorted((g for g in known_groups if g.group_id in listed), key=lambda g: g.group_id)
+    """One finding per added partition and per listed group that read the topic
+    before this snapshot: consumed it at an earlier poll, or, seen reading it
+    for the first time, shows it read it before the change (``read_before_change``)."""
+    consumed = {group.group_id: group.consumed_topics for group in known_groups}
     internal = {topic.name for topic in snapshot.topics if topic.is_internal}
     log_starts = {(t.name, p.partition): p.log_start for t in snapshot.topics for p in t.partitions}
     return [
@@ -492,8 +561,9 @@ def _new_findings(
         )
         for generation in generations
         if not generation.is_new_lineage and generation.topic not in internal
-        for group in readers
-        if generation.topic in group.consumed_topics
+        for group in sorted(snapshot.groups, key=lambda g: g.group_id)
+        if generation.topic in consumed.get(group.group_id, frozenset())
+        or read_before_change(group=group, generation=generation)
         for partition in sorted(generation.added_partitions)
     ]
 
@@ -506,7 +576,7 @@ def evaluate_snapshot(
     open_findings: Iterable[FindingState],
     now: datetime,
     unowned_after_polls: int = DEFAULT_UNOWNED_AFTER_POLLS,
-    pickup_ends: Mapping[FindingKey, PickupEnd] | None = None,
+    likely_starts: Mapping[FindingKey, LikelyStart] | None = None,
 ) -> Changes:
     """Everything one snapshot changes (complete, or targeted at ``snapshot.scope``).
 
@@ -514,7 +584,8 @@ def evaluate_snapshot(
        from the snapshot (within its scope) are deleted (a partial answer
        never reaches the core).
     2. Close open findings on topics deleted or recreated in this poll.
-    3. Open findings, created at ``now``, on the added partitions.
+    3. Open findings, created at ``now``, on the added partitions, for groups
+       that read the topic before (``_new_findings``).
     4. Account every open finding, new and existing, whose group, topic and
        partition are in the snapshot, and list its state transition.
     """
@@ -556,7 +627,7 @@ def evaluate_snapshot(
             continue
         result = _account_finding(
             finding=finding, seen=seen, declared_policy=policies.get(key.group_id, "unknown"),
-            unowned_after_polls=unowned_after_polls, pickup_end=(pickup_ends or {}).get(key),
+            unowned_after_polls=unowned_after_polls, likely_start=(likely_starts or {}).get(key),
         )
         accounting.append(result)
         old_state = None if key in created_keys else finding.state
@@ -569,9 +640,7 @@ def evaluate_snapshot(
         new_findings=tuple(f.key for f in created),
         accounting=tuple(accounting),
         closed_findings=closed,
-        groups_to_watch=frozenset(
-            a.key.group_id for a in accounting if a.state == "pending" and a.owner_member_id is not None
-        ),
+        groups_to_watch=frozenset(a.key.group_id for a in accounting if a.state == "undecided"),
         transitions=tuple(transitions),
         expired_findings=tuple(a.key for a in accounting if a.state == "expired" and a.backfill_start is None),
     )

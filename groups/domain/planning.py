@@ -163,6 +163,25 @@ def _shown(offset: int | None) -> str:
     return "no commit" if offset is None else str(offset)
 
 
+# A reset re-reads everything after its planned offset, a backfill only the
+# missed ranges: past both bounds, the reset's duplicates dwarf the loss.
+REDELIVERY_RATIO = 10
+REDELIVERY_MARGIN = 100
+
+
+def backfill_recommended(*, redelivered: int, missed_at_most: int) -> bool:
+    """Whether to recommend a backfill over a reset that would re-deliver
+    ``redelivered`` records to recover at most ``missed_at_most`` (definite +
+    possible): only when something was missed, and the reset re-delivers more
+    than ``REDELIVERY_RATIO`` times that and over ``REDELIVERY_MARGIN``
+    records more (a few duplicates are cheaper than a Spark job)."""
+    return (
+        missed_at_most > 0
+        and redelivered > REDELIVERY_RATIO * missed_at_most
+        and redelivered - missed_at_most > REDELIVERY_MARGIN
+    )
+
+
 @dataclass(frozen=True)
 class BackfillRange:
     topic: str
@@ -177,6 +196,80 @@ class BackfillRange:
     def as_dict(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "start": self.start, "end": self.end,
                 "count": self.count}
+
+
+# Where a backfill's range ends. "bound": the sound upper end (the group's first
+# commit; the current end for a finding taken without a commit yet). "likely":
+# the likely start, an estimate; a repair to it closes as repaired to an estimate.
+BACKFILL_UNTIL = ("bound", "likely")
+
+
+@dataclass(frozen=True)
+class MissedRange:
+    """What a finding proved missed, as planning needs it (offsets next-to-read, ranges half-open).
+
+    ``state``: the finding's state; ``start``: the first missed offset still
+    stored; ``definite_end``: end of the definitely missed part; ``bound_end``:
+    the sound upper end (the first commit), None while undecided or when nothing
+    is left to replay; ``likely_start``: the estimate or None; ``high_watermark``:
+    the end at the last observation."""
+
+    topic: str
+    partition: int
+    state: str
+    start: int
+    definite_end: int
+    bound_end: int | None
+    likely_start: int | None
+    high_watermark: int
+
+
+@dataclass(frozen=True)
+class PlannedBackfill:
+    """One partition's planned range, split into records certainly missed
+    (``definite``) and records the group may already have read (``possible``:
+    re-delivered if it did); ``basis`` says where the end comes from."""
+
+    range: BackfillRange
+    definite: int
+    possible: int
+    basis: str
+
+    def as_dict(self) -> dict:
+        return {**self.range.as_dict(), "definite": self.definite, "possible": self.possible, "basis": self.basis}
+
+
+def _backfill_end(missed: MissedRange, until: str) -> tuple[int, str]:
+    where = f"{missed.topic}[{missed.partition}]"
+    if until == "likely":
+        if missed.likely_start is None:
+            raise PlanError(f"{where}: no likely start is known; backfill to the bound instead")
+        return missed.likely_start, "likely start (an estimate)"
+    if missed.bound_end is not None:
+        return missed.bound_end, "first commit (a bound)"
+    if missed.state == "undecided":
+        return missed.high_watermark, "current end (no commit yet, so no bound)"
+    if missed.state in ("pending", "unowned"):
+        raise PlanError(f"{where}: nobody has taken the partition yet, so a backfill now cannot cover what the "
+                        "group will skip when it does; reset it to earliest while the group is empty, or wait")
+    raise PlanError(f"{where}: nothing to backfill ({missed.state}: no missed range is left to replay)")
+
+
+def plan_backfill_of_findings(*, missed: list[MissedRange], until: str = "bound") -> list[PlannedBackfill]:
+    """The default repair covers the sound range: ``[start, first commit)``, or
+    to the current end while a taken partition has no commit; ``until="likely"``
+    ends at the likely start instead. Refuses unknown ``until``, a partition
+    nobody took, one with nothing left to replay, a likely start that is not
+    known, and empty ranges."""
+    if until not in BACKFILL_UNTIL:
+        raise PlanError(f"unknown range end {until!r}: use bound or likely")
+    planned = []
+    for item in missed:
+        end, basis = _backfill_end(item, until)
+        (backfill_range,) = plan_backfill(ranges=[(item.topic, item.partition, item.start, end)])
+        definite = max(0, min(end, item.definite_end) - item.start)
+        planned.append(PlannedBackfill(backfill_range, definite, backfill_range.count - definite, basis))
+    return sorted(planned, key=lambda p: (p.range.topic, p.range.partition))
 
 
 def plan_backfill(*, ranges: list[tuple[str, int, int | None, int | None]]) -> list[BackfillRange]:

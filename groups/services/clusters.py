@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup
 from groups.services import dispatch
@@ -16,6 +17,7 @@ MANAGE_PERMISSION = "groups.manage_clusters"
 # The fields a person edits; what the audit compares before and after.
 CLUSTER_FIELDS = ("name", "bootstrap_servers", "security_protocol", "sasl_mechanism", "sasl_username", "webhook_url")
 GROUP_SETTINGS_FIELDS = ("declared_policy", "auto_repair", "backfill_sink", "replay_topic")
+TEST_MESSAGE_MAX_CHARS = 1000
 
 
 def require_manager(user) -> None:
@@ -69,6 +71,40 @@ def cluster_update(*, user, cluster_id: int, data: dict, password: str, clear_pa
     return True
 
 
+def cluster_register(*, data: dict, source: str) -> tuple[Cluster, bool]:
+    """The system's idempotent registration (``manage.py register_cluster``):
+    create the cluster, or update its bootstrap servers, from data the cluster
+    form validated; audited as the system's, naming ``source``. Returns the
+    cluster and whether it was created; nothing is written when nothing changed."""
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().filter(name=data["name"]).first()
+        if cluster is None:
+            cluster = Cluster.objects.create(**{name: data[name] for name in CLUSTER_FIELDS if name in data})
+            audit_record(action="cluster.added", actor=None, cluster=cluster, object_type="cluster",
+                         object_id=cluster.id, detail={"before": {}, "after": {
+                             name: data[name] for name in CLUSTER_FIELDS if name in data}, "via": source})
+            return cluster, True
+        before, after = _changes({"bootstrap_servers": cluster.bootstrap_servers},
+                                 {"bootstrap_servers": data["bootstrap_servers"]})
+        if after:
+            Cluster.objects.filter(id=cluster.id).update(**after)
+            audit_record(action="cluster.changed", actor=None, cluster=cluster, object_type="cluster",
+                         object_id=cluster.id, detail={"before": before, "after": after, "via": source})
+            cluster.refresh_from_db()
+        return cluster, False
+
+
+def cluster_record_test(*, cluster_id: int, ok: bool, message: str) -> None:
+    """Store the result of a connection test on the cluster and audit it as the system's."""
+    now, message = timezone.now(), message[:TEST_MESSAGE_MAX_CHARS]
+    with transaction.atomic():
+        updated = Cluster.objects.filter(id=cluster_id).update(last_test_at=now, last_test_ok=ok,
+                                                               last_test_message=message)
+        if updated:
+            audit_record(action="cluster.tested", cluster=Cluster(id=cluster_id), object_type="cluster",
+                         object_id=cluster_id, detail={"ok": ok, "message": message})
+
+
 def cluster_set_enabled(*, user, cluster_id: int, enabled: bool) -> bool:
     """Enable or disable polling (compare-and-set: a repeated request changes
     nothing and writes no second audit row). Returns whether it changed."""
@@ -89,6 +125,20 @@ def cluster_request_test(*, user, cluster_id: int) -> None:
         audit_record(action="cluster.test_requested", actor=user, cluster=Cluster(id=cluster_id),
                      object_type="cluster", object_id=cluster_id)
         dispatch.task_enqueue_on_commit(dispatch.TEST_CONNECTION, cluster_id)
+
+
+def group_declare_policy(*, user, group_id: int, policy: str) -> bool:
+    """The admin's one editable group field: the declared ``auto.offset.reset``
+    (compare-and-set: a repeated request writes nothing). Returns whether it changed."""
+    require_manager(user)
+    with transaction.atomic():
+        group = ConsumerGroup.objects.select_related("cluster").get(id=group_id)
+        if not ConsumerGroup.objects.filter(id=group_id).exclude(declared_policy=policy).update(
+                declared_policy=policy):
+            return False
+        audit_record(action="group.policy_declared", actor=user, cluster=group.cluster, object_type="group",
+                     object_id=group_id, detail={"group": group.group_id, "policy": policy})
+    return True
 
 
 def group_update_settings(*, user, group_id: int, data: dict) -> bool:

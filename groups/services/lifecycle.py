@@ -17,6 +17,7 @@ from datetime import datetime
 from django.db.models import QuerySet
 
 from groups.domain.lifecycle import Recovery, backfill_recovery, reset_recovery, sink_description
+from groups.domain.planning import MissedRange
 from groups.models import Finding, JobFinding, RemediationJob
 from groups.services.audit import audit_record
 
@@ -44,30 +45,50 @@ def finding_active_job(finding_id: int) -> RemediationJob | None:
     return link.job if link else None
 
 
+def missed_range_of(finding: Finding) -> MissedRange:
+    """What the finding proved missed, for planning a backfill or judging a repair."""
+    return MissedRange(
+        topic=finding.topic.name, partition=finding.partition, state=finding.state,
+        start=finding.backfill_start if finding.backfill_start is not None
+        else max(finding.log_start_offset, finding.first_log_start),
+        definite_end=finding.first_log_start + finding.missed_definite, bound_end=finding.backfill_end,
+        likely_start=finding.likely_start, high_watermark=finding.high_watermark,
+    )
+
+
 def _recoveries(job: RemediationJob, findings: Iterable[Finding]) -> dict[int, Recovery]:
     """Per finding, what the job's verified result says it recovered; a
     finding whose partition the result does not name gets nothing (stays open)."""
     rows = {(row["topic"], row["partition"]): row for row in (job.result or {}).get("partitions", [])}
+    planned = {(row["topic"], row["partition"]): (row["start"], row["end"]) for row in job.plan or []
+               if "start" in row}
     recoveries = {}
     for finding in findings:
-        row = rows.get((finding.topic.name, finding.partition))
+        where = (finding.topic.name, finding.partition)
+        row = rows.get(where)
         if row is None:
             continue
+        # The sound range as the finding stands now: a first commit seen while the job ran counts.
+        missed = missed_range_of(finding)
         if job.kind == RemediationJob.Kind.RESET:
             recoveries[finding.id] = reset_recovery(
-                job_id=job.id, before=row["before"], after=row["after"],
-                missed_start=finding.backfill_start, missed_end=finding.backfill_end,
+                job_id=job.id, before=row["before"], after=row["after"], missed_start=missed.start,
+                missed_end=missed.bound_end if missed.bound_end is not None else missed.definite_end,
             )
         else:
             recoveries[finding.id] = backfill_recovery(
-                job_id=job.id, partition_report=row, destination=sink_description(job.result.get("sink") or {})
+                job_id=job.id, partition_report=row, destination=sink_description(job.result.get("sink") or {}),
+                planned=planned.get(where, (row.get("start", 0), row.get("end", 0))),
+                sound=(missed.start, missed.bound_end),
             )
     return recoveries
 
 
 def findings_resolve_by_job(*, job: RemediationJob, now: datetime) -> list[int]:
     """After ``job`` succeeded (its result read back and verified): close its
-    open findings as repaired, with what each recovered, and audit each.
+    open findings as repaired when the job covered the finding's whole sound
+    range, else as repaired to an estimate (``partial``, saying what is not
+    covered), with what each recovered, and audit each.
 
     A reset counts as verified only with ``verified`` in its result; a
     succeeded backfill always is (its executor fails on any unexplained
@@ -82,12 +103,13 @@ def findings_resolve_by_job(*, job: RemediationJob, now: datetime) -> list[int]:
     recoveries = _recoveries(job, findings)
     for finding_id, recovery in recoveries.items():
         finding = by_id[finding_id]
+        resolution = Finding.Resolution.REPAIRED if recovery.complete else Finding.Resolution.PARTIAL
         Finding.objects.filter(id=finding_id).update(
-            resolution=Finding.Resolution.REPAIRED, closed_at=now, closed_reason=recovery.reason,
+            resolution=resolution, closed_at=now, closed_reason=recovery.reason,
             closed_by=job.approved_by, resolved_by_job=job, recovered_messages=recovery.recovered,
             redelivered_messages=recovery.redelivered, updated_at=now,
         )
-        audit_record(action="finding.repaired", actor=None, cluster=job.cluster, object_type="finding",
+        audit_record(action=f"finding.{resolution}", actor=None, cluster=job.cluster, object_type="finding",
                      object_id=finding_id, detail={
                          "group": finding.group.group_id, "topic": finding.topic.name,
                          "partition": finding.partition, "job": job.id, "kind": job.kind,

@@ -44,7 +44,7 @@ _ACCOUNTING_FIELDS = [
     "owner_member_id", "owner_client_id", "owner_host", "pre_pickup_high_watermark", "first_commit",
     "polls_without_owner", "guard_start_offset", "missed_definite", "missed_possible", "expired",
     "backfill_start", "backfill_end", "policy_source", "explanation",
-    "pickup_after", "pickup_before", "pickup_end", "pickup_evidence",
+    "pickup_after", "pickup_before", "likely_start", "likely_start_evidence",
 ]
 
 
@@ -80,17 +80,13 @@ class PollSummary:
 
 
 def group_topic_lag(*, group: GroupSnapshot, topic: TopicSnapshot) -> int:
-    """Sum of lag over the topic's partitions: H - C with a commit, H - E without
-    (a partition with no commit has all its messages ahead of the group)."""
-    total = 0
-    for offsets in topic.partitions:
-        committed = group.committed.get((topic.name, offsets.partition))
-        if committed is None:
-            start = offsets.log_start  # the adapter reads it for every partition a group reads uncommitted
-        else:
-            start = committed if offsets.log_start is None else max(committed, offsets.log_start)
-        total += max(0, offsets.high_watermark - start)
-    return total
+    """Sum of ``detection.partition_lag`` over the topic's partitions (the adapter
+    reads the log start of every partition a group reads without a commit)."""
+    return sum(
+        detection.partition_lag(high_watermark=offsets.high_watermark, log_start=offsets.log_start,
+                                committed=group.committed.get((topic.name, offsets.partition)))
+        for offsets in topic.partitions
+    )
 
 
 def cluster_record_failure(*, cluster_id: int, error: str, now: datetime, kafka_seconds: float) -> PollSummary:
@@ -171,8 +167,8 @@ def _finding_state(row: Finding, guard_starts: dict[tuple[str, str, int], int]) 
         key=key, created_at=row.created_at, first_log_start=row.first_log_start,
         pre_pickup_high_watermark=row.pre_pickup_high_watermark, first_commit=row.first_commit,
         polls_without_owner=row.polls_without_owner, state=row.state, guard_start_offset=guard_start,
-        pickup_after=row.pickup_after, pickup_before=row.pickup_before, pickup_end=row.pickup_end,
-        pickup_evidence=row.pickup_evidence,
+        pickup_after=row.pickup_after, pickup_before=row.pickup_before, likely_start=row.likely_start,
+        likely_start_evidence=row.likely_start_evidence,
     )
 
 
@@ -199,13 +195,13 @@ def _apply_accounting(row: Finding, accounting: detection.FindingAccounting, now
     row.explanation = accounting.explanation
     row.pickup_after = accounting.pickup_after
     row.pickup_before = accounting.pickup_before
-    row.pickup_end = accounting.pickup_end
-    row.pickup_evidence = accounting.pickup_evidence
+    row.likely_start = accounting.likely_start
+    row.likely_start_evidence = accounting.likely_start_evidence
 
 
 def poll_record_success(
     *, cluster_id: int, snapshot: Snapshot, now: datetime, kafka_seconds: float,
-    pickup_ends: dict[detection.FindingKey, detection.PickupEnd] | None = None,
+    likely_starts: dict[detection.FindingKey, detection.LikelyStart] | None = None,
 ) -> PollSummary:
     """Write one poll: complete, or the watcher's targeted snapshot (``snapshot.scope``).
 
@@ -233,7 +229,7 @@ def poll_record_success(
         changes = detection.evaluate_snapshot(
             snapshot=snapshot, known_topics=known_topics, known_groups=known_groups,
             open_findings=[_finding_state(row, guard_starts) for row in open_rows], now=now,
-            unowned_after_polls=settings.UNOWNED_AFTER_POLLS, pickup_ends=pickup_ends,
+            unowned_after_polls=settings.UNOWNED_AFTER_POLLS, likely_starts=likely_starts,
         )
         topics = _write_topics(cluster=cluster, snapshot=snapshot, stored=topics, changes=changes, now=now)
         generations = _write_generations(topics=topics, changes=changes, now=now)

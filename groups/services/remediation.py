@@ -24,9 +24,17 @@ from groups.services.lifecycle import (
     finding_require_open,
     findings_lock,
     findings_resolve_by_job,
+    missed_range_of,
 )
 from groups.domain.replay_topics import TOPIC_NAME, replay_topic_problem
-from groups.domain.planning import PartitionPosition, PlanError, ResetTarget, plan_backfill, plan_reset
+from groups.domain.planning import (
+    PartitionPosition,
+    PlanError,
+    ResetTarget,
+    backfill_recommended,
+    plan_backfill_of_findings,
+    plan_reset,
+)
 from groups.domain.sinks import DEFAULT_SINK, HANDLER, JOB_SINKS, KAFKA, replay_topic_for
 
 log = logging.getLogger(__name__)
@@ -83,7 +91,10 @@ def positions_of(findings: list[Finding]) -> list[PartitionPosition]:
 def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value: str | None) -> dict:
     """What a reset would do, from stored state (no Kafka call): per partition
     current and planned offset, messages re-delivered or skipped, and whether
-    the group was empty at the last poll."""
+    the group was empty at the last poll. ``rows`` is the plan with each
+    partition's missed (definite, possible) beside it, for the page; ``plan``
+    stays what the job stores. ``backfill_recommended`` when the reset would
+    re-deliver far more than was missed."""
     findings = _open_findings_of_one_group(finding_ids)
     try:
         target = ResetTarget.parse(kind=target_kind, value=target_value)
@@ -95,33 +106,46 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
     except PlanError as error:
         raise ValidationError(str(error)) from None
     group = findings[0].group
+    missed = {(f.topic.name, f.partition): f for f in findings}
+    rows = [{**row, "missed_definite": missed[row["topic"], row["partition"]].missed_definite,
+             "missed_possible": missed[row["topic"], row["partition"]].missed_possible} for row in plan]
+    redelivered = sum(row["redelivered"] for row in plan)
+    missed_at_most = sum(f.missed_definite + f.missed_possible for f in findings)
     return {
         "findings": findings, "group": group, "target": {"kind": target.kind, "value": target.value}, "plan": plan,
+        "rows": rows, "redelivered": redelivered, "missed_at_most": missed_at_most,
+        "backfill_recommended": backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most),
         "group_empty": group.state in ("Empty", "Dead") or group.member_count == 0,
         "group_state": group.state, "member_count": group.member_count, "as_of": group.last_seen_at,
     }
 
 
-def backfill_preview(*, finding_ids: Iterable[int], sink: str = "", replay_topic: str = "", handler: str = "") -> dict:
+def backfill_preview(
+    *, finding_ids: Iterable[int], sink: str = "", replay_topic: str = "", handler: str = "", until: str = "bound",
+) -> dict:
     """The plan of a backfill and where it delivers: ``params`` are what the
-    job stores (sink, and the replay topic or handler chosen for this job).
-    Without a sink, the group's default sink (group settings) applies, for
-    pages, API and retries alike."""
+    job stores (sink, the replay topic or handler chosen for this job, and
+    ``until`` when it ends at the likely start). Without a sink, the group's
+    default sink (group settings) applies, for pages, API and retries alike.
+    The plan ends at the sound bound unless ``until`` is "likely"; each row
+    says how many of its records are certain losses and how many the group
+    may already have read."""
     findings = _open_findings_of_one_group(finding_ids)
     if sink == "" or sink is None:
         sink = findings[0].group.backfill_sink or DEFAULT_SINK
     if not isinstance(sink, str) or sink not in JOB_SINKS:
         raise ValidationError(f"unknown sink {sink!r}: use {', '.join(JOB_SINKS[:-1])} or {JOB_SINKS[-1]}")
-    if not isinstance(replay_topic, str) or not isinstance(handler, str):
-        raise ValidationError("replay_topic and handler must be text")
+    if not isinstance(replay_topic, str) or not isinstance(handler, str) or not isinstance(until, str):
+        raise ValidationError("replay_topic, handler and until must be text")
+    until = until or "bound"
     try:
-        ranges = plan_backfill(
-            ranges=[(f.topic.name, f.partition, f.backfill_start, f.backfill_end) for f in findings]
-        )
+        planned = plan_backfill_of_findings(missed=[missed_range_of(f) for f in findings], until=until)
     except PlanError as error:
         raise ValidationError(str(error)) from None
     group = findings[0].group
     params: dict = {"sink": sink}
+    if until != "bound":
+        params["until"] = until
     if sink == KAFKA:
         chosen = replay_topic.strip()
         # The job records the topic it was approved with: the chosen one, else the group's default.
@@ -144,7 +168,9 @@ def backfill_preview(*, finding_ids: Iterable[int], sink: str = "", replay_topic
     else:
         destination = f"{settings.BACKFILL_OUTPUT}/<job id>/"
     return {"findings": findings, "group": group, "sink": sink, "params": params, "destination": destination,
-            "plan": [r.as_dict() for r in ranges], "total": sum(r.count for r in ranges)}
+            "until": until, "likely_available": all(f.likely_start is not None for f in findings),
+            "plan": [p.as_dict() for p in planned], "total": sum(p.range.count for p in planned),
+            "total_definite": sum(p.definite for p in planned), "total_possible": sum(p.possible for p in planned)}
 
 
 def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) -> RemediationJob:
@@ -158,7 +184,8 @@ def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) ->
         params = {"target": preview["target"]["kind"], "value": preview["target"]["value"]}
     elif kind == RemediationJob.Kind.BACKFILL:
         preview = backfill_preview(finding_ids=finding_ids, sink=params.get("sink", ""),
-                                   replay_topic=params.get("replay_topic", ""), handler=params.get("handler", ""))
+                                   replay_topic=params.get("replay_topic", ""), handler=params.get("handler", ""),
+                                   until=params.get("until", "bound"))
         params = preview["params"]
     else:
         raise ValidationError(f"unknown remediation kind {kind!r}")

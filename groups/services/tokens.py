@@ -5,18 +5,26 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from django.db import transaction
 from django.utils import timezone
 
 from groups.models import ApiToken
+from groups.services.audit import audit_record
 
 
 def _hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def api_token_create(*, user, name: str) -> tuple[ApiToken, str]:
+def api_token_create(*, user, name: str, created_by=None) -> tuple[ApiToken, str]:
+    """A new token for ``user``; only its hash is stored, the key is returned once.
+    ``created_by`` (the person who made it) gets the audit row."""
     key = "gw_" + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(user=user, name=name, key_hash=_hash(key), prefix=key[:8])
+    with transaction.atomic():
+        token = ApiToken.objects.create(user=user, name=name, key_hash=_hash(key), prefix=key[:8])
+        if created_by is not None:
+            audit_record(action="api_token.created", actor=created_by, object_type="api_token", object_id=token.pk,
+                         detail={"user": token.user.get_username(), "name": token.name})
     return token, key
 
 

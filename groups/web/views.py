@@ -7,6 +7,8 @@ state-changing view is POST-only; the services check permissions again.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -17,6 +19,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from groups import selectors
@@ -146,9 +149,31 @@ def _preview(request: HttpRequest, *, kind: str, source) -> tuple[list[int], dic
     return ids, params, preview
 
 
+# The inputs of each approve form besides the findings' ids.
+FORM_FIELDS = {RemediationJob.Kind.RESET: ("target", "value"),
+               RemediationJob.Kind.BACKFILL: ("sink", "replay_topic", "handler")}
+CHANGED_SINCE_PREVIEW = "The values changed since the preview; check the plan below and approve again."
+
+
+def _previewed(*, kind: str, preview: dict) -> str:
+    """The fingerprint of what a preview shows: the kind, the findings and the
+    job's parameters as the service normalised them (what the job would
+    store). The approve form sends it back; an approval whose own values
+    fingerprint differently creates nothing. A plain hash, not a secret: it
+    catches a form changed after its preview, not a forger (an approver may
+    approve anything anyway)."""
+    if kind == RemediationJob.Kind.RESET:
+        params = {"target": preview["target"]["kind"], "value": preview["target"]["value"]}
+    else:
+        params = preview["params"]
+    shown = {"kind": kind, "findings": sorted(f.id for f in preview["findings"]), "params": params}
+    return hashlib.sha256(json.dumps(shown, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def _render_approve(request: HttpRequest, *, kind: str, ids, params, preview, errors=(), status=200) -> HttpResponse:
     return render(request, f"groups/approve_{kind}.html", {
         "ids_csv": ",".join(map(str, ids)), "params": params, "preview": preview, "kind": kind,
+        "previewed": _previewed(kind=kind, preview=preview) if preview else "",
         "errors": list(errors), "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
         "handlers": settings.BACKFILL_HANDLERS,
     }, status=status)
@@ -168,11 +193,27 @@ def _preview_page(request: HttpRequest, *, kind: str) -> HttpResponse:
 
 
 def _approve(request: HttpRequest, *, kind: str) -> HttpResponse:
-    """POST: create one job for the selected findings, then show it."""
+    """POST from the approve form, whose inputs are the ones on screen.
+
+    1. Its Preview button (also what Enter submits): go to the preview of the
+       values received; nothing is created.
+    2. Plan from the values received; bad input or a closed finding is shown
+       on the form, and nothing is created.
+    3. Values whose fingerprint is not the one the last preview rendered
+       (changed on screen since, or no fingerprint): show the preview of the
+       values received, with a message, as a 409; nothing is created.
+    4. Otherwise create one job with exactly these values, then show it.
+    """
     if not request.user.has_perm(remediation.APPROVE_PERMISSION):
         raise PermissionDenied("approving remediations needs the approver role")
+    if "preview" in request.POST:
+        shown = [(name, value) for name in ("ids", *FORM_FIELDS[kind]) for value in request.POST.getlist(name)]
+        return redirect(f"{reverse(f'preview_{kind}')}?{urlencode(shown)}")
     try:
         ids, params, preview = _preview(request, kind=kind, source=request.POST)
+        if request.POST.get("previewed") != _previewed(kind=kind, preview=preview):
+            return _render_approve(request, kind=kind, ids=ids, params=params, preview=preview,
+                                   errors=[CHANGED_SINCE_PREVIEW], status=409)
         job = remediation.job_request(user=request.user, finding_ids=ids, kind=kind, params=params)
     except remediation.DuplicateJob as duplicate:
         messages.warning(request, str(duplicate))

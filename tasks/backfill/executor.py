@@ -20,12 +20,12 @@ import tempfile
 from pathlib import Path
 
 from django.conf import settings
-from django.utils import timezone
 
 from groups.domain.backfill import ERROR_LIMIT, condense_error, summary_line
 from groups.domain.planning import BackfillRange, PlanError
 from groups.domain.sinks import DEFAULT_SINK, HANDLER, JOB_SINKS
 from groups.models import Cluster, RemediationJob
+from groups.services.jobs import job_record_progress, job_record_result
 from groups.services.remediation import job_transition
 from tasks.backfill.runner import WORKDIR_PREFIX, BackfillFailed, BackfillRequest, BackfillRunner
 from tasks.job_lock import job_lock
@@ -112,12 +112,10 @@ def execute_backfill(*, job_id: int) -> str:
         job.refresh_from_db()
 
         def on_progress(done: int, total: int) -> None:
-            RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(
-                progress_done=done, progress_total=total, updated_at=timezone.now())
+            job_record_progress(job_id=job_id, done=done, total=total)
 
         def on_attempt(attempts: list[dict]) -> None:
-            RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(
-                result={"attempts": earlier + attempts}, updated_at=timezone.now())
+            job_record_result(job_id=job_id, result={"attempts": earlier + attempts})
 
         try:
             request = backfill_request_for(job)

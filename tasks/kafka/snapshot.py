@@ -56,6 +56,7 @@ class SnapshotReads(KafkaClient):
         self, *, cluster: str, now: datetime, log_starts_for: Collection[str] = (),
         known_counts: Mapping[str, int] | None = None,
         topics: Collection[str] | None = None, groups: Collection[str] | None = None,
+        new_groups_besides: Collection[str] | None = None,
     ) -> Snapshot:
         """Read everything one poll needs, in this order:
 
@@ -75,6 +76,8 @@ class SnapshotReads(KafkaClient):
         ``topics`` and ``groups`` make it a targeted snapshot (the watcher's):
         only those topics (all their partitions' log starts are read) and
         those groups, with ``scope`` set so nothing outside is read as gone.
+        ``new_groups_besides`` adds every listed group not named in it (the
+        caller's stored groups): one list request, then only the new ones.
 
         Watermarks are read before groups on purpose: when steps 3 and 4 see
         no owner and no commit on a partition, a group that picks it up later
@@ -98,6 +101,9 @@ class SnapshotReads(KafkaClient):
             high_watermarks = self._list_offsets(described, _partitions(described), OffsetSpec.latest(), gone, deadline)
         groups_from = datetime.now(timezone.utc)
         with self._stage("groups"):
+            if groups is not None and new_groups_besides is not None:
+                known = set(new_groups_besides)
+                groups = set(groups) | {group_id for group_id in self._list_group_ids() if group_id not in known}
             found = self._read_groups(None if groups is None else sorted(groups))
         with self._stage("offsets"):
             committed = self._read_committed([group.group_id for group in found])
@@ -252,6 +258,9 @@ class SnapshotReads(KafkaClient):
         streams groups are not reported by it, so they are not in the snapshot."""
         if group_ids is not None:
             return self._describe_groups(group_ids)
+        return self._describe_groups(self._list_group_ids())
+
+    def _list_group_ids(self) -> list[str]:
         try:
             listing = self.admin.list_consumer_groups(request_timeout=self._timeout)
             result = listing.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
@@ -262,7 +271,7 @@ class SnapshotReads(KafkaClient):
                 "groups", f"list groups: {'; '.join(describe_error(error) for error in result.errors)}"
             )
         # The client cannot describe or fetch offsets of the empty group id.
-        return self._describe_groups(sorted({entry.group_id for entry in result.valid or [] if entry.group_id}))
+        return sorted({entry.group_id for entry in result.valid or [] if entry.group_id})
 
     def _describe_groups(self, group_ids: list[str]) -> list[DescribedGroup]:
         groups: list[DescribedGroup] = []

@@ -3,7 +3,10 @@ hostile group ids are escaped, and a declared policy is audited."""
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from groups.models import AuditEvent, Cluster, ConsumerGroup
@@ -142,3 +145,24 @@ def test_a_webhook_whose_name_resolves_to_loopback_is_not_sent(settings):
     notification.refresh_from_db()
     assert notification.status == Notification.Status.FAILED
     assert "resolves to 127.0.0.1" in notification.last_error
+
+
+@pytest.mark.django_db
+def test_register_cluster_validates_like_the_form_and_audits_as_the_system():
+    with pytest.raises(CommandError, match="bootstrap_servers: “not-a-host-port” is not host:port"):
+        call_command("register_cluster", "--name", "prod", "--bootstrap-servers", "not-a-host-port")
+    assert not Cluster.objects.exists() and not AuditEvent.objects.exists(), "nothing written"
+
+    call_command("register_cluster", "--name", "prod", "--bootstrap-servers", "127.0.0.1:9092", stdout=StringIO())
+    call_command("register_cluster", "--name", "prod", "--bootstrap-servers", "127.0.0.1:9092", stdout=StringIO())
+    call_command("register_cluster", "--name", "prod", "--bootstrap-servers", " 10.0.0.1:9092 ", stdout=StringIO())
+
+    assert Cluster.objects.get(name="prod").bootstrap_servers == "10.0.0.1:9092", "normalised by the form"
+    events = list(AuditEvent.objects.order_by("id").values_list("action", "actor", "detail"))
+    assert events == [
+        ("cluster.added", None, {"before": {}, "after": {"name": "prod", "bootstrap_servers": "127.0.0.1:9092",
+                                                       "security_protocol": "PLAINTEXT", "sasl_mechanism": "",
+                                                       "sasl_username": "", "webhook_url": ""}, "via": "cli"}),
+        ("cluster.changed", None, {"before": {"bootstrap_servers": "127.0.0.1:9092"},
+                                   "after": {"bootstrap_servers": "10.0.0.1:9092"}, "via": "cli"}),
+    ], "the repeated registration changed nothing and wrote nothing"

@@ -66,7 +66,8 @@ def two_clusters(db):
     return {
         "f_gap": make_finding(
             billing, orders_gen2, 2, minutes_ago=1, pickup_after=NOW - timedelta(seconds=50, milliseconds=300),
-            pickup_before=NOW - timedelta(seconds=50), pickup_end=75, pickup_evidence="time index (CreateTime)",
+            pickup_before=NOW - timedelta(seconds=50), likely_start=35,
+            likely_start_evidence="time index (CreateTime)",
         ),
         "f_pending": make_finding(
             audit, orders_gen2, 2, minutes_ago=2, state=Finding.State.PENDING, committed_offset=None, lag=100,
@@ -131,15 +132,15 @@ def test_it_lists_open_findings_newest_first_with_every_field(api, two_clusters)
         "explanation": "assumed latest",
         "pickup_after": "2025-03-01T11:59:09.700000+00:00",
         "pickup_before": "2025-03-01T11:59:10+00:00",
-        "pickup_end": 75,
-        "pickup_evidence": "time index (CreateTime)",
+        "likely_start": 35,
+        "likely_start_evidence": "time index (CreateTime)",
         "owner_client_id": "client-1",
         "owner_host": "/10.0.0.1",
     }
     pending = body["results"][1]
     assert (pending["committed_offset"], pending["policy_source"], pending["lag"]) == (None, None, 100)
-    assert (pending["pickup_after"], pending["pickup_before"], pending["pickup_end"], pending["pickup_evidence"]) == (
-        None, None, None, "")
+    assert (pending["pickup_after"], pending["pickup_before"], pending["likely_start"],
+            pending["likely_start_evidence"]) == (None, None, None, "")
 
 
 def test_it_breaks_ties_of_found_at_by_id(api, db):
@@ -539,4 +540,4 @@ def test_it_serves_an_openapi_document_that_every_answer_conforms_to(api, two_cl
     error_schema = document["paths"]["/api/v1/findings"]["get"]["responses"]["400"]["content"]["application/json"]["schema"]
     check_against_schema(document, bad, error_schema, "400")
     state = next(p for p in document["paths"]["/api/v1/findings"]["get"]["parameters"] if p["name"] == "state")
-    assert state["schema"]["enum"] == ["pending", "unowned", "gap", "covered", "expired"]
+    assert state["schema"]["enum"] == ["pending", "undecided", "unowned", "gap", "covered", "expired"]

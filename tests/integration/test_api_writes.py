@@ -84,6 +84,30 @@ def test_it_takes_an_integer_reset_value(approver_api, gap):
     assert RemediationJob.objects.get().params == {"target": "shift", "value": -3}
 
 
+def test_a_backfill_ends_at_the_bound_by_default_and_at_the_likely_start_when_asked(approver_api, gap):
+    Finding.objects.filter(id=gap.id).update(likely_start=35, likely_start_evidence="time index (CreateTime)")
+    response = post_json(approver_api, f"/api/v1/findings/{gap.id}/approve", {"kind": "backfill", "sink": "parquet"})
+    assert response.status_code == 201, response.content
+    bound = RemediationJob.objects.get()
+    assert (bound.params, [(r["end"], r["possible"]) for r in bound.plan]) == ({"sink": "parquet"}, [(40, 10)])
+    bound.delete()
+
+    response = post_json(approver_api, f"/api/v1/findings/{gap.id}/approve",
+                         {"kind": "backfill", "sink": "parquet", "until": "likely"})
+    assert response.status_code == 201, response.content
+    likely = RemediationJob.objects.get()
+    assert likely.params == {"sink": "parquet", "until": "likely"}
+    assert [(r["end"], r["basis"]) for r in likely.plan] == [(35, "likely start (an estimate)")]
+
+
+@pytest.mark.parametrize("until", ["latest", "", "BOUND"])
+def test_it_refuses_an_unknown_range_end(approver_api, gap, until):
+    response = post_json(approver_api, f"/api/v1/findings/{gap.id}/approve", {"kind": "backfill", "until": until})
+    assert response.status_code == 400, response.content
+    assert response.json()["parameter"] == "until"
+    nothing_written(gap)
+
+
 @pytest.mark.parametrize("body", [{"reason": 123}, {"reason": ["a"]}, {"reason": {"a": 1}}, {"reason": True},
                                   {"reason": None}])
 def test_it_refuses_a_dismiss_reason_that_is_not_text(approver_api, gap, body):
@@ -94,7 +118,7 @@ def test_it_refuses_a_dismiss_reason_that_is_not_text(approver_api, gap, body):
     nothing_written(gap)
 
 
-@pytest.mark.parametrize("key", ["kind", "target", "sink", "replay_topic", "handler"])
+@pytest.mark.parametrize("key", ["kind", "target", "sink", "replay_topic", "handler", "until"])
 def test_it_refuses_approve_fields_that_are_not_text(approver_api, gap, key):
     body = {"kind": "backfill", key: 5}
     response = post_json(approver_api, f"/api/v1/findings/{gap.id}/approve", body)

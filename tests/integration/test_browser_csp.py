@@ -22,7 +22,8 @@ def test_no_page_violates_the_content_security_policy(live_server, page):  # noq
     get_user_model().objects.create_superuser("root", password="correct horse battery")
     cluster = make_cluster("prod")
     group = make_group(cluster, "billing", state="Empty", member_count=0)
-    make_finding(group, make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2)), 2)
+    finding = make_finding(group, make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2)), 2,
+                           committed_offset=1034, high_watermark=1100, missed_definite=70, missed_possible=3)
     violations: list[str] = []
     page.on("console", lambda message: violations.append(f"{page.url}: {message.text}")
             if "Content Security Policy" in message.text else None)
@@ -32,7 +33,8 @@ def test_no_page_violates_the_content_security_policy(live_server, page):  # noq
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/")
     page.wait_for_selector("text=orders")
-    for path in [*PAGES, f"/groups/{group.pk}/", f"/clusters/{cluster.pk}/edit"]:
+    approve_pages = [f"/findings/reset?ids={finding.pk}", f"/findings/backfill?ids={finding.pk}"]
+    for path in [*PAGES, *approve_pages, f"/groups/{group.pk}/", f"/clusters/{cluster.pk}/edit"]:
         response = page.goto(f"{live_server.url}{path}")
         assert response.status == 200, path
         assert "script-src 'self'" in response.headers["content-security-policy"], path

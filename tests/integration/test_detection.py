@@ -120,15 +120,15 @@ def test_a_latest_group_misses_exactly_what_was_written_before_it_picked_the_new
         assert row.state == "gap", row.explanation
         assert row.missed_definite == K  # exactly the messages written before pickup
         assert row.pre_pickup_high_watermark == K
-        # [H_k, min(C_f, pickup end)): written after the last pre-pickup poll and before the
-        # time index's bound on where a latest member started; may or may not have been read.
-        assert row.first_commit > K and row.pickup_end is not None
-        assert row.pickup_evidence == "time index (CreateTime)"
-        possible_end = max(K, min(row.first_commit, row.pickup_end))
-        assert row.missed_possible == possible_end - K
+        # [H_k, C_f): written after the last pre-pickup poll and before the group's first
+        # commit, the only observed bound on where a latest member started; may have been read.
+        assert row.first_commit > K and row.missed_possible == row.first_commit - K
+        # The time index gives only an estimate, kept inside [H_k, C_f] and named with its evidence.
+        assert row.likely_start is not None and K <= row.likely_start <= row.first_commit
+        assert row.likely_start_evidence == "time index (CreateTime)"
         assert row.committed_offset == row.high_watermark and row.lag == 0
         assert row.policy_source == "assumed"
-        assert (row.backfill_start, row.backfill_end) == (0, possible_end)
+        assert (row.backfill_start, row.backfill_end) == (0, row.first_commit)
     assert known_partitions.read(cluster="local", topic=topic, group_id=group_id) == {0, 1, 2, 3}
 
 

@@ -147,7 +147,11 @@ def test_it_keeps_polling_while_topics_are_created_and_deleted(adapter, admin, u
                 [NewTopic(name, num_partitions=3, replication_factor=1) for name in names]
             ).values():
                 future.result(timeout=30)
-            time.sleep(1.0)  # a poll still retrying the last round's deleted topics ends meanwhile
+            # Delete only once a poll has seen this round's topics (on a loaded machine a poll
+            # can take longer than any fixed pause).
+            round_names = set(names)
+            wait_until(lambda: any(t.name in round_names for snapshot in list(snapshots) for t in snapshot.topics),
+                       timeout=60, interval=0.05, what=f"a poll to see round {round_number}'s topics")
             for future in admin.delete_topics(names, operation_timeout=30).values():
                 future.result(timeout=60)
             names = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.test import Client
 
 from groups.models import AuditEvent, Finding, Notification
@@ -65,6 +66,67 @@ def test_a_backfill_repairs_only_the_partitions_its_result_names(approver, two_f
     assert (repaired.resolution, repaired.recovered_messages, repaired.redelivered_messages) == ("repaired", 38, None)
     assert repaired.closed_reason.endswith("38 of 40 records replayed to parquet at /data/out; 2 retention")
     assert Finding.objects.get(id=two_findings[1].id).closed_at is None, "not in the result: not repaired"
+
+
+def test_it_plans_a_backfill_to_the_first_commit_and_splits_certain_from_possible(approver, two_findings):
+    finding = two_findings[0]  # definite [0, 30), first commit 40
+    preview = remediation.backfill_preview(finding_ids=[finding.id], sink="parquet")
+
+    (row,) = preview["plan"]
+    assert (row["start"], row["end"], row["definite"], row["possible"]) == (0, 40, 30, 10)
+    assert row["basis"] == "first commit (a bound)"
+    assert (preview["total"], preview["total_definite"], preview["total_possible"]) == (40, 30, 10)
+
+
+def test_a_backfill_to_the_likely_start_closes_as_repaired_to_an_estimate(approver, two_findings):
+    finding = two_findings[0]
+    Finding.objects.filter(id=finding.id).update(likely_start=35, likely_start_evidence="time index (CreateTime)")
+    job = remediation.job_request(user=approver, finding_ids=[finding.id], kind="backfill",
+                                  params={"sink": "parquet", "until": "likely"})
+    assert job.params == {"sink": "parquet", "until": "likely"}
+    assert [(r["start"], r["end"], r["definite"], r["possible"]) for r in job.plan] == [(0, 35, 30, 5)]
+    _run(job, {"sink": {"kind": "parquet", "output": "/data/out"}, "expected": 35, "delivered": 35, "partitions": [
+        {"topic": "orders", "partition": 2, "expected": 35, "delivered": 35, "explained": {}},
+    ]})
+
+    closed = Finding.objects.get(id=finding.id)
+    assert (closed.resolution, closed.recovered_messages) == ("partial", 35)
+    assert closed.closed_reason == (f"repaired to an estimate by backfill job {job.id}: 35 of 35 records replayed "
+                                    "to parquet at /data/out; [35, 40) possibly missed and not covered")
+    assert AuditEvent.objects.filter(action="finding.partial", object_id=str(finding.id)).exists()
+    assert not AuditEvent.objects.filter(action="finding.repaired").exists()
+
+
+def test_an_undecided_finding_is_backfilled_to_the_current_end_and_judged_by_the_bound_at_the_end(
+    approver, two_findings
+):
+    undecided = dict(state="undecided", committed_offset=None, backfill_start=None, backfill_end=None,
+                     missed_possible=0, high_watermark=70)
+    Finding.objects.filter(id__in=[f.id for f in two_findings]).update(**undecided)
+    job = remediation.job_request(user=approver, finding_ids=[f.id for f in two_findings], kind="backfill",
+                                  params={"sink": "parquet"})
+    assert [(r["partition"], r["start"], r["end"], r["basis"]) for r in job.plan] == [
+        (2, 0, 70, "current end (no commit yet, so no bound)"), (3, 0, 70, "current end (no commit yet, so no bound)")
+    ]
+    # Partition 2's first commit (60) arrives while the job runs; partition 3 never commits.
+    Finding.objects.filter(id=two_findings[0].id).update(state="gap", first_commit=60, backfill_start=0,
+                                                          backfill_end=60)
+    _run(job, {"sink": {"kind": "parquet", "output": "/data/out"}, "expected": 140, "delivered": 140, "partitions": [
+        {"topic": "orders", "partition": p, "expected": 70, "delivered": 70, "explained": {}} for p in (2, 3)
+    ]})
+
+    covered, unbounded = Finding.objects.filter(id__in=[f.id for f in two_findings]).order_by("partition")
+    assert covered.resolution == "repaired", "[0, 70) covers the sound range [0, 60)"
+    assert unbounded.resolution == "partial"
+    assert unbounded.closed_reason.endswith("the group had not committed, so nothing bounds what it skipped "
+                                            "from 70 on")
+
+
+def test_a_pending_finding_cannot_be_backfilled_and_says_what_to_do(approver, two_findings):
+    Finding.objects.filter(id=two_findings[0].id).update(state="pending", backfill_start=None, backfill_end=None)
+    with pytest.raises(ValidationError) as refused:
+        remediation.job_request(user=approver, finding_ids=[two_findings[0].id], kind="backfill", params={})
+    assert "reset it to earliest while the group is empty, or wait" in str(refused.value)
 
 
 def test_a_failed_job_leaves_its_findings_open_and_notifies(approver, two_findings):

@@ -91,7 +91,7 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
     put("gapwatch_polls_total", 5, cluster="stage")
     put("gapwatch_poll_failures_total", 3, cluster="prod")
     put("gapwatch_poll_failures_total", 5, cluster="stage")
-    prod_open = {"pending": 1, "unowned": 0, "gap": 1, "covered": 1, "expired": 1}
+    prod_open = {"pending": 1, "undecided": 0, "unowned": 0, "gap": 1, "covered": 1, "expired": 1}
     for state, count in prod_open.items():
         put("gapwatch_open_findings", count, cluster="prod", state=state)
         put("gapwatch_open_findings", 0, cluster="stage", state=state)
@@ -109,7 +109,7 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
     put("gapwatch_group_topic_lag_messages", 5, cluster="prod", group=HOSTILE_GROUP_ID, topic="orders")
     # Outcomes (issue 12): no job ran and the one closed finding predates resolutions: all zero.
     for cluster in ("prod", "stage"):
-        for resolution in ("repaired", "dismissed", "expired"):
+        for resolution in ("repaired", "partial", "dismissed", "expired"):
             put("gapwatch_findings_resolved_total", 0, cluster=cluster, resolution=resolution)
         for kind in ("reset", "backfill"):
             put("gapwatch_recovered_messages_total", 0, cluster=cluster, kind=kind)

@@ -5,6 +5,7 @@ query count that does not grow with the page."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -46,6 +47,17 @@ def client_for(user: User, *, csrf: bool = False) -> Client:
     client = Client(enforce_csrf_checks=csrf)
     client.force_login(user)
     return client
+
+
+def previewed(client: Client, kind: str, values: dict) -> str:
+    """The fingerprint the preview of ``values`` renders into its approve form."""
+    body = client.get(f"/findings/{kind}", values).content.decode()
+    return re.search(r'name="previewed" value="([^"]*)"', body).group(1)
+
+
+def approve(client: Client, kind: str, values: dict):
+    """What a person does: preview ``values``, then press Approve."""
+    return client.post(f"/findings/{kind}/approve", {**values, "previewed": previewed(client, kind, values)})
 
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client, db):
@@ -95,6 +107,121 @@ def test_the_reset_preview_shows_the_plan_and_whether_the_group_is_empty(approve
     assert '<td class="num">60</td>' in body and '<td class="num">50</td>' in body
 
 
+def test_it_creates_no_job_when_the_reset_values_changed_since_the_preview(approver, gap_findings):
+    """Issue 26: target changed to an offset on screen, Approve pressed without Preview."""
+    client = client_for(approver)
+    ids = ",".join(str(f.id) for f in gap_findings)
+    fingerprint = previewed(client, "reset", {"ids": ids, "target": "earliest"})
+    response = client.post("/findings/reset/approve",
+                           {"ids": ids, "target": "offset", "value": "40", "previewed": fingerprint})
+    body = response.content.decode()
+    assert response.status_code == 409
+    assert "The values changed since the preview; check the plan below and approve again." in body
+    assert RemediationJob.objects.count() == 0
+    # The page is the preview of what was received: offset 40, planned 40 on both partitions.
+    assert '<option value="offset" selected>' in body and 'name="value" value="40"' in body
+    assert body.count('<td class="num"><strong>40</strong></td>') == 2
+    again = re.search(r'name="previewed" value="([^"]*)"', body).group(1)
+    assert again != fingerprint
+    approved = client.post("/findings/reset/approve",
+                           {"ids": ids, "target": "offset", "value": "40", "previewed": again})
+    job = RemediationJob.objects.get()
+    assert approved.status_code == 302 and approved.url == f"/jobs/{job.id}/"
+    assert job.params == {"target": "offset", "value": 40}
+    assert [(p["partition"], p["current"], p["planned"], p["redelivered"]) for p in job.plan] == [
+        (2, 60, 40, 20), (3, 50, 40, 10)]
+
+
+def test_it_approves_exactly_the_previewed_reset_and_the_job_page_shows_its_stored_plan(approver, gap_findings):
+    client = client_for(approver)
+    values = {"ids": gap_findings[0].id, "target": "shift", "value": "-15"}
+    response = approve(client, "reset", values)
+    job = RemediationJob.objects.get()
+    assert response.status_code == 302 and response.url == f"/jobs/{job.id}/"
+    assert job.params == {"target": "shift", "value": -15}
+    # The planner's rows only: the executor compares its re-plan with them.
+    assert job.plan == [{"topic": "orders", "partition": 2, "log_start": 0, "high_watermark": 100, "current": 60,
+                         "planned": 45, "clamped": False, "redelivered": 15, "skipped": 0, "note": ""}]
+    page = client.get(f"/jobs/{job.id}/").content.decode()
+    assert "target=shift " in page and "value=-15 " in page
+    assert '<td class="num">60</td><td class="num">45</td><td class="num">15</td>' in page
+
+
+@pytest.mark.parametrize(("shown", "sent", "destination", "why"), [
+    ({"sink": "parquet"}, {"sink": "kafka"}, "orders.replay", "the sink changed from Parquet to a replay topic"),
+    ({"sink": "kafka", "replay_topic": "orders.recovered"}, {"sink": "kafka", "replay_topic": "orders.other"},
+     "orders.other", "the replay topic changed"),
+    ({"sink": "handler", "handler": "builtins.list"}, {"sink": "handler", "handler": "builtins.sorted"},
+     "builtins.sorted", "the handler changed"),
+])
+def test_it_creates_no_backfill_when_the_sink_changed_since_the_preview(approver, gap_findings, settings, shown,
+                                                                        sent, destination, why):
+    settings.BACKFILL_HANDLERS = ("builtins.list", "builtins.sorted")
+    client = client_for(approver)
+    ids = {"ids": gap_findings[0].id}
+    fingerprint = previewed(client, "backfill", {**ids, **shown})
+    response = client.post("/findings/backfill/approve", {**ids, **sent, "previewed": fingerprint})
+    body = response.content.decode()
+    assert response.status_code == 409, why
+    assert "The values changed since the preview" in body and RemediationJob.objects.count() == 0
+    assert f'<code class="destination">{destination}</code>' in body
+    again = re.search(r'name="previewed" value="([^"]*)"', body).group(1)
+    assert client.post("/findings/backfill/approve", {**ids, **sent, "previewed": again}).status_code == 302
+    assert RemediationJob.objects.get().params == sent, why
+
+
+@pytest.mark.parametrize("fingerprint", [None, "", "garbled", "<script>alert(1)</script>", "0" * 64, "é" * 5000])
+def test_a_missing_or_garbled_fingerprint_is_a_re_preview_not_a_job(approver, gap_findings, fingerprint):
+    values = {"ids": gap_findings[0].id, "target": "offset", "value": "40"}
+    if fingerprint is not None:
+        values["previewed"] = fingerprint
+    response = client_for(approver).post("/findings/reset/approve", values)
+    body = response.content.decode()
+    assert response.status_code == 409
+    assert "The values changed since the preview" in body and "<script>alert(1)</script>" not in body
+    assert RemediationJob.objects.count() == 0
+
+
+def test_a_fingerprint_covers_the_findings_too(approver, gap_findings):
+    client = client_for(approver)
+    one = previewed(client, "reset", {"ids": gap_findings[0].id, "target": "earliest"})
+    both = ",".join(str(f.id) for f in gap_findings)
+    response = client.post("/findings/reset/approve", {"ids": both, "target": "earliest", "previewed": one})
+    assert response.status_code == 409 and RemediationJob.objects.count() == 0
+
+
+def test_the_preview_button_of_the_approve_form_shows_the_preview_of_the_values_on_screen(approver, gap_findings):
+    client = client_for(approver)
+    response = client.post("/findings/reset/approve", {"ids": gap_findings[0].id, "target": "offset", "value": "40",
+                                                       "previewed": "stale", "preview": "1"})
+    assert response.status_code == 302
+    assert response.url == f"/findings/reset?ids={gap_findings[0].id}&target=offset&value=40"
+    assert RemediationJob.objects.count() == 0
+    body = client.get("/findings/reset", {"ids": gap_findings[0].id, "target": "offset", "value": "40"}).content
+    assert b'form="reset-form"' in body and b'name="value" value="40"' in body
+
+
+def test_the_reset_preview_shows_missed_beside_redelivered_and_recommends_a_backfill(approver, db):
+    """The demo: an earliest reset re-delivers 1,034 records for 73 missed."""
+    cluster = make_cluster("prod")
+    generation = make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2))
+    group = make_group(cluster, "billing", state="Empty", member_count=0)
+    finding = make_finding(group, generation, 2, high_watermark=1100, committed_offset=1034, missed_definite=70,
+                           missed_possible=3)
+    client = client_for(approver)
+    body = client.get("/findings/reset", {"ids": finding.id}).content.decode()
+    assert '<td class="num missed">70 / 3</td>\n      <td class="num">1034</td>' in body
+    assert "This reset re-delivers 1034 records to recover at most\n  73 missed." in body
+    assert f'<a href="/findings/backfill?ids={finding.id}">preview a backfill of the same findings</a>' in body
+    shifted = client.get("/findings/reset", {"ids": finding.id, "target": "shift", "value": "-500"}).content.decode()
+    assert "70 / 3" in shifted and "recommend-backfill" not in shifted  # 500 for 73 is not over 10 times
+
+
+def test_a_reset_redelivering_about_what_was_missed_recommends_nothing(approver, gap_findings):
+    body = client_for(approver).get("/findings/reset", {"ids": gap_findings[0].id}).content.decode()
+    assert '<td class="num missed">30 / 10</td>' in body and "recommend-backfill" not in body
+
+
 def test_a_bad_reset_target_is_a_clear_400_and_creates_nothing(approver, gap_findings):
     client = client_for(approver)
     response = client.post("/findings/reset/approve", {"ids": gap_findings[0].id, "target": "offset", "value": "-5"})
@@ -106,15 +233,17 @@ def test_a_bad_reset_target_is_a_clear_400_and_creates_nothing(approver, gap_fin
 def test_approving_creates_one_audited_job_and_a_double_click_lands_on_it(approver, gap_findings):
     client = client_for(approver)
     ids = ",".join(str(f.id) for f in gap_findings)
-    first = client.post("/findings/backfill/approve", {"ids": ids, "sink": "parquet"})
+    first = approve(client, "backfill", {"ids": ids, "sink": "parquet"})
     job = RemediationJob.objects.get()
     assert first.status_code == 302 and first.url == f"/jobs/{job.id}/"
     assert (job.kind, job.status, job.approved_by, job.params) == ("backfill", "approved", approver, {"sink": "parquet"})
     assert job.plan == [
-        {"topic": "orders", "partition": 2, "start": 0, "end": 60, "count": 60},
-        {"topic": "orders", "partition": 3, "start": 0, "end": 50, "count": 50},
+        {"topic": "orders", "partition": 2, "start": 0, "end": 60, "count": 60, "definite": 30, "possible": 30,
+         "basis": "first commit (a bound)"},
+        {"topic": "orders", "partition": 3, "start": 0, "end": 50, "count": 50, "definite": 30, "possible": 20,
+         "basis": "first commit (a bound)"},
     ]
-    second = client.post("/findings/backfill/approve", {"ids": ids, "sink": "parquet"})
+    second = approve(client, "backfill", {"ids": ids, "sink": "parquet"})
     assert second.status_code == 302 and second.url == f"/jobs/{job.id}/"
     assert RemediationJob.objects.count() == 1
     assert set(AuditEvent.objects.filter(object_id=str(job.id)).values_list("action", flat=True)) >= {
@@ -132,12 +261,14 @@ def test_twenty_concurrent_approvals_of_one_finding_create_exactly_one_job():
     finding = make_finding(make_group(cluster, "g"), generation, 2)
     barrier = threading.Barrier(20)
     statuses: list[int] = []
+    values = {"ids": finding.id, "target": "earliest"}
+    values["previewed"] = previewed(client_for(approver), "reset", values)
 
     def approve():
         client = client_for(approver)
         barrier.wait()
         try:
-            response = client.post("/findings/reset/approve", {"ids": finding.id, "target": "earliest"})
+            response = client.post("/findings/reset/approve", values)
             statuses.append(response.status_code)
         finally:
             connections.close_all()
@@ -164,13 +295,13 @@ STATE_CHANGING = [
 
 @pytest.fixture
 def a_job(approver, gap_findings):
-    client_for(approver).post("/findings/reset/approve", {"ids": gap_findings[0].id})
+    approve(client_for(approver), "reset", {"ids": gap_findings[0].id})
     return RemediationJob.objects.get()
 
 
 def test_the_job_page_lists_each_attempt_and_where_it_ran(approver, gap_findings):
     client = client_for(approver)
-    client.post("/findings/backfill/approve", {"ids": gap_findings[0].id, "sink": "parquet"})
+    approve(client, "backfill", {"ids": gap_findings[0].id, "sink": "parquet"})
     job = RemediationJob.objects.get()
     job.result = {"attempts": [
         {"attempt": "a1", "mode": "connect", "pid": None, "server": "localhost:15002", "session_id": "5e55-10n",
@@ -225,7 +356,7 @@ def test_cancel_and_retry_follow_the_job_state(approver, gap_findings, a_job):
     a_job.refresh_from_db()
     assert a_job.status == "cancelled"
     # Cancelling freed the finding: a new job of the same kind is allowed.
-    client.post("/findings/reset/approve", {"ids": gap_findings[0].id})
+    approve(client, "reset", {"ids": gap_findings[0].id})
     assert RemediationJob.objects.filter(status="approved").count() == 1
     failed = RemediationJob.objects.get(status="approved")
     assert job_transition(job_id=failed.id, from_statuses=["approved"], to_status="failed", error="broker said no")
@@ -235,7 +366,7 @@ def test_cancel_and_retry_follow_the_job_state(approver, gap_findings, a_job):
 
 def test_four_eyes_the_requester_cannot_approve_but_another_approver_can(settings, approver, gap_findings):
     settings.FOUR_EYES = True
-    client_for(approver).post("/findings/reset/approve", {"ids": gap_findings[0].id})
+    approve(client_for(approver), "reset", {"ids": gap_findings[0].id})
     job = RemediationJob.objects.get()
     assert job.status == "requested"
     assert client_for(approver).post(f"/jobs/{job.id}/approve").status_code == 403
@@ -252,7 +383,7 @@ def test_an_approver_chooses_the_replay_topic_of_a_backfill(approver, gap_findin
     preview = client.get("/findings/backfill", chosen)
     assert preview.status_code == 200
     assert '<code class="destination">orders.recovered</code>' in preview.content.decode()
-    assert client.post("/findings/backfill/approve", chosen).status_code == 302
+    assert approve(client, "backfill", chosen).status_code == 302
     job = RemediationJob.objects.get()
     assert job.params == {"sink": "kafka", "replay_topic": "orders.recovered"}
     assert backfill_request_for(job).replay_topics == {"orders": "orders.recovered"}
@@ -299,8 +430,7 @@ def test_the_handler_sink_takes_only_a_handler_the_administrator_listed(approver
     assert refused.status_code == 400
     assert "listed in BACKFILL_HANDLERS (builtins.list, builtins.sorted)" in refused.content.decode()
     assert RemediationJob.objects.count() == 0
-    assert client.post("/findings/backfill/approve",
-                       {"ids": ids, "sink": "handler", "handler": "builtins.sorted"}).status_code == 302
+    assert approve(client, "backfill", {"ids": ids, "sink": "handler", "handler": "builtins.sorted"}).status_code == 302
     job = RemediationJob.objects.get()
     assert job.params == {"sink": "handler", "handler": "builtins.sorted"}
     assert backfill_request_for(job).handler == "builtins.sorted"

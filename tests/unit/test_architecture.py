@@ -1,15 +1,19 @@
 """The architecture is checked, not only described: the import contracts in
 pyproject.toml ([tool.importlinter]; see docs/ARCHITECTURE.md) must all hold.
 Among them: imports run controlplane -> tasks -> groups, groups never imports
-tasks, the pure domain imports no Django or Kafka, and no import circles."""
+tasks, the pure domain imports no Django or Kafka, and no import circles. And every
+write (an ORM write or an audit row) is in groups/services (issue 20)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("controlplane", "groups", "tasks", "demo")
@@ -38,3 +42,57 @@ def test_a_service_importing_a_task_breaks_the_contracts(tmp_path):
     result = lint_imports(tmp_path)
     assert result.returncode != 0
     assert "groups.services.dispatch -> tasks.jobs" in result.stdout
+
+
+# --- Every write through services (issue 20) --------------------------------
+
+# ORM calls that write rows, on a manager or queryset (``X.objects...``).
+ORM_WRITES = {"create", "bulk_create", "get_or_create", "update_or_create", "bulk_update", "update", "delete"}
+# Code that writes on purpose outside groups/services, and why.
+WRITES_ALLOWED = {
+    "groups/roles.py": "creates the role groups; the migration runs it with its historical models",
+}
+
+
+def writes_in(source: str) -> list[str]:
+    """Each write call in ``source``, as text: an ORM write on ``….objects…``, or an audit row."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ORM_WRITES and ".objects" in f".{ast.unparse(func.value)}":
+            found.append(ast.unparse(func))
+        elif isinstance(func, ast.Name) and func.id == "audit_record":
+            found.append("audit_record")
+    return found
+
+
+def writes_outside_services(root: Path = ROOT) -> dict[str, list[str]]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            name = path.relative_to(root).as_posix()
+            if name.startswith("groups/services/") or "/migrations/" in name or name in WRITES_ALLOWED:
+                continue
+            writes = writes_in(path.read_text())
+            if writes:
+                found[name] = writes
+    return found
+
+
+def test_every_write_goes_through_a_service():
+    assert writes_outside_services() == {}, "move these writes behind groups/services"
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("RemediationJob.objects.filter(id=1).update(status='x')", ["RemediationJob.objects.filter(id=1).update"]),
+    ("Cluster.objects.update_or_create(name='a')", ["Cluster.objects.update_or_create"]),
+    ("get_user_model().objects.get_or_create(username='a')", ["get_user_model().objects.get_or_create"]),
+    ("audit_record(action='x')", ["audit_record"]),
+    ("Finding.objects.filter(id=1).delete()", ["Finding.objects.filter(id=1).delete"]),
+    ("filters.update(a=1); self.files.delete(path); Finding.objects.filter(id=1)", []),
+])
+def test_the_write_check_sees_a_write(source, expected):
+    """The check can fail: each ORM write or audit row in a snippet is found; dict updates and reads are not."""
+    assert writes_in(source) == expected

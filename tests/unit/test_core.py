@@ -20,10 +20,11 @@ from groups.domain.detection import (
     FindingKey,
     FindingState,
     KnownGroup,
-    PickupEnd,
     KnownTopic,
+    LikelyStart,
     StateTransition,
     evaluate_snapshot,
+    partition_lag,
 )
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
@@ -89,7 +90,7 @@ class Step:
     guard_start: int | None = None  # reported by the consumer-side guard before this poll
     targeted: bool = False  # the watcher's snapshot of orders only, not a full poll
     target: bool = False  # KIP-848: partition 2 is in the member's target assignment
-    pickup_end: int | None = None  # resolved from the time index and handed to this poll
+    likely_start: int | None = None  # resolved from the time index and handed to this poll
 
     def snapshot(self, now: datetime = T0) -> Snapshot:
         owns = [("orders", 0), ("orders", 1)] + ([("orders", 2)] if self.owned else [])
@@ -117,11 +118,11 @@ class Store:
     unowned_after_polls: int = 30
     now: datetime = T0
 
-    def apply(self, snapshot: Snapshot, pickup_ends: dict | None = None) -> Changes:
+    def apply(self, snapshot: Snapshot, likely_starts: dict | None = None) -> Changes:
         changes = evaluate_snapshot(
             snapshot=snapshot, known_topics=self.topics.values(), known_groups=self.groups.values(),
             open_findings=self.findings.values(), now=self.now, unowned_after_polls=self.unowned_after_polls,
-            pickup_ends=pickup_ends,
+            likely_starts=likely_starts,
         )
         for generation in changes.new_generations:
             self.topics[generation.topic] = KnownTopic(
@@ -215,10 +216,44 @@ GENERATION_CASES = [
     ),
     pytest.param(
         billing_store(),
-        [poll(orders(3), groups=(billing_reading(0, 1), group("audit", owns=(("orders", 0),))))],
+        [poll(orders(3), groups=(billing_reading(0, 1),
+                                 group("audit", owns=(("orders", 0), ("orders", 1), ("orders", 2)))))],
         [PollExpectation(generations=(("orders", 2, {2}, set(), False),), new_findings=(key(2, 2),))],
-        "audit is brand new: it never knew orders with two partitions, so it cannot have missed the third",
-        id="brand-new-group",
+        "audit is brand new, without a commit, and its member already owns the added partition: it joined "
+        "knowing three partitions, so it cannot have missed the third",
+        id="brand-new-group-that-knows-the-new-count",
+    ),
+    pytest.param(
+        billing_store(),
+        [poll(orders(3), groups=(billing_reading(0, 1), group("audit", commits={("orders", 1): 40})))],
+        [PollExpectation(generations=(("orders", 2, {2}, set(), False),),
+                         new_findings=(key(2, 2, "audit"), key(2, 2)))],
+        "no earlier poll saw audit, but it has a commit on an old partition of orders: it was reading orders "
+        "when the partition was added (joined since the last full poll), so it can miss the new one",
+        id="unseen-group-with-commit-on-old-partition",
+    ),
+    pytest.param(
+        billing_store(),
+        [poll(orders(3), groups=(billing_reading(0, 1), group("audit", owns=(("orders", 0), ("orders", 1)))))],
+        [PollExpectation(generations=(("orders", 2, {2}, set(), False),),
+                         new_findings=(key(2, 2, "audit"), key(2, 2)))],
+        "no commit yet, but audit's member owns the old partitions and not the added one: its clients still "
+        "work from the old count, so it subscribed before the change",
+        id="unseen-group-owning-old-partitions-only",
+    ),
+    pytest.param(
+        Store(
+            topics={"orders": KnownTopic("orders", ORDERS_ID, 1, frozenset({0, 1}))},
+            groups={"billing": KnownGroup("billing", frozenset({"orders"})),
+                    "reports": KnownGroup("reports", frozenset({"payments"}))},
+        ),
+        [poll(orders(3), groups=(billing_reading(0, 1),
+                                 group("reports", commits={("payments", 0): 5, ("orders", 0): 7})))],
+        [PollExpectation(generations=(("orders", 2, {2}, set(), False),),
+                         new_findings=(key(2, 2), key(2, 2, "reports")))],
+        "reports was stored reading payments only; its commit on orders 0 shows it started reading orders "
+        "before the change, after the last full poll",
+        id="known-group-that-started-reading-the-topic-since",
     ),
     pytest.param(
         Store(
@@ -318,13 +353,14 @@ STORIES = [
         Story(
             steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True), Step(0, 300, owned=True, commit=260),
                    Step(0, 900, owned=True, commit=880)),
-            states=("pending", "pending", "pending", "gap", "gap"),
+            states=("pending", "pending", "undecided", "gap", "gap"),
             watched=(False, False, True, False, False),
             final=dict(pre_pickup_high_watermark=180, first_commit=260, missed_definite=180, missed_possible=80,
                        backfill_start=0, backfill_end=260, policy_source="assumed", lag=20, committed_offset=880,
                        polls_without_owner=0, expired=0, created_at=T0, log_start_offset=0, high_watermark=900,
                        explanation="policy not declared, assumed latest (the client default): 180 definitely "
-                                   "missed [0, 180), 80 possibly missed [180, 260)"),
+                                   "missed [0, 180), 80 possibly missed [180, 260) (the first commit 260 bounds "
+                                   "the start)"),
             explanation_mentions="assumed latest",
         ),
         "the last poll with neither owner nor commit saw H=180, so [0,180) was written before billing could read "
@@ -336,7 +372,7 @@ STORIES = [
         Story(
             steps=(Step(0, 100), Step(0, 200, owned=True), Step(0, 260, owned=True, commit=50),
                    Step(0, 400, owned=True, commit=390)),
-            states=("pending", "pending", "covered", "covered"),
+            states=("pending", "undecided", "covered", "covered"),
             final=dict(pre_pickup_high_watermark=100, first_commit=50, missed_definite=0, missed_possible=0,
                        backfill_start=None, backfill_end=None, policy_source="evidenced", expired=0,
                        explanation="first commit 50 is below 100, the end before pickup: the group did not "
@@ -375,7 +411,8 @@ STORIES = [
             policy="latest",
             final=dict(pre_pickup_high_watermark=150, missed_definite=150, missed_possible=60,
                        policy_source="declared", backfill_start=0, backfill_end=210, lag=0,
-                       explanation="declared latest: 150 definitely missed [0, 150), 60 possibly missed [150, 210)"),
+                       explanation="declared latest: 150 definitely missed [0, 150), 60 possibly missed [150, 210) "
+                                   "(the first commit 210 bounds the start)"),
         ),
         "declared latest: [0,150) was written before pickup, [150,210) before the first commit",
         id="declared-latest",
@@ -393,13 +430,14 @@ STORIES = [
     pytest.param(
         Story(
             steps=(Step(0, 40, owned=True), Step(0, 90, owned=True, commit=70)),
-            states=("pending", "gap"),
+            states=("undecided", "gap"),
             watched=(True, False),
             final=dict(pre_pickup_high_watermark=None, first_commit=70, missed_definite=0, missed_possible=70,
                        backfill_start=0, backfill_end=70, policy_source="assumed", polls_without_owner=0,
                        explanation="policy not declared, assumed latest (the client default); no poll saw the "
                                    "partition before the group picked it up: nothing is definitely missed: 0 "
-                                   "definitely missed [0, 0), 70 possibly missed [0, 70)"),
+                                   "definitely missed [0, 0), 70 possibly missed [0, 70) (the first commit 70 "
+                                   "bounds the start)"),
             explanation_mentions="no poll saw the partition before the group picked it up",
         ),
         "billing owned partition 2 at the first poll that saw it: no poll proves a message was written before "
@@ -444,7 +482,8 @@ STORIES = [
             final=dict(first_log_start=30, pre_pickup_high_watermark=180, missed_definite=150, missed_possible=80,
                        backfill_start=30, backfill_end=260, expired=0, log_start_offset=30, lag=40,
                        explanation="policy not declared, assumed latest (the client default): 150 definitely "
-                                   "missed [30, 180), 80 possibly missed [180, 260)"),
+                                   "missed [30, 180), 80 possibly missed [180, 260) (the first commit 260 bounds "
+                                   "the start)"),
         ),
         "the partition's log start was already 30 when the finding opened (records deleted before the first "
         "poll): the definite range is [30,180), 150 messages, not 180, and the backfill starts at 30",
@@ -508,13 +547,13 @@ STORIES = [
     pytest.param(
         Story(
             steps=(Step(0, 10), Step(0, 20), Step(0, 30, owned=True)),
-            states=("pending", "unowned", "pending"),
+            states=("pending", "unowned", "undecided"),
             unowned_after_polls=2,
             watched=(False, False, True),
             final=dict(polls_without_owner=0, owner_member_id="billing-1", owner_client_id="billing-app",
                        owner_host="/10.0.0.7", pre_pickup_high_watermark=20),
         ),
-        "a member finally owns the partition: picking up again (pending), watched for its first commit",
+        "a member finally owns the partition: taken without a commit (undecided), watched for its first commit",
         id="unowned-then-picked-up",
     ),
     pytest.param(
@@ -621,84 +660,126 @@ STORIES = [
         "the guard's report is exact, so it decides without waiting for a first commit; nothing to watch",
         id="guard-decides-before-first-commit",
     ),
-    # --- the pickup bracket and the time index (issue 11) ---
+    # --- undecided: taken without a first commit (issue 26) ---
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 180, owned=True)),
+            states=("pending", "undecided"),
+            watched=(False, True),
+            final=dict(pre_pickup_high_watermark=100, first_commit=None, missed_definite=100, missed_possible=0,
+                       backfill_start=None, backfill_end=None, policy_source="assumed", expired=0, lag=180,
+                       explanation="billing-app took the partition, no commit yet; policy not declared, assumed "
+                                   "latest (the client default): 100 definitely missed [0, 100), then no upper "
+                                   "bound on where it started until its first commit: backfill to the current "
+                                   "end, reset to earliest while the group is empty, or wait for the commit"),
+        ),
+        "billing took p and has not committed: [0,100) was written before it could read p, but nothing the "
+        "broker observed bounds where it started from above, so no possible count, no default backfill range, "
+        "and the operator is told the choices",
+        id="taken-without-commit-is-undecided",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 180, owned=True)),
+            policy="earliest",
+            states=("pending", "undecided"),
+            final=dict(missed_definite=0, policy_source="declared", backfill_end=None),
+            explanation_mentions="(declared earliest); no upper bound",
+        ),
+        "declared earliest, taken, no commit yet: nothing is claimed missed, and the finding still waits",
+        id="taken-without-commit-declared-earliest",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 150, owned=True), Step(0, 200), Step(0, 300, owned=True, commit=280)),
+            states=("pending", "undecided", "undecided", "gap"),
+            final=dict(pre_pickup_high_watermark=100, first_commit=280, missed_definite=100, missed_possible=180,
+                       backfill_end=280, pickup_before=T0 + POLL_INTERVAL + OBSERVED_UNTIL),
+        ),
+        "the first member took p at the second poll and left before committing; the third poll sees nobody, "
+        "but the first member may have read from 100 on, so H_k stays 100 (not 200): the definite range never "
+        "claims what a member may have read",
+        id="taken-then-let-go-keeps-h-k",
+    ),
+    # --- the likely start: an estimate, never a bound (issues 11, 26) ---
     pytest.param(
         Story(
             steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True),
-                   Step(0, 300, owned=True, commit=290, pickup_end=200)),
-            states=("pending", "pending", "pending", "gap"),
-            final=dict(pre_pickup_high_watermark=180, first_commit=290, missed_definite=180, missed_possible=20,
-                       backfill_start=0, backfill_end=200, pickup_end=200,
+                   Step(0, 300, owned=True, commit=290, likely_start=200)),
+            states=("pending", "pending", "undecided", "gap"),
+            final=dict(pre_pickup_high_watermark=180, first_commit=290, missed_definite=180, missed_possible=110,
+                       backfill_start=0, backfill_end=290, likely_start=200,
                        pickup_after=T0 + POLL_INTERVAL + GROUPS_FROM,
                        pickup_before=T0 + 2 * POLL_INTERVAL + OBSERVED_UNTIL,
-                       pickup_evidence="time index (CreateTime)",
-                       explanation="policy not declared, assumed latest (the client default); started at or "
-                                   "below 200 (time index (CreateTime), pickup observed within 60.1s), first "
-                                   "commit 290: 180 definitely missed [0, 180), 20 possibly missed [180, 200)"),
+                       likely_start_evidence="time index (CreateTime)",
+                       explanation="policy not declared, assumed latest (the client default): 180 definitely "
+                                   "missed [0, 180), 110 possibly missed [180, 290) (the first commit 290 bounds "
+                                   "the start); likely start 200 (an estimate: time index (CreateTime), pickup "
+                                   "observed within 60.1s)"),
         ),
-        "billing took p after the second poll asked for groups (unowned) and before the third ended (owned); "
-        "the time index says everything from 200 on was appended after that (plus grace), so a latest member "
-        "started at or below 200: possible shrinks from [180, 290) to [180, 200); the backfill covers [0, 200)",
-        id="pickup-end-narrows-possible",
+        "the time index at pickup + grace says 200, but a slow member or a producer clock ahead moves it: it is "
+        "shown as an estimate with its evidence, while possible and the default backfill end at the first "
+        "commit 290, the only upper bound the broker observed",
+        id="likely-start-is-an-estimate-not-a-bound",
     ),
     pytest.param(
         Story(
-            steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True, commit=260, pickup_end=400)),
+            steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True, commit=260, likely_start=400)),
             states=("pending", "pending", "gap"),
-            final=dict(missed_definite=180, missed_possible=80, backfill_end=260, pickup_end=400),
+            final=dict(missed_definite=180, missed_possible=80, backfill_end=260, likely_start=260),
         ),
-        "the first commit 260 already bounds a latest start from above; a pickup end of 400 (e.g. a late "
-        "resolution) cannot widen the possible range beyond it",
-        id="pickup-end-above-first-commit-is-no-wider",
+        "a time index answer of 400 (producer clock behind, or a late resolution) lies above the first commit "
+        "260, where a latest member cannot have started: the estimate is kept at 260",
+        id="likely-start-above-first-commit-is-kept-at-it",
     ),
     pytest.param(
         Story(
-            steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True, commit=260, pickup_end=150)),
+            steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True, commit=260, likely_start=150)),
             states=("pending", "pending", "gap"),
-            final=dict(missed_definite=180, missed_possible=0, backfill_end=180),
+            final=dict(missed_definite=180, missed_possible=80, backfill_end=260, likely_start=180),
         ),
-        "H_k=180 was observed directly while nobody owned p: a pickup end of 150 (producer clocks behind) "
-        "cannot lower it; definite stays [0,180) and nothing is possible",
-        id="pickup-end-below-h-k-keeps-definite",
+        "H_k=180 was observed directly while nobody owned p: a time index answer of 150 (producer clock "
+        "ahead) cannot lower it; the estimate is raised to 180 and definite stays [0,180)",
+        id="likely-start-below-h-k-is-raised-to-it",
     ),
     pytest.param(
         Story(
-            steps=(Step(0, 100, pickup_end=50), Step(0, 150, owned=True, commit=140)),
+            steps=(Step(0, 100, likely_start=50), Step(0, 150, owned=True, commit=140)),
             states=("pending", "gap"),
-            final=dict(pickup_end=None, pickup_before=T0 + POLL_INTERVAL + OBSERVED_UNTIL, missed_definite=100,
+            final=dict(likely_start=None, pickup_before=T0 + POLL_INTERVAL + OBSERVED_UNTIL, missed_definite=100,
                        missed_possible=40),
         ),
-        "a pickup end handed over before any observation showed an owner has no pickup to bound: ignored",
-        id="pickup-end-before-pickup-is-ignored",
+        "a likely start handed over before any observation showed an owner has no pickup to estimate: ignored",
+        id="likely-start-before-pickup-is-ignored",
     ),
     pytest.param(
         Story(
-            steps=(Step(0, 100, owned=True), Step(0, 200, owned=True, commit=190, pickup_end=120)),
-            states=("pending", "gap"),
-            final=dict(pre_pickup_high_watermark=None, missed_definite=0, missed_possible=120, backfill_end=120,
-                       pickup_after=None, pickup_before=T0 + OBSERVED_UNTIL),
-            explanation_mentions="at the first observation of an owner",
+            steps=(Step(0, 100, owned=True), Step(0, 200, owned=True, commit=190, likely_start=120)),
+            states=("undecided", "gap"),
+            final=dict(pre_pickup_high_watermark=None, missed_definite=0, missed_possible=190, backfill_end=190,
+                       likely_start=120, pickup_after=None, pickup_before=T0 + OBSERVED_UNTIL),
+            explanation_mentions="likely start 120 (an estimate: time index (CreateTime))",
         ),
         "the group owned p at the first observation (KIP-848 groups take it within seconds): nothing is "
-        "definite, but the time index still bounds the start: possible [0,120) rather than [0,190)",
+        "definite and possible runs to the first commit, [0,190); the time index only gives an estimate",
         id="pickup-before-first-observation-with-time-index",
     ),
     pytest.param(
         Story(
-            steps=(Step(0, 100), Step(0, 180, owned=True, pickup_end=190),
-                   Step(0, 300, owned=True, commit=290, pickup_end=250)),
-            states=("pending", "pending", "gap"),
-            final=dict(pickup_end=190, pickup_evidence="time index (CreateTime)", missed_definite=100,
-                       missed_possible=90, backfill_end=190),
-            explanation_mentions="below 190 (time index (CreateTime), pickup observed within",
+            steps=(Step(0, 100), Step(0, 180, owned=True, likely_start=190),
+                   Step(0, 300, owned=True, commit=290, likely_start=250)),
+            states=("pending", "undecided", "gap"),
+            final=dict(likely_start=190, likely_start_evidence="time index (CreateTime)", missed_definite=100,
+                       missed_possible=190, backfill_end=290),
+            explanation_mentions="likely start 190 (an estimate: time index (CreateTime), pickup observed within",
         ),
-        "the pickup end is resolved once and kept: a later, larger answer changes nothing; how it was found "
+        "the likely start is resolved once and kept: a later, larger answer changes nothing; how it was found "
         "is stored with it, so the poll that decides (the next one) still names its evidence",
-        id="pickup-end-frozen-once-set",
+        id="likely-start-frozen-once-set",
     ),
     pytest.param(
         Story(
-            steps=(Step(0, 100), Step(0, 180, owned=True, commit=200, guard_start=120, pickup_end=150)),
+            steps=(Step(0, 100), Step(0, 180, owned=True, commit=200, guard_start=120, likely_start=150)),
             states=("pending", "gap"),
             final=dict(missed_definite=120, missed_possible=0, policy_source="guard", backfill_end=120),
         ),
@@ -707,12 +788,12 @@ STORIES = [
     ),
     pytest.param(
         Story(
-            steps=(Step(0, 100), Step(0, 180, owned=True, commit=200, pickup_end=150)),
+            steps=(Step(0, 100), Step(0, 180, owned=True, commit=200, likely_start=150)),
             policy="earliest",
             states=("pending", "covered"),
             final=dict(missed_definite=0, missed_possible=0, policy_source="declared", backfill_start=None),
         ),
-        "a declared earliest decides: the pickup end only matters to a latest start",
+        "a declared earliest decides: the likely start only matters to a latest start",
         id="declared-earliest-ignores-pickup-end",
     ),
     pytest.param(
@@ -757,8 +838,8 @@ def test_gap_accounting(story: Story, why: str):
     for step in story.steps:
         if step.guard_start is not None:
             store.report_guard(NEW_PARTITION, step.guard_start)
-        ends = {NEW_PARTITION: PickupEnd(step.pickup_end, "time index (CreateTime)")} if step.pickup_end else None
-        changes = store.apply(step.snapshot(store.now), pickup_ends=ends)
+        ends = {NEW_PARTITION: LikelyStart(step.likely_start, "time index (CreateTime)")} if step.likely_start else None
+        changes = store.apply(step.snapshot(store.now), likely_starts=ends)
         (accounting,) = [a for a in changes.accounting if a.key == NEW_PARTITION]
         states.append(accounting.state)
         watched.append("billing" in changes.groups_to_watch)
@@ -793,14 +874,14 @@ def test_groups_to_watch_lists_only_groups_picking_a_finding_up():
         groups={g: KnownGroup(g, frozenset({"orders"})) for g in ("billing", "audit", "search")},
     )
     changes = store.apply(poll(topic("orders", (0, 9), (0, 9), (0, 9), topic_id=ORDERS_ID), groups=(
-        group("billing", owns=(("orders", 2),)),  # owns the new partition, no commit yet: watch
+        group("billing", owns=(("orders", 2),)),  # owns the new partition, no commit yet: undecided, watch
         group("audit", owns=(("orders", 0),)),  # nobody in audit owns it yet: pending, nothing to catch
         group("search", owns=(("orders", 2),), commits={("orders", 2): 9}),  # already committed: decided
     )))
 
     assert changes.groups_to_watch == frozenset({"billing"})
     assert {a.key.group_id: a.state for a in changes.accounting} == {
-        "billing": "pending", "audit": "pending", "search": "gap"
+        "billing": "undecided", "audit": "pending", "search": "gap"
     }
 
 
@@ -833,3 +914,28 @@ def test_a_snapshot_finds_its_topics_by_name():
     assert snapshot.topic("payments").partition_ids == frozenset({0})
     assert snapshot.topic("orders").name == "orders"
     assert snapshot.topic("missing") is None
+
+
+LAG_CASES = [
+    pytest.param(dict(high_watermark=90, log_start=20, committed=None), 70,
+                 "no commit: the group will read every stored message, H - E (never 0, never unknown)",
+                 id="no-commit"),
+    pytest.param(dict(high_watermark=90, log_start=20, committed=50), 40,
+                 "a commit inside the log: it reads next from its commit, H - C", id="commit-inside-log"),
+    pytest.param(dict(high_watermark=90, log_start=60, committed=50), 30,
+                 "retention passed the commit: the next message it can read is the log start, H - E",
+                 id="commit-below-log-start"),
+    pytest.param(dict(high_watermark=90, log_start=20, committed=95), 0,
+                 "a commit past the end (a truncated log): nothing left to read, never negative",
+                 id="commit-past-end"),
+    pytest.param(dict(high_watermark=90, log_start=None, committed=50), 40,
+                 "the poll did not read the log start (no finding there): the commit alone, H - C",
+                 id="log-start-not-read"),
+    pytest.param(dict(high_watermark=90, log_start=90, committed=None), 0,
+                 "an empty log and no commit: nothing to read", id="empty-log"),
+]
+
+
+@pytest.mark.parametrize("positions, lag, why", LAG_CASES)
+def test_the_one_lag_rule(positions: dict, lag: int, why: str):
+    assert partition_lag(**positions) == lag, why

@@ -13,56 +13,59 @@ from tests.unit.test_core import NEW_PARTITION, Step, billing_reading, billing_s
 
 RESET_CASES = [
     pytest.param(
-        dict(before=150, after=0, missed_start=0, missed_end=150), (150, 150),
+        dict(before=150, after=0, missed_start=0, missed_end=150), (150, 150, True),
         "reset from its commit 150 to 0: it reads [0,150) again, all of it the missed range",
         id="earliest-over-the-whole-gap",
     ),
     pytest.param(
-        dict(before=400, after=0, missed_start=0, missed_end=150), (150, 400),
+        dict(before=400, after=0, missed_start=0, missed_end=150), (150, 400, True),
         "the group had read on to 400: 400 messages come again, only [0,150) were missed",
         id="re-delivers-more-than-it-recovers",
     ),
     pytest.param(
-        dict(before=400, after=120, missed_start=120, missed_end=150), (30, 280),
+        dict(before=400, after=120, missed_start=120, missed_end=150), (30, 280, True),
         "retention took [0,120): the reset starts at the log start 120, recovering the 30 still stored",
         id="after-partial-expiry",
     ),
     pytest.param(
-        dict(before=None, after=0, missed_start=None, missed_end=None), (0, 0),
-        "before pickup (auto-repair): no commit, nothing missed yet, nothing read twice",
+        dict(before=None, after=0, missed_start=0, missed_end=0), (0, 0, True),
+        "before pickup (auto-repair): no commit, nothing missed yet, nothing read twice; the group will read "
+        "everything from the log start: complete",
         id="before-pickup",
     ),
     pytest.param(
-        dict(before=400, after=200, missed_start=0, missed_end=150), (0, 200),
-        "a reset to 200 is above the missed range: 200 duplicates, nothing recovered",
+        dict(before=400, after=200, missed_start=0, missed_end=150), (0, 200, False),
+        "a reset to 200 is above the missed range: 200 duplicates, nothing recovered, not a full repair",
         id="above-the-gap",
     ),
     pytest.param(
-        dict(before=100, after=0, missed_start=0, missed_end=150), (100, 100),
+        dict(before=100, after=0, missed_start=0, missed_end=150), (100, 100, True),
         "the commit 100 is inside the missed range: the group will read [100,150) anyway, only [0,100) "
         "is read because of the reset",
         id="commit-inside-the-gap",
     ),
     pytest.param(
-        dict(before=150, after=150, missed_start=0, missed_end=150), (0, 0),
-        "a reset to the very offset it had committed moves nothing: nothing read twice, nothing recovered",
+        dict(before=150, after=150, missed_start=0, missed_end=150), (0, 0, False),
+        "a reset to the very offset it had committed moves nothing: nothing read twice, nothing recovered, "
+        "[0,150) still missed",
         id="reset-to-its-own-commit",
     ),
     pytest.param(
-        dict(before=None, after=0, missed_start=0, missed_end=150), (150, 0),
+        dict(before=None, after=0, missed_start=0, missed_end=150), (150, 0, True),
         "the commit is gone (offsets expired) but the missed range is known: from 0 the group reads [0,150) "
         "once, for the first time",
         id="no-commit-with-a-known-gap",
     ),
     pytest.param(
-        dict(before=400, after=0, missed_start=0, missed_end=None), (0, 400),
-        "a missed range with one end unknown is no range: 400 duplicates, nothing counted as recovered",
+        dict(before=400, after=0, missed_start=0, missed_end=None), (0, 400, True),
+        "a missed range with no known end counts nothing as recovered (400 duplicates), but the group reads "
+        "on from the start of it, so the whole range is covered whatever its end",
         id="gap-end-unknown",
     ),
     pytest.param(
-        dict(before=400, after=0, missed_start=None, missed_end=150), (0, 400),
-        "the same with the start unknown",
-        id="gap-start-unknown",
+        dict(before=400, after=41, missed_start=0, missed_end=43), (2, 359, False),
+        "a reset to the likely start 41 recovers [41,43) and leaves [0,41) uncovered: repaired to an estimate",
+        id="reset-above-the-missed-start",
     ),
 ]
 
@@ -71,8 +74,9 @@ RESET_CASES = [
 def test_a_reset_counts_what_it_recovers_and_what_it_re_delivers(offsets, expected, why):
     recovery = reset_recovery(job_id=7, **offsets)
 
-    assert (recovery.recovered, recovery.redelivered) == expected, why
-    assert recovery.reason.startswith(f"repaired by reset job 7: offsets reset to {offsets['after']}")
+    assert (recovery.recovered, recovery.redelivered, recovery.complete) == expected, why
+    how = "repaired" if recovery.complete else "repaired to an estimate"
+    assert recovery.reason.startswith(f"{how} by reset job 7: offsets reset to {offsets['after']}")
 
 
 RESET_REASON_CASES = [
@@ -84,13 +88,20 @@ RESET_REASON_CASES = [
         id="with-a-commit",
     ),
     pytest.param(
+        dict(before=90, after=30, missed_start=0, missed_end=60),
+        "repaired to an estimate by reset job 3: offsets reset to 30 (committed was 90); [0, 30) possibly "
+        "missed and not covered; 60 messages re-delivered, 30 of them missed before",
+        "a reset above the start of the sound range says what it leaves uncovered",
+        id="partial-reset",
+    ),
+    pytest.param(
         dict(before=None, after=0, missed_start=0, missed_end=150),
         "repaired by reset job 3: offsets reset to 0 (no commit); 150 missed messages delivered",
         "no commit before: nothing comes again, so only the missed messages now delivered are named",
         id="no-commit-recovers-the-gap",
     ),
     pytest.param(
-        dict(before=None, after=0, missed_start=None, missed_end=None),
+        dict(before=None, after=0, missed_start=0, missed_end=0),
         "repaired by reset job 3: offsets reset to 0 (no commit)",
         "no commit and nothing missed (auto-repair before pickup): only where the group starts",
         id="no-commit-nothing-missed",
@@ -103,36 +114,67 @@ def test_a_reset_reason_names_where_and_how_much(offsets, reason, why):
     assert reset_recovery(job_id=3, **offsets).reason == reason, why
 
 
+FULL = dict(planned=(0, 60), sound=(0, 60))
+
 BACKFILL_CASES = [
     pytest.param(
-        {"expected": 60, "delivered": 55, "explained": {"retention": 5}},
+        {"expected": 60, "delivered": 55, "explained": {"retention": 5}}, FULL, True,
         "repaired by backfill job 12: 55 of 60 records replayed to parquet at /data/12; 5 retention",
         "retention took 5 before the job read them: the reason says so",
         id="one-explained-loss",
     ),
     pytest.param(
-        {"expected": 60, "delivered": 52, "explained": {"retention": 5, "aborted_transaction": 3}},
+        {"expected": 60, "delivered": 52, "explained": {"retention": 5, "aborted_transaction": 3}}, FULL, True,
         "repaired by backfill job 12: 52 of 60 records replayed to parquet at /data/12; "
         "3 aborted transaction, 5 retention",
         "every cause is named, in words, in a fixed (alphabetical) order",
         id="several-explained-losses",
     ),
     pytest.param(
-        {"expected": 60, "delivered": 60, "explained": {}},
+        {"expected": 60, "delivered": 60, "explained": {}}, FULL, True,
         "repaired by backfill job 12: 60 of 60 records replayed to parquet at /data/12",
         "nothing missing: no list of causes",
         id="all-delivered",
     ),
+    pytest.param(
+        {"expected": 41, "delivered": 41, "explained": {}}, dict(planned=(0, 41), sound=(0, 43)), False,
+        "repaired to an estimate by backfill job 12: 41 of 41 records replayed to parquet at /data/12; "
+        "[41, 43) possibly missed and not covered",
+        "ended at the likely start 41 while the first commit 43 bounds the loss: the two records in between "
+        "may be lost, so it is not called a full repair (the issue's first row)",
+        id="likely-start-leaves-part-of-the-bound",
+    ),
+    pytest.param(
+        {"expected": 70, "delivered": 70, "explained": {}}, dict(planned=(0, 70), sound=(0, 60)), True,
+        "repaired by backfill job 12: 70 of 70 records replayed to parquet at /data/12",
+        "planned to the current end 70 while undecided; the first commit 60 came meanwhile: covered",
+        id="current-end-past-the-bound-that-came-later",
+    ),
+    pytest.param(
+        {"expected": 70, "delivered": 70, "explained": {}}, dict(planned=(0, 70), sound=(0, None)), False,
+        "repaired to an estimate by backfill job 12: 70 of 70 records replayed to parquet at /data/12; "
+        "the group had not committed, so nothing bounds what it skipped from 70 on",
+        "still no first commit when the job finished: nothing proves the range covers where it started",
+        id="no-bound-yet",
+    ),
+    pytest.param(
+        {"expected": 50, "delivered": 50, "explained": {}}, dict(planned=(10, 60), sound=(0, 60)), False,
+        "repaired to an estimate by backfill job 12: 50 of 50 records replayed to parquet at /data/12; "
+        "[0, 10) missed and not covered",
+        "a range that starts after the sound start does not cover it",
+        id="starts-too-late",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("counts", "reason", "why"), BACKFILL_CASES)
-def test_a_backfill_recovers_what_it_delivered_and_names_explained_losses(counts, reason, why):
+@pytest.mark.parametrize(("counts", "ranges", "complete", "reason", "why"), BACKFILL_CASES)
+def test_a_backfill_recovers_what_it_delivered_and_names_explained_losses(counts, ranges, complete, reason, why):
     report = {"topic": "orders", "partition": 2, **counts}
 
-    recovery = backfill_recovery(job_id=12, partition_report=report, destination="parquet at /data/12")
+    recovery = backfill_recovery(job_id=12, partition_report=report, destination="parquet at /data/12", **ranges)
 
     assert (recovery.recovered, recovery.redelivered) == (counts["delivered"], None), "a backfill never moves the group"
+    assert recovery.complete is complete, why
     assert recovery.reason == reason, why
 
 

@@ -16,7 +16,11 @@ from groups.domain.planning import (
     PlanError,
     PlannedReset,
     ResetTarget,
+    MissedRange,
+    PlannedBackfill,
+    backfill_recommended,
     plan_backfill,
+    plan_backfill_of_findings,
     plan_reset,
     reset_drift,
     reset_mismatches,
@@ -193,6 +197,28 @@ def test_a_reset_is_done_only_when_read_back_equal_to_the_plan(committed, mismat
     assert reset_mismatches(plan=[planned(None, 0, 1), planned(9, 5, 2)], committed=committed) == mismatches
 
 
+@pytest.mark.parametrize(
+    ("redelivered", "missed_at_most", "recommended", "why"),
+    [
+        (1034, 73, True, "the demo: 14 times the loss and 961 records more"),
+        (730, 73, False, "exactly 10 times the loss is not more than 10 times"),
+        (731, 73, True, "just over 10 times, and 658 records more"),
+        (100, 5, False, "20 times the loss, but only 95 records more: cheaper than a Spark job"),
+        (106, 5, True, "over 10 times and 101 records more"),
+        (105, 5, False, "exactly 100 records more is not over the margin"),
+        (500, 0, False, "nothing was missed: there is nothing to backfill"),
+        (0, 0, False, "nothing re-delivered and nothing missed"),
+        (0, 73, False, "a reset that re-delivers nothing (a timestamp target, or a forward one) costs nothing"),
+        (60, 73, False, "re-delivering less than was missed cannot be far more"),
+        (5000, 600, False, "8 times the loss: the reset's duplicates are comparable to it"),
+    ],
+)
+def test_it_recommends_a_backfill_only_when_a_reset_redelivers_far_more_than_was_missed(
+    redelivered, missed_at_most, recommended, why
+):
+    assert backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most) is recommended, why
+
+
 def test_a_plan_survives_its_json_form():
     [plan] = plan_reset(target=ResetTarget("offset", 999), positions=[position(40)])
     assert PlannedReset.from_dict(plan.as_dict()) == plan
@@ -289,3 +315,64 @@ def test_a_backfill_range_counts_its_offsets_in_its_json_form():
     assert BackfillRange("orders", 2, 10, 25).as_dict() == {
         "topic": "orders", "partition": 2, "start": 10, "end": 25, "count": 15
     }
+
+
+def missed(**fields) -> MissedRange:
+    """orders[2]: a gap, [0, 40) definitely missed, first commit 43, likely start 41, end 90."""
+    return MissedRange(**{"topic": "orders", "partition": 2, "state": "gap", "start": 0, "definite_end": 40,
+                          "bound_end": 43, "likely_start": 41, "high_watermark": 90, **fields})
+
+
+@pytest.mark.parametrize(
+    ("finding", "until", "expected", "why"),
+    [
+        (missed(), "bound", (0, 43, 40, 3, "first commit (a bound)"),
+         "the default ends at the first commit, the sound bound: 40 certain losses, 3 the group may have read"),
+        (missed(), "likely", (0, 41, 40, 1, "likely start (an estimate)"),
+         "the operator may end at the likely start: 2 fewer possible duplicates, and possibly 2 not covered"),
+        (missed(start=25), "bound", (25, 43, 15, 3, "first commit (a bound)"),
+         "retention took [0,25): the plan starts at the first stored offset, certain losses counted from it"),
+        (missed(state="undecided", bound_end=None), "bound", (0, 90, 40, 50, "current end (no commit yet, so no bound)"),
+         "taken without a commit: no bound, so the default runs to the current end; all past H_k may be duplicates"),
+        (missed(definite_end=0, bound_end=70, likely_start=None), "bound", (0, 70, 0, 70, "first commit (a bound)"),
+         "owned at the first observation: nothing definite, everything up to the first commit possible"),
+        (missed(likely_start=40), "likely", (0, 40, 40, 0, "likely start (an estimate)"),
+         "a likely start at H_k: only certain losses are planned"),
+    ],
+)
+def test_a_backfill_of_findings_ends_at_the_bound_unless_told_otherwise(finding, until, expected, why):
+    (planned,) = plan_backfill_of_findings(missed=[finding], until=until)
+    start, end, definite, possible, basis = expected
+    assert planned == PlannedBackfill(BackfillRange("orders", 2, start, end), definite, possible, basis), why
+    assert planned.as_dict() == {"topic": "orders", "partition": 2, "start": start, "end": end,
+                                 "count": end - start, "definite": definite, "possible": possible, "basis": basis}
+
+
+@pytest.mark.parametrize(
+    ("finding", "until", "message", "why"),
+    [
+        (missed(state="pending", bound_end=None, likely_start=None), "bound",
+         "orders[2]: nobody has taken the partition yet, so a backfill now cannot cover what the group will skip "
+         "when it does; reset it to earliest while the group is empty, or wait",
+         "pending: the group will start wherever it starts later, so no backfill can be planned now"),
+        (missed(state="unowned", bound_end=None, likely_start=None), "bound",
+         "orders[2]: nobody has taken the partition yet, so a backfill now cannot cover what the group will skip "
+         "when it does; reset it to earliest while the group is empty, or wait",
+         "unowned: the same"),
+        (missed(state="covered", bound_end=None), "bound",
+         "orders[2]: nothing to backfill (covered: no missed range is left to replay)", "covered: nothing missed"),
+        (missed(likely_start=None), "likely", "orders[2]: no likely start is known; backfill to the bound instead",
+         "the estimate is not resolved yet"),
+        (missed(), "latest", "unknown range end 'latest': use bound or likely", "only bound or likely"),
+        (missed(start=43), "bound", "orders[2]: nothing to backfill in [43, 43)", "retention took all of it"),
+    ],
+)
+def test_a_backfill_of_findings_is_refused_with_the_reason(finding, until, message, why):
+    with pytest.raises(PlanError) as refused:
+        plan_backfill_of_findings(missed=[finding], until=until)
+    assert str(refused.value) == message, why
+
+
+def test_a_backfill_of_findings_is_planned_in_topic_and_partition_order():
+    planned = plan_backfill_of_findings(missed=[missed(partition=3), missed(topic="audit"), missed(partition=1)])
+    assert [(p.range.topic, p.range.partition) for p in planned] == [("audit", 2), ("orders", 1), ("orders", 3)]

@@ -8,8 +8,9 @@ import os
 import secrets
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+
+from groups.services.accounts import admin_ensure
 
 
 class Command(BaseCommand):
@@ -29,11 +30,5 @@ class Command(BaseCommand):
                 password_file.parent.mkdir(parents=True, exist_ok=True)
                 password_file.touch(mode=0o600)
                 password_file.write_text(password + "\n")
-        user, created = get_user_model().objects.get_or_create(
-            username=username, defaults={"is_staff": True, "is_superuser": True}
-        )
-        if created or not user.check_password(password):
-            user.is_staff = user.is_superuser = True
-            user.set_password(password)
-            user.save()
+        admin_ensure(username=username, password=password)
         self.stdout.write(f"login: {username} / {password}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from groups.services.audit import audit_record
+from groups.services.jobs import backfill_record_cli_run
 from groups.models import Cluster, RemediationJob
 from groups.domain.planning import BackfillRange, PlanError
 from groups.text import text_table
@@ -147,7 +147,5 @@ class Command(BaseCommand):
             self.stdout.write(line)
 
     def _audit(self, cluster, run_id: str, request, *, outcome: str, result: dict) -> None:
-        audit_record(action="backfill.cli", actor=None, cluster=cluster, object_type="backfill", object_id=run_id[:40],
-                     detail={"via": "cli", "run_id": run_id, "sink": request.sink, "outcome": outcome,
-                             "ranges": [r.as_dict() for r in request.ranges],
-                             "delivered": result.get("delivered"), "expected": result.get("expected")})
+        backfill_record_cli_run(cluster=cluster, run_id=run_id, sink=request.sink, outcome=outcome,
+                                ranges=[r.as_dict() for r in request.ranges], result=result)

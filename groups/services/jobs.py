@@ -1,0 +1,63 @@
+"""Writes an executor makes while a job runs, beside the status moves of
+``remediation.job_transition``: progress, attempts, a re-plan, a waiting job's
+reason, a job nobody can run, and the audit rows of an applied reset and of a
+backfill run from the command line. Each
+touches only a job still in the status the executor holds (compare-and-set),
+so a cancelled or finished job is never written behind its back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.utils import timezone
+
+from groups.models import RemediationJob
+from groups.services.audit import audit_record
+
+Status = RemediationJob.Status
+
+
+def jobs_touch_stalled(*, job_ids: Iterable[int]) -> None:
+    """Approved or queued jobs enqueued again (``recover_jobs``): touching
+    ``updated_at`` spaces their next recovery by another stall period."""
+    RemediationJob.objects.filter(id__in=list(job_ids), status__in=[Status.APPROVED, Status.QUEUED]).update(
+        updated_at=timezone.now())
+
+
+def job_note_unrunnable(*, job_id: int, reason: str) -> None:
+    """A queued job no installed executor can run stays queued, saying why."""
+    RemediationJob.objects.filter(id=job_id, status=Status.QUEUED).update(status_reason=reason)
+
+
+def job_record_progress(*, job_id: int, done: int, total: int) -> None:
+    RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(
+        progress_done=done, progress_total=total, updated_at=timezone.now())
+
+
+def job_record_result(*, job_id: int, result: dict, status: str = Status.RUNNING, **fields) -> None:
+    """A running (or waiting) job's result so far: a backfill's attempts, a reset's checks."""
+    RemediationJob.objects.filter(id=job_id, status=status).update(result=result, updated_at=timezone.now(),
+                                                                     **fields)
+
+
+def job_record_plan(*, job_id: int, plan: list[dict]) -> None:
+    """The plan a running reset re-made from live offsets, stored before it is applied."""
+    RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(plan=plan, updated_at=timezone.now())
+
+
+def reset_record_applied(*, job: RemediationJob, group_id: str, target: dict, rows: list[dict],
+                         verified: bool) -> None:
+    """The audit row of offsets committed by a reset, with what was read back."""
+    audit_record(
+        action="offsets.reset", actor=None, cluster=job.cluster, object_type="job", object_id=job.id,
+        detail={"group": group_id, "via": job.params.get("source", "dashboard"), "target": target,
+                "partitions": rows, "verified": verified},
+    )
+
+
+def backfill_record_cli_run(*, cluster, run_id: str, sink: str, outcome: str, ranges: list[dict],
+                            result: dict) -> None:
+    """The audit row of a backfill run from the command line (it has no job row)."""
+    audit_record(action="backfill.cli", actor=None, cluster=cluster, object_type="backfill", object_id=run_id[:40],
+                 detail={"via": "cli", "run_id": run_id, "sink": sink, "outcome": outcome, "ranges": ranges,
+                         "delivered": result.get("delivered"), "expected": result.get("expected")})
