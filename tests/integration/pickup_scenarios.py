@@ -35,8 +35,8 @@ from tests.integration.kafka_harness import (
 
 REFRESH_MS = 5000  # every client's own metadata refresh
 DECIDED = ("gap", "covered", "expired")
-# What a decided finding keeps for the assertions and the bench. The likely
-# start is read by ``likely_of`` (renamed from pickup_end in issue 26).
+# What a decided finding keeps for the assertions and the bench (plus its
+# likely start and evidence, as ``likely`` and ``likely_evidence``).
 FINDING_FIELDS = (
     "state", "first_log_start", "log_start_offset", "high_watermark", "pre_pickup_high_watermark", "first_commit",
     "missed_definite", "missed_possible", "backfill_start", "backfill_end", "pickup_after", "pickup_before",
@@ -92,13 +92,6 @@ def start_client(scenario: Scenario, bootstrap: str, group_id: str, topic: str):
     if kind in ("rdkafka-classic", "rdkafka-consumer"):
         return GroupConsumer(bootstrap, group_id, topic, protocol=kind.split("-", 1)[1], **common)
     raise ValueError(kind)
-
-
-def likely_of(row) -> tuple[int | None, str]:
-    """The finding's likely start and its evidence (``pickup_end`` before issue 26)."""
-    if hasattr(row, "likely_start"):
-        return row.likely_start, row.likely_start_evidence
-    return row.pickup_end, row.pickup_evidence
 
 
 @dataclass
@@ -162,12 +155,12 @@ class Driver:
 
 def _snapshot(row) -> dict:
     data = {name: getattr(row, name, None) for name in FINDING_FIELDS}
-    data["likely"], data["likely_evidence"] = likely_of(row)
+    data["likely"], data["likely_evidence"] = row.likely_start, row.likely_start_evidence
     return data
 
 
 def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, driver: Driver,
-                  decide_timeout: float = 90.0, wait_for_likely: bool | None = None,
+                  decide_timeout: float = 90.0, wait_for_likely: bool = False,
                   log: Callable[[str], None] = lambda line: None) -> list[Outcome]:
     """All ``scenarios`` at once against ``cluster`` (a groups.models.Cluster):
 
@@ -176,10 +169,9 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
     3. late joiners start, read partition 0 and commit on it (no full poll meanwhile);
     4. partition 1 is added to every topic in one request; each producer
        writes to it once its own metadata shows it;
-    5. until every finding is decided and every client read partition 1,
-       or ``decide_timeout``. Decided: a decided state and a first commit,
-       and with ``wait_for_likely`` a likely start too (by default only where
-       it still narrows the bounds: a core with ``pickup_end``, before issue 26).
+    5. until every finding is decided (a decided state and a first commit;
+       with ``wait_for_likely`` a likely start too) and every client read
+       partition 1, or ``decide_timeout``.
 
     Returns one Outcome per scenario; a scenario that timed out keeps what
     was last seen. Its consumer groups and topics are deleted afterwards.
@@ -187,8 +179,6 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
     from groups.models import Finding
 
     scenarios = list(scenarios)
-    if wait_for_likely is None:
-        wait_for_likely = not hasattr(Finding, "likely_start")
     tag = uuid.uuid4().hex[:8]
     outcomes = [Outcome(s, topic=f"pk-{s.id}-{tag}", group_id=f"pk-{s.id}-{tag}-g") for s in scenarios]
     producers: dict[str, RateProducer] = {}

@@ -94,6 +94,14 @@ def pickups(django_db_setup, django_db_blocker, kafka_bootstrap) -> dict[str, Ou
     return {outcome.scenario.id: outcome for outcome in outcomes}
 
 
+def assert_estimate_inside_bounds(outcome: Outcome) -> None:
+    """The likely start is an estimate shown inside what the broker proved: [H_k, C_f]."""
+    f = outcome.finding
+    if f["likely"] is not None:
+        low = f["first_log_start"] + f["missed_definite"]
+        assert low <= f["likely"] <= low + f["missed_possible"], outcome.describe()
+
+
 # The tests read plain results; the marker makes pytest-django create the test database for the fixture.
 @pytest.mark.django_db
 @pytest.mark.parametrize("scenario", [s.id for s in SCENARIOS if not s.late_join])
@@ -103,6 +111,7 @@ def test_the_bounds_hold_what_a_real_client_missed(pickups, scenario):
     assert outcome.problems() == [], outcome.describe()
     if outcome.truth:  # a trickle may reach a fast client only after it took the partition
         assert outcome.finding["state"] == "gap", outcome.describe()
+    assert_estimate_inside_bounds(outcome)
 
 
 @pytest.mark.django_db
@@ -115,6 +124,7 @@ def test_a_group_no_full_poll_saw_reading_still_gets_sound_findings(pickups):
     assert outcome.truth is not None and outcome.truth > 0, f"a latest client misses the first records: {outcome}"
     assert outcome.problems() == [], outcome.describe()
     assert outcome.finding["state"] == "gap", outcome.describe()
+    assert_estimate_inside_bounds(outcome)
 
 
 @pytest.mark.django_db(transaction=True)
