@@ -67,8 +67,15 @@ class Beat(Driver):
         self.tickers.append(Ticker(self._maybe_poll, interval=0.2))
 
     def close(self) -> None:
+        """Stops every ticker, then raises the first error a tick had."""
+        errors = []
         for ticker in self.tickers:
-            ticker.close()
+            try:
+                ticker.close()
+            except BaseException as error:  # noqa: BLE001 - raised below, once all are stopped
+                errors.append(error)
+        if errors:
+            raise errors[0]
 
 
 @pytest.fixture(scope="module")
