@@ -1,18 +1,27 @@
-"""Accuracy with real clients, and detection latency, against the deployed
+"""Soundness with real clients, and detection latency, against the deployed
 control plane: a real Celery worker and beat (the 1 s watcher tick, the 10 s
 full poll) in their own processes, on the bench database.
 
 Run with `bash bench/run.sh accuracy` or `bash bench/run.sh latency`.
 
-accuracy: per trial, one topic with one partition under steady production
-(``--rates``, messages a second per partition) read by four latest groups,
-each one client that refreshes metadata on its own 5 s timer and is never
-restarted: Kafka's Java console consumer (classic and consumer protocol) and
-librdkafka through confluent-kafka (classic and consumer protocol). A poll
-sees the groups reading, then partition 1 is added and the producer writes
-to it as soon as its metadata shows it. Truth = offsets of partition 1 the
-client never printed/received; Gapwatch = the finding's definite/possible;
-CLI = LAG of `kafka-consumer-groups --describe` on partition 1 afterwards.
+accuracy (issue 26): per trial, every scenario of
+tests/integration/pickup_scenarios.py at once, each a ``latest`` group on a
+topic of its own under steady production, read by one client nobody on the
+project wrote that picks the new partition up on its own 5 s metadata refresh
+and is never restarted: Kafka's Java console consumer (classic and KIP-848,
+default 5 s auto-commit), librdkafka (classic and KIP-848 with default
+auto-commit; manual synchronous commits every 25 records at 20 ms a record;
+1.5 s of work in on_assign), producers whose clock is 30 s ahead or behind
+(CreateTime), a LogAppendTime topic, and a group that joined right after a
+full poll and seconds before the change. ``--trials`` trials with the machine
+as it is (``idle``) and with a CPU-bound process per core beside it
+(``loaded``), started and killed by the bench.
+
+Per trial and client: S = the first offset the client read on the new
+partition, truth = offsets below S it never received; *sound* = truth in
+[definite, definite + possible] and the default backfill reaches S; the
+width of possible (records, and seconds of the scenario's traffic); the
+likely estimate's error (likely start - S, records).
 
 latency: a group with a commit on a topic; 20 times, `create_partitions`
 returns -> the finding of the added partition is listed by
@@ -24,6 +33,7 @@ spread over the watcher's phase.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -42,20 +52,10 @@ django.setup()
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition  # noqa: E402
 from confluent_kafka.admin import NewPartitions  # noqa: E402
 
-from groups.models import Cluster, Finding  # noqa: E402
+from groups.models import Cluster  # noqa: E402
 from tasks.polling import poll_cluster  # noqa: E402
-from tests.integration.kafka_harness import (  # noqa: E402
-    Broker,
-    GroupConsumer,
-    JavaConsoleConsumer,
-    RateProducer,
-    kafka_jars,
-    never_consumed,
-    wait_until,
-)
-
-CLIENTS = ("java-classic", "java-consumer", "rdkafka-classic", "rdkafka-consumer")
-REFRESH_MS = 5000
+from tests.integration.kafka_harness import Broker, wait_until  # noqa: E402
+from tests.integration.pickup_scenarios import SCENARIOS, Driver, Outcome, run_scenarios  # noqa: E402
 
 
 @contextmanager
@@ -90,101 +90,112 @@ def _answers(ping) -> bool:
         return False
 
 
-def start_client(name: str, bootstrap: str, group_id: str, topic: str):
-    if name.startswith("java"):
-        return JavaConsoleConsumer(bootstrap, group_id, topic, protocol=name.split("-")[1], refresh_ms=REFRESH_MS)
-    return GroupConsumer(bootstrap, group_id, topic, offset_reset="latest", refresh_ms=REFRESH_MS,
-                         protocol=name.split("-")[1], commit_interval_ms=5000)
+class Deployed(Driver):
+    """The deployed beat polls and watches; a late joiner starts right after one of its full polls."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def before_late_joiners(self) -> None:
+        polls = Cluster.objects.get(id=self.cluster.id).polls_total
+        wait_until(lambda: Cluster.objects.get(id=self.cluster.id).polls_total > polls, timeout=120, interval=0.1,
+                   what="the next full poll")
 
 
-def cli_lag(bootstrap: str, topic: str, group_ids: list[str]) -> dict[str, str]:
-    """LAG of partition 1 per group from `kafka-consumer-groups --describe`."""
-    command = ["java", "-Xmx128m", "-cp", kafka_jars(), "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-               "--bootstrap-server", bootstrap, "--describe"]
-    for group_id in group_ids:
-        command += ["--group", group_id]
-    output = subprocess.run(command, capture_output=True, text=True, timeout=120).stdout
-    lags = {}
-    for line in output.splitlines():
-        fields = line.split()
-        if len(fields) >= 6 and fields[1] == topic and fields[2] == "1":
-            lags[fields[0]] = fields[5]
-    return lags
-
-
-def accuracy_trial(broker: Broker, cluster: Cluster, rate: int) -> list[dict]:
-    topic = f"acc-{uuid.uuid4().hex[:8]}"
-    groups = {name: f"{topic}-{name}" for name in CLIENTS}
-    broker.create_topic(topic, 1)
-    producer = RateProducer(broker.bootstrap, topic, rate=rate, partitions=[0])
-    clients = {name: start_client(name, broker.bootstrap, group_id, topic) for name, group_id in groups.items()}
+@contextmanager
+def cpu_load(processes: int):
+    """``processes`` CPU-bound processes beside the bench, ended by their own pids."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(processes)]
     try:
-        wait_until(lambda: all(c.count(0) > 0 for c in clients.values()), timeout=120, interval=0.5,
-                   what="every client to read partition 0")
-        wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok and cluster.groups.filter(
-            group_topics__topic__name=topic).count() == len(groups), interval=0.5, what="a poll to see the groups")
-        broker.raise_partitions(topic, 2)
-        producer.add([1])
-
-        def decided() -> bool:
-            rows = Finding.objects.filter(topic__name=topic, partition=1)
-            return rows.count() == len(groups) and all(r.state not in ("pending", "undecided") and r.likely_start is not None
-                                                       for r in rows)
-
-        try:
-            wait_until(decided, timeout=120, interval=0.5, what="every finding decided")
-        except AssertionError:
-            for row in Finding.objects.filter(topic__name=topic).select_related("group"):
-                print(f"UNDECIDED? {row.group.group_id} p{row.partition} {row.state} likely={row.likely_start} "
-                      f"before={row.pickup_before} {row.explanation}", flush=True)
-            raise
+        yield
     finally:
-        producer.stop()
-    poll_cluster(cluster_id=cluster.id)  # the end of partition 1 now that production stopped
-    end = Finding.objects.filter(topic__name=topic, partition=1).values_list("high_watermark", flat=True)[0]
-    try:
-        wait_until(lambda: all(c.count(1) and max(c.offsets(1)) == end - 1 for c in clients.values()), timeout=60,
-                   interval=0.5, what="every client to read partition 1 to its end")
-        time.sleep(6)  # a commit interval, so the CLI sees the groups' final commits
-        lags = cli_lag(broker.bootstrap, topic, list(groups.values()))
-    finally:
-        for client in clients.values():
-            client.close()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def trial_rows(outcomes: list[Outcome], load: str, trial: int) -> list[dict]:
     rows = []
-    for name, group_id in groups.items():
-        finding = Finding.objects.get(topic__name=topic, partition=1, group__group_id=group_id)
-        truth = never_consumed(clients[name].offsets(1), log_start=0, end=end)
-        definite, possible = finding.missed_definite, finding.missed_possible
-        window = ((finding.pickup_before - finding.pickup_after).total_seconds()
-                  if finding.pickup_after and finding.pickup_before else None)
+    for o in outcomes:
+        f = o.finding or {}
+        client = o.scenario.id
+        if o.scenario.late_join and o.seen_before_change:
+            client += " (a full poll saw it first)"
+        likely = f.get("likely")
         rows.append({
-            "client": name, "rate": rate, "truth": truth, "definite": definite, "possible": possible,
-            "bracketed": definite <= truth <= definite + possible, "cli_lag": lags.get(group_id, "?"),
-            "window": window, "evidence": finding.likely_start_evidence, "first_commit": finding.first_commit,
+            "client": client, "load": load, "trial": trial, "rate": o.scenario.rate, "start": o.start,
+            "truth": o.truth, "definite": f.get("missed_definite"), "possible": f.get("missed_possible"),
+            "first_commit": f.get("first_commit"), "backfill": [f.get("backfill_start"), f.get("backfill_end")],
+            "state": f.get("state"), "likely": likely, "likely_evidence": f.get("likely_evidence"),
+            "likely_error": likely - o.start if likely is not None and o.start is not None else None,
+            "decided_after_s": o.decided_after_s, "sound": not o.problems(), "problems": o.problems(),
+            "skipped_after_start": o.skipped_after_start, "notes": o.notes,
         })
-    broker.admin.delete_consumer_groups(list(groups.values()))
     return rows
 
 
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def summary_table(rows: list[dict]) -> str:
+    lines = ["| client | load | trials | sound | possible, records: median (max) | possible, s of traffic: "
+             "median (max) | likely - S, records: median, p90 of abs, [min, max] | decided after, s: median (max) |",
+             "|---|---|---|---|---|---|---|---|"]
+    keys = list(dict.fromkeys((r["client"], r["load"]) for r in rows))
+    for client, load in keys:
+        group = [r for r in rows if (r["client"], r["load"]) == (client, load)]
+        sound = sum(r["sound"] for r in group)
+        possible = [r["possible"] for r in group if r["possible"] is not None]
+        seconds = [r["possible"] / r["rate"] for r in group if r["possible"] is not None]
+        errors = [r["likely_error"] for r in group if r["likely_error"] is not None]
+        decided = [r["decided_after_s"] for r in group if r["decided_after_s"] is not None]
+        width = f"{statistics.median(possible):.0f} ({max(possible)})" if possible else "-"
+        width_s = f"{statistics.median(seconds):.2f} ({max(seconds):.2f})" if seconds else "-"
+        error = (f"{statistics.median(errors):+.0f}, {_pct([abs(e) for e in errors], 0.9):.0f}, "
+                 f"[{min(errors):+d}, {max(errors):+d}]" if errors else "-")
+        took = f"{statistics.median(decided):.1f} ({max(decided):.1f})" if decided else "-"
+        lines.append(f"| {client} | {load} | {len(group)} | {sound} ({100 * sound / len(group):.0f}%) | {width} | "
+                     f"{width_s} | {error} | {took} |")
+    return "\n".join(lines)
+
+
 def run_accuracy(args, broker: Broker, cluster: Cluster) -> None:
-    rows = []
-    for rate in args.rates:
-        for number in range(args.trials):
-            for row in accuracy_trial(broker, cluster, rate):
-                rows.append(row)
-                print(f"rate {rate} trial {number + 1}: {row}", flush=True)
-    print("\n| client | msg/s | trial | truth (never consumed) | Gapwatch definite / possible | bracketed | "
-          "pickup window | CLI LAG |")
-    print("|---|---|---|---|---|---|---|---|")
-    trial = {}
-    for row in rows:
-        key = (row["client"], row["rate"])
-        trial[key] = trial.get(key, 0) + 1
-        window = f"{row['window']:.1f} s" if row["window"] is not None else "owned at first sight"
-        print(f"| {row['client']} | {row['rate']} | {trial[key]} | {row['truth']} | {row['definite']} / "
-              f"{row['possible']} | {'yes' if row['bracketed'] else '**no**'} | {window} | {row['cli_lag']} |")
-    print(f"\nbracketed: {sum(r['bracketed'] for r in rows)}/{len(rows)}; possible as seconds of traffic: "
-          + ", ".join(f"{r['possible'] / r['rate']:.2f}" for r in rows))
+    rows, errors = [], []
+    out = open(args.jsonl, "a") if args.jsonl else None  # noqa: SIM115 - closed below
+    try:
+        for load in args.load:
+            with cpu_load((os.cpu_count() or 1) if load == "loaded" else 0):
+                for number in range(1, args.trials + 1):
+                    began = time.monotonic()
+                    try:
+                        outcomes = run_scenarios(
+                            broker, cluster, SCENARIOS, driver=Deployed(cluster), decide_timeout=args.decide_timeout,
+                            wait_for_likely=True,
+                            log=lambda line: print(f"  {time.monotonic() - began:6.1f}s {line}", flush=True))
+                    except Exception as error:  # noqa: BLE001 - a trial that could not run is reported, not fatal
+                        errors.append(f"{load} trial {number}: {error!r}")
+                        print(f"{load} trial {number} did not run: {error!r}", flush=True)
+                        continue
+                    for row in trial_rows(outcomes, load, number):
+                        rows.append(row)
+                        if out:
+                            out.write(json.dumps(row) + "\n")
+                            out.flush()
+                        print(f"{load} trial {number}: {'sound' if row['sound'] else 'UNSOUND'} {row['client']}: "
+                              f"S {row['start']}, definite/possible {row['definite']}/{row['possible']}, "
+                              f"first commit {row['first_commit']}, likely {row['likely']}, {row['problems']}",
+                              flush=True)
+                    print(f"{load} trial {number} took {time.monotonic() - began:.0f}s", flush=True)
+    finally:
+        if out:
+            out.close()
+    print("\n" + summary_table(rows))
+    sound = sum(r["sound"] for r in rows)
+    print(f"\nsound: {sound}/{len(rows)} client-trials; trials that could not run: {len(errors)}")
+    for error in errors:
+        print(f"- {error}")
 
 
 def api_lists(client, topic: str, partition: int) -> bool:
@@ -226,10 +237,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["accuracy", "latency"])
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
-    parser.add_argument("--trials", type=int, default=None)
-    parser.add_argument("--rates", type=int, nargs="+", default=[50, 500])
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--load", nargs="+", choices=["idle", "loaded"], default=["idle", "loaded"],
+                        help="accuracy: the machine as it is, and with a CPU-bound process per core beside it")
+    parser.add_argument("--decide-timeout", type=float, default=120.0)
+    parser.add_argument("--jsonl", default="", help="accuracy: also append every client-trial as a JSON line here")
     args = parser.parse_args()
-    args.trials = args.trials or (5 if args.mode == "accuracy" else 20)
     Cluster.objects.filter(name="bench").delete()
     cluster = Cluster.objects.create(name="bench", bootstrap_servers=args.bootstrap)
     broker = Broker(args.bootstrap)

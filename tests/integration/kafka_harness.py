@@ -10,7 +10,7 @@ import threading
 import time
 from collections import defaultdict
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 
@@ -68,18 +68,24 @@ class GroupConsumer:
 
     ``delay`` slows consumption (seconds per message) and commits after each
     message, so a poll can see a commit in the middle of a backlog.
+    ``commit_every`` turns auto-commit off and commits synchronously (all
+    consumed positions) after every that many messages instead, as an
+    application that commits in batches does; ``delay`` then only slows it.
+    ``assign_work_s``: seconds the ``on_assign`` callback works before it
+    returns (the client fetches its start positions only afterwards).
     """
 
     def __init__(self, bootstrap: str, group_id: str, topic: str, *, offset_reset: str,
                  refresh_ms: int = 600_000, delay: float = 0.0, client_id: str | None = None,
-                 protocol: str = "classic", commit_interval_ms: int = 300) -> None:
+                 protocol: str = "classic", commit_interval_ms: int = 300, commit_every: int = 0,
+                 assign_work_s: float = 0.0) -> None:
         config = {
             "bootstrap.servers": bootstrap,
             "group.id": group_id,
             "client.id": client_id or f"{group_id}-client",
             "auto.offset.reset": offset_reset,
             "topic.metadata.refresh.interval.ms": refresh_ms,
-            "enable.auto.commit": delay == 0,
+            "enable.auto.commit": delay == 0 and commit_every == 0,
             "auto.commit.interval.ms": commit_interval_ms,
         }
         if protocol == "classic":
@@ -90,8 +96,12 @@ class GroupConsumer:
         self.consumer = Consumer(config)
         self.topic = topic
         self.delay = delay
+        self.commit_every = commit_every
+        self.assign_work_s = assign_work_s
+        self.commit_errors = 0
         self.received: dict[int, list[int]] = defaultdict(list)
         self.assigned: set[int] = set()
+        self._uncommitted = 0
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.consumer.subscribe([topic], on_assign=self._on_assign)
@@ -99,6 +109,8 @@ class GroupConsumer:
         self._thread.start()
 
     def _on_assign(self, consumer, partitions) -> None:
+        if self.assign_work_s:
+            time.sleep(self.assign_work_s)  # the application's own work (caches, a seek) before it reads
         with self._lock:
             self.assigned = {p.partition for p in partitions}
 
@@ -109,8 +121,17 @@ class GroupConsumer:
                 continue
             with self._lock:
                 self.received[message.partition()].append(message.offset())
-            if self.delay:
+            if self.commit_every:
+                self._uncommitted += 1
+                if self._uncommitted >= self.commit_every:
+                    try:
+                        self.consumer.commit(asynchronous=False)
+                        self._uncommitted = 0
+                    except KafkaException:
+                        self.commit_errors += 1  # e.g. a rebalance in progress: the next message retries
+            elif self.delay:
                 self.consumer.commit(message=message, asynchronous=False)
+            if self.delay:
                 time.sleep(self.delay)
 
     def count(self, partition: int) -> int:
@@ -143,8 +164,9 @@ _PRINTED = re.compile(r"Partition:(\d+)\tOffset:(\d+)")
 class JavaConsoleConsumer:
     """Kafka's own console consumer in a JVM of its own: an independent client
     that refreshes metadata on its own timer (``metadata.max.age.ms``).
-    Without ``--from-beginning`` a new group starts at latest. ``received``
-    holds the offsets it printed, per partition."""
+    Without ``--from-beginning`` a new group starts at latest. Auto-commit is
+    left at the client's defaults (on, every 5 s, with ``--group``).
+    ``received`` holds the offsets it printed, per partition."""
 
     def __init__(self, bootstrap: str, group_id: str, topic: str, *, protocol: str,
                  refresh_ms: int = 5000) -> None:
@@ -192,12 +214,17 @@ class JavaConsoleConsumer:
 class RateProducer:
     """Produces ``rate`` messages a second to each partition in ``partitions``,
     as a steady application would; ``add`` starts writing to more partitions
-    once this producer's own metadata shows them."""
+    once this producer's own metadata shows them. ``clock_skew_s``: the
+    producer's clock is that far ahead (negative: behind), so every record's
+    CreateTime is off by it (the broker accepts up to an hour either way by
+    default)."""
 
-    def __init__(self, bootstrap: str, topic: str, *, rate: float, partitions: list[int]) -> None:
+    def __init__(self, bootstrap: str, topic: str, *, rate: float, partitions: list[int],
+                 clock_skew_s: float = 0.0) -> None:
         self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
         self.topic = topic
         self.rate = rate
+        self.clock_skew_s = clock_skew_s
         self.partitions = list(partitions)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -205,10 +232,14 @@ class RateProducer:
 
     def add(self, partitions: list[int]) -> None:
         total = max(partitions) + 1
-        wait_until(
-            lambda: len(self.producer.list_topics(self.topic, timeout=10).topics[self.topic].partitions) >= total,
-            interval=0.05, what=f"the producer to see {total} partitions of {self.topic}",
-        )
+
+        def sees() -> bool:
+            try:
+                return len(self.producer.list_topics(self.topic, timeout=2).topics[self.topic].partitions) >= total
+            except KafkaException:
+                return False  # a metadata request that timed out (a busy broker): ask again
+
+        wait_until(sees, interval=0.05, what=f"the producer to see {total} partitions of {self.topic}")
         self.partitions = self.partitions + list(partitions)
 
     def _run(self) -> None:
@@ -216,7 +247,11 @@ class RateProducer:
         next_at = time.monotonic()
         while not self._stop.is_set():
             for partition in list(self.partitions):
-                self.producer.produce(self.topic, value=b"x", partition=partition)
+                if self.clock_skew_s:
+                    stamp = int((time.time() + self.clock_skew_s) * 1000)
+                    self.producer.produce(self.topic, value=b"x", partition=partition, timestamp=stamp)
+                else:
+                    self.producer.produce(self.topic, value=b"x", partition=partition)
             self.producer.poll(0)
             next_at += period
             pause = next_at - time.monotonic()
@@ -227,6 +262,13 @@ class RateProducer:
         self._stop.set()
         self._thread.join(timeout=10)
         self.producer.flush(30)
+
+
+def group_committed(admin: AdminClient, group_id: str, topic: str, partitions: list[int]) -> dict[int, int]:
+    """The group's committed offsets on ``partitions`` as the broker answers them (-1001: none)."""
+    request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, p) for p in partitions])
+    answer = admin.list_consumer_group_offsets([request])[group_id].result(timeout=30)
+    return {tp.partition: tp.offset for tp in answer.topic_partitions}
 
 
 def never_consumed(received: list[int], *, log_start: int, end: int) -> int:

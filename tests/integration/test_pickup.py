@@ -1,28 +1,24 @@
-"""Real clients pick a new partition up on their own metadata refresh while
-the watcher runs: Gapwatch's definite/possible must bracket what the client
-never consumed (issue 11). The clients are Kafka's own Java console consumer
-(KIP-848 protocol) and librdkafka (confluent-kafka) in both protocols; none
-is restarted, each refreshes metadata every 5 s."""
+"""Real clients nobody on the project wrote pick a new partition up on their
+own metadata refresh while Gapwatch runs as celery beat drives it: every
+truth (what the client itself never read) must lie in [definite, definite +
+possible], and the default backfill must reach where the client really
+started (issues 11 and 26). The scenarios (tests/integration/pickup_scenarios.py)
+run all at once, each on its own topic and group, so the whole set costs
+about one pickup; each test then checks one client's result."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from django.conf import settings
 from django.db import connection
 
-from groups.models import Finding
-from tasks.jobs import watch_cluster_task
+from groups.models import Cluster, Finding
+from tasks.jobs import poll_cluster_task, watch_cluster_task
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import (
-    GroupConsumer,
-    JavaConsoleConsumer,
-    RateProducer,
-    Ticker,
-    never_consumed,
-    wait_until,
-)
-
-RATE = 50  # messages a second to every partition
+from tests.integration.kafka_harness import Broker, GroupConsumer, Ticker, wait_until
+from tests.integration.pickup_scenarios import SCENARIOS, Driver, Outcome, run_scenarios
 
 
 def watch(cluster_id: int) -> None:
@@ -32,73 +28,110 @@ def watch(cluster_id: int) -> None:
         connection.close()  # the ticker's thread has its own connection
 
 
-def pickup_trial(broker, cluster, topic: str, group_id: str, start_client) -> tuple[int, Finding]:
-    """1. A latest group reads partition 0 of ``topic`` under steady production,
-       and a poll sees it reading the topic.
-    2. Partition 1 is added; the producer writes to it as soon as its own
-       metadata shows it; the watcher ticks every second.
-    3. The client takes partition 1 on its own refresh. Once Gapwatch decided
-       the finding and the client read to the end, return the truth (offsets
-       of partition 1 it never received) and the finding."""
-    broker.create_topic(topic, 1)
-    producer = RateProducer(broker.bootstrap, topic, rate=RATE, partitions=[0])
-    client = start_client()
-    ticker = None
-    try:
-        wait_until(lambda: client.count(0) > 0, timeout=90, what=f"{group_id} to read partition 0")
-        wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok and cluster.groups.filter(
-            group_id=group_id, group_topics__topic__name=topic).exists(), interval=0.5,
-            what=f"a poll to see {group_id} reading {topic}")
-        ticker = Ticker(lambda: watch(cluster.id), interval=1.0)
-        broker.raise_partitions(topic, 2)
-        producer.add([1])
+class Beat(Driver):
+    """Celery beat's two schedules for one cluster, run in this process through
+    the real task functions: the watcher tick every WATCH_INTERVAL_SECONDS
+    and, from the partition change on, the full poll every
+    POLL_INTERVAL_SECONDS (sooner when a poll asks for its FAST_POLL_SECONDS
+    follow-up, which poll_cluster_task would enqueue for a worker)."""
 
-        def decided() -> Finding | None:
-            row = Finding.objects.filter(topic__name=topic, group__group_id=group_id, partition=1).first()
-            return row if row is not None and row.state not in ("pending", "undecided") and row.likely_start is not None else None
+    def __init__(self, cluster_id: int) -> None:
+        self.cluster_id = cluster_id
+        self.tickers: list[Ticker] = []
+        self.poll_due: float | None = None
+        self.full_polls = 0
 
-        wait_until(decided, timeout=90, interval=0.5, what=f"{group_id}'s finding to be decided")
-        producer.stop()
-        poll_cluster(cluster_id=cluster.id)
-        row = Finding.objects.get(topic__name=topic, group__group_id=group_id, partition=1)
-        wait_until(lambda: client.count(1) and max(client.offsets(1)) == row.high_watermark - 1, timeout=60,
-                   what=f"{group_id} to read partition 1 to its end")
-        return never_consumed(client.offsets(1), log_start=0, end=row.high_watermark), decided()
-    finally:
-        if ticker is not None:
-            ticker.close()
-        producer.stop()
-        client.close()
+    def full_poll(self) -> None:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(poll_cluster_task, "apply_async", self._follow_up)
+            try:
+                poll_cluster_task(self.cluster_id)
+                self.full_polls += 1
+            finally:
+                connection.close()
 
+    def _follow_up(self, args, countdown: float = 0, **_) -> None:
+        due = time.monotonic() + countdown
+        self.poll_due = due if self.poll_due is None else min(self.poll_due, due)
 
-def assert_brackets(truth: int, finding: Finding) -> None:
-    definite, possible = finding.missed_definite, finding.missed_possible
-    assert finding.state == "gap", finding.explanation
-    assert definite <= truth <= definite + possible, (truth, definite, possible, finding.explanation)
-    assert (finding.backfill_start, finding.backfill_end) == (0, definite + possible)
-    evidence = finding.likely_start_evidence
-    assert evidence.startswith("time index (CreateTime)") or "log end" in evidence
-    # The time index gives an estimate only, inside what the broker proved.
-    assert definite <= finding.likely_start <= definite + possible, finding.explanation
+    def _maybe_poll(self) -> None:
+        if self.poll_due is not None and time.monotonic() >= self.poll_due:
+            self.poll_due = time.monotonic() + settings.POLL_INTERVAL_SECONDS
+            self.full_poll()
 
+    def before_late_joiners(self) -> None:
+        self.tickers.append(Ticker(lambda: watch(self.cluster_id), interval=settings.WATCH_INTERVAL_SECONDS))
 
-@pytest.mark.django_db(transaction=True)
-def test_it_brackets_what_a_kip848_java_console_consumer_missed(broker, cluster, unique):
-    topic, group_id = f"pickup-java-{unique}", f"java848-{unique}"
-    truth, finding = pickup_trial(broker, cluster, topic, group_id, lambda: JavaConsoleConsumer(
-        broker.bootstrap, group_id, topic, protocol="consumer", refresh_ms=5000))
-    assert_brackets(truth, finding)
-    assert finding.missed_definite > 0, "the watcher saw the partition unowned before the group took it"
+    def after_change(self) -> None:
+        self.poll_due = time.monotonic() + settings.POLL_INTERVAL_SECONDS
+        self.tickers.append(Ticker(self._maybe_poll, interval=0.2))
+
+    def close(self) -> None:
+        """Stops every ticker, then raises the first error a tick had."""
+        errors = []
+        for ticker in self.tickers:
+            try:
+                ticker.close()
+            except BaseException as error:  # noqa: BLE001 - raised below, once all are stopped
+                errors.append(error)
+        if errors:
+            raise errors[0]
 
 
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_it_brackets_what_a_librdkafka_consumer_missed(broker, cluster, unique, protocol):
-    topic, group_id = f"pickup-rdk-{unique}", f"rdk-{protocol}-{unique}"
-    truth, finding = pickup_trial(broker, cluster, topic, group_id, lambda: GroupConsumer(
-        broker.bootstrap, group_id, topic, offset_reset="latest", refresh_ms=5000, protocol=protocol,
-        commit_interval_ms=1000))
-    assert_brackets(truth, finding)
+@pytest.fixture(scope="module")
+def pickups(django_db_setup, django_db_blocker, kafka_bootstrap) -> dict[str, Outcome]:
+    """Every scenario at once on one cluster (about one pickup's time); the
+    results are plain data, and the cluster is deleted before any test runs."""
+    with django_db_blocker.unblock():
+        cluster = Cluster.objects.create(name="pickups", bootstrap_servers=kafka_bootstrap)
+        broker, beat = Broker(kafka_bootstrap), Beat(cluster.id)
+        try:
+            began = time.monotonic()
+            outcomes = run_scenarios(broker, cluster, SCENARIOS, driver=beat,
+                                     log=lambda line: print(f"{time.monotonic() - began:6.1f}s {line}"))
+        finally:
+            try:
+                beat.close()
+            finally:
+                broker.close()
+                Cluster.objects.filter(id=cluster.id).delete()
+                connection.close()
+    for outcome in outcomes:
+        print(outcome.describe())
+    return {outcome.scenario.id: outcome for outcome in outcomes}
+
+
+def assert_estimate_inside_bounds(outcome: Outcome) -> None:
+    """The likely start is an estimate shown inside what the broker proved: [H_k, C_f]."""
+    f = outcome.finding
+    if f["likely"] is not None:
+        low = f["first_log_start"] + f["missed_definite"]
+        assert low <= f["likely"] <= low + f["missed_possible"], outcome.describe()
+
+
+# The tests read plain results; the marker makes pytest-django create the test database for the fixture.
+@pytest.mark.django_db
+@pytest.mark.parametrize("scenario", [s.id for s in SCENARIOS if not s.late_join])
+def test_the_bounds_hold_what_a_real_client_missed(pickups, scenario):
+    outcome = pickups[scenario]
+    assert outcome.seen_before_change, "a full poll saw the group reading before the change"
+    assert outcome.problems() == [], outcome.describe()
+    if outcome.truth:  # a trickle may reach a fast client only after it took the partition
+        assert outcome.finding["state"] == "gap", outcome.describe()
+    assert_estimate_inside_bounds(outcome)
+
+
+@pytest.mark.django_db
+def test_a_group_no_full_poll_saw_reading_still_gets_sound_findings(pickups):
+    """Issue 26 item 4: the group joined the topic seconds before the change
+    and after the last full poll; it lost what a latest client loses and
+    must get a finding like any other."""
+    outcome = pickups["rdkafka-late-joiner"]
+    assert not outcome.seen_before_change, "the precondition: no full poll recorded it reading the topic"
+    assert outcome.truth is not None and outcome.truth > 0, f"a latest client misses the first records: {outcome}"
+    assert outcome.problems() == [], outcome.describe()
+    assert outcome.finding["state"] == "gap", outcome.describe()
+    assert_estimate_inside_bounds(outcome)
 
 
 @pytest.mark.django_db(transaction=True)
