@@ -47,8 +47,10 @@ what the broker observed; everything else is an estimate and named so:
   or above it. Once any observation saw p taken, ``H_k`` is frozen: a later
   observation without owner (the member left before committing) proves nothing
   about the first member's start.
-- ``C_f`` bounds it from above: a ``latest`` member commits at or above where
-  it started (Java's first auto-commit is its start position). It is the only
+- ``C_f`` bounds it from above: a ``latest`` member commits its position, which
+  only grows from where it started (with default auto-commit the first commit
+  comes about one interval after the start, so ``[S, C_f)`` is ~5 s of
+  traffic; bench/RESULTS.md). It is the only
   upper bound: until a first commit is seen the finding is ``undecided`` and
   has no upper bound, no backfill range, and says what the operator can do.
 - ``pickup_after`` / ``pickup_before``: the pickup bracket, when the last
