@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,31 +24,6 @@ def unique():
 @pytest.fixture(scope="session")
 def kafka_bootstrap() -> str:
     return os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
-
-
-def services(action: str, service: str) -> None:
-    subprocess.run(["bash", str(ROOT / "scripts" / "services.sh"), action, service], check=True, timeout=180)
-
-
-@contextmanager
-def kafka_stopped():
-    """Stops the local broker and always starts it again."""
-    services("stop", "kafka")
-    try:
-        yield
-    finally:
-        services("start", "kafka")
-
-
-@pytest.fixture
-def stopped_kafka():
-    with kafka_stopped():
-        yield
-
-
-@pytest.fixture
-def stopped_kafka_factory():
-    return kafka_stopped
 
 
 @pytest.fixture

@@ -3,13 +3,15 @@ polled by the real adapter and written to the real database (no mocks)."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from django.test import override_settings
 from django.utils import timezone
 from gapwatch_guard.keys import guard_starts_key, known_partitions_key
 
 from groups.services import known_partitions
-from groups.models import ConsumerGroup, Finding, PartitionGeneration
+from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import GroupConsumer, wait_until
 
@@ -195,7 +197,7 @@ def test_a_group_that_never_refreshes_leaves_the_partition_unowned(broker, clust
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_failed_poll_changes_only_the_cluster_status(broker, cluster, unique, stopped_kafka_factory):
+def test_a_failed_poll_changes_only_the_cluster_status(broker, cluster, unique, settings):
     topic, group_id = f"outage-{unique}", f"outage-{unique}"
     broker.create_topic(topic, 2)
     consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest")
@@ -208,16 +210,24 @@ def test_a_failed_poll_changes_only_the_cluster_status(broker, cluster, unique, 
     before = list(Finding.objects.order_by("id").values())
     topics_before = list(cluster.topics.order_by("id").values("name", "deleted", "partition_count"))
 
-    with stopped_kafka_factory():
-        summary = poll_cluster(cluster_id=cluster.id)
-        assert not summary.ok
-        cluster.refresh_from_db()
-        assert cluster.status == "unreachable" and cluster.last_error
-        assert cluster.poll_failures_total == 1
-        assert list(Finding.objects.order_by("id").values()) == before
-        assert list(cluster.topics.order_by("id").values("name", "deleted", "partition_count")) == topics_before
+    # The cluster stops answering: its address now leads nowhere. (The shared broker keeps
+    # running for the other tests; tests/faults stops real brokers of their own.)
+    reachable = cluster.bootstrap_servers
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        nowhere = f"127.0.0.1:{probe.getsockname()[1]}"
+    settings.KAFKA_TIMEOUT_SECONDS = 3
+    Cluster.objects.filter(id=cluster.id).update(bootstrap_servers=nowhere)
+    summary = poll_cluster(cluster_id=cluster.id)
+    assert not summary.ok
+    cluster.refresh_from_db()
+    assert cluster.status == "unreachable" and cluster.last_error
+    assert cluster.poll_failures_total == 1
+    assert list(Finding.objects.order_by("id").values()) == before
+    assert list(cluster.topics.order_by("id").values("name", "deleted", "partition_count")) == topics_before
 
-    wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok, timeout=60, interval=1, what="poll after restart")
+    Cluster.objects.filter(id=cluster.id).update(bootstrap_servers=reachable)
+    wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok, timeout=60, interval=1, what="poll once it answers")
     cluster.refresh_from_db()
     assert (cluster.status, cluster.last_error) == ("ok", "")
     assert findings(topic, group_id)[2].lag == 7
