@@ -701,6 +701,28 @@ STORIES = [
         "claims what a member may have read",
         id="taken-then-let-go-keeps-h-k",
     ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 100), Step(0, 150, owned=True), Step(0, 200)),
+            states=("pending", "undecided", "undecided"),
+            final=dict(pre_pickup_high_watermark=100, missed_definite=100, owner_member_id=None),
+            explanation_mentions="a member took the partition, no commit yet",
+        ),
+        "the member that took p left without committing: still undecided, said of \"a member\" since no "
+        "member owns p now",
+        id="taken-then-let-go-is-still-undecided",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(30, 100), Step(30, 180, owned=True)),
+            policy="latest",
+            states=("pending", "undecided"),
+            final=dict(first_log_start=30, missed_definite=70, policy_source="declared", backfill_end=None),
+            explanation_mentions="declared latest: 70 definitely missed [30, 100)",
+        ),
+        "declared latest, taken without a commit, log start 30: [30,100) is missed, counted from the log start",
+        id="taken-without-commit-declared-latest-from-a-log-start",
+    ),
     # --- the likely start: an estimate, never a bound (issues 11, 26) ---
     pytest.param(
         Story(
@@ -727,6 +749,7 @@ STORIES = [
             steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True, commit=260, likely_start=400)),
             states=("pending", "pending", "gap"),
             final=dict(missed_definite=180, missed_possible=80, backfill_end=260, likely_start=260),
+            explanation_mentions="likely start 260 (an estimate",
         ),
         "a time index answer of 400 (producer clock behind, or a late resolution) lies above the first commit "
         "260, where a latest member cannot have started: the estimate is kept at 260",

@@ -211,6 +211,7 @@ def test_a_reset_is_done_only_when_read_back_equal_to_the_plan(committed, mismat
         (0, 73, False, "a reset that re-delivers nothing (a timestamp target, or a forward one) costs nothing"),
         (60, 73, False, "re-delivering less than was missed cannot be far more"),
         (5000, 600, False, "8 times the loss: the reset's duplicates are comparable to it"),
+        (500, 1, True, "one missed record is still a loss: 500 duplicates to recover it is far more"),
     ],
 )
 def test_it_recommends_a_backfill_only_when_a_reset_redelivers_far_more_than_was_missed(
