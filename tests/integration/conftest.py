@@ -38,3 +38,26 @@ def viewer(db):
     from tests.factories import user_with_role
 
     return user_with_role("viewer", "viewer")
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless Chromium for the whole session (starting one takes seconds)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.integration.browser_harness import launch
+
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium):
+    """A fresh browser context (no cookies, no storage) and page for one test."""
+    context = chromium.new_context()
+    try:
+        yield context.new_page()
+    finally:
+        context.close()

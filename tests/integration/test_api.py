@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timedelta
+from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import User
 from jsonschema import Draft202012Validator, FormatChecker
 
 from groups.api.main import api as ninja_api

@@ -15,18 +15,17 @@ from groups.models import Cluster, Finding, RemediationJob
 from groups.roles import ensure_roles
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import wait_until
-from tests.integration.test_browser_dashboard import ARTIFACTS, gap_scenario
-from tests.integration.test_browser_login import CHROMIUM, CHROMIUM_ARGS
-from tests.integration.test_offset_reset import committed
+from tests.integration.browser_harness import ARTIFACTS, log_in
+from tests.integration.scenarios import committed, gap_scenario
 
 TYPED = 40  # the offset the operator types: inside the log, above the group's commit, far from earliest (0)
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_it_resets_to_the_offset_on_screen_not_to_the_last_preview(live_server, broker, unique, celery_worker_thread):
-    from playwright.sync_api import sync_playwright
-
+def test_it_resets_to_the_offset_on_screen_not_to_the_last_preview(
+    page, live_server, broker, unique, celery_worker_thread
+):
     ensure_roles()
     operator = User.objects.create_user("operator", password="correct horse battery")
     operator.groups.add(Group.objects.get(name="approver"))
@@ -40,45 +39,36 @@ def test_it_resets_to_the_offset_on_screen_not_to_the_last_preview(live_server, 
     assert finding.log_start_offset == 0 and finding.committed_offset < TYPED < finding.high_watermark
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 900})
-        try:
-            page.goto(f"{live_server.url}/")
-            page.fill("input[name=username]", "operator")
-            page.fill("input[name=password]", "correct horse battery")
-            page.click("button[type=submit]")
-            page.wait_for_url(f"{live_server.url}/")
+    page.set_viewport_size({"width": 1500, "height": 900})
+    log_in(page, live_server, "operator", "correct horse battery")
 
-            page.goto(f"{live_server.url}/findings/reset?ids={finding.id}")
-            assert page.locator("table tbody tr td strong").first.inner_text() == "0"  # earliest, previewed
-            page.select_option("select[name=target]", "offset")
-            page.fill("input[name=value]", str(TYPED))
-            page.click("text=Approve reset")  # without Preview
-            page.wait_for_load_state("load")
-            assert RemediationJob.objects.count() == 0, "nothing is created from values never previewed"
-            assert page.locator("p.error").inner_text() == (
-                "The values changed since the preview; check the plan below and approve again.")
-            assert page.locator("select[name=target]").input_value() == "offset"
-            assert page.locator("input[name=value]").input_value() == str(TYPED)
-            assert page.locator("table tbody tr td strong").first.inner_text() == str(TYPED)
-            page.screenshot(path=str(ARTIFACTS / "approve-1-re-preview.png"), full_page=True)
+    page.goto(f"{live_server.url}/findings/reset?ids={finding.id}")
+    assert page.locator("table tbody tr td strong").first.inner_text() == "0"  # earliest, previewed
+    page.select_option("select[name=target]", "offset")
+    page.fill("input[name=value]", str(TYPED))
+    page.click("text=Approve reset")  # without Preview
+    page.wait_for_load_state("load")
+    assert RemediationJob.objects.count() == 0, "nothing is created from values never previewed"
+    assert page.locator("p.error").inner_text() == (
+        "The values changed since the preview; check the plan below and approve again.")
+    assert page.locator("select[name=target]").input_value() == "offset"
+    assert page.locator("input[name=value]").input_value() == str(TYPED)
+    assert page.locator("table tbody tr td strong").first.inner_text() == str(TYPED)
+    page.screenshot(path=str(ARTIFACTS / "approve-1-re-preview.png"), full_page=True)
 
-            page.click("text=Approve reset")
-            page.wait_for_url("**/jobs/*/")
-            job = RemediationJob.objects.get()
-            assert job.params == {"target": "offset", "value": TYPED}
-            assert [(p["partition"], p["current"], p["planned"], p["clamped"]) for p in job.plan] == [
-                (2, finding.committed_offset, TYPED, False)]
-            wait_until(lambda: RemediationJob.objects.get(id=job.id).status in RemediationJob.FINISHED,
-                       timeout=120, interval=0.5, what="the reset job to finish")
-            job.refresh_from_db()
-            assert job.status == "succeeded", (job.status_reason, job.error)
-            page.reload()
-            plan = page.locator("h2:text('Plan') + table tbody tr").first
-            assert plan.locator("td").nth(3).inner_text() == str(TYPED)
-            page.screenshot(path=str(ARTIFACTS / "approve-2-job.png"), full_page=True)
-        finally:
-            browser.close()
+    page.click("text=Approve reset")
+    page.wait_for_url("**/jobs/*/")
+    job = RemediationJob.objects.get()
+    assert job.params == {"target": "offset", "value": TYPED}
+    assert [(p["partition"], p["current"], p["planned"], p["clamped"]) for p in job.plan] == [
+        (2, finding.committed_offset, TYPED, False)]
+    wait_until(lambda: RemediationJob.objects.get(id=job.id).status in RemediationJob.FINISHED,
+               timeout=120, interval=0.5, what="the reset job to finish")
+    job.refresh_from_db()
+    assert job.status == "succeeded", (job.status_reason, job.error)
+    page.reload()
+    plan = page.locator("h2:text('Plan') + table tbody tr").first
+    assert plan.locator("td").nth(3).inner_text() == str(TYPED)
+    page.screenshot(path=str(ARTIFACTS / "approve-2-job.png"), full_page=True)
     assert [(row["planned"], row["after"]) for row in job.result["partitions"]] == [(TYPED, TYPED)]
     assert committed(broker, group_id, topic)[2] == TYPED  # read straight from the broker

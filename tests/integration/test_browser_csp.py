@@ -9,7 +9,6 @@ from django.contrib.auth import get_user_model
 
 from groups.roles import ensure_roles
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic
-from tests.integration.test_browser_login import page  # noqa: F401 - the browser fixture
 
 PAGES = ["/", "/jobs/", "/clusters/", "/clusters/add", "/audit/", "/admin/", "/admin/groups/cluster/",
          "/admin/groups/cluster/add/", "/accounts/login/"]
@@ -17,7 +16,7 @@ PAGES = ["/", "/jobs/", "/clusters/", "/clusters/add", "/audit/", "/admin/", "/a
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_no_page_violates_the_content_security_policy(live_server, page):  # noqa: F811
+def test_no_page_violates_the_content_security_policy(live_server, page):
     ensure_roles()
     get_user_model().objects.create_superuser("root", password="correct horse battery")
     cluster = make_cluster("prod")

@@ -14,9 +14,8 @@ from groups.models import Cluster, Finding, RemediationJob
 from groups.roles import ensure_roles
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import wait_until
-from tests.integration.test_browser_dashboard import ARTIFACTS, gap_scenario
-from tests.integration.test_browser_login import CHROMIUM, CHROMIUM_ARGS
-from tests.integration.test_detection import K
+from tests.integration.browser_harness import ARTIFACTS, log_in
+from tests.integration.scenarios import K, gap_scenario
 
 
 def _finished(job_id: int) -> bool:
@@ -26,11 +25,9 @@ def _finished(job_id: int) -> bool:
 @pytest.mark.browser
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
-def test_a_gap_is_backfilled_then_another_reset_and_both_leave_the_open_list_as_repaired(
+def test_a_gap_is_backfilled_then_another_reset_and_both_leave_the_open_list_as_repaired(page, 
     live_server, broker, unique, celery_worker_thread, settings, tmp_path
 ):
-    from playwright.sync_api import sync_playwright
-
     settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
     settings.SPARK_MASTER = "local[2]"
     ensure_roles()
@@ -48,48 +45,39 @@ def test_a_gap_is_backfilled_then_another_reset_and_both_leave_the_open_list_as_
     assert all(f.state == "gap" and f.missed_definite == K for f in gaps.values())
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 900})
-        try:
-            page.goto(f"{live_server.url}/")
-            page.fill("input[name=username]", "operator")
-            page.fill("input[name=password]", "correct horse battery")
-            page.click("button[type=submit]")
-            page.wait_for_url(f"{live_server.url}/")
-            for finding in gaps.values():
-                assert page.locator(f'tr[data-finding="{finding.id}"] .pill').inner_text() == "gap"
-            page.screenshot(path=str(ARTIFACTS / "lifecycle-1-open.png"), full_page=True)
+    page.set_viewport_size({"width": 1500, "height": 900})
+    log_in(page, live_server, "operator", "correct horse battery")
+    for finding in gaps.values():
+        assert page.locator(f'tr[data-finding="{finding.id}"] .pill').inner_text() == "gap"
+    page.screenshot(path=str(ARTIFACTS / "lifecycle-1-open.png"), full_page=True)
 
-            for step, (kind, finding) in enumerate(gaps.items(), start=2):
-                page.goto(f"{live_server.url}/findings/{kind}?ids={finding.id}")
-                page.click(f"text=Approve {kind}")
-                page.wait_for_url("**/jobs/*/")
-                job = RemediationJob.objects.get(kind=kind)
-                wait_until(lambda: _finished(job.id), timeout=600, interval=1, what=f"the {kind} job to finish")
-                job.refresh_from_db()
-                assert job.status == "succeeded", (job.status_reason, job.error)
-                page.reload()
-                assert page.locator("h1 .pill").inner_text() == "succeeded"
-                result = page.locator("table.result tbody tr").first
-                assert result.locator("td").nth(1).inner_text() == "2"
-                page.screenshot(path=str(ARTIFACTS / f"lifecycle-{step}-{kind}-job.png"), full_page=True)
+    for step, (kind, finding) in enumerate(gaps.items(), start=2):
+        page.goto(f"{live_server.url}/findings/{kind}?ids={finding.id}")
+        page.click(f"text=Approve {kind}")
+        page.wait_for_url("**/jobs/*/")
+        job = RemediationJob.objects.get(kind=kind)
+        wait_until(lambda: _finished(job.id), timeout=600, interval=1, what=f"the {kind} job to finish")
+        job.refresh_from_db()
+        assert job.status == "succeeded", (job.status_reason, job.error)
+        page.reload()
+        assert page.locator("h1 .pill").inner_text() == "succeeded"
+        result = page.locator("table.result tbody tr").first
+        assert result.locator("td").nth(1).inner_text() == "2"
+        page.screenshot(path=str(ARTIFACTS / f"lifecycle-{step}-{kind}-job.png"), full_page=True)
 
-                page.goto(f"{live_server.url}/")
-                assert page.locator(f'tr[data-finding="{finding.id}"]').count() == 0, "left the open list"
-                page.goto(f"{live_server.url}/?view=history&resolution=repaired")
-                row = page.locator(f'tr[data-finding="{finding.id}"]')
-                assert row.locator(".pill").first.inner_text() == "repaired"
-                remediation = row.locator("td.remediation").inner_text()
-                assert f"{kind} #{job.id}" in remediation and "succeeded" in remediation
-                missed = finding.backfill_end - finding.backfill_start
-                if kind == "backfill":
-                    assert f"{missed} of {missed} records replayed" in remediation
-                else:
-                    assert "offsets reset to 0" in remediation
-                page.screenshot(path=str(ARTIFACTS / f"lifecycle-{step}-{kind}-history.png"), full_page=True)
-        finally:
-            browser.close()
+        page.goto(f"{live_server.url}/")
+        assert page.locator(f'tr[data-finding="{finding.id}"]').count() == 0, "left the open list"
+        page.goto(f"{live_server.url}/?view=history&resolution=repaired")
+        row = page.locator(f'tr[data-finding="{finding.id}"]')
+        assert row.locator(".pill").first.inner_text() == "repaired"
+        remediation = row.locator("td.remediation").inner_text()
+        assert f"{kind} #{job.id}" in remediation and "succeeded" in remediation
+        missed = finding.backfill_end - finding.backfill_start
+        if kind == "backfill":
+            assert f"{missed} of {missed} records replayed" in remediation
+        else:
+            assert "offsets reset to 0" in remediation
+        page.screenshot(path=str(ARTIFACTS / f"lifecycle-{step}-{kind}-history.png"), full_page=True)
 
     repaired = {kind: Finding.objects.get(id=f.id) for kind, f in gaps.items()}
     assert {f.resolution for f in repaired.values()} == {"repaired"}

@@ -2,33 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from groups.models import Cluster
 from groups.roles import ensure_roles
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic",
-]
-
-
-@pytest.fixture
-def page():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser.new_page()
-        finally:
-            browser.close()
-
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)

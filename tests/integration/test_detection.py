@@ -14,47 +14,7 @@ from groups.services import known_partitions
 from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import GroupConsumer, wait_until
-
-K = 25  # messages produced to each new partition before the group picks it up
-
-
-def poll(cluster):
-    summary = poll_cluster(cluster_id=cluster.id)
-    assert summary.ok, summary.error
-    return summary
-
-
-def findings(topic: str, group_id: str) -> dict[int, Finding]:
-    rows = Finding.objects.filter(topic__name=topic, group__group_id=group_id, closed_at__isnull=True)
-    return {row.partition: row for row in rows}
-
-
-def start_consuming_group(broker, cluster, topic, group_id, *, offset_reset, **kwargs) -> GroupConsumer:
-    """A group that consumed and committed on the topic's first 2 partitions,
-    and that a poll has seen reading the topic."""
-    consumer = GroupConsumer(broker.bootstrap, group_id, topic, offset_reset=offset_reset, **kwargs)
-    wait_until(lambda: consumer.assigned == {0, 1}, what=f"{group_id} assigned 0 and 1")
-
-    # A `latest` consumer only reads what is produced after it fetched its
-    # start position: keep producing until it has read from both partitions.
-    def consumed_both() -> bool:
-        broker.produce(topic, 0, 1)
-        broker.produce(topic, 1, 1)
-        return consumer.count(0) > 0 and consumer.count(1) > 0
-
-    wait_until(consumed_both, interval=0.5, what=f"{group_id} to consume")
-    wait_until(
-        lambda: poll(cluster) and cluster.groups.filter(group_id=group_id, group_topics__topic__name=topic).exists(),
-        interval=0.5, what=f"a poll to see {group_id} reading {topic}",
-    )
-    return consumer
-
-
-def produce_one_each(broker, topic: str, partitions: list[int]) -> bool:
-    for partition in partitions:
-        broker.produce(topic, partition, 1, prefix="tick")
-    return True
-
+from tests.integration.scenarios import K, findings, poll, produce_one_each, start_consuming_group
 
 def wait_for_commits(cluster, topic, group_id, partitions, at_least: dict[int, int]):
     """Poll until the group committed at least the given offsets on those partitions."""

@@ -28,7 +28,7 @@ from tasks import offset_reset
 from tasks.jobs import poll_cluster_task, run_remediation_job
 from tasks.kafka.adapter import ClusterConfig, GroupNotEmpty, KafkaAdapter
 from tests.integration.kafka_harness import GroupConsumer, wait_until
-from tests.integration.test_detection import findings, poll, start_consuming_group
+from tests.integration.scenarios import committed, findings, poll, start_consuming_group
 
 K = 25  # messages written to the new partition before the group picks it up
 
@@ -44,13 +44,6 @@ def group_ids(broker):
                 future.result(timeout=60)
             except Exception:  # noqa: BLE001 - best effort: a group may never have existed
                 pass
-
-
-def committed(broker, group_id: str, topic: str, partitions=(0, 1, 2)) -> dict[int, int | None]:
-    """Read straight from the broker with the raw client, not the adapter under test."""
-    request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, p) for p in partitions])
-    answer = broker.admin.list_consumer_group_offsets([request])[group_id].result(timeout=30)
-    return {tp.partition: (tp.offset if tp.offset >= 0 else None) for tp in answer.topic_partitions}
 
 
 def job_of(job_id: int) -> RemediationJob:

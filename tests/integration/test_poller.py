@@ -15,7 +15,7 @@ from django.core.management import call_command
 from groups.models import Cluster, Finding, Notification
 from tasks.jobs import poll_all_clusters, poll_cluster_task, poll_lock_key, watch_cluster_task
 from tests.integration.kafka_harness import wait_until
-from tests.integration.test_detection import poll, start_consuming_group
+from tests.integration.scenarios import poll, start_consuming_group
 
 
 class WebhookReceiver:
