@@ -26,7 +26,6 @@ from groups.services.lifecycle import (
     findings_resolve_by_job,
     missed_range_of,
 )
-from groups.domain.replay_topics import TOPIC_NAME, replay_topic_problem
 from groups.domain.planning import (
     PartitionPosition,
     PlanError,
@@ -35,7 +34,7 @@ from groups.domain.planning import (
     plan_backfill_of_findings,
     plan_reset,
 )
-from groups.domain.sinks import DEFAULT_SINK, HANDLER, JOB_SINKS, KAFKA, replay_topic_for
+from groups.domain.sinks import HANDLER, KAFKA, backfill_sink_for
 
 log = logging.getLogger(__name__)
 APPROVE_PERMISSION = "groups.approve_remediation"
@@ -112,7 +111,8 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
     redelivered = sum(row["redelivered"] for row in plan)
     missed_at_most = sum(f.missed_definite + f.missed_possible for f in findings)
     return {
-        "findings": findings, "group": group, "target": {"kind": target.kind, "value": target.value}, "plan": plan,
+        "findings": findings, "group": group, "target": {"kind": target.kind, "value": target.value},
+        "params": {"target": target.kind, "value": target.value}, "plan": plan,
         "rows": rows, "redelivered": redelivered, "missed_at_most": missed_at_most,
         "backfill_recommended": backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most),
         "group_empty": group.state in ("Empty", "Dead") or group.member_count == 0,
@@ -124,73 +124,72 @@ def backfill_preview(
     *, finding_ids: Iterable[int], sink: str = "", replay_topic: str = "", handler: str = "", until: str = "bound",
 ) -> dict:
     """The plan of a backfill and where it delivers: ``params`` are what the
-    job stores (sink, the replay topic or handler chosen for this job, and
-    ``until`` when it ends at the likely start). Without a sink, the group's
-    default sink (group settings) applies, for pages, API and retries alike.
-    The plan ends at the sound bound unless ``until`` is "likely"; each row
-    says how many of its records are certain losses and how many the group
-    may already have read."""
+    job stores (the sink decided by ``backfill_sink_for``: without a sink, the
+    group's default sink applies, for pages, API and retries alike; and
+    ``until`` when it ends at the likely start). The plan ends at the sound
+    bound unless ``until`` is "likely"; each row says how many of its records
+    are certain losses and how many the group may already have read."""
     findings = _open_findings_of_one_group(finding_ids)
-    if sink == "" or sink is None:
-        sink = findings[0].group.backfill_sink or DEFAULT_SINK
-    if not isinstance(sink, str) or sink not in JOB_SINKS:
-        raise ValidationError(f"unknown sink {sink!r}: use {', '.join(JOB_SINKS[:-1])} or {JOB_SINKS[-1]}")
-    if not isinstance(replay_topic, str) or not isinstance(handler, str) or not isinstance(until, str):
+    if not all(isinstance(value, str) for value in (replay_topic, handler, until)):
         raise ValidationError("replay_topic, handler and until must be text")
+    group = findings[0].group
+    sources = sorted({f.topic.name for f in findings})
     until = until or "bound"
     try:
+        chosen = backfill_sink_for(
+            sink=sink, replay_topic=replay_topic, handler=handler, default_sink=group.backfill_sink,
+            configured_replay_topic=group.replay_topic, handlers=settings.BACKFILL_HANDLERS, sources=sources,
+            # Lazy: read only when a replay topic is checked.
+            existing_topics=Topic.objects.filter(cluster=group.cluster_id, deleted=False).values_list("name", flat=True),
+        )
         planned = plan_backfill_of_findings(missed=[missed_range_of(f) for f in findings], until=until)
     except PlanError as error:
         raise ValidationError(str(error)) from None
-    group = findings[0].group
-    params: dict = {"sink": sink}
+    params = chosen.as_params()
     if until != "bound":
         params["until"] = until
-    if sink == KAFKA:
-        chosen = replay_topic.strip()
-        # The job records the topic it was approved with: the chosen one, else the group's default.
-        if chosen or group.replay_topic:
-            params["replay_topic"] = chosen or group.replay_topic
-        sources = sorted({f.topic.name for f in findings})
-        targets = {source: replay_topic_for(source, chosen or group.replay_topic) for source in sources}
-        existing = set(Topic.objects.filter(cluster=group.cluster_id, deleted=False).values_list("name", flat=True))
-        for target in sorted(set(targets.values())):
-            problem = replay_topic_problem(target, sources=sources, existing=existing, configured=group.replay_topic)
-            if problem:
-                raise ValidationError(problem)
-        destination = ", ".join(sorted(set(targets.values())))
-    elif sink == HANDLER:
-        if handler not in settings.BACKFILL_HANDLERS:
-            allowed = ", ".join(settings.BACKFILL_HANDLERS) or "none is configured"
-            raise ValidationError(f"Choose a handler listed in BACKFILL_HANDLERS ({allowed}).")
-        params["handler"] = handler
-        destination = handler
+    if chosen.kind == KAFKA:
+        destination = ", ".join(sorted(set(chosen.replay_topics(sources).values())))
+    elif chosen.kind == HANDLER:
+        destination = chosen.handler
     else:
         destination = f"{settings.BACKFILL_OUTPUT}/<job id>/"
-    return {"findings": findings, "group": group, "sink": sink, "params": params, "destination": destination,
+    return {"findings": findings, "group": group, "sink": chosen.kind, "params": params, "destination": destination,
             "until": until, "likely_available": all(f.likely_start is not None for f in findings),
             "plan": [p.as_dict() for p in planned], "total": sum(p.range.count for p in planned),
             "total_definite": sum(p.definite for p in planned), "total_possible": sum(p.possible for p in planned)}
 
 
-def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) -> RemediationJob:
-    """A person's request for one job on the findings (pages and API alike):
-    check the permission, plan from stored state with the group's defaults
-    (bad input: ValidationError), then ``job_create``."""
-    _require_approver(user)
+def job_preview(*, finding_ids: Iterable[int], kind: str, params: dict) -> dict:
+    """The preview of a job of ``kind`` from the values a person sent (pages,
+    API and retries alike); its ``params`` are what the job would store.
+    Bad input: ValidationError."""
     if kind == RemediationJob.Kind.RESET:
-        preview = reset_preview(finding_ids=finding_ids, target_kind=params.get("target", "earliest"),
-                                target_value=params.get("value"))
-        params = {"target": preview["target"]["kind"], "value": preview["target"]["value"]}
-    elif kind == RemediationJob.Kind.BACKFILL:
-        preview = backfill_preview(finding_ids=finding_ids, sink=params.get("sink", ""),
-                                   replay_topic=params.get("replay_topic", ""), handler=params.get("handler", ""),
-                                   until=params.get("until", "bound"))
-        params = preview["params"]
-    else:
-        raise ValidationError(f"unknown remediation kind {kind!r}")
+        return reset_preview(finding_ids=finding_ids, target_kind=params.get("target", "earliest"),
+                             target_value=params.get("value"))
+    if kind == RemediationJob.Kind.BACKFILL:
+        return backfill_preview(finding_ids=finding_ids, sink=params.get("sink", ""),
+                                replay_topic=params.get("replay_topic", ""), handler=params.get("handler", ""),
+                                until=params.get("until", "bound"))
+    raise ValidationError(f"unknown remediation kind {kind!r}")
+
+
+def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) -> RemediationJob:
+    """A person's request for one job on the findings (API and retries):
+    check the permission, plan from stored state with the group's defaults
+    (``job_preview``), then ``job_request_previewed``."""
+    _require_approver(user)
+    return job_request_previewed(user=user, kind=kind,
+                                 preview=job_preview(finding_ids=finding_ids, kind=kind, params=params))
+
+
+def job_request_previewed(*, user, kind: str, preview: dict) -> RemediationJob:
+    """A person's request for the job a preview (``job_preview``) shows, as
+    the approve page has it already: the job stores the preview's params and
+    plan, planned once. Then ``job_create``."""
+    _require_approver(user)
     findings = preview["findings"]
-    return job_create(cluster=findings[0].cluster, group=findings[0].group, kind=kind, params=params,
+    return job_create(cluster=findings[0].cluster, group=findings[0].group, kind=kind, params=preview["params"],
                       plan=preview["plan"], findings=findings, requested_by=user)
 
 

@@ -103,7 +103,10 @@ class BackfillRequest:
     """Everything a run needs, without the database.
 
     ``run_id`` names the Parquet output folder (``<BACKFILL_OUTPUT>/<run_id>``):
-    the job id, so a re-run replaces its own output. ``topic_ids`` (optional)
+    the job id, so a re-run replaces its own output. ``sink``,
+    ``replay_topics`` (kafka: each source topic's replay topic) and
+    ``handler`` are the sink decided when the job was planned
+    (``groups.domain.sinks.BackfillSink``). ``topic_ids`` (optional)
     are the topic ids the plan was made for: a topic deleted and recreated
     since then is refused."""
 
