@@ -18,7 +18,7 @@ and is replaced by ``***`` in any error text the job writes.
 While it runs, the job rewrites ``progress_file`` (phase, records done of
 total, estimated from completed Spark tasks: each task reads a known share of
 the range). At the end it writes ``result_file``: status, the per-partition
-summary of what the sink holds (``sinks.partition_summary``), timings
+summary of what the sink holds (``counting.partition_summary``), timings
 (epoch seconds) and, on failure, the error text.
 
 With ``--parent-pipe`` (how ``tasks.backfill.runner`` runs it) a Parquet job stops
@@ -197,7 +197,9 @@ def error_text(error: BaseException, password: str) -> str:
 
 
 def make_sink(spark, spec: JobSpec, options: dict[str, str]):
-    from tasks.spark.sinks import HandlerSink, KafkaSink, ParquetSink
+    from tasks.spark.sinks.handler import HandlerSink
+    from tasks.spark.sinks.kafka import KafkaSink
+    from tasks.spark.sinks.parquet import ParquetSink
 
     if spec.sink.kind == PARQUET:
         return ParquetSink(spark, output=spec.sink.output, job_id=spec.job_id, attempt=spec.attempt)
