@@ -4,7 +4,7 @@ Django, no ORM. ``backfill_job.make_sink`` picks one of three sinks:
 
 - ``parquet.ParquetSink`` writes to a staging folder, counts what the staging
   folder holds (read back from storage, not from the writer), and only then
-  swaps it in as ``<output>/<job id>/``: a re-run
+  swaps it in as ``<output>/<job id>/`` (``tasks.spark.handshake``): a re-run
   replaces the previous output, never adds to it;
 - ``kafka.KafkaSink`` produces to the replay topic (partition p of the source
   goes to partition p of the replay topic, so per-partition order is kept),
