@@ -109,7 +109,7 @@ class FindingFilterForm(forms.Form):
         return data
 
     def selector_filters(self) -> dict:
-        """Keyword arguments for ``selectors.findings_list``."""
+        """Keyword arguments for ``groups.selectors.lists.findings_list``."""
         data = self.cleaned_data
         filters = {
             "cluster": data.get("cluster") or None,

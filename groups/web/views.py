@@ -22,7 +22,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from groups import selectors
+from groups.selectors.lists import findings_count_by_state_and_resolution, findings_list
 from groups.web.forms import FindingFilterForm
 from groups.web.job_result import job_result_view
 from groups.services import remediation
@@ -65,7 +65,7 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
         sort = "found"
     # The job links of the whole page in one query, whatever the page size; the newest first.
     links = JobFinding.objects.select_related("job").order_by("-job__created_at", "-job_id")
-    findings = selectors.findings_list(**filters).order_by(*SORTS[sort]).prefetch_related(
+    findings = findings_list(**filters).order_by(*SORTS[sort]).prefetch_related(
         Prefetch("job_findings", queryset=links, to_attr="job_links")
     )
     if not valid:
@@ -73,8 +73,8 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
     page = Paginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
     for finding in page.object_list:
         finding.shown_job = _shown_job(finding)
-    counts = selectors.findings_count_by_state_and_resolution(
-        selectors.findings_list(**{**filters, "state": None, "include_closed": True, "resolution": None})
+    counts = findings_count_by_state_and_resolution(
+        findings_list(**{**filters, "state": None, "include_closed": True, "resolution": None})
     )
     raw = {key: form.data.get(key, "") for key in ("cluster", "topic", "group", "state", "resolution", "since",
                                                    "until")}
