@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET, require_POST
 from groups.selectors.lists import findings_count_by_state_and_resolution, findings_list
 from groups.web.forms import FindingFilterForm
 from groups.web.job_result import job_result_view
-from groups.services import remediation
+from groups.services import previews, remediation
 from groups.services.dispatch import QueueUnavailable
 from groups.models import Cluster, Finding, JobFinding, RemediationJob
 
@@ -141,7 +141,7 @@ def _preview(request: HttpRequest, *, kind: str, source) -> tuple[list[int], dic
     else:
         params = {"sink": source.get("sink", ""), "replay_topic": source.get("replay_topic", ""),
                   "handler": source.get("handler", ""), "until": source.get("until", "") or "bound"}
-    preview = remediation.job_preview(finding_ids=ids, kind=kind, params=params)
+    preview = previews.job_preview(finding_ids=ids, kind=kind, params=params)
     if kind == RemediationJob.Kind.BACKFILL:
         params["sink"] = preview["sink"]  # the group's default sink when none was chosen
     return ids, params, preview
