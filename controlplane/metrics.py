@@ -20,16 +20,22 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from controlplane.client_address import client_address
-from groups import selectors
+from groups.selectors.lists import clusters_list
+from groups.selectors.metrics import (
+    findings_open_lag_list,
+    findings_summary_by_cluster,
+    group_topics_lag_list,
+    jobs_count_by_cluster_kind_status,
+)
 from groups.models import Cluster, Finding, RemediationJob
 
 class GapwatchCollector:
     """Evaluated per scrape; five queries whatever the number of clusters."""
 
     def collect(self) -> Iterator[Metric]:
-        clusters = list(selectors.clusters_list())
+        clusters = list(clusters_list())
         yield from self._cluster_metrics(clusters)
-        names, summary = [cluster.name for cluster in clusters], selectors.findings_summary_by_cluster()
+        names, summary = [cluster.name for cluster in clusters], findings_summary_by_cluster()
         yield from self._finding_metrics(names, summary)
         yield from self._outcome_metrics(names, summary)
         yield from self._lag_metrics()
@@ -113,7 +119,7 @@ class GapwatchCollector:
             "gapwatch_jobs_finished", "Remediation jobs finished, by kind and outcome (succeeded, failed, cancelled).",
             labels=["cluster", "kind", "status"],
         )
-        job_counts = selectors.jobs_count_by_cluster_kind_status()
+        job_counts = jobs_count_by_cluster_kind_status()
         for name in cluster_names:
             for kind in RemediationJob.Kind.values:
                 for status in RemediationJob.ACTIVE:
@@ -129,7 +135,7 @@ class GapwatchCollector:
             "or minus log start when the group has no commit).",
             labels=["cluster", "group", "topic", "partition", "state"],
         )
-        for row in selectors.findings_open_lag_list():
+        for row in findings_open_lag_list():
             finding_lag.add_metric(
                 [row["cluster"], row["group"], row["topic"], str(row["partition"]), row["state"]], row["lag"]
             )
@@ -138,7 +144,7 @@ class GapwatchCollector:
             "Total lag of a present group on a topic, over all its partitions.",
             labels=["cluster", "group", "topic"],
         )
-        for row in selectors.group_topics_lag_list():
+        for row in group_topics_lag_list():
             group_lag.add_metric([row["cluster"], row["group"], row["topic"]], row["lag"])
         yield from (finding_lag, group_lag)
 

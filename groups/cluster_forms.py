@@ -69,7 +69,7 @@ class ClusterForm(forms.ModelForm):
     def password_is_set(self) -> bool:
         if not self.instance.pk:
             return False
-        annotated = getattr(self.instance, "sasl_password_set", None)  # from selectors.clusters_list
+        annotated = getattr(self.instance, "sasl_password_set", None)  # from groups.selectors.lists.clusters_list
         return annotated if annotated is not None else self.instance.has_sasl_password
 
     def clean_bootstrap_servers(self) -> str:

@@ -1,3 +1,9 @@
+"""The tables. Over 400 lines on purpose: they refer to one another (a
+finding to its cluster, group, topic and partition generation; a job to its
+findings through its links), and the constraints that make duplicates
+impossible (one finding per group and partition generation, one active job
+per finding and kind) span them, so they are read together."""
+
 from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField

@@ -12,7 +12,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from groups import selectors
+from groups.selectors.watcher import cluster_watch_state, findings_awaiting_likely_start
 from groups.domain.detection import FindingKey, LikelyStart
 from groups.domain.snapshot import Snapshot
 from groups.models import Cluster, Finding
@@ -71,7 +71,7 @@ def poll_cluster(
     cluster = Cluster.objects.get(id=cluster_id)
     adapter = adapter or cluster_adapter(cluster)
     started = time.monotonic()
-    known_counts, _, watched = selectors.cluster_watch_state(cluster_id=cluster.id)
+    known_counts, _, watched = cluster_watch_state(cluster_id=cluster.id)
     open_topics = set(Finding.objects.filter(cluster=cluster, closed_at__isnull=True)
                       .values_list("topic__name", flat=True).distinct())
     try:
@@ -104,7 +104,7 @@ def likely_starts(*, cluster_id: int, adapter: KafkaAdapter) -> dict[FindingKey,
     core keeps it inside [H_k, C_f]. Kafka answers "none that recent" (-1):
     then the log end now, read after that instant."""
     grace = timedelta(milliseconds=settings.PICKUP_GRACE_MS)
-    due = selectors.findings_awaiting_likely_start(cluster_id=cluster_id, taken_before=timezone.now() - grace)
+    due = findings_awaiting_likely_start(cluster_id=cluster_id, taken_before=timezone.now() - grace)
     ends: dict[FindingKey, LikelyStart] = {}
     types: dict[str, str] = {}
     for row in due:

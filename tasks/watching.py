@@ -22,7 +22,7 @@ import time
 
 from django.conf import settings
 
-from groups import selectors
+from groups.selectors.watcher import cluster_group_ids, cluster_watch_state
 from groups.models import Cluster
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.polling import cluster_adapter, forget_adapter, poll_cluster
@@ -75,7 +75,7 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
 
 
 def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
-    known_counts, readers, watched = selectors.cluster_watch_state(cluster_id=cluster.id)
+    known_counts, readers, watched = cluster_watch_state(cluster_id=cluster.id)
     try:
         counts = adapter.partition_counts()
     except KafkaUnavailable as error:
@@ -88,9 +88,9 @@ def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
     groups = set().union(*(readers.get(topic, set()) for topic in topics))
     # New partitions: also the groups no poll stored yet, which may have read
     # the topic before the change (joined since the last full poll).
-    besides = selectors.cluster_group_ids(cluster_id=cluster.id) if changed else None
+    besides = cluster_group_ids(cluster_id=cluster.id) if changed else None
     summary = poll_cluster(cluster_id=cluster.id, adapter=adapter, topics=topics, groups=groups,
                            new_groups_besides=besides)
-    _, _, still_watched = selectors.cluster_watch_state(cluster_id=cluster.id)
+    _, _, still_watched = cluster_watch_state(cluster_id=cluster.id)
     return {**summary.as_dict(), "observed": sorted(topics), "changed": sorted(changed),
             "watched": sorted(still_watched)}

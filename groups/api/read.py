@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from ninja import Query, Router
 from ninja.pagination import paginate
 
-from groups import selectors
+from groups.selectors.lists import clusters_list, findings_list, groups_list, topics_list
 from groups.api.pagination import PageNumbers
 from groups.api.schemas import (
     ClusterFilter, ClusterOut, Error, FindingFilters, FindingOut, GroupOut, JobFilters, JobOut, TopicOut,
@@ -21,7 +21,7 @@ _ERRORS = {400: Error, 401: Error, 403: Error}
             summary="Findings, newest first.")
 @paginate(PageNumbers)
 def findings(request: HttpRequest, filters: Query[FindingFilters]):
-    return selectors.findings_list(cluster=filters.cluster, topic=filters.topic, group=filters.group,
+    return findings_list(cluster=filters.cluster, topic=filters.topic, group=filters.group,
                                    state=filters.state, include_closed=filters.include_closed)
 
 
@@ -29,21 +29,21 @@ def findings(request: HttpRequest, filters: Query[FindingFilters]):
             summary="Clusters by name.")
 @paginate(PageNumbers)
 def clusters(request: HttpRequest):
-    return selectors.clusters_list()
+    return clusters_list()
 
 
 @router.get("topics", response={200: list[TopicOut], **_ERRORS}, operation_id="topics_list",
             summary="Topics by cluster and name.")
 @paginate(PageNumbers)
 def topics(request: HttpRequest, filters: Query[ClusterFilter]):
-    return selectors.topics_list(cluster=filters.cluster)
+    return topics_list(cluster=filters.cluster)
 
 
 @router.get("groups", response={200: list[GroupOut], **_ERRORS}, operation_id="groups_list",
             summary="Consumer groups by cluster and group id.")
 @paginate(PageNumbers)
 def groups(request: HttpRequest, filters: Query[ClusterFilter]):
-    return selectors.groups_list(cluster=filters.cluster)
+    return groups_list(cluster=filters.cluster)
 
 
 @router.get("jobs", response={200: list[JobOut], **_ERRORS}, operation_id="jobs_list",

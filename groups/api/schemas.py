@@ -13,7 +13,8 @@ from pydantic import AfterValidator, ConfigDict, PlainSerializer, StrictInt, Str
 from pydantic_core import PydanticCustomError, PydanticUseDefault
 
 from groups.domain.planning import BACKFILL_UNTIL
-from groups.domain.sinks import JOB_SINKS, replay_topic_for
+from groups.domain.replay_topics import replay_topic_for
+from groups.domain.sinks import JOB_SINKS
 from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
 
 # ISO 8601 with the offset as Python writes it ("+00:00"), as the API always has.

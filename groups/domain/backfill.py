@@ -139,6 +139,13 @@ def partition_report(
     }
 
 
+def report_explained(report: list[dict]) -> bool:
+    """Whether every partition of a report is accounted for: nothing
+    unexplained and no problem. Only such an output is published, and only
+    such a job succeeds."""
+    return not any(p["unexplained"] or p["problems"] for p in report)
+
+
 def _merged(labelled: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     merged: list[tuple[int, int, str]] = []
     for start, end, cause in sorted(labelled):

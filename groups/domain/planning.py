@@ -272,13 +272,25 @@ def plan_backfill_of_findings(*, missed: list[MissedRange], until: str = "bound"
     return sorted(planned, key=lambda p: (p.range.topic, p.range.partition))
 
 
+def backfill_range_problem(*, partition: int, start: int, end: int) -> str | None:
+    """Why ``[start, end)`` of ``partition`` is no range to backfill, or None:
+    partitions and offsets are never negative, and a range holds one offset
+    at least. The planner, the command line and the Spark job's spec ask here."""
+    if partition < 0:
+        return f"partition {partition} does not exist: partitions are never negative"
+    if start < 0 or end <= start:
+        return f"nothing to backfill in [{start}, {end})"
+    return None
+
+
 def plan_backfill(*, ranges: list[tuple[str, int, int | None, int | None]]) -> list[BackfillRange]:
     """Validate per-partition ``[start, end)`` ranges; refuse unknown or empty ones."""
     plans = []
     for topic, partition, start, end in sorted(ranges, key=lambda r: (r[0], r[1])):
         if start is None or end is None:
             raise PlanError(f"{topic}[{partition}]: the missed range is not known yet (the group has not committed)")
-        if start < 0 or end <= start:
-            raise PlanError(f"{topic}[{partition}]: nothing to backfill in [{start}, {end})")
+        problem = backfill_range_problem(partition=partition, start=start, end=end)
+        if problem:
+            raise PlanError(f"{topic}[{partition}]: {problem}")
         plans.append(BackfillRange(topic, partition, start, end))
     return plans

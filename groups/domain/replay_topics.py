@@ -1,17 +1,22 @@
-"""Which topic a backfill may replay into. Records written there reach every
-consumer of that topic, so it must be a replay topic meant for it: a new name,
-the source's default ``<topic>.replay``, or the group's configured one, never
-an internal topic, a name Kafka refuses, or another application's topic."""
+"""The replay topic of a backfill: its default name, and which topics may be
+one. Records written there reach every consumer of that topic, so it must be
+a replay topic meant for it: a new name, the source's default
+``<topic>.replay``, or the group's configured one, never an internal topic, a
+name Kafka refuses, or another application's topic."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection
 
-from groups.domain.sinks import replay_topic_for
-
 # Kafka's own rule for topic names (length and characters); "." and ".." are refused on top.
 TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+REPLAY_SUFFIX = ".replay"
+
+
+def replay_topic_for(topic: str, configured: str = "") -> str:
+    """The replay topic chosen for the job or the group if any, else ``<topic>.replay``."""
+    return configured or f"{topic}{REPLAY_SUFFIX}"
 
 
 def replay_topic_problem(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
 from groups.domain.lifecycle import Recovery, backfill_recovery, reset_recovery, sink_description
@@ -25,6 +26,11 @@ from groups.services.audit import audit_record
 class Conflict(Exception):
     """The action lost to another one on the same finding or job (or came
     after it): nothing was written; the message says what happened instead."""
+
+
+class FindingNotFound(ValidationError):
+    """No finding has this id (a closed one still exists). A ValidationError,
+    so pages show it as a form error; the API answers 404."""
 
 
 def findings_lock(queryset: QuerySet[Finding]) -> list[Finding]:

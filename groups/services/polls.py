@@ -1,16 +1,15 @@
 """Writes. One poll's changes are written here, in one transaction, in bulk.
 
 The poller observes (``tasks.kafka.adapter``), the core decides
-(``groups.domain.detection``), and these functions write — in that order.
-About 400 lines: one poll's transaction, each table's bulk write beside the next.
+(``groups.domain.detection``) from the stored state
+(``groups.selectors.polls``), and these functions write — in that order.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -19,6 +18,7 @@ from django.db.models import F
 
 from groups.domain import detection
 from groups.domain.known_partitions import known_partition_sets
+from groups.selectors.polls import cluster_poll_state, finding_key, finding_state, findings_partitions
 from groups.services import known_partitions
 from groups.services.lifecycle import findings_lock
 from groups.models import (
@@ -39,13 +39,14 @@ log = logging.getLogger(__name__)
 # Transitions worth telling a person about (old state None = just created).
 NOTIFY_STATES = {"gap", "unowned"}
 
-_ACCOUNTING_FIELDS = [
-    "state", "updated_at", "log_start_offset", "high_watermark", "committed_offset", "lag",
-    "owner_member_id", "owner_client_id", "owner_host", "pre_pickup_high_watermark", "first_commit",
-    "polls_without_owner", "guard_start_offset", "missed_definite", "missed_possible", "expired",
-    "backfill_start", "backfill_end", "policy_source", "explanation",
-    "pickup_after", "pickup_before", "likely_start", "likely_start_evidence",
-]
+# What every poll copies from the core's accounting onto a finding's row: all
+# of it but the key and what the row got when it was created.
+ACCOUNTED_FIELDS = tuple(
+    field.name for field in fields(detection.FindingAccounting)
+    if field.name not in ("key", "created_at", "first_log_start")
+)
+# Columns that cannot hold None: the core's None (no owner, no policy yet) is stored as "" (all are text).
+_NOT_NULL = frozenset(name for name in ACCOUNTED_FIELDS if not Finding._meta.get_field(name).null)
 
 
 @dataclass(frozen=True)
@@ -100,103 +101,11 @@ def cluster_record_failure(*, cluster_id: int, error: str, now: datetime, kafka_
     return PollSummary(cluster=name, ok=False, error=error, kafka_seconds=kafka_seconds)
 
 
-def _known_state(cluster: Cluster, snapshot: Snapshot) -> tuple[dict, dict, list, list, list]:
-    """Stored state the core needs; for a targeted snapshot, only of its topics and groups
-    (the watcher writes every second: it must not load the whole cluster each time)."""
-    topic_rows, group_rows = Topic.objects.filter(cluster=cluster), ConsumerGroup.objects.filter(cluster=cluster)
-    finding_rows = Finding.objects.filter(cluster=cluster, closed_at__isnull=True)
-    if not snapshot.complete:
-        topic_rows = topic_rows.filter(name__in=snapshot.scope)
-        group_rows = group_rows.filter(group_id__in=[g.group_id for g in snapshot.groups])
-        finding_rows = finding_rows.filter(topic__name__in=snapshot.scope)
-    topics = {topic.name: topic for topic in topic_rows}
-    latest = {
-        generation.topic_id: generation
-        for generation in PartitionGeneration.objects.filter(topic__in=topic_rows)
-        .order_by("topic_id", "-number")
-        .distinct("topic_id")
-    }
-    known_topics = [
-        detection.KnownTopic(
-            name=topic.name, topic_id=latest[topic.id].kafka_topic_id, generation=latest[topic.id].number,
-            partition_ids=frozenset(latest[topic.id].partitions), deleted=topic.deleted,
-        )
-        for topic in topics.values()
-        if topic.id in latest
-    ]
-    groups = {group.group_id: group for group in group_rows}
-    consumed: dict[str, set[str]] = defaultdict(set)
-    for group_id, topic_name in GroupTopic.objects.filter(group__in=group_rows).values_list(
-        "group__group_id", "topic__name"
-    ):
-        consumed[group_id].add(topic_name)
-    known_groups = [
-        detection.KnownGroup(group_id=g.group_id, consumed_topics=frozenset(consumed[g.group_id]),
-                        declared_policy=g.declared_policy)
-        for g in groups.values()
-    ]
-    # Locked like every lifecycle action locks them: a finding a job repairs or
-    # a person dismisses meanwhile is written after this poll, never under it.
-    open_rows = findings_lock(finding_rows.select_related("group", "topic", "generation"))
-    return topics, groups, known_topics, known_groups, open_rows
-
-
-def _finding_partitions(cluster: Cluster, snapshot: Snapshot) -> dict[tuple[str, str], set[int]]:
-    """(topic, group id) -> partitions that ever became a finding (open or closed)."""
-    partitions: dict[tuple[str, str], set[int]] = defaultdict(set)
-    rows = Finding.objects.filter(cluster=cluster)
-    if not snapshot.complete:
-        rows = rows.filter(topic__name__in=snapshot.scope)
-    for topic, group_id, partition in rows.values_list(
-        "topic__name", "group__group_id", "partition"
-    ).distinct():
-        partitions[(topic, group_id)].add(partition)
-    return partitions
-
-
-def _finding_key(row: Finding) -> detection.FindingKey:
-    return detection.FindingKey(row.group.group_id, row.topic.name, row.partition, row.generation.number)
-
-
-def _finding_state(row: Finding, guard_starts: dict[tuple[str, str, int], int]) -> detection.FindingState:
-    key = _finding_key(row)
-    guard_start = row.guard_start_offset
-    if guard_start is None:
-        guard_start = guard_starts.get((key.topic, key.group_id, key.partition))
-    return detection.FindingState(
-        key=key, created_at=row.created_at, first_log_start=row.first_log_start,
-        pre_pickup_high_watermark=row.pre_pickup_high_watermark, first_commit=row.first_commit,
-        polls_without_owner=row.polls_without_owner, state=row.state, guard_start_offset=guard_start,
-        pickup_after=row.pickup_after, pickup_before=row.pickup_before, likely_start=row.likely_start,
-        likely_start_evidence=row.likely_start_evidence,
-    )
-
-
 def _apply_accounting(row: Finding, accounting: detection.FindingAccounting, now: datetime) -> None:
-    row.state = accounting.state
+    for name in ACCOUNTED_FIELDS:
+        value = getattr(accounting, name)
+        setattr(row, name, "" if value is None and name in _NOT_NULL else value)
     row.updated_at = now
-    row.log_start_offset = accounting.log_start_offset
-    row.high_watermark = accounting.high_watermark
-    row.committed_offset = accounting.committed_offset
-    row.lag = accounting.lag
-    row.owner_member_id = accounting.owner_member_id or ""
-    row.owner_client_id = accounting.owner_client_id or ""
-    row.owner_host = accounting.owner_host or ""
-    row.pre_pickup_high_watermark = accounting.pre_pickup_high_watermark
-    row.first_commit = accounting.first_commit
-    row.polls_without_owner = accounting.polls_without_owner
-    row.guard_start_offset = accounting.guard_start_offset
-    row.missed_definite = accounting.missed_definite
-    row.missed_possible = accounting.missed_possible
-    row.expired = accounting.expired
-    row.backfill_start = accounting.backfill_start
-    row.backfill_end = accounting.backfill_end
-    row.policy_source = accounting.policy_source or ""
-    row.explanation = accounting.explanation
-    row.pickup_after = accounting.pickup_after
-    row.pickup_before = accounting.pickup_before
-    row.likely_start = accounting.likely_start
-    row.likely_start_evidence = accounting.likely_start_evidence
 
 
 def poll_record_success(
@@ -220,20 +129,22 @@ def poll_record_success(
         # NO KEY UPDATE: polls of one cluster exclude each other, while rows
         # that merely refer to the cluster (audit, jobs) can still be written.
         cluster = Cluster.objects.select_for_update(no_key=True).get(id=cluster_id)
-        topics, groups, known_topics, known_groups, open_rows = _known_state(cluster, snapshot)
-        topics_before = set(topics)
+        stored = cluster_poll_state(cluster=cluster, snapshot=snapshot)
+        # Locked like every lifecycle action locks them: a finding a job repairs or
+        # a person dismisses meanwhile is written after this poll, never under it.
+        open_rows = findings_lock(stored.open_findings)
         guard_starts = known_partitions.read_guard_starts(
             cluster=cluster.name,
             pairs=[(row.topic.name, row.group.group_id) for row in open_rows if row.guard_start_offset is None],
         )
         changes = detection.evaluate_snapshot(
-            snapshot=snapshot, known_topics=known_topics, known_groups=known_groups,
-            open_findings=[_finding_state(row, guard_starts) for row in open_rows], now=now,
+            snapshot=snapshot, known_topics=stored.known_topics, known_groups=stored.known_groups,
+            open_findings=[finding_state(row=row, guard_starts=guard_starts) for row in open_rows], now=now,
             unowned_after_polls=settings.UNOWNED_AFTER_POLLS, likely_starts=likely_starts,
         )
-        topics = _write_topics(cluster=cluster, snapshot=snapshot, stored=topics, changes=changes, now=now)
+        topics = _write_topics(cluster=cluster, snapshot=snapshot, stored=stored.topics, changes=changes, now=now)
         generations = _write_generations(topics=topics, changes=changes, now=now)
-        groups = _write_groups(cluster=cluster, snapshot=snapshot, stored=groups, now=now)
+        groups = _write_groups(cluster=cluster, snapshot=snapshot, stored=stored.groups, now=now)
         _write_group_topics(snapshot=snapshot, topics=topics, groups=groups, now=now)
         findings = _write_findings(
             cluster=cluster, changes=changes, open_rows=open_rows, topics=topics, groups=groups,
@@ -247,10 +158,10 @@ def poll_record_success(
             polls_total=F("polls_total") + (1 if snapshot.complete else 0),
         )
         sets = known_partition_sets(
-            snapshot=snapshot, finding_partitions=_finding_partitions(cluster, snapshot),
-            consumed_before={group.group_id: group.consumed_topics for group in known_groups},
+            snapshot=snapshot, finding_partitions=findings_partitions(cluster=cluster, snapshot=snapshot),
+            consumed_before={group.group_id: group.consumed_topics for group in stored.known_groups},
         )
-        recreated = [g.topic for g in changes.new_generations if g.is_new_lineage and g.topic in topics_before]
+        recreated = [g.topic for g in changes.new_generations if g.is_new_lineage and g.topic in stored.topics]
         transaction.on_commit(
             lambda: known_partitions.publish(cluster=cluster.name, sets=sets, new_lineages=recreated)
         )
@@ -367,7 +278,7 @@ def _write_findings(
     *, cluster: Cluster, changes: detection.Changes, open_rows: list, topics: dict, groups: dict, generations: dict,
     now: datetime,
 ) -> dict:
-    by_key = {_finding_key(row): row for row in open_rows}
+    by_key = {finding_key(row): row for row in open_rows}
     accounting = {a.key: a for a in changes.accounting}
     new_rows = []
     for key in changes.new_findings:
@@ -385,9 +296,9 @@ def _write_findings(
         if key in accounting:
             _apply_accounting(row, accounting[key], now)
             updated.append(row)
-    Finding.objects.bulk_update(updated, _ACCOUNTING_FIELDS, batch_size=1000)
+    Finding.objects.bulk_update(updated, [*ACCOUNTED_FIELDS, "updated_at"], batch_size=1000)
     _close_expired(cluster=cluster, by_key=by_key, changes=changes, accounting=accounting, now=now)
-    return {**by_key, **{_finding_key(row): row for row in new_rows}}
+    return {**by_key, **{finding_key(row): row for row in new_rows}}
 
 
 def _close_expired(*, cluster: Cluster, by_key: dict, changes: detection.Changes, accounting: dict,

@@ -1,5 +1,6 @@
 """Writes for remediations: request, approve, cancel, retry, dismiss, and the
 compare-and-set transitions that executors (offset reset, Spark backfill) use.
+What a request plans is ``groups.services.previews``.
 
 Views and the API call these; permissions are checked here too, so no path
 can skip them.
@@ -15,27 +16,18 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from groups.models import Finding, JobFinding, Notification, RemediationJob, Topic
+from groups.models import Finding, JobFinding, Notification, RemediationJob
 from groups.services import dispatch
 from groups.services.audit import audit_record
 from groups.services.lifecycle import (
     Conflict,
+    FindingNotFound,
     finding_active_job,
     finding_require_open,
     findings_lock,
     findings_resolve_by_job,
-    missed_range_of,
 )
-from groups.domain.replay_topics import TOPIC_NAME, replay_topic_problem
-from groups.domain.planning import (
-    PartitionPosition,
-    PlanError,
-    ResetTarget,
-    backfill_recommended,
-    plan_backfill_of_findings,
-    plan_reset,
-)
-from groups.domain.sinks import DEFAULT_SINK, HANDLER, JOB_SINKS, KAFKA, replay_topic_for
+from groups.services.previews import job_preview
 
 log = logging.getLogger(__name__)
 APPROVE_PERMISSION = "groups.approve_remediation"
@@ -53,144 +45,27 @@ class DuplicateJob(Conflict):
         self.job = job
 
 
-class FindingNotFound(ValidationError):
-    """No finding has this id (a closed one still exists). A ValidationError,
-    so pages show it as a form error; the API answers 404."""
-
-
 def _require_approver(user) -> None:
     if not (user and user.is_authenticated and user.has_perm(APPROVE_PERMISSION)):
         raise PermissionDenied("approving remediations needs the approver role")
 
 
-def _open_findings_of_one_group(finding_ids: Iterable[int]) -> list[Finding]:
-    ids = sorted(set(int(i) for i in finding_ids))
-    if not ids:
-        raise ValidationError("select at least one finding")
-    rows = list(Finding.objects.filter(id__in=ids).select_related("cluster", "group", "topic"))
-    missing = sorted(set(ids) - {f.id for f in rows})
-    if missing:
-        raise FindingNotFound(f"no finding {', '.join(map(str, missing))}")
-    findings = rows
-    for finding in findings:
-        finding_require_open(finding)
-    if len({(f.cluster_id, f.group_id) for f in findings}) != 1:
-        raise ValidationError("a remediation covers findings of one group on one cluster")
-    return findings
-
-
-def positions_of(findings: list[Finding]) -> list[PartitionPosition]:
-    """Offsets as of the last poll; the executor checks them again before acting."""
-    return [
-        PartitionPosition(topic=f.topic.name, partition=f.partition, log_start=f.log_start_offset,
-                          high_watermark=f.high_watermark, committed=f.committed_offset)
-        for f in findings
-    ]
-
-
-def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value: str | None) -> dict:
-    """What a reset would do, from stored state (no Kafka call): per partition
-    current and planned offset, messages re-delivered or skipped, and whether
-    the group was empty at the last poll. ``rows`` is the plan with each
-    partition's missed (definite, possible) beside it, for the page; ``plan``
-    stays what the job stores. ``backfill_recommended`` when the reset would
-    re-deliver far more than was missed."""
-    findings = _open_findings_of_one_group(finding_ids)
-    try:
-        target = ResetTarget.parse(kind=target_kind, value=target_value)
-        target.require_not_future(now_ms=int(timezone.now().timestamp() * 1000))
-        # A timestamp is resolved against the broker when the job runs.
-        plan = [] if target.kind == "timestamp" else [
-            p.as_dict() for p in plan_reset(target=target, positions=positions_of(findings))
-        ]
-    except PlanError as error:
-        raise ValidationError(str(error)) from None
-    group = findings[0].group
-    missed = {(f.topic.name, f.partition): f for f in findings}
-    rows = [{**row, "missed_definite": missed[row["topic"], row["partition"]].missed_definite,
-             "missed_possible": missed[row["topic"], row["partition"]].missed_possible} for row in plan]
-    redelivered = sum(row["redelivered"] for row in plan)
-    missed_at_most = sum(f.missed_definite + f.missed_possible for f in findings)
-    return {
-        "findings": findings, "group": group, "target": {"kind": target.kind, "value": target.value}, "plan": plan,
-        "rows": rows, "redelivered": redelivered, "missed_at_most": missed_at_most,
-        "backfill_recommended": backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most),
-        "group_empty": group.state in ("Empty", "Dead") or group.member_count == 0,
-        "group_state": group.state, "member_count": group.member_count, "as_of": group.last_seen_at,
-    }
-
-
-def backfill_preview(
-    *, finding_ids: Iterable[int], sink: str = "", replay_topic: str = "", handler: str = "", until: str = "bound",
-) -> dict:
-    """The plan of a backfill and where it delivers: ``params`` are what the
-    job stores (sink, the replay topic or handler chosen for this job, and
-    ``until`` when it ends at the likely start). Without a sink, the group's
-    default sink (group settings) applies, for pages, API and retries alike.
-    The plan ends at the sound bound unless ``until`` is "likely"; each row
-    says how many of its records are certain losses and how many the group
-    may already have read."""
-    findings = _open_findings_of_one_group(finding_ids)
-    if sink == "" or sink is None:
-        sink = findings[0].group.backfill_sink or DEFAULT_SINK
-    if not isinstance(sink, str) or sink not in JOB_SINKS:
-        raise ValidationError(f"unknown sink {sink!r}: use {', '.join(JOB_SINKS[:-1])} or {JOB_SINKS[-1]}")
-    if not isinstance(replay_topic, str) or not isinstance(handler, str) or not isinstance(until, str):
-        raise ValidationError("replay_topic, handler and until must be text")
-    until = until or "bound"
-    try:
-        planned = plan_backfill_of_findings(missed=[missed_range_of(f) for f in findings], until=until)
-    except PlanError as error:
-        raise ValidationError(str(error)) from None
-    group = findings[0].group
-    params: dict = {"sink": sink}
-    if until != "bound":
-        params["until"] = until
-    if sink == KAFKA:
-        chosen = replay_topic.strip()
-        # The job records the topic it was approved with: the chosen one, else the group's default.
-        if chosen or group.replay_topic:
-            params["replay_topic"] = chosen or group.replay_topic
-        sources = sorted({f.topic.name for f in findings})
-        targets = {source: replay_topic_for(source, chosen or group.replay_topic) for source in sources}
-        existing = set(Topic.objects.filter(cluster=group.cluster_id, deleted=False).values_list("name", flat=True))
-        for target in sorted(set(targets.values())):
-            problem = replay_topic_problem(target, sources=sources, existing=existing, configured=group.replay_topic)
-            if problem:
-                raise ValidationError(problem)
-        destination = ", ".join(sorted(set(targets.values())))
-    elif sink == HANDLER:
-        if handler not in settings.BACKFILL_HANDLERS:
-            allowed = ", ".join(settings.BACKFILL_HANDLERS) or "none is configured"
-            raise ValidationError(f"Choose a handler listed in BACKFILL_HANDLERS ({allowed}).")
-        params["handler"] = handler
-        destination = handler
-    else:
-        destination = f"{settings.BACKFILL_OUTPUT}/<job id>/"
-    return {"findings": findings, "group": group, "sink": sink, "params": params, "destination": destination,
-            "until": until, "likely_available": all(f.likely_start is not None for f in findings),
-            "plan": [p.as_dict() for p in planned], "total": sum(p.range.count for p in planned),
-            "total_definite": sum(p.definite for p in planned), "total_possible": sum(p.possible for p in planned)}
-
-
 def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) -> RemediationJob:
-    """A person's request for one job on the findings (pages and API alike):
+    """A person's request for one job on the findings (API and retries):
     check the permission, plan from stored state with the group's defaults
-    (bad input: ValidationError), then ``job_create``."""
+    (``job_preview``), then ``job_request_previewed``."""
     _require_approver(user)
-    if kind == RemediationJob.Kind.RESET:
-        preview = reset_preview(finding_ids=finding_ids, target_kind=params.get("target", "earliest"),
-                                target_value=params.get("value"))
-        params = {"target": preview["target"]["kind"], "value": preview["target"]["value"]}
-    elif kind == RemediationJob.Kind.BACKFILL:
-        preview = backfill_preview(finding_ids=finding_ids, sink=params.get("sink", ""),
-                                   replay_topic=params.get("replay_topic", ""), handler=params.get("handler", ""),
-                                   until=params.get("until", "bound"))
-        params = preview["params"]
-    else:
-        raise ValidationError(f"unknown remediation kind {kind!r}")
+    return job_request_previewed(user=user, kind=kind,
+                                 preview=job_preview(finding_ids=finding_ids, kind=kind, params=params))
+
+
+def job_request_previewed(*, user, kind: str, preview: dict) -> RemediationJob:
+    """A person's request for the job a preview (``job_preview``) shows, as
+    the approve page has it already: the job stores the preview's params and
+    plan, planned once. Then ``job_create``."""
+    _require_approver(user)
     findings = preview["findings"]
-    return job_create(cluster=findings[0].cluster, group=findings[0].group, kind=kind, params=params,
+    return job_create(cluster=findings[0].cluster, group=findings[0].group, kind=kind, params=preview["params"],
                       plan=preview["plan"], findings=findings, requested_by=user)
 
 

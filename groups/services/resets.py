@@ -13,7 +13,8 @@ from groups.domain.planning import PlannedReset, ResetTarget, plan_reset
 from groups.domain.snapshot import Snapshot
 from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
 from groups.services import dispatch
-from groups.services.remediation import SOURCE_AUTO_REPAIR, DuplicateJob, job_create, positions_of
+from groups.services.previews import positions_of
+from groups.services.remediation import SOURCE_AUTO_REPAIR, DuplicateJob, job_create
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from groups import selectors
+from groups.selectors.browse import (
+    audit_events_list,
+    audit_filter_values,
+    group_chart_marks,
+    group_lag_series,
+    group_open_findings_list,
+    topic_generations_list,
+    topic_readers_list,
+)
+from groups.selectors.lists import clusters_list, groups_list, topics_list
 from groups.models import AuditEvent, ConsumerGroup, PartitionGeneration
 from groups.services.clusters import (
     MANAGE_PERMISSION,
@@ -82,9 +91,9 @@ def _page_query(request: HttpRequest) -> str:
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def topic_detail(request: HttpRequest, topic_id: int) -> HttpResponse:
-    topic = get_object_or_404(selectors.topics_list(), pk=topic_id)
-    timeline = generation_timeline(selectors.topic_generations_list(topic=topic))
-    readers = Paginator(selectors.topic_readers_list(topic=topic), TOPIC_READERS_PER_PAGE).get_page(
+    topic = get_object_or_404(topics_list(), pk=topic_id)
+    timeline = generation_timeline(topic_generations_list(topic=topic))
+    readers = Paginator(topic_readers_list(topic=topic), TOPIC_READERS_PER_PAGE).get_page(
         request.GET.get("page")
     )
     return render(request, "browse/topic.html", {
@@ -96,7 +105,7 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
                 status: int = 200) -> HttpResponse:
     group_topics = list(group.group_topics.all())
     findings_by_topic: dict[int, list] = {}
-    for finding in selectors.group_open_findings_list(group=group):
+    for finding in group_open_findings_list(group=group):
         findings_by_topic.setdefault(finding.topic_id, []).append(finding)
     # A topic with open findings the group no longer reports still gets its rows.
     topic_rows = [{"topic": gt.topic, "group_topic": gt, "findings": findings_by_topic.pop(gt.topic_id, [])}
@@ -108,9 +117,9 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
     end = timezone.now()
     start = end - timedelta(hours=CHART_WINDOWS[window])
     charted = sorted(group_topics, key=lambda gt: (-gt.lag, gt.topic.name))[:CHART_MAX_TOPICS]
-    samples = selectors.group_lag_series(group=group, topic_ids=[gt.topic_id for gt in charted], start=start,
+    samples = group_lag_series(group=group, topic_ids=[gt.topic_id for gt in charted], start=start,
                                          end=end, buckets=CHART_MAX_POINTS)
-    marks = selectors.group_chart_marks(group=group, topics=[gt.topic for gt in charted], start=start, end=end)
+    marks = group_chart_marks(group=group, topics=[gt.topic for gt in charted], start=start, end=end)
     chart = lag_chart(series=[(gt.topic.name, samples.get(gt.topic_id, [])) for gt in charted], start=start, end=end,
                       marks=marks)
 
@@ -128,7 +137,7 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def group_detail(request: HttpRequest, group_pk: int) -> HttpResponse:
-    group = get_object_or_404(selectors.groups_list(), pk=group_pk)
+    group = get_object_or_404(groups_list(), pk=group_pk)
     return _group_page(request, group, None)
 
 
@@ -157,7 +166,7 @@ _manager_form_view = _manager_only("GET", "HEAD", "POST")
 
 @_manager_post
 def group_settings(request: HttpRequest, group_pk: int) -> HttpResponse:
-    group = get_object_or_404(selectors.groups_list(), pk=group_pk)
+    group = get_object_or_404(groups_list(), pk=group_pk)
     # A copy: the page shows the stored settings next to the rejected input.
     form = GroupSettingsForm(request.POST, instance=copy.copy(group))
     if not form.is_valid():
@@ -174,7 +183,7 @@ def group_settings(request: HttpRequest, group_pk: int) -> HttpResponse:
 @require_http_methods(["GET", "HEAD"])
 def cluster_list(request: HttpRequest) -> HttpResponse:
     return render(request, "browse/clusters.html", {
-        "clusters": selectors.clusters_list(), "can_manage": request.user.has_perm(MANAGE_PERMISSION),
+        "clusters": clusters_list(), "can_manage": request.user.has_perm(MANAGE_PERMISSION),
     })
 
 
@@ -191,7 +200,7 @@ def cluster_add(request: HttpRequest) -> HttpResponse:
 
 @_manager_form_view
 def cluster_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    cluster = get_object_or_404(selectors.clusters_list(), pk=pk)
+    cluster = get_object_or_404(clusters_list(), pk=pk)
     form = ClusterForm(request.POST or None, instance=cluster)
     if request.method == "POST" and form.is_valid():
         changed = cluster_update(user=request.user, cluster_id=cluster.pk, data=form.cleaned_data,
@@ -205,7 +214,7 @@ def cluster_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 @_manager_post
 def cluster_toggle(request: HttpRequest, pk: int) -> HttpResponse:
-    cluster = get_object_or_404(selectors.clusters_list(), pk=pk)
+    cluster = get_object_or_404(clusters_list(), pk=pk)
     form = ClusterEnabledForm(request.POST)
     if not form.is_valid():
         return HttpResponseBadRequest("enabled must be true or false")
@@ -219,7 +228,7 @@ def cluster_toggle(request: HttpRequest, pk: int) -> HttpResponse:
 
 @_manager_post
 def cluster_test(request: HttpRequest, pk: int) -> HttpResponse:
-    cluster = get_object_or_404(selectors.clusters_list(), pk=pk)
+    cluster = get_object_or_404(clusters_list(), pk=pk)
     cluster_request_test(user=request.user, cluster_id=cluster.pk)
     messages.info(request, f"Connection test of {cluster.name} queued; reload this page in a few seconds for the "
                            "result.")
@@ -272,11 +281,11 @@ def _object_link(object_type: str, object_id: str) -> str:
 @require_http_methods(["GET", "HEAD"])
 def audit_list(request: HttpRequest) -> HttpResponse:
     form = AuditFilterForm(request.GET)
-    events = selectors.audit_events_list(**form.selector_filters()) if form.is_valid() else AuditEvent.objects.none()
+    events = audit_events_list(**form.selector_filters()) if form.is_valid() else AuditEvent.objects.none()
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     for event in page.object_list:
         event.detail_lines = _detail_lines(event.detail)
         event.object_link = _object_link(event.object_type, event.object_id)
     return render(request, "browse/audit.html", {
-        "form": form, "page": page, "page_query": _page_query(request), "suggestions": selectors.audit_filter_values(),
+        "form": form, "page": page, "page_query": _page_query(request), "suggestions": audit_filter_values(),
     })

@@ -17,7 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_http_methods
 
-from groups import selectors
+from groups.selectors.browse import audit_events_list
 from groups.models import RemediationJob
 from groups.text import csv_cell
 from groups.web.forms import AuditFilterForm
@@ -70,7 +70,7 @@ def audit_export(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest("bad filter: " + "; ".join(
             f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()
         ), content_type="text/plain; charset=utf-8")
-    events = selectors.audit_events_list(**form.selector_filters())
+    events = audit_events_list(**form.selector_filters())
     response = StreamingHttpResponse(audit_csv_rows(events), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="gapwatch-audit.csv"'
     return response

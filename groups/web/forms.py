@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup, Finding
 from groups.cluster_forms import ClusterForm  # noqa: F401 - the cluster pages' form, shared with the admin
+from groups.domain.replay_topics import TOPIC_NAME
 from groups.domain.sinks import GROUP_SINKS
 from groups.services.clusters import GROUP_SETTINGS_FIELDS
-from groups.services.remediation import TOPIC_NAME
 
 class ClusterEnabledForm(forms.Form):
     """The state asked for, not a flip: a double click cannot undo itself."""
@@ -109,7 +109,7 @@ class FindingFilterForm(forms.Form):
         return data
 
     def selector_filters(self) -> dict:
-        """Keyword arguments for ``selectors.findings_list``."""
+        """Keyword arguments for ``groups.selectors.lists.findings_list``."""
         data = self.cleaned_data
         filters = {
             "cluster": data.get("cluster") or None,

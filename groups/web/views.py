@@ -22,10 +22,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from groups import selectors
+from groups.selectors.lists import findings_count_by_state_and_resolution, findings_list
 from groups.web.forms import FindingFilterForm
 from groups.web.job_result import job_result_view
-from groups.services import remediation
+from groups.services import previews, remediation
 from groups.services.dispatch import QueueUnavailable
 from groups.models import Cluster, Finding, JobFinding, RemediationJob
 
@@ -65,7 +65,7 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
         sort = "found"
     # The job links of the whole page in one query, whatever the page size; the newest first.
     links = JobFinding.objects.select_related("job").order_by("-job__created_at", "-job_id")
-    findings = selectors.findings_list(**filters).order_by(*SORTS[sort]).prefetch_related(
+    findings = findings_list(**filters).order_by(*SORTS[sort]).prefetch_related(
         Prefetch("job_findings", queryset=links, to_attr="job_links")
     )
     if not valid:
@@ -73,8 +73,8 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
     page = Paginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
     for finding in page.object_list:
         finding.shown_job = _shown_job(finding)
-    counts = selectors.findings_count_by_state_and_resolution(
-        selectors.findings_list(**{**filters, "state": None, "include_closed": True, "resolution": None})
+    counts = findings_count_by_state_and_resolution(
+        findings_list(**{**filters, "state": None, "include_closed": True, "resolution": None})
     )
     raw = {key: form.data.get(key, "") for key in ("cluster", "topic", "group", "state", "resolution", "since",
                                                    "until")}
@@ -134,18 +134,16 @@ def _selected_ids(request: HttpRequest) -> list[int]:
 
 
 def _preview(request: HttpRequest, *, kind: str, source) -> tuple[list[int], dict, dict]:
-    """Plan from stored state; raises ValidationError for bad input."""
+    """The form's values and the service's preview of them; raises ValidationError for bad input."""
     ids = _selected_ids(request)
     if kind == RemediationJob.Kind.RESET:
         params = {"target": source.get("target", "earliest"), "value": source.get("value") or None}
-        return ids, params, remediation.reset_preview(
-            finding_ids=ids, target_kind=params["target"], target_value=params["value"]
-        )
-    params = {"sink": source.get("sink", ""), "replay_topic": source.get("replay_topic", ""),
-              "handler": source.get("handler", ""), "until": source.get("until", "") or "bound"}
-    preview = remediation.backfill_preview(finding_ids=ids, sink=params["sink"], replay_topic=params["replay_topic"],
-                                           handler=params["handler"], until=params["until"])
-    params["sink"] = preview["sink"]  # the group's default sink when none was chosen
+    else:
+        params = {"sink": source.get("sink", ""), "replay_topic": source.get("replay_topic", ""),
+                  "handler": source.get("handler", ""), "until": source.get("until", "") or "bound"}
+    preview = previews.job_preview(finding_ids=ids, kind=kind, params=params)
+    if kind == RemediationJob.Kind.BACKFILL:
+        params["sink"] = preview["sink"]  # the group's default sink when none was chosen
     return ids, params, preview
 
 
@@ -162,11 +160,7 @@ def _previewed(*, kind: str, preview: dict) -> str:
     fingerprint differently creates nothing. A plain hash, not a secret: it
     catches a form changed after its preview, not a forger (an approver may
     approve anything anyway)."""
-    if kind == RemediationJob.Kind.RESET:
-        params = {"target": preview["target"]["kind"], "value": preview["target"]["value"]}
-    else:
-        params = preview["params"]
-    shown = {"kind": kind, "findings": sorted(f.id for f in preview["findings"]), "params": params}
+    shown = {"kind": kind, "findings": sorted(f.id for f in preview["findings"]), "params": preview["params"]}
     return hashlib.sha256(json.dumps(shown, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -202,7 +196,7 @@ def _approve(request: HttpRequest, *, kind: str) -> HttpResponse:
     3. Values whose fingerprint is not the one the last preview rendered
        (changed on screen since, or no fingerprint): show the preview of the
        values received, with a message, as a 409; nothing is created.
-    4. Otherwise create one job with exactly these values, then show it.
+    4. Otherwise create one job from that preview (planned once), then show it.
     """
     if not request.user.has_perm(remediation.APPROVE_PERMISSION):
         raise PermissionDenied("approving remediations needs the approver role")
@@ -214,7 +208,7 @@ def _approve(request: HttpRequest, *, kind: str) -> HttpResponse:
         if request.POST.get("previewed") != _previewed(kind=kind, preview=preview):
             return _render_approve(request, kind=kind, ids=ids, params=params, preview=preview,
                                    errors=[CHANGED_SINCE_PREVIEW], status=409)
-        job = remediation.job_request(user=request.user, finding_ids=ids, kind=kind, params=params)
+        job = remediation.job_request_previewed(user=request.user, kind=kind, preview=preview)
     except remediation.DuplicateJob as duplicate:
         messages.warning(request, str(duplicate))
         return redirect("job_detail", job_id=duplicate.job.id)

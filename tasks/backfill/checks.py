@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 
 from groups.domain.backfill import PreparedRange, explain_missing, partition_report
 from groups.domain.planning import BackfillRange, PlanError
-from groups.domain.sinks import KAFKA, replay_topic_for
+from groups.domain.sinks import KAFKA
 from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable, TopicDetails
 from tasks.spark.spec import SinkSpec
 
@@ -33,8 +33,8 @@ KAFKA_PATIENCE_SECONDS = 60.0
 
 class ClusterChecks:
     """The checks of one backfill against its cluster. ``topic_ids``: the
-    topic ids the plan was made for (optional); ``replay_topics``: the chosen
-    replay topic per source topic (default ``<topic>.replay``); ``deadline``
+    topic ids the plan was made for (optional); ``replay_topics``: the replay
+    topic of each source topic, as decided with the sink (kafka); ``deadline``
     (``time.monotonic()``) bounds the explaining reads."""
 
     def __init__(self, adapter: KafkaAdapter, *, ranges: tuple[BackfillRange, ...], topic_ids: Mapping[str, str],
@@ -78,12 +78,13 @@ class ClusterChecks:
         """Create missing replay topics with the source's partition count and
         replication factor (partition p is replayed to partition p); read
         where each replay partition ends now, to count this job's records."""
-        topics = {topic: replay_topic_for(topic, self.replay_topics.get(topic, ""))
-                  for topic in sorted({p.range.topic for p in prepared})}
+        sources = sorted({p.range.topic for p in prepared})
+        undecided = [source for source in sources if source not in self.replay_topics]
+        if undecided:
+            raise PlanError(f"no replay topic was decided for {', '.join(undecided)}")
+        topics = {source: self.replay_topics[source] for source in sources}
         start_offsets: dict[str, dict[str, int]] = {}
         for source, replay in topics.items():
-            if replay == source:
-                raise PlanError(f"the replay topic of {source!r} cannot be the topic itself")
             needed = 1 + max(p.range.partition for p in prepared if p.range.topic == source)
             details = self.adapter.describe_topic(replay)
             if details is None:

@@ -23,7 +23,7 @@ from django.conf import settings
 
 from groups.domain.backfill import ERROR_LIMIT, condense_error, summary_line
 from groups.domain.planning import BackfillRange, PlanError
-from groups.domain.sinks import DEFAULT_SINK, HANDLER, JOB_SINKS
+from groups.domain.sinks import BackfillSink
 from groups.models import Cluster, RemediationJob
 from groups.services.jobs import job_record_progress, job_record_result
 from groups.services.remediation import job_transition
@@ -38,12 +38,9 @@ Status = RemediationJob.Status
 
 
 def backfill_request_for(job: RemediationJob) -> BackfillRequest:
-    """The job's plan and sink, with the topic ids its findings were made under."""
-    sink = job.params.get("sink") or job.group.backfill_sink or DEFAULT_SINK
-    if sink not in JOB_SINKS:
-        raise PlanError(f"unknown sink {sink!r}: use {', '.join(JOB_SINKS)}")
-    if sink == HANDLER and not job.params.get("handler"):
-        raise PlanError("a handler sink needs params.handler (a dotted path)")
+    """The job's plan and the sink its approval decided (``BackfillSink`` in
+    its params: the group's settings of today do not change it), with the
+    topic ids its findings were made under."""
     ranges = tuple(BackfillRange(r["topic"], int(r["partition"]), int(r["start"]), int(r["end"])) for r in job.plan)
     if not ranges:
         raise PlanError("the job has no planned range")
@@ -51,26 +48,20 @@ def backfill_request_for(job: RemediationJob) -> BackfillRequest:
     for topic, topic_id in job.findings.values_list("topic__name", "generation__kafka_topic_id"):
         if topic_id:
             topic_ids[topic] = topic_id
-    configured = job.params.get("replay_topic") or job.group.replay_topic
-    return BackfillRequest(
-        run_id=str(job.id), cluster=job.cluster.client_config(), ranges=ranges, sink=sink,
-        replay_topics={r.topic: configured for r in ranges} if configured else {},
-        handler=job.params.get("handler", ""), topic_ids=topic_ids,
-        output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
-        master=settings.SPARK_MASTER, spark_connect=settings.SPARK_CONNECT_URL,
-        spark_connect_token=settings.SPARK_CONNECT_TOKEN,
-    )
+    return cluster_request(cluster=job.cluster, ranges=ranges, sink=BackfillSink.from_params(job.params),
+                           run_id=str(job.id), topic_ids=topic_ids)
 
 
-def cluster_request(*, cluster: Cluster, ranges: list[BackfillRange], sink: str, run_id: str,
-                    replay_topic: str = "", handler: str = "") -> BackfillRequest:
-    """A request for the command line: no job row, the output named ``run_id``."""
+def cluster_request(*, cluster: Cluster, ranges: tuple[BackfillRange, ...], sink: BackfillSink, run_id: str,
+                    topic_ids: dict[str, str] | None = None) -> BackfillRequest:
+    """A request with the settings of this install; the command line's has
+    no job row (the output is named ``run_id``) and no topic ids."""
     return BackfillRequest(
-        run_id=run_id, cluster=cluster.client_config(), ranges=tuple(ranges), sink=sink,
-        replay_topics={r.topic: replay_topic for r in ranges} if replay_topic else {}, handler=handler,
-        output=str(settings.BACKFILL_OUTPUT), timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
-        master=settings.SPARK_MASTER, spark_connect=settings.SPARK_CONNECT_URL,
-        spark_connect_token=settings.SPARK_CONNECT_TOKEN,
+        run_id=run_id, cluster=cluster.client_config(), ranges=tuple(ranges), sink=sink.kind,
+        replay_topics=sink.replay_topics({r.topic for r in ranges}), handler=sink.handler,
+        topic_ids=topic_ids or {}, output=str(settings.BACKFILL_OUTPUT),
+        timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS, master=settings.SPARK_MASTER,
+        spark_connect=settings.SPARK_CONNECT_URL, spark_connect_token=settings.SPARK_CONNECT_TOKEN,
     )
 
 

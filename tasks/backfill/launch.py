@@ -2,8 +2,8 @@
 session of a Spark Connect server (``ConnectJob``, ``tasks.spark.connect``)
 or in a Spark process of its own (``JobProcess``). Both look the same to
 ``tasks.backfill.runner``: poll for an exit code, send the publish/discard
-decision, stop, and say why an attempt ended without an exit code it can
-trust.
+decision (step 4 of ``tasks.spark.handshake``), stop, and say why an
+attempt ended without an exit code it can trust.
 """
 
 from __future__ import annotations
@@ -18,15 +18,47 @@ import time
 from pathlib import Path
 
 from tasks.spark.connect import ConnectUnavailable, connect_session, job_tag, server_address
+from tasks.spark.handshake import DISCARD, Decision
+from tasks.spark.spec import PASSWORD_ENV, JobSpec
 
 log = logging.getLogger(__name__)
 
 STOP_WAIT_SECONDS = 30.0
+BASE_DIR = Path(__file__).resolve().parents[2]
+
+
+def launch(spec: JobSpec, *, spec_path: Path, log_file, record: dict, connect_url: str, connect_token: str,
+           password: str) -> JobProcess | ConnectJob:
+    """Start an attempt on the Spark Connect server at ``connect_url`` when
+    one is configured and answers, in a process of its own otherwise (the
+    server is a speed-up, never a dependency). ``record``, the attempt's
+    entry in the job's result, gets the session or why there was none."""
+    if connect_url:
+        try:
+            job = ConnectJob(url=connect_url, token=connect_token, spec=spec, password=password, log_file=log_file)
+            record.update(server=job.server, session_id=job.session_id, tag=job.tag)
+            return job
+        except ConnectUnavailable as error:
+            log.warning("backfill %s: %s; running the job in its own process", spec.job_id, error)
+            record["connect_unavailable"] = str(error)
+    return JobProcess(spec_path=spec_path, cwd=BASE_DIR, environment=_process_environment(password),
+                      log_file=log_file)
+
+
+def _process_environment(password: str) -> dict:
+    """A job process imports this project, and gets the SASL password in its environment only."""
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(BASE_DIR), os.environ.get("PYTHONPATH")) if p)}
+    environment.pop(PASSWORD_ENV, None)
+    if password:
+        environment[PASSWORD_ENV] = password
+    return environment
 
 
 class JobProcess:
     """``python -m tasks.spark.backfill_job --spec S --parent-pipe`` in a new
-    session (a time-out kills its JVM too), stdin a pipe for the decision."""
+    session (a time-out kills its JVM too), stdin a pipe for the decision
+    (``handshake.ParentPipe`` reads it)."""
 
     mode = "process"
 
@@ -67,20 +99,6 @@ class JobProcess:
         return signal.Signals(-code).name if code is not None and code < 0 else None
 
 
-class Decision:
-    """The runner's publish/discard decision, handed to ``backfill_job.run``
-    in the same process (what ``ParentPipe`` is to a job process)."""
-
-    def __init__(self) -> None:
-        self.decision: str | None = None
-        self.decided = threading.Event()
-
-    def decide(self, decision: str) -> None:
-        if not self.decided.is_set():
-            self.decision = decision
-            self.decided.set()
-
-
 class ConnectJob:
     """One attempt on a Spark Connect server: ``backfill_job.run`` in a
     thread of this process, on a new session of the server, every operation
@@ -113,13 +131,13 @@ class ConnectJob:
         self._decision = Decision()
         self._stopped = False
         started = time.time()
-        self.session = connect_session(url, token=token)  # ConnectUnavailable: the runner falls back
+        self.session = connect_session(url, token=token)  # ConnectUnavailable: ``launch`` falls back
         self.session_id = self.session.session_id
         self.server = server_address(url)
         self._watchdog = subprocess.Popen(
             [sys.executable, "-m", "tasks.spark.watchdog", "--url", url, "--session-id", self.session_id,
              "--tag", self.tag],
-            cwd=Path(__file__).resolve().parents[2], env={**os.environ, "SPARK_CONNECT_TOKEN": token},
+            cwd=BASE_DIR, env={**os.environ, "SPARK_CONNECT_TOKEN": token},
             stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,
         )
 
@@ -162,7 +180,7 @@ class ConnectJob:
         if self._stopped:
             return
         self._stopped = True
-        self._decision.decide("discard")
+        self._decision.decide(DISCARD)
         if self._thread.is_alive():
             try:
                 self.session.interruptTag(self.tag)

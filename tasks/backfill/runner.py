@@ -12,9 +12,8 @@ when SPARK_CONNECT_URL names one that answers, otherwise in a Spark process
 of its own started here (``tasks.backfill.launch``). A JVM crash or an
 out-of-memory kill ends that process or the server, never the worker. The
 job gets explicit arguments (a JSON spec; the SASL password in its
-environment, or as an argument of ``run``) and reports through two files:
-progress (records done of total) and result (per partition, what the sink
-holds and which offsets are missing).
+environment, or as an argument of ``run``) and talks to this runner through
+two files and a publish/discard decision (``tasks.spark.handshake``).
 
 A job succeeds only when every partition holds exactly ``[start, end)``, or
 each missing offset is explained (``explain_missing``):
@@ -34,11 +33,10 @@ Parquet output is discarded, not published.
 
 Re-runs and kills:
 
-- A Parquet job writes to a staging folder of its attempt and waits, on its
-  stdin, for this process to say ``publish`` (after explaining) or
-  ``discard``; publishing swaps the folder in as ``<output>/<job id>/``, so a
-  re-run replaces the previous output and never adds a second copy. If this
-  process dies, the job's stdin closes and it exits unpublished.
+- A Parquet job stages its output and publishes it only when this process
+  says so, after explaining (``tasks.spark.handshake``); publishing swaps it
+  in as ``<output>/<job id>/``, so a re-run replaces the previous output and
+  never adds a second copy. If this process dies, nothing is published.
 - A job process killed by a signal (not by our time limit), or a Spark
   Connect server that dies during the job, is run once more at once with a
   fresh attempt (in its own process if no server answers); a second kill
@@ -63,16 +61,24 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from groups.domain.backfill import PreparedRange, condense_error
+from groups.domain.backfill import PreparedRange, condense_error, report_explained
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.planning import BackfillRange
 from groups.domain.secrets import secret_redact
 from groups.domain.sinks import DEFAULT_SINK, HANDLER, KAFKA, PARQUET
 from tasks.backfill.checks import ClusterChecks
-from tasks.backfill.launch import ConnectJob, JobProcess
-from tasks.spark.connect import ConnectUnavailable
+from tasks.backfill.launch import ConnectJob, JobProcess, launch
 from tasks.kafka.adapter import KafkaAdapter
-from tasks.spark.spec import PASSWORD_ENV, JobSpec, KafkaSettings, SinkSpec
+from tasks.spark.handshake import (
+    DISCARD,
+    FINISHED,
+    PROGRESS_FILE,
+    RESULT_FILE,
+    STAGED,
+    decision_for,
+    read_json,
+)
+from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +90,6 @@ WORKDIR_PREFIX = "gapwatch-backfill-"
 # Ranges bigger than this are split across Spark tasks (minPartitions); also
 # the grain of the progress estimate.
 RECORDS_PER_TASK = 200_000
-BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 class BackfillFailed(Exception):
@@ -103,7 +108,10 @@ class BackfillRequest:
     """Everything a run needs, without the database.
 
     ``run_id`` names the Parquet output folder (``<BACKFILL_OUTPUT>/<run_id>``):
-    the job id, so a re-run replaces its own output. ``topic_ids`` (optional)
+    the job id, so a re-run replaces its own output. ``sink``,
+    ``replay_topics`` (kafka: each source topic's replay topic) and
+    ``handler`` are the sink decided when the job was planned
+    (``groups.domain.sinks.BackfillSink``). ``topic_ids`` (optional)
     are the topic ids the plan was made for: a topic deleted and recreated
     since then is refused."""
 
@@ -126,14 +134,28 @@ class BackfillRequest:
         return sum(r.count for r in self.ranges)
 
 
-# -- running the Spark job process ------------------------------------------------
-
-
 class _AttemptKilled(Exception):
     def __init__(self, signal_name: str, record: dict) -> None:
         super().__init__(signal_name)
         self.signal_name = signal_name
         self.record = record
+
+
+@dataclass
+class _Attempt:
+    """One run of the Spark job: its work folder (spec, log and the two files
+    of ``tasks.spark.handshake``), its entry in the job's attempts, and the job
+    itself (``JobProcess`` or ``ConnectJob``)."""
+
+    folder: Path
+    record: dict
+    job: JobProcess | ConnectJob
+    spawned: float
+    timed_out: bool = False
+    # Protocol step 3, once the staged counts are explained (or explaining failed): the decision is sent.
+    decided: bool = False
+    report: list[dict] | None = None
+    explain_error: Exception | None = None
 
 
 class BackfillRunner:
@@ -160,45 +182,50 @@ class BackfillRunner:
         """The ranges as the cluster has them now (``ClusterChecks.preflight``)."""
         return self.checks.preflight()
 
-    # 2. the job process
-
     def run(self) -> dict:
+        """1. Preflight; 2. where the job delivers (``_sink``); 3. the job's
+        attempts (``_attempts``), unless everything expired already; 4. the
+        result, or BackfillFailed unless every difference is explained."""
         prepared = self.preflight()
         readable = [p for p in prepared if p.to_read > 0]
-        to_read = sum(p.to_read for p in readable)
-        self.on_progress(0, to_read)
-        if self.request.sink == KAFKA:
-            sink = self.checks.prepare_replay(prepared)
-        elif self.request.sink == HANDLER:
-            sink = SinkSpec(HANDLER, handler=self.request.handler)
-        else:
-            output = self.request.output or str(settings.BACKFILL_OUTPUT)
-            if "://" not in output:
-                output = str(Path(output).absolute())
-                Path(output).mkdir(parents=True, exist_ok=True)
-            sink = SinkSpec(PARQUET, output=output)
+        self.on_progress(0, sum(p.to_read for p in readable))
+        sink = self._sink(prepared)
         compacted: dict[str, bool] = {}
-        outcome: dict = {}
-        if readable:
-            while True:
-                try:
-                    outcome = self._attempt(readable, sink, compacted)
-                    break
-                except _AttemptKilled as killed:
-                    if len(self.attempts) >= MAX_ATTEMPTS:
-                        raise BackfillFailed(
-                            f"the job process was killed ({killed.signal_name}) in {len(self.attempts)} attempts",
-                            error=killed.record.get("log_tail", ""), result=self._result(sink.describe(), []),
-                        ) from None
-                    log.warning("backfill %s: job process killed by %s; running it again",
-                                self.request.run_id, killed.signal_name)
+        outcome = self._attempts(readable, sink, compacted) if readable else {}
         report = outcome.get("report") or self.checks.report(prepared, {}, compacted, probe=False)
         result = self._result(outcome.get("sink") or sink.describe(), report, outcome.get("timings"))
-        if any(p["unexplained"] or p["problems"] for p in report):
+        if not report_explained(report):
             problems = "; ".join(f"{p['topic']}[{p['partition']}]: {', '.join(p['problems'])}"
                                  for p in report if p["problems"])
             raise BackfillFailed(f"unexplained difference: {problems}", result=result)
         return result
+
+    def _sink(self, prepared: list[PreparedRange]) -> SinkSpec:
+        """The spec's sink: replay topics made ready (kafka), the handler, or
+        the Parquet output folder (made if local)."""
+        if self.request.sink == KAFKA:
+            return self.checks.prepare_replay(prepared)
+        if self.request.sink == HANDLER:
+            return SinkSpec(HANDLER, handler=self.request.handler)
+        output = self.request.output or str(settings.BACKFILL_OUTPUT)
+        if "://" not in output:
+            output = str(Path(output).absolute())
+            Path(output).mkdir(parents=True, exist_ok=True)
+        return SinkSpec(PARQUET, output=output)
+
+    def _attempts(self, readable: list[PreparedRange], sink: SinkSpec, compacted: dict[str, bool]) -> dict:
+        """Attempts until one ends; one killed by a signal is run again, MAX_ATTEMPTS in all."""
+        while True:
+            try:
+                return self._attempt(readable, sink, compacted)
+            except _AttemptKilled as killed:
+                if len(self.attempts) >= MAX_ATTEMPTS:
+                    raise BackfillFailed(
+                        f"the job process was killed ({killed.signal_name}) in {len(self.attempts)} attempts",
+                        error=killed.record.get("log_tail", ""), result=self._result(sink.describe(), []),
+                    ) from None
+                log.warning("backfill %s: job process killed by %s; running it again",
+                            self.request.run_id, killed.signal_name)
 
     def _result(self, sink: dict, report: list[dict], timings: dict | None = None) -> dict:
         result = {
@@ -213,7 +240,44 @@ class BackfillRunner:
             result["timings"] = timings
         return result
 
-    def _spec(self, attempt: str, readable: list[PreparedRange], sink: SinkSpec, workdir: Path) -> JobSpec:
+    def _attempt(self, readable: list[PreparedRange], sink: SinkSpec, compacted: dict[str, bool]) -> dict:
+        """One run of the Spark job; its side of the protocol is ``tasks.spark.handshake``.
+
+        1. Start it (``_start``): spec and log in a fresh work folder; on the
+           Spark Connect server or in a process of its own (``launch``).
+        2. Watch it until it exits or the time is up (``_watch``): pass
+           progress on; explain a staged output and send the decision.
+        3. Collect what it left (``_collect``): its result file and its log's tail.
+        4. Judge how it ended (``_judge``): the report, ``_AttemptKilled``
+           (run it again), or BackfillFailed with Spark's error text.
+        """
+        attempt = self._start(readable, sink)
+        try:
+            self._watch(attempt, readable, compacted)
+            returncode = attempt.job.wait()
+        finally:
+            attempt.job.stop()
+        outcome, log_tail = self._collect(attempt, returncode)
+        return self._judge(attempt, returncode, outcome, log_tail, readable, sink, compacted)
+
+    def _start(self, readable: list[PreparedRange], sink: SinkSpec) -> _Attempt:
+        attempt_id = uuid.uuid4().hex[:12]
+        folder = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.request.run_id}-"))
+        spec = self._spec(attempt_id, readable, sink, folder)
+        (folder / "spec.json").write_text(json.dumps(spec.to_json(), indent=1))
+        record = {"attempt": attempt_id, "started_at": timezone.now().isoformat(), "pid": None, "outcome": "running"}
+        self.attempts.append(record)
+        spawned = time.time()
+        with open(folder / "job.log", "wb") as log_file:
+            job = launch(spec, spec_path=folder / "spec.json", log_file=log_file, record=record,
+                         connect_url=self.request.spark_connect, connect_token=self.request.spark_connect_token,
+                         password=self.request.cluster.sasl_password)
+        record["pid"] = job.pid
+        record["mode"] = job.mode
+        self.on_attempt(self.attempts)
+        return _Attempt(folder=folder, record=record, job=job, spawned=spawned)
+
+    def _spec(self, attempt: str, readable: list[PreparedRange], sink: SinkSpec, folder: Path) -> JobSpec:
         config = self.request.cluster
         return JobSpec(
             job_id=self.request.run_id, attempt=attempt,
@@ -223,128 +287,86 @@ class BackfillRunner:
                          for p in readable),
             sink=sink, master=self.request.master, jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),
             records_per_task=RECORDS_PER_TASK,
-            progress_file=str(workdir / "progress.json"), result_file=str(workdir / "result.json"),
+            progress_file=str(folder / PROGRESS_FILE), result_file=str(folder / RESULT_FILE),
         )
 
-    def _attempt(self, readable: list[PreparedRange], sink: SinkSpec, compacted: dict[str, bool]) -> dict:
-        """One run of the job process.
+    def _watch(self, attempt: _Attempt, readable: list[PreparedRange], compacted: dict[str, bool]) -> None:
+        last_progress = None
+        while attempt.job.poll() is None:
+            if time.monotonic() > self.deadline:
+                attempt.timed_out = True
+                attempt.job.stop()
+                return
+            progress = read_json(attempt.folder / PROGRESS_FILE) or {}
+            if progress and (progress.get("done"), progress.get("total")) != last_progress:
+                last_progress = (progress.get("done"), progress.get("total"))
+                self.on_progress(int(progress.get("done") or 0), int(progress.get("total") or 0))
+            if progress.get("phase") == STAGED and not attempt.decided:
+                attempt.job.send(self._explain_staged(attempt, readable, compacted))
+            time.sleep(PROGRESS_POLL_SECONDS)
 
-        1. Write the spec; start ``python -m tasks.spark.backfill_job`` in a
-           new session (so a time-out kills its JVM too), stdin a pipe.
-        2. Until it exits: pass progress on; when a Parquet job has staged
-           its output, explain what is missing and answer publish/discard.
-        3. Exit 0: the result file says what was delivered. Killed by a
-           signal: ``_AttemptKilled``. Anything else: BackfillFailed with
-           Spark's error text.
-        """
-        attempt = uuid.uuid4().hex[:12]
-        workdir = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.request.run_id}-"))
-        spec = self._spec(attempt, readable, sink, workdir)
-        (workdir / "spec.json").write_text(json.dumps(spec.to_json(), indent=1))
-        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(BASE_DIR), os.environ.get("PYTHONPATH")) if p)}
-        environment.pop(PASSWORD_ENV, None)
-        if self.request.cluster.sasl_password:
-            environment[PASSWORD_ENV] = self.request.cluster.sasl_password
-        log_path = workdir / "job.log"
-        record = {"attempt": attempt, "started_at": timezone.now().isoformat(), "pid": None, "outcome": "running"}
-        self.attempts.append(record)
-        spawned = time.time()
-        with open(log_path, "wb") as log_file:
-            job = self._launch(spec, workdir / "spec.json", environment, log_file, record)
-        record["pid"] = job.pid
-        record["mode"] = job.mode
-        self.on_attempt(self.attempts)
-        report: list[dict] | None = None
-        explain_error: Exception | None = None
-        timed_out = False
+    def _explain_staged(self, attempt: _Attempt, readable: list[PreparedRange], compacted: dict[str, bool]) -> str:
+        """Protocol step 3: explain the staged counts against the cluster, and decide."""
+        attempt.decided = True
+        staged = read_json(attempt.folder / RESULT_FILE) or {}
         try:
-            last_progress = None
-            while job.poll() is None:
-                if time.monotonic() > self.deadline:
-                    timed_out = True
-                    job.stop()
-                    break
-                progress = _read_json(workdir / "progress.json")
-                if progress and (progress.get("done"), progress.get("total")) != last_progress:
-                    last_progress = (progress.get("done"), progress.get("total"))
-                    self.on_progress(int(progress.get("done") or 0), int(progress.get("total") or 0))
-                if progress and progress.get("phase") == "staged" and report is None and explain_error is None:
-                    staged = _read_json(workdir / "result.json") or {}
-                    try:
-                        report = self.checks.report_from(staged, readable, compacted)
-                        decision = "discard" if any(p["unexplained"] or p["problems"] for p in report) else "publish"
-                    except Exception as error:  # noqa: BLE001 - no explanation, no publication
-                        explain_error = error
-                        decision = "discard"
-                    job.send(decision)
-                time.sleep(PROGRESS_POLL_SECONDS)
-            returncode = job.wait()
-        finally:
-            job.stop()
-        outcome = _read_json(workdir / "result.json") or {}
-        log_tail = _tail(log_path)
-        shutil.rmtree(workdir, ignore_errors=True)
-        record["ended_at"] = timezone.now().isoformat()
-        record["returncode"] = returncode
-        record["timings"] = _timings(outcome.get("timings") or {}, spawned)
-        if timed_out:
-            record["outcome"] = "timed out"
-            self.on_attempt(self.attempts)
+            attempt.report = self.checks.report_from(staged, readable, compacted)
+        except Exception as error:  # noqa: BLE001 - no explanation, no publication
+            attempt.explain_error = error
+            return DISCARD
+        return decision_for(attempt.report)
+
+    def _collect(self, attempt: _Attempt, returncode: int) -> tuple[dict, str]:
+        """The attempt's result file and its log's tail; its work folder goes."""
+        outcome = read_json(attempt.folder / RESULT_FILE) or {}
+        log_tail = _tail(attempt.folder / "job.log")
+        shutil.rmtree(attempt.folder, ignore_errors=True)
+        attempt.record["ended_at"] = timezone.now().isoformat()
+        attempt.record["returncode"] = returncode
+        attempt.record["timings"] = _timings(outcome.get("timings") or {}, attempt.spawned)
+        return outcome, log_tail
+
+    def _judge(self, attempt: _Attempt, returncode: int, outcome: dict, log_tail: str,
+               readable: list[PreparedRange], sink: SinkSpec, compacted: dict[str, bool]) -> dict:
+        """How the attempt ended: timed out, killed (run it again), failed, or
+        finished, with the report of a finished one."""
+        password = self.request.cluster.sasl_password
+        if attempt.timed_out:
+            self._ended(attempt, "timed out")
             raise BackfillFailed(
                 f"the job process ran longer than {self.request.timeout_seconds}s and was killed; nothing published",
-                error=secret_redact(log_tail, self.request.cluster.sasl_password),
-                result=self._result(sink.describe(), []))
-        finished = outcome.get("status") in ("published", "delivered", "discarded")
-        lost = job.lost()
+                error=secret_redact(log_tail, password), result=self._result(sink.describe(), []))
+        finished = outcome.get("status") in FINISHED
+        lost = attempt.job.lost()
         if lost and not finished:
-            record["outcome"] = f"killed by {lost}"
-            record["log_tail"] = secret_redact(log_tail[-2000:], self.request.cluster.sasl_password)
-            self.on_attempt(self.attempts)
-            raise _AttemptKilled(lost, record)
+            attempt.record["log_tail"] = secret_redact(log_tail[-2000:], password)
+            self._ended(attempt, f"killed by {lost}")
+            raise _AttemptKilled(lost, attempt.record)
         if returncode != 0 and finished:
             # Its result was complete (and any output published) before the process died on its way out.
             log.warning("backfill %s: job process exited with %s after finishing", self.request.run_id, returncode)
         elif returncode != 0 or not finished:
-            record["outcome"] = "failed"
-            self.on_attempt(self.attempts)
-            error = (outcome.get("error") or getattr(job, "error", "") or log_tail
+            self._ended(attempt, "failed")
+            error = (outcome.get("error") or getattr(attempt.job, "error", "") or log_tail
                      or f"the job process exited with code {returncode}")
             raise BackfillFailed(f"the Spark job failed (exit code {returncode})",
-                                 error=condense_error(secret_redact(error, self.request.cluster.sasl_password)),
+                                 error=condense_error(secret_redact(error, password)),
                                  result=self._result(sink.describe(), []))
-        record["outcome"] = outcome["status"]
-        self.on_attempt(self.attempts)
-        if explain_error is not None:
-            raise BackfillFailed(f"could not explain the missing offsets, so nothing was published: {explain_error}",
-                                 result=self._result(sink.describe(), []))
-        if report is None:  # kafka and handler sinks: delivered as they went
+        self._ended(attempt, outcome["status"])
+        if attempt.explain_error is not None:
+            raise BackfillFailed(
+                f"could not explain the missing offsets, so nothing was published: {attempt.explain_error}",
+                result=self._result(sink.describe(), []))
+        report = attempt.report
+        if report is None:  # kafka and handler sinks delivered as they went
             report = self.checks.report_from(outcome, readable, compacted)
         # A discarded output comes with problems in the report: run() fails the job with them.
         return {"report": self.checks.with_unread(report, readable), "sink": outcome.get("sink") or sink.describe(),
-                "timings": record["timings"]}
+                "timings": attempt.record["timings"]}
 
-    def _launch(self, spec: JobSpec, spec_path: Path, environment: dict, log_file, record: dict):
-        """On the Spark Connect server when one is configured and answers; in
-        a process of its own otherwise (the server is a speed-up, never a
-        dependency)."""
-        if self.request.spark_connect:
-            try:
-                job = ConnectJob(url=self.request.spark_connect, token=self.request.spark_connect_token, spec=spec,
-                                 password=self.request.cluster.sasl_password, log_file=log_file)
-                record.update(server=job.server, session_id=job.session_id, tag=job.tag)
-                return job
-            except ConnectUnavailable as error:
-                log.warning("backfill %s: %s; running the job in its own process", self.request.run_id, error)
-                record["connect_unavailable"] = str(error)
-        return JobProcess(spec_path=spec_path, cwd=BASE_DIR, environment=environment, log_file=log_file)
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+    def _ended(self, attempt: _Attempt, outcome: str) -> None:
+        attempt.record["outcome"] = outcome
+        self.on_attempt(self.attempts)
 
 
 def _tail(path: Path, size: int = 16_000) -> str:

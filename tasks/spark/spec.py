@@ -36,7 +36,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from groups.domain.planning import BackfillRange
+from groups.domain.planning import BackfillRange, backfill_range_problem
 from groups.domain.sinks import HANDLER, JOB_SINKS, KAFKA, PARQUET
 
 PASSWORD_ENV = "GAPWATCH_KAFKA_SASL_PASSWORD"
@@ -130,7 +130,7 @@ class JobSpec:
         seen = set()
         for number, r in enumerate(self.ranges):
             where = f"spec.ranges[{number}]"
-            if r.partition < 0 or r.start < 0 or r.end <= r.start:
+            if backfill_range_problem(partition=r.partition, start=r.start, end=r.end):
                 raise SpecError(f"{where}: need partition >= 0 and 0 <= start < end, "
                                 f"got {r.partition} [{r.start}, {r.end})")
             if (r.topic, r.partition) in seen:

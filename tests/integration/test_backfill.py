@@ -46,7 +46,7 @@ from tasks.jobs import run_remediation_job
 from tasks.spark.connect import ConnectUnavailable, connect_session
 from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec
 from tasks.spark.session import build_session, spark_dir
-from tasks.spark.sinks import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
+from tasks.spark.sinks.records import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
 from tests.integration import spark_handlers
 from tests.integration.connect_harness import ConnectServer
 from tests.integration.kafka_harness import Broker, wait_until

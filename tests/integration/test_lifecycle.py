@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 
 from groups.models import AuditEvent, Finding, Notification
-from groups.services import remediation
+from groups.services import previews, remediation
 from groups.services.remediation import job_transition
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic
 
@@ -70,7 +70,7 @@ def test_a_backfill_repairs_only_the_partitions_its_result_names(approver, two_f
 
 def test_it_plans_a_backfill_to_the_first_commit_and_splits_certain_from_possible(approver, two_findings):
     finding = two_findings[0]  # definite [0, 30), first commit 40
-    preview = remediation.backfill_preview(finding_ids=[finding.id], sink="parquet")
+    preview = previews.backfill_preview(finding_ids=[finding.id], sink="parquet")
 
     (row,) = preview["plan"]
     assert (row["start"], row["end"], row["definite"], row["possible"]) == (0, 40, 30, 10)

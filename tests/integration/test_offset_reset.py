@@ -22,7 +22,8 @@ from django.core.management import CommandError, call_command
 
 from groups.models import AuditEvent, Cluster, ConsumerGroup, RemediationJob
 from groups.domain.planning import ResetTarget, plan_reset
-from groups.services.remediation import job_approve, job_request, positions_of
+from groups.services.previews import positions_of
+from groups.services.remediation import job_approve, job_request
 from groups.services.resets import reset_job_create
 from tasks import offset_reset
 from tasks.jobs import poll_cluster_task, run_remediation_job

@@ -14,6 +14,7 @@ from groups.domain.backfill import (
     condense_error,
     explain_missing,
     partition_report,
+    report_explained,
     summary_line,
 )
 from groups.domain.planning import BackfillRange
@@ -220,3 +221,16 @@ def test_without_a_cause_the_head_is_followed_by_the_cut_marker():
     text = "\n".join(f"line{n:02d}" for n in range(60))  # 419 characters, no cause
     head = "\n".join(f"line{n:02d}" for n in range(25))
     assert condense_error(text, limit=400) == head + "\n... [59 characters cut] ...\n" + text[-186:]
+
+
+@pytest.mark.parametrize(("report", "expected", "why"), [
+    ([], True, "nothing to account for"),
+    ([{"unexplained": 0, "problems": []}, {"unexplained": 0, "problems": []}], True,
+     "every partition accounted for: publish, and the job succeeds"),
+    ([{"unexplained": 0, "problems": []}, {"unexplained": 3, "problems": []}], False,
+     "one unexplained offset in any partition is enough to discard"),
+    ([{"unexplained": 0, "problems": ["counts do not add up: 9 accounted for, 10 expected"]}], False,
+     "a problem without an unexplained offset (the counts) still discards"),
+])
+def test_only_a_report_with_everything_explained_may_publish(report, expected, why):
+    assert report_explained(report) is expected, why

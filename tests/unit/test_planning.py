@@ -377,3 +377,11 @@ def test_a_backfill_of_findings_is_refused_with_the_reason(finding, until, messa
 def test_a_backfill_of_findings_is_planned_in_topic_and_partition_order():
     planned = plan_backfill_of_findings(missed=[missed(partition=3), missed(topic="audit"), missed(partition=1)])
     assert [(p.range.topic, p.range.partition) for p in planned] == [("audit", 2), ("orders", 1), ("orders", 3)]
+
+
+def test_a_negative_partition_is_no_backfill_range():
+    """Kafka numbers partitions from 0: the planner, the command line and the
+    Spark job's spec share this rule (``backfill_range_problem``)."""
+    with pytest.raises(PlanError) as refused:
+        plan_backfill(ranges=[("orders", -1, 0, 10)])
+    assert str(refused.value) == "orders[-1]: partition -1 does not exist: partitions are never negative"

@@ -13,7 +13,9 @@ import pyarrow as pa
 import pytest
 
 from tasks.spark import connect
-from tasks.spark.sinks import OutputFiles, _handler_partition, code_archive
+from tasks.spark.sinks.code_archive import code_archive
+from tasks.spark.sinks.files import OutputFiles
+from tasks.spark.sinks.handler_call import handler_partition
 
 
 @pytest.mark.parametrize(("url", "token", "session_id", "expected", "why"), [
@@ -168,7 +170,7 @@ def test_the_handler_gets_every_record_as_a_dict_and_what_it_pulled_is_counted()
          "headers": [{"key": "h", "value": b"1"}]}
         for offset in (5, 6, 8, 9)
     ])
-    (result,) = _handler_partition(f"{__name__}.pull_three")(iter([batch]))
+    (result,) = handler_partition(f"{__name__}.pull_three")(iter([batch]))
     assert result.to_pylist() == [{"topic": "t", "partition": 2, "pulled": 3, "runs": json.dumps([[5, 7], [8, 9]])}]
     assert pulled_records[0] == {"key": b"k", "value": b"v", "topic": "t", "partition": 2, "offset": 5,
                                  "timestamp": stamp, "headers": [("h", b"1")]}
@@ -176,8 +178,8 @@ def test_the_handler_gets_every_record_as_a_dict_and_what_it_pulled_is_counted()
 
 def test_the_shipped_code_holds_the_job_and_a_project_handler_with_its_packages(tmp_path):
     names = zipfile.ZipFile(code_archive("tests.unit.test_spark_connect.pull_three", tmp_path)).namelist()
-    assert {"tasks/__init__.py", "tasks/spark/__init__.py", "tasks/spark/sinks.py", "groups/__init__.py",
-            "groups/domain/planning.py", "tests/__init__.py", "tests/unit/__init__.py",
+    assert {"tasks/__init__.py", "tasks/spark/__init__.py", "tasks/spark/sinks/handler_call.py",
+            "groups/__init__.py", "groups/domain/planning.py", "tests/__init__.py", "tests/unit/__init__.py",
             "tests/unit/test_spark_connect.py"} <= set(names)
     assert not any(name.startswith(("groups/models", "tests/integration")) for name in names)
     names = zipfile.ZipFile(code_archive("builtins.list", tmp_path)).namelist()

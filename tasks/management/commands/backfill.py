@@ -16,10 +16,10 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from groups.services.jobs import backfill_record_cli_run
-from groups.models import Cluster, RemediationJob
-from groups.domain.planning import BackfillRange, PlanError
+from groups.models import Cluster, RemediationJob, Topic
+from groups.domain.planning import PlanError, plan_backfill
 from groups.text import text_table
-from groups.domain.sinks import DEFAULT_SINK, GROUP_SINKS, KAFKA, replay_topic_for
+from groups.domain.sinks import DEFAULT_SINK, GROUP_SINKS, KAFKA, backfill_sink_for
 from tasks.backfill.executor import cluster_request
 from tasks.backfill.runner import BackfillFailed, BackfillRunner
 from tasks.jobs import run_remediation_job
@@ -38,7 +38,7 @@ class Command(BaseCommand):
         parser.add_argument("--partition", type=int)
         parser.add_argument("--start", type=int, help="first offset to deliver")
         parser.add_argument("--end", type=int, help="offset after the last one to deliver (exclusive)")
-        parser.add_argument("--sink", choices=GROUP_SINKS, default=DEFAULT_SINK)
+        parser.add_argument("--sink", choices=GROUP_SINKS, default="", help=f"default {DEFAULT_SINK}")
         parser.add_argument("--replay-topic", default="", help="for --sink kafka (default <topic>.replay)")
         parser.add_argument("--job", type=int, help="an existing backfill job instead of a range")
         parser.add_argument("--execute", action="store_true", help="run it now; without it, only print the plan")
@@ -49,18 +49,27 @@ class Command(BaseCommand):
         missing = [f"--{name}" for name in ("cluster", "topic", "partition", "start", "end") if options[name] is None]
         if missing:
             raise CommandError(f"missing {', '.join(missing)} (or give --job ID)")
-        start, end, partition = options["start"], options["end"], options["partition"]
-        if start < 0 or partition < 0:
-            raise CommandError("--start and --partition must not be negative")
-        if end <= start:
-            raise CommandError(f"--end ({end}) must be greater than --start ({start}): the range is [start, end)")
+        topic, start, end, partition = options["topic"], options["start"], options["end"], options["partition"]
+        try:
+            ranges = plan_backfill(ranges=[(topic, partition, start, end)])
+        except PlanError as error:
+            raise CommandError(f"{error} (--partition and --start must not be negative, and --end must be greater "
+                               "than --start: the range is [start, end))") from None
         cluster = Cluster.objects.filter(name=options["cluster"]).first()
         if cluster is None:
             raise CommandError(f"no cluster named {options['cluster']!r}")
-        topic, sink = options["topic"], options["sink"]
+        try:
+            # No group here: the sink given, else the default; a replay topic named by the operator is theirs to
+            # reuse, as a group's configured one is.
+            sink = backfill_sink_for(
+                sink=options["sink"], replay_topic="", handler="", default_sink="",
+                configured_replay_topic=options["replay_topic"], handlers=(), sources=[topic],
+                existing_topics=Topic.objects.filter(cluster=cluster, deleted=False).values_list("name", flat=True),
+            )
+        except PlanError as error:
+            raise CommandError(str(error)) from None
         run_id = f"cli-{topic}-{partition}-{start}-{end}"
-        request = cluster_request(cluster=cluster, ranges=[BackfillRange(topic, partition, start, end)], sink=sink,
-                                  run_id=run_id, replay_topic=options["replay_topic"])
+        request = cluster_request(cluster=cluster, ranges=tuple(ranges), sink=sink, run_id=run_id)
         runner = BackfillRunner(request, on_progress=self._progress)
         try:
             prepared = runner.preflight()
@@ -73,7 +82,7 @@ class Command(BaseCommand):
             if p.read_start > p.range.start:
                 self.stdout.write(f"{p.range.topic}[{p.range.partition}]: offsets [{p.range.start}, {p.read_start}) "
                                   "are below the log start (expired): reported, not read")
-        destination = (f"replay topic {replay_topic_for(topic, options['replay_topic'])}" if sink == KAFKA
+        destination = (f"replay topic {request.replay_topics[topic]}" if sink.kind == KAFKA
                        else f"Parquet at {request.output.rstrip('/')}/{run_id}/ (replaced if it exists)")
         self.stdout.write(f"sink: {destination}")
         if not options["execute"]:
@@ -100,7 +109,7 @@ class Command(BaseCommand):
             raise CommandError(f"no backfill job {job_id}")
         self._table(("TOPIC", "PARTITION", "START", "END", "RECORDS"),
                     [(r["topic"], r["partition"], r["start"], r["end"], r["end"] - r["start"]) for r in job.plan])
-        self.stdout.write(f"job {job.id}: {job.status}; sink {job.params.get('sink', job.group.backfill_sink)}"
+        self.stdout.write(f"job {job.id}: {job.status}; sink {job.params.get('sink', '(none recorded)')}"
                           + (f"; {job.status_reason}" if job.status_reason else ""))
         if not execute:
             return

@@ -1,0 +1,138 @@
+"""The lists pages and the API share: findings (with their counts),
+clusters, topics and consumer groups.
+
+Filters that name a cluster, topic or group accept either the model instance
+or its name (the group id for a group), so a page with an object in hand and
+an API with a query string can share one selector.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.db.models import (
+    BooleanField,
+    Count,
+    ExpressionWrapper,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+)
+from django.db.models.functions import Coalesce
+
+from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, Topic
+
+
+def _by_name(queryset: QuerySet, field: str, name_field: str, value: object) -> QuerySet:
+    if value is None:
+        return queryset
+    if isinstance(value, str):
+        return queryset.filter(**{f"{field}__{name_field}": value})
+    return queryset.filter(**{field: value})
+
+
+def findings_list(
+    *,
+    cluster: Cluster | str | None = None,
+    topic: Topic | str | None = None,
+    group: ConsumerGroup | str | None = None,
+    state: str | None = None,
+    include_closed: bool = False,
+    topic_contains: str | None = None,
+    group_contains: str | None = None,
+    resolution: str | None = None,
+    found_since: date | None = None,
+    found_until: date | None = None,
+) -> QuerySet[Finding]:
+    """Findings, newest first, then by id so pages are stable.
+
+    ``group`` as a string is an exact group id; ``topic_contains`` and
+    ``group_contains`` match part of a name, ignoring case (what a person
+    types). ``state`` must be one of ``Finding.State`` (a ValueError
+    otherwise: an unknown state is a caller bug, not an empty answer).
+    Closed findings only with ``include_closed``; ``resolution`` "open" or
+    one of ``Finding.Resolution`` narrows by the way out. ``found_since`` and
+    ``found_until`` are inclusive dates (UTC) of the finding's creation.
+    """
+    if state is not None and state not in Finding.State.values:
+        raise ValueError(f"unknown finding state {state!r}")
+    if resolution is not None and resolution not in ("open", *Finding.Resolution.values):
+        raise ValueError(f"unknown resolution {resolution!r}")
+    queryset = Finding.objects.select_related("cluster", "topic", "group", "generation", "closed_by")
+    queryset = _by_name(queryset, "cluster", "name", cluster)
+    queryset = _by_name(queryset, "topic", "name", topic)
+    queryset = _by_name(queryset, "group", "group_id", group)
+    if topic_contains:
+        queryset = queryset.filter(topic__name__icontains=topic_contains)
+    if group_contains:
+        queryset = queryset.filter(group__group_id__icontains=group_contains)
+    if state is not None:
+        queryset = queryset.filter(state=state)
+    if not include_closed or resolution == "open":
+        queryset = queryset.filter(closed_at__isnull=True)
+    elif resolution is not None:
+        queryset = queryset.filter(closed_at__isnull=False, resolution=resolution)
+    if found_since is not None:
+        queryset = queryset.filter(created_at__date__gte=found_since)
+    if found_until is not None:
+        queryset = queryset.filter(created_at__date__lte=found_until)
+    return queryset.order_by("-created_at", "id")
+
+
+def findings_count_by_state_and_resolution(queryset: QuerySet[Finding]) -> dict[tuple[str, str], int]:
+    """(state, resolution) -> count over ``queryset`` in one query; open
+    findings have resolution "open" whatever their stored value."""
+    rows = (
+        queryset.order_by()
+        .annotate(is_open=ExpressionWrapper(Q(closed_at__isnull=True), output_field=BooleanField()))
+        .values_list("state", "resolution", "is_open")
+        .annotate(count=Count("id"))
+    )
+    counts: dict[tuple[str, str], int] = {}
+    for state, resolution, is_open, count in rows:
+        key = (state, "open" if is_open else resolution or "closed")
+        counts[key] = counts.get(key, 0) + count
+    return counts
+
+
+def clusters_list() -> QuerySet[Cluster]:
+    """Clusters by name, with ``sasl_password_set`` annotated and the
+    ciphertext deferred, so the encrypted password never leaves the database."""
+    return (
+        Cluster.objects.defer("sasl_password_encrypted")
+        .annotate(sasl_password_set=ExpressionWrapper(~Q(sasl_password_encrypted=""), output_field=BooleanField()))
+        .order_by("name", "id")
+    )
+
+
+def topics_list(*, cluster: Cluster | str | None = None) -> QuerySet[Topic]:
+    """Topics by cluster and name, each with ``latest_generation`` (the
+    highest partition generation number, None before the first one)."""
+    latest = PartitionGeneration.objects.filter(topic=OuterRef("pk")).order_by("-number").values("number")[:1]
+    queryset = Topic.objects.select_related("cluster").annotate(latest_generation=Subquery(latest))
+    queryset = _by_name(queryset, "cluster", "name", cluster)
+    return queryset.order_by("cluster__name", "name", "id")
+
+
+def groups_list(*, cluster: Cluster | str | None = None) -> QuerySet[ConsumerGroup]:
+    """Consumer groups by cluster and group id, each with ``open_findings``
+    (a count) and its ``group_topics`` prefetched with their topics, by name."""
+    open_findings = (
+        Finding.objects.filter(group=OuterRef("pk"), closed_at__isnull=True)
+        .order_by()
+        .values("group")
+        .annotate(count=Count("id"))
+        .values("count")
+    )
+    queryset = (
+        ConsumerGroup.objects.select_related("cluster")
+        .annotate(open_findings=Coalesce(Subquery(open_findings, output_field=IntegerField()), 0))
+        .prefetch_related(
+            Prefetch("group_topics", queryset=GroupTopic.objects.select_related("topic").order_by("topic__name"))
+        )
+    )
+    queryset = _by_name(queryset, "cluster", "name", cluster)
+    return queryset.order_by("cluster__name", "group_id", "id")

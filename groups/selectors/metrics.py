@@ -1,0 +1,81 @@
+"""What the /metrics endpoint exports, each read in one query."""
+
+from __future__ import annotations
+
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, Sum
+from django.db.models.functions import Coalesce
+
+from groups.models import Finding, GroupTopic, RemediationJob
+
+# States in which a finding reports messages the group missed (undecided: its
+# definite part; it has no upper bound yet).
+MISSED_STATES = (Finding.State.GAP, Finding.State.EXPIRED, Finding.State.UNDECIDED)
+
+
+def findings_open_lag_list() -> list[dict]:
+    """Lag of every partition with an open finding, one row per (cluster,
+    group, topic, partition): if a partition has open findings in several
+    generations, the newest generation's wins, so no series is emitted twice.
+
+    Rows: ``cluster``, ``group``, ``topic``, ``partition``, ``state``, ``lag``.
+    """
+    rows = (
+        Finding.objects.filter(closed_at__isnull=True)
+        .order_by("cluster_id", "group_id", "topic_id", "partition", "-generation__number", "-id")
+        .distinct("cluster_id", "group_id", "topic_id", "partition")
+        .values_list("cluster__name", "group__group_id", "topic__name", "partition", "state", "lag")
+    )
+    keys = ("cluster", "group", "topic", "partition", "state", "lag")
+    return [dict(zip(keys, row)) for row in rows]
+
+
+def findings_summary_by_cluster() -> dict[str, dict]:
+    """Per cluster name, from one query over all findings:
+
+    - ``open``: open findings counted by state;
+    - ``missed``: (definite, possible) missed messages summed over open
+      findings in the states that report them (gap, expired);
+    - ``resolved``: closed findings counted by resolution;
+    - ``recovered``: per job kind, (recovered, redelivered) messages summed
+      over repaired findings.
+    Absent keys mean none."""
+    rows = (
+        Finding.objects.order_by()
+        .annotate(is_open=ExpressionWrapper(Q(closed_at__isnull=True), output_field=BooleanField()))
+        .values_list("cluster__name", "is_open", "state", "resolution", "resolved_by_job__kind")
+        .annotate(count=Count("id"), definite=Sum("missed_definite"), possible=Sum("missed_possible"),
+                  recovered=Coalesce(Sum("recovered_messages"), 0), redelivered=Coalesce(Sum("redelivered_messages"), 0))
+    )
+    summary: dict[str, dict] = {}
+    for cluster, is_open, state, resolution, kind, count, definite, possible, recovered, redelivered in rows:
+        entry = summary.setdefault(cluster, {"open": {}, "missed": (0, 0), "resolved": {}, "recovered": {}})
+        if is_open:
+            entry["open"][state] = entry["open"].get(state, 0) + count
+            if state in MISSED_STATES:
+                entry["missed"] = (entry["missed"][0] + definite, entry["missed"][1] + possible)
+        elif resolution:
+            entry["resolved"][resolution] = entry["resolved"].get(resolution, 0) + count
+            if resolution in (Finding.Resolution.REPAIRED, Finding.Resolution.PARTIAL) and kind:
+                before = entry["recovered"].get(kind, (0, 0))
+                entry["recovered"][kind] = (before[0] + recovered, before[1] + redelivered)
+    return summary
+
+
+def jobs_count_by_cluster_kind_status() -> dict[tuple[str, str, str], int]:
+    """Remediation jobs counted by (cluster name, kind, status)."""
+    rows = (
+        RemediationJob.objects.order_by().values_list("cluster__name", "kind", "status").annotate(count=Count("id"))
+    )
+    return {(cluster, kind, status): count for cluster, kind, status, count in rows}
+
+
+def group_topics_lag_list() -> list[dict]:
+    """Total lag of every present group on every topic it consumes that still
+    exists. Rows: ``cluster``, ``group``, ``topic``, ``lag``."""
+    rows = (
+        GroupTopic.objects.filter(group__present=True, topic__deleted=False)
+        .order_by("group__cluster__name", "group__group_id", "topic__name")
+        .values_list("group__cluster__name", "group__group_id", "topic__name", "lag")
+    )
+    keys = ("cluster", "group", "topic", "lag")
+    return [dict(zip(keys, row)) for row in rows]

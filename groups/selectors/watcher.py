@@ -1,0 +1,56 @@
+"""What the watcher (``tasks/watching.py``) compares and observes between
+full polls, from stored state."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from groups.models import ConsumerGroup, Finding, GroupTopic, Topic
+
+
+def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], dict[str, set[str]], set[str]]:
+    """What the watcher compares and observes, from stored state:
+
+    - the stored partition count of every live topic;
+    - the groups that read each topic (from earlier polls);
+    - topics of open findings still being picked up: nobody took the
+      partition yet (pending); taken without a first commit (undecided), for
+      FIRST_COMMIT_WATCH_SECONDS after it was taken, so the first commit, the
+      upper bound, is seen when it comes (full polls go on looking after
+      that); or taken with a likely start still to resolve.
+    """
+    counts = dict(Topic.objects.filter(cluster_id=cluster_id, deleted=False).values_list("name", "partition_count"))
+    readers: dict[str, set[str]] = {}
+    for topic, group_id in GroupTopic.objects.filter(topic__cluster_id=cluster_id).values_list(
+        "topic__name", "group__group_id"
+    ):
+        readers.setdefault(topic, set()).add(group_id)
+    open_findings = Finding.objects.filter(cluster_id=cluster_id, closed_at__isnull=True)
+    taken_since = timezone.now() - timedelta(seconds=settings.FIRST_COMMIT_WATCH_SECONDS)
+    watched = set(
+        open_findings.filter(
+            Q(state="pending")
+            | Q(state="undecided", pickup_before__gte=taken_since)
+            | Q(pickup_before__isnull=False, likely_start__isnull=True, guard_start_offset__isnull=True)
+        ).exclude(state="unowned").values_list("topic__name", flat=True)
+    )
+    return counts, readers, watched
+
+
+def cluster_group_ids(*, cluster_id: int) -> set[str]:
+    """Every group id stored for the cluster."""
+    return set(ConsumerGroup.objects.filter(cluster_id=cluster_id).values_list("group_id", flat=True))
+
+
+def findings_awaiting_likely_start(*, cluster_id: int, taken_before: datetime) -> list[dict]:
+    """Open findings taken (``pickup_before``) before ``taken_before`` whose likely start is not resolved yet."""
+    return list(
+        Finding.objects.filter(
+            cluster_id=cluster_id, closed_at__isnull=True, pickup_before__isnull=False,
+            pickup_before__lte=taken_before, likely_start__isnull=True, guard_start_offset__isnull=True,
+        ).values("group__group_id", "topic__name", "partition", "generation__number", "pickup_before")
+    )

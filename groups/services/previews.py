@@ -1,0 +1,136 @@
+"""What a remediation would do, planned from stored state (no Kafka call):
+the preview a person sees before approving, whose ``params`` and ``plan``
+the job then stores (``remediation.job_request_previewed``). Reads only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from groups.domain.planning import (
+    PartitionPosition,
+    PlanError,
+    ResetTarget,
+    backfill_recommended,
+    plan_backfill_of_findings,
+    plan_reset,
+)
+from groups.domain.sinks import HANDLER, KAFKA, backfill_sink_for
+from groups.models import Finding, RemediationJob, Topic
+from groups.services.lifecycle import FindingNotFound, finding_require_open, missed_range_of
+
+
+def _open_findings_of_one_group(finding_ids: Iterable[int]) -> list[Finding]:
+    ids = sorted(set(int(i) for i in finding_ids))
+    if not ids:
+        raise ValidationError("select at least one finding")
+    rows = list(Finding.objects.filter(id__in=ids).select_related("cluster", "group", "topic"))
+    missing = sorted(set(ids) - {f.id for f in rows})
+    if missing:
+        raise FindingNotFound(f"no finding {', '.join(map(str, missing))}")
+    findings = rows
+    for finding in findings:
+        finding_require_open(finding)
+    if len({(f.cluster_id, f.group_id) for f in findings}) != 1:
+        raise ValidationError("a remediation covers findings of one group on one cluster")
+    return findings
+
+
+def positions_of(findings: list[Finding]) -> list[PartitionPosition]:
+    """Offsets as of the last poll; the executor checks them again before acting."""
+    return [
+        PartitionPosition(topic=f.topic.name, partition=f.partition, log_start=f.log_start_offset,
+                          high_watermark=f.high_watermark, committed=f.committed_offset)
+        for f in findings
+    ]
+
+
+def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value: str | None) -> dict:
+    """What a reset would do, from stored state (no Kafka call): per partition
+    current and planned offset, messages re-delivered or skipped, and whether
+    the group was empty at the last poll. ``rows`` is the plan with each
+    partition's missed (definite, possible) beside it, for the page; ``plan``
+    stays what the job stores. ``backfill_recommended`` when the reset would
+    re-deliver far more than was missed."""
+    findings = _open_findings_of_one_group(finding_ids)
+    try:
+        target = ResetTarget.parse(kind=target_kind, value=target_value)
+        target.require_not_future(now_ms=int(timezone.now().timestamp() * 1000))
+        # A timestamp is resolved against the broker when the job runs.
+        plan = [] if target.kind == "timestamp" else [
+            p.as_dict() for p in plan_reset(target=target, positions=positions_of(findings))
+        ]
+    except PlanError as error:
+        raise ValidationError(str(error)) from None
+    group = findings[0].group
+    missed = {(f.topic.name, f.partition): f for f in findings}
+    rows = [{**row, "missed_definite": missed[row["topic"], row["partition"]].missed_definite,
+             "missed_possible": missed[row["topic"], row["partition"]].missed_possible} for row in plan]
+    redelivered = sum(row["redelivered"] for row in plan)
+    missed_at_most = sum(f.missed_definite + f.missed_possible for f in findings)
+    return {
+        "findings": findings, "group": group, "target": {"kind": target.kind, "value": target.value},
+        "params": {"target": target.kind, "value": target.value}, "plan": plan,
+        "rows": rows, "redelivered": redelivered, "missed_at_most": missed_at_most,
+        "backfill_recommended": backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most),
+        "group_empty": group.state in ("Empty", "Dead") or group.member_count == 0,
+        "group_state": group.state, "member_count": group.member_count, "as_of": group.last_seen_at,
+    }
+
+
+def backfill_preview(
+    *, finding_ids: Iterable[int], sink: str = "", replay_topic: str = "", handler: str = "", until: str = "bound",
+) -> dict:
+    """The plan of a backfill and where it delivers: ``params`` are what the
+    job stores (the sink decided by ``backfill_sink_for``: without a sink, the
+    group's default sink applies, for pages, API and retries alike; and
+    ``until`` when it ends at the likely start). The plan ends at the sound
+    bound unless ``until`` is "likely"; each row says how many of its records
+    are certain losses and how many the group may already have read."""
+    findings = _open_findings_of_one_group(finding_ids)
+    if not all(isinstance(value, str) for value in (replay_topic, handler, until)):
+        raise ValidationError("replay_topic, handler and until must be text")
+    group = findings[0].group
+    sources = sorted({f.topic.name for f in findings})
+    until = until or "bound"
+    # Lazy: read only when a replay topic is checked.
+    existing_topics = Topic.objects.filter(cluster=group.cluster_id, deleted=False).values_list("name", flat=True)
+    try:
+        chosen = backfill_sink_for(
+            sink=sink, replay_topic=replay_topic, handler=handler, default_sink=group.backfill_sink,
+            configured_replay_topic=group.replay_topic, handlers=settings.BACKFILL_HANDLERS, sources=sources,
+            existing_topics=existing_topics,
+        )
+        planned = plan_backfill_of_findings(missed=[missed_range_of(f) for f in findings], until=until)
+    except PlanError as error:
+        raise ValidationError(str(error)) from None
+    params = chosen.as_params()
+    if until != "bound":
+        params["until"] = until
+    if chosen.kind == KAFKA:
+        destination = ", ".join(sorted(set(chosen.replay_topics(sources).values())))
+    elif chosen.kind == HANDLER:
+        destination = chosen.handler
+    else:
+        destination = f"{settings.BACKFILL_OUTPUT}/<job id>/"
+    return {"findings": findings, "group": group, "sink": chosen.kind, "params": params, "destination": destination,
+            "until": until, "likely_available": all(f.likely_start is not None for f in findings),
+            "plan": [p.as_dict() for p in planned], "total": sum(p.range.count for p in planned),
+            "total_definite": sum(p.definite for p in planned), "total_possible": sum(p.possible for p in planned)}
+
+
+def job_preview(*, finding_ids: Iterable[int], kind: str, params: dict) -> dict:
+    """The preview of a job of ``kind`` from the values a person sent (pages,
+    API and retries alike); its ``params`` are what the job would store.
+    Bad input: ValidationError."""
+    if kind == RemediationJob.Kind.RESET:
+        return reset_preview(finding_ids=finding_ids, target_kind=params.get("target", "earliest"),
+                             target_value=params.get("value"))
+    if kind == RemediationJob.Kind.BACKFILL:
+        return backfill_preview(finding_ids=finding_ids, sink=params.get("sink", ""),
+                                replay_topic=params.get("replay_topic", ""), handler=params.get("handler", ""),
+                                until=params.get("until", "bound"))
+    raise ValidationError(f"unknown remediation kind {kind!r}")
