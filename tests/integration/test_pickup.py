@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from groups.models import Cluster, Finding
+from groups.models import AuditEvent, Cluster, Finding
 from tasks.jobs import poll_cluster_task, watch_cluster_task
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import Broker, GroupConsumer, Ticker, wait_until
@@ -94,6 +94,9 @@ def pickups(django_db_setup, django_db_blocker, kafka_bootstrap) -> dict[str, Ou
                 beat.close()
             finally:
                 broker.close()
+                # Audit rows outlive their cluster (SET_NULL): delete them first, so the tests
+                # that run after this module find the database as empty as they expect.
+                AuditEvent.objects.filter(cluster_id=cluster.id).delete()
                 Cluster.objects.filter(id=cluster.id).delete()
                 connection.close()
     for outcome in outcomes:
