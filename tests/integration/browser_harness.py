@@ -28,3 +28,18 @@ def log_in(page, live_server, username: str, password: str) -> None:
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/")
+
+
+OPERATOR_PASSWORD = "correct horse battery"
+
+
+def approver_operator(username: str = "operator"):
+    """A person in the approver role, to log in as with ``OPERATOR_PASSWORD``."""
+    from django.contrib.auth.models import Group, User
+
+    from groups.roles import ensure_roles
+
+    ensure_roles()
+    user = User.objects.create_user(username, password=OPERATOR_PASSWORD)
+    user.groups.add(Group.objects.get(name="approver"))
+    return user

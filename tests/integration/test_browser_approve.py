@@ -9,13 +9,11 @@ Screenshots go to .gapwatch/test-artifacts/approve-*.png.
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from groups.models import Cluster, Finding, RemediationJob
-from groups.roles import ensure_roles
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import wait_until
-from tests.integration.browser_harness import ARTIFACTS, log_in
+from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
 from tests.integration.scenarios import committed, gap_scenario
 
 TYPED = 40  # the offset the operator types: inside the log, above the group's commit, far from earliest (0)
@@ -26,9 +24,7 @@ TYPED = 40  # the offset the operator types: inside the log, above the group's c
 def test_it_resets_to_the_offset_on_screen_not_to_the_last_preview(
     page, live_server, broker, unique, celery_worker_thread
 ):
-    ensure_roles()
-    operator = User.objects.create_user("operator", password="correct horse battery")
-    operator.groups.add(Group.objects.get(name="approver"))
+    operator = approver_operator()
     cluster = Cluster.objects.create(name="local", bootstrap_servers=broker.bootstrap)
     topic, group_id = f"approve-{unique}", f"approve-group-{unique}"
     gap_scenario(broker, cluster, topic, group_id)
@@ -40,7 +36,7 @@ def test_it_resets_to_the_offset_on_screen_not_to_the_last_preview(
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1500, "height": 900})
-    log_in(page, live_server, "operator", "correct horse battery")
+    log_in(page, live_server, operator.username, OPERATOR_PASSWORD)
 
     page.goto(f"{live_server.url}/findings/reset?ids={finding.id}")
     assert page.locator("table tbody tr td strong").first.inner_text() == "0"  # earliest, previewed

@@ -11,20 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from groups.models import Cluster, Finding, RemediationJob
-from groups.roles import ensure_roles
-from tests.integration.browser_harness import ARTIFACTS, log_in
+from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
 from tests.integration.scenarios import K, gap_scenario
 
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_an_operator_finds_the_gap_previews_a_reset_and_approves_a_backfill(page, live_server, broker, unique):
-    ensure_roles()
-    operator = User.objects.create_user("operator", password="correct horse battery")
-    operator.groups.add(Group.objects.get(name="approver"))
+    operator = approver_operator()
     cluster = Cluster.objects.create(name="local", bootstrap_servers=broker.bootstrap)
     topic, group_id = f"orders-{unique}", f"<script>alert('{unique}')</script>"
     gap_scenario(broker, cluster, topic, group_id)
@@ -35,7 +31,7 @@ def test_an_operator_finds_the_gap_previews_a_reset_and_approves_a_backfill(page
     dialogs: list[str] = []
     page.set_viewport_size({"width": 1500, "height": 900})
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    log_in(page, live_server, "operator", "correct horse battery")
+    log_in(page, live_server, operator.username, OPERATOR_PASSWORD)
 
     row = page.locator(f'tr[data-finding="{finding.id}"]')
     assert row.locator("td.group-id").inner_text() == group_id  # shown as text, not run

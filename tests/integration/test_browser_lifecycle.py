@@ -8,13 +8,11 @@ an offset reset. Screenshots go to .gapwatch/test-artifacts/lifecycle-*.png.
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from groups.models import Cluster, Finding, RemediationJob
-from groups.roles import ensure_roles
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import wait_until
-from tests.integration.browser_harness import ARTIFACTS, log_in
+from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
 from tests.integration.scenarios import K, gap_scenario
 
 
@@ -30,9 +28,7 @@ def test_a_gap_is_backfilled_then_another_reset_and_both_leave_the_open_list_as_
 ):
     settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
     settings.SPARK_MASTER = "local[2]"
-    ensure_roles()
-    operator = User.objects.create_user("operator", password="correct horse battery")
-    operator.groups.add(Group.objects.get(name="approver"))
+    operator = approver_operator()
     cluster = Cluster.objects.create(name="local", bootstrap_servers=broker.bootstrap)
     scenarios = {kind: (f"{kind}-{unique}", f"{kind}-group-{unique}") for kind in ("backfill", "reset")}
     for topic, group_id in scenarios.values():
@@ -46,7 +42,7 @@ def test_a_gap_is_backfilled_then_another_reset_and_both_leave_the_open_list_as_
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1500, "height": 900})
-    log_in(page, live_server, "operator", "correct horse battery")
+    log_in(page, live_server, operator.username, OPERATOR_PASSWORD)
     for finding in gaps.values():
         assert page.locator(f'tr[data-finding="{finding.id}"] .pill').inner_text() == "gap"
     page.screenshot(path=str(ARTIFACTS / "lifecycle-1-open.png"), full_page=True)
