@@ -10,9 +10,16 @@ from __future__ import annotations
 import os
 import re
 
-_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-if _worker.startswith("gw") and os.environ.get("REDIS_URL"):
-    _url = os.environ["REDIS_URL"]
-    _match = re.search(r"/(\d+)$", _url)
-    _base = int(_match.group(1)) if _match else 0
-    os.environ["REDIS_URL"] = re.sub(r"(/\d+)?$", f"/{_base + int(_worker[2:])}", _url, count=1)
+
+def worker_redis_url(url: str, worker: str) -> str:
+    """``url`` with its database moved up by the worker's number (``gw2``: +2);
+    unchanged outside xdist (no worker id)."""
+    if not worker.startswith("gw"):
+        return url
+    match = re.search(r"/(\d+)$", url)
+    base = int(match.group(1)) if match else 0
+    return re.sub(r"(/\d+)?$", f"/{base + int(worker[2:])}", url, count=1)
+
+
+if os.environ.get("REDIS_URL"):
+    os.environ["REDIS_URL"] = worker_redis_url(os.environ["REDIS_URL"], os.environ.get("PYTEST_XDIST_WORKER", ""))

@@ -66,8 +66,6 @@ def _recoveries(job: RemediationJob, findings: Iterable[Finding]) -> dict[int, R
     """Per finding, what the job's verified result says it recovered; a
     finding whose partition the result does not name gets nothing (stays open)."""
     rows = {(row["topic"], row["partition"]): row for row in (job.result or {}).get("partitions", [])}
-    planned = {(row["topic"], row["partition"]): (row["start"], row["end"]) for row in job.plan or []
-               if "start" in row}
     recoveries = {}
     for finding in findings:
         where = (finding.topic.name, finding.partition)
@@ -82,10 +80,11 @@ def _recoveries(job: RemediationJob, findings: Iterable[Finding]) -> dict[int, R
                 missed_end=missed.bound_end if missed.bound_end is not None else missed.definite_end,
             )
         else:
+            # A backfill's plan has one [start, end) row per partition its result names.
+            (plan_row,) = [r for r in job.plan if (r["topic"], r["partition"]) == where]
             recoveries[finding.id] = backfill_recovery(
                 job_id=job.id, partition_report=row, destination=sink_description(job.result.get("sink") or {}),
-                planned=planned.get(where, (row.get("start", 0), row.get("end", 0))),
-                sound=(missed.start, missed.bound_end),
+                planned=(plan_row["start"], plan_row["end"]), sound=(missed.start, missed.bound_end),
             )
     return recoveries
 
