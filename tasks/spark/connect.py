@@ -100,8 +100,9 @@ def client_url(url: str, *, token: str, session_id: str = "") -> str:
 def connect_session(url: str, *, token: str, session_id: str = "", connect_seconds: float = 2.0,
                     retry_seconds: float = 5.0):
     """A new session on the server (or the session ``session_id``), checked
-    with a trivial query that gives up after about ``connect_seconds`` of
-    retries. Later calls retry for about ``retry_seconds`` (pyspark's default
+    with a request that needs no task slot (the server's version: a runaway
+    query holding every slot must not keep out the call that interrupts it),
+    giving up after about ``connect_seconds`` of retries. Later calls retry for about ``retry_seconds`` (pyspark's default
     policy retries for ~10 minutes), so a server that died is noticed in
     seconds. (gRPC's own reconnect back-off comes on top: a dead server is
     given up on after ~3 s here with 2 s, ~11 s with 5 s.)"""
@@ -117,7 +118,7 @@ def connect_session(url: str, *, token: str, session_id: str = "", connect_secon
         # back whatever session this process made last, whatever the id.
         session = builder.create()
         session.client.set_retry_policies([_policy(DefaultPolicy, connect_seconds)])
-        session.range(1).collect()
+        session.version  # noqa: B018 - the round trip is the check
     except Exception as error:  # noqa: BLE001 - any failure to reach it means: not available
         raise ConnectUnavailable(f"no Spark Connect server at {server_address(url)}: {_first_line(error)}") from None
     session.client.set_retry_policies([_policy(DefaultPolicy, retry_seconds)])

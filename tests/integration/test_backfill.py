@@ -817,6 +817,9 @@ def test_a_restarted_job_first_interrupts_what_its_dead_workers_attempt_left_run
     session = connect_session(connect_server.url, token=connect_server.token)
     tag = f"gapwatch-backfill-{job.id}-dead"
     outcome: list[str] = []
+    in_flight = threading.Event()  # the query's tasks run (an interrupt before that races its job's start)
+    session.registerProgressHandler(lambda stages, inflight_tasks, operation_id, done: (
+        in_flight.set() if inflight_tasks > 0 and not done else None))
 
     def left_running() -> None:
         session.addTag(tag)
@@ -831,7 +834,7 @@ def test_a_restarted_job_first_interrupts_what_its_dead_workers_attempt_left_run
     assert job_transition(job_id=job.id, from_statuses=["approved"], to_status="queued")
     assert job_transition(job_id=job.id, from_statuses=["queued"], to_status="running", result={"attempts": [
         {"attempt": "dead", "mode": "connect", "session_id": session.session_id, "tag": tag, "outcome": "running"}]})
-    time.sleep(2)
+    wait_until(in_flight.is_set, timeout=60, interval=0.05, what="the left-over query's tasks to run")
     assert query.is_alive()
 
     job = run_job(job.id)  # Celery redelivers the task of the dead worker
