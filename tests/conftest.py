@@ -50,3 +50,21 @@ def django_db_setup(django_db_setup, django_db_blocker):
             " where datname = current_database() and pid <> pg_backend_pid()"
         )
 
+
+
+@pytest.fixture
+def backfill_settings(settings, tmp_path):
+    """Backfills to a folder of the test's own, on ``local[2]``."""
+    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
+    settings.SPARK_MASTER = "local[2]"
+    settings.BACKFILL_TIMEOUT_SECONDS = 300
+    return settings
+
+
+@pytest.fixture
+def enqueued(monkeypatch):
+    """Jobs job_request would hand to Celery after commit; the tests run them
+    with the real task function instead of a shared broker queue."""
+    job_ids: list[int] = []
+    monkeypatch.setattr("groups.services.remediation._enqueue_on_commit", job_ids.append)
+    return job_ids

@@ -20,7 +20,7 @@ from tests.faults.test_kafka_faults import QUIET
 from tests.faults.test_kafka_faults import leader_of as leader_or_raise
 from tests.faults.test_kafka_faults import in_sync as in_sync_or_raise
 from tests.integration.kafka_harness import Broker, wait_until
-from tests.integration.test_backfill import BIG, Scenario, parquet_rows, spark  # noqa: F401 - fixture
+from tests.integration.backfill_harness import BIG, Scenario, parquet_rows
 
 RESTARTS = 5
 
@@ -47,7 +47,7 @@ def _finished(job_id: int) -> bool:
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_leaders_restarted_during_a_backfill_leave_the_range_exact(
-    kafka3, unique, approver, settings, spark, tmp_path  # noqa: F811 - the imported fixture
+    kafka3, unique, approver, settings, tmp_path
 ):
     settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
     settings.SPARK_MASTER = "local[2]"
@@ -103,4 +103,4 @@ def test_leaders_restarted_during_a_backfill_leave_the_range_exact(
         output = tmp_path / "backfills" / str(job.id)
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert job.result["delivered"] == job.result["expected"] == 2 * BIG
-    assert parquet_rows(spark, str(output)) == scenario.expected_rows()
+    assert parquet_rows(str(output)) == scenario.expected_rows()

@@ -19,14 +19,12 @@ from groups.models import RemediationJob
 from tasks.backfill import runner as backfill
 from tasks.jobs import run_remediation_job
 from tests.integration.kafka_harness import wait_until
-from tests.integration.test_backfill import (  # noqa: F401 - enqueued and spark are fixtures
+from tests.integration.backfill_harness import (
     BIG,
     K,
     Scenario,
-    enqueued,
     parquet_rows,
     replayed_rows,
-    spark,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
@@ -62,7 +60,7 @@ def the_application(cluster, job: RemediationJob) -> str:
 
 @pytest.mark.django_db(transaction=True)
 def test_it_backfills_exactly_the_range_to_parquet_on_both_workers_of_a_cluster(
-    broker, unique, approver, enqueued, on_cluster, spark, monkeypatch
+    broker, unique, approver, enqueued, on_cluster, monkeypatch
 ):
     monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 10)  # 10 read tasks for the 2 x 50 records
     scenario = Scenario(broker, f"sc-{unique}", f"cluster-{unique}", K)
@@ -71,7 +69,7 @@ def test_it_backfills_exactly_the_range_to_parquet_on_both_workers_of_a_cluster(
 
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert [a["outcome"] for a in job.result["attempts"]] == ["published"]
-    assert parquet_rows(spark, output_of(job)) == scenario.expected_rows()
+    assert parquet_rows(output_of(job)) == scenario.expected_rows()
     by_worker = on_cluster.successes_by_worker(the_application(on_cluster, job))
     assert set(by_worker) == set(on_cluster.workers) and min(by_worker.values()) > 0, by_worker
 
@@ -96,7 +94,7 @@ def test_it_replays_exactly_the_range_to_a_replay_topic_on_both_workers_of_a_clu
 
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_mid_job_leaves_its_task_to_the_other_worker_and_the_range_exact(
-    broker, unique, approver, enqueued, on_cluster, spark, monkeypatch
+    broker, unique, approver, enqueued, on_cluster, monkeypatch
 ):
     monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 1_000)  # 60 read tasks
     scenario = Scenario(broker, f"sc-{unique}", f"cluster-kill-{unique}", BIG)
@@ -128,7 +126,7 @@ def test_a_worker_killed_mid_job_leaves_its_task_to_the_other_worker_and_the_ran
     job = RemediationJob.objects.get(id=job.id)
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert [a["outcome"] for a in job.result["attempts"]] == ["published"]  # Spark recovered, not our re-run
-    assert parquet_rows(spark, output_of(job)) == scenario.expected_rows()
+    assert parquet_rows(output_of(job)) == scenario.expected_rows()
     assert the_application(on_cluster, job) == app_id
     runs = on_cluster.task_runs(app_id)
     (lost,) = [run for run in runs if run.task_id == killed_task]

@@ -20,14 +20,12 @@ from tasks.backfill import runner as backfill
 from tasks.backfill.runner import BackfillRequest, run_backfill
 from tests.integration import spark_handlers
 from tests.integration.connect_harness import ConnectServer
-from tests.integration.test_backfill import (  # noqa: F401 - enqueued and spark are fixtures
+from tests.integration.backfill_harness import (
     K,
     Scenario,
-    enqueued,
     parquet_rows,
     replayed_rows,
     run_job,
-    spark,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
@@ -68,7 +66,7 @@ def work_of(cluster, action) -> dict[str | None, int]:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_connect_server_on_the_cluster_backfills_exactly_the_range_to_parquet_on_both_workers(
-    broker, unique, approver, enqueued, on_server, spark_cluster, spark, monkeypatch
+    broker, unique, approver, enqueued, on_server, spark_cluster, monkeypatch
 ):
     monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 10)  # 10 read tasks for the 2 x 50 records
     scenario = Scenario(broker, f"cc-{unique}", f"connect-cluster-{unique}", K)
@@ -80,7 +78,7 @@ def test_a_connect_server_on_the_cluster_backfills_exactly_the_range_to_parquet_
     (job,) = jobs
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert [(a["mode"], a["outcome"]) for a in job.result["attempts"]] == [("connect", "published")]
-    assert parquet_rows(spark, job.result["sink"]["output"]) == scenario.expected_rows()
+    assert parquet_rows(job.result["sink"]["output"]) == scenario.expected_rows()
     assert set(by_worker) == set(spark_cluster.workers) and min(by_worker.values()) > 0, by_worker
 
 

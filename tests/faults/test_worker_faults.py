@@ -16,7 +16,7 @@ from django.db import connection
 from groups.models import RemediationJob
 from tests.faults.procs import wait_for
 from tests.integration.kafka_harness import wait_until
-from tests.integration.test_backfill import BIG, ROOT, Scenario, alive, parquet_rows, spark  # noqa: F401 - fixture
+from tests.integration.backfill_harness import BIG, ROOT, Scenario, alive, parquet_rows
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -49,7 +49,7 @@ def _stop(process: subprocess.Popen) -> None:
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_sigkilled_mid_backfill_is_recovered_and_publishes_exactly_the_range(
-    broker, unique, approver, settings, spark, tmp_path  # noqa: F811 - the imported fixture
+    broker, unique, approver, settings, tmp_path
 ):
     output = tmp_path / "backfills"
     env = _worker_env(str(output))
@@ -86,13 +86,13 @@ def test_a_worker_sigkilled_mid_backfill_is_recovered_and_publishes_exactly_the_
     job = RemediationJob.objects.get(id=job.id)
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert [a["outcome"] for a in job.result["attempts"]] == ["lost with its worker", "published"]
-    assert parquet_rows(spark, str(output / str(job.id))) == scenario.expected_rows()
+    assert parquet_rows(str(output / str(job.id))) == scenario.expected_rows()
 
 
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
-    kafka1, unique, approver, settings, spark, tmp_path  # noqa: F811 - the imported fixture
+    kafka1, unique, approver, settings, tmp_path
 ):
     """The job's broker SIGKILLed once the Spark job runs: the job fails having
     published nothing (or, had it finished first, holds exactly the range);
@@ -140,7 +140,7 @@ def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
         output = tmp_path / "backfills" / str(job.id)
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert job.result["delivered"] == job.result["expected"] == 2 * BIG
-    assert parquet_rows(spark, str(output)) == scenario.expected_rows()
+    assert parquet_rows(str(output)) == scenario.expected_rows()
 
 
 @pytest.mark.django_db(transaction=True)

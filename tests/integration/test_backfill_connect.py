@@ -1,0 +1,329 @@
+"""Spark backfills on a Spark Connect server (one server for the module;
+a test that kills its server starts one of its own): exact ranges to each
+sink, a server that dies mid-job, timeouts and interruptions on the server,
+its token, and secrets kept out of its logs. Scenarios: backfill_harness.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from django.conf import settings
+from django.db import connection
+
+from groups.models import RemediationJob
+from groups.domain.planning import BackfillRange
+from groups.services.remediation import job_transition
+from tasks.backfill import runner as backfill
+from tasks.backfill.executor import backfill_request_for
+from tasks.backfill.runner import BackfillRequest, run_backfill
+from tasks.backfill.launch import ConnectJob
+from tasks.spark.connect import ConnectUnavailable, connect_session
+from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec
+from tests.integration import spark_handlers
+from tests.integration.backfill_harness import (
+    BIG, ROOT, K, Scenario, connect_settings, handler_request, on_server, parquet_rows, run_job,
+    staging_leftovers, wait_for_connect_attempt,
+)
+from tests.integration.connect_harness import ConnectServer
+from tests.integration.kafka_harness import wait_until
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    server = ConnectServer(tmp_path_factory.mktemp("spark-connect") / "server.log")
+    yield server
+    server.stop()
+
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_connect_server_backfills_exactly_the_range_and_a_rerun_replaces_it(
+    broker, unique, approver, backfill_settings, enqueued, connect_server
+):
+    connect_settings(backfill_settings, connect_server)
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
+
+    job = run_job(scenario.request_job(approver, "parquet").id)
+
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    attempts = job.result["attempts"]
+    assert [(a["mode"], a["server"], a["outcome"]) for a in attempts] \
+        == [("connect", f"localhost:{connect_server.port}", "published")]
+    assert attempts[0]["tag"] == f"gapwatch-backfill-{job.id}-{attempts[0]['attempt']}" and attempts[0]["session_id"]
+    assert job.progress_done == 2 * K == job.progress_total
+    output = Path(backfill_settings.BACKFILL_OUTPUT) / str(job.id)
+    assert parquet_rows(str(output)) == scenario.expected_rows()
+    again = run_backfill(backfill_request_for(job))
+    assert again["delivered"] == 2 * K and again["attempts"][0]["mode"] == "connect"
+    assert again["attempts"][0]["session_id"] != attempts[0]["session_id"]  # a session per attempt
+    assert parquet_rows(str(output)) == scenario.expected_rows()
+    assert staging_leftovers(backfill_settings) == []
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_connect_server_replays_exactly_the_range_to_the_replay_topic(
+    broker, unique, approver, backfill_settings, enqueued, connect_server
+):
+    connect_settings(backfill_settings, connect_server)
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K, sink="kafka")
+    broker.topics.append(f"{scenario.topic}.replay")
+
+    job = run_job(scenario.request_job(approver, "kafka").id)
+
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert job.result["attempts"][0]["mode"] == "connect"
+    assert [(p["partition"], p["delivered"], p["unexplained"]) for p in job.result["partitions"]] \
+        == [(2, K, 0), (3, K, 0)]
+    replay = f"{scenario.topic}.replay"
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"reader-{unique}",
+                         "enable.auto.commit": False})
+    try:
+        counts = [consumer.get_watermark_offsets(TopicPartition(replay, p), timeout=10) for p in range(4)]
+    finally:
+        consumer.close()
+    assert [high - low for low, high in counts] == [0, 0, K, K]  # exactly the range, no second copy
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_connect_server_calls_a_python_handler_with_every_record_of_the_range(
+    broker, unique, backfill_settings, connect_server
+):
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
+    handled = spark_handlers.handled_file(scenario.topic)
+    handled.unlink(missing_ok=True)
+    result = run_backfill(on_server(handler_request(scenario, unique, "tests.integration.spark_handlers.record_log"),
+                                    connect_server))
+    assert result["attempts"][0]["mode"] == "connect"
+    assert [(p["partition"], p["delivered"], p["unexplained"]) for p in result["partitions"]] \
+        == [(2, K, 0), (3, K - 10, 0)]
+    lines = sorted(tuple(map(int, line.split()[:2])) for line in handled.read_text().splitlines())
+    assert lines == [(2, n) for n in range(K)] + [(3, n) for n in range(10, K)]
+    handled.unlink()
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_job_whose_connect_server_dies_runs_again_in_its_own_process(
+    broker, unique, approver, backfill_settings, enqueued, monkeypatch, tmp_path
+):
+    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 500)  # 120 tasks: seconds of work to kill the server in
+    server = ConnectServer(tmp_path / "server.log")
+    connect_settings(backfill_settings, server)
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", BIG)
+    job = scenario.request_job(approver, "parquet")
+    killed: list[int] = []
+
+    def kill_server_mid_run() -> None:
+        try:
+            wait_for_connect_attempt(job.id)
+            server.stop()  # SIGKILL to the server's JVM: a crash, as the OOM killer would
+            killed.append(server.pid)
+        finally:
+            connection.close()
+
+    killer = threading.Thread(target=kill_server_mid_run)
+    killer.start()
+    try:
+        job = run_job(job.id)
+    finally:
+        killer.join()
+        server.stop()
+
+    assert killed, "the Connect server was not killed mid-run"
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    attempts = job.result["attempts"]
+    assert [(a["mode"], a["outcome"]) for a in attempts] == [
+        ("connect", f"killed by the Spark Connect server at localhost:{server.port} going away (stopped or crashed)"),
+        ("process", "published"),
+    ]
+    assert attempts[1]["connect_unavailable"].startswith(f"no Spark Connect server at localhost:{server.port}")
+    output = Path(backfill_settings.BACKFILL_OUTPUT) / str(job.id)
+    assert parquet_rows(str(output)) == scenario.expected_rows()
+    assert staging_leftovers(backfill_settings) == []
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_timed_out_job_is_interrupted_on_the_server_publishes_nothing_and_the_next_is_served(
+    broker, unique, backfill_settings, connect_server, monkeypatch
+):
+    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 500)
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", BIG)
+    slow = BackfillRequest(
+        run_id=f"slow-{unique}", cluster=scenario.cluster.client_config(), sink="parquet",
+        output=backfill_settings.BACKFILL_OUTPUT, ranges=(BackfillRange(scenario.topic, 2, 0, BIG),),
+        timeout_seconds=3)
+
+    started = time.monotonic()
+    with pytest.raises(backfill.BackfillFailed, match="ran longer than 3s") as failure:
+        run_backfill(on_server(slow, connect_server))
+
+    # Interrupted, not waited for: the whole write of 60 tasks takes longer than this.
+    assert time.monotonic() - started < 15
+    assert failure.value.result["attempts"][0]["mode"] == "connect"
+    assert not (Path(backfill_settings.BACKFILL_OUTPUT) / f"slow-{unique}").exists()
+    assert staging_leftovers(backfill_settings) == []
+    result = run_backfill(on_server(dataclasses.replace(slow, run_id=f"next-{unique}", timeout_seconds=300,
+                                                        ranges=(BackfillRange(scenario.topic, 3, 0, K),)),
+                                    connect_server))
+    assert result["delivered"] == K and result["attempts"][0]["mode"] == "connect"
+    assert not (Path(backfill_settings.BACKFILL_OUTPUT) / f"slow-{unique}").exists()
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_the_watchdog_interrupts_the_job_of_a_worker_killed_mid_run(
+    broker, unique, backfill_settings, connect_server, tmp_path
+):
+    """The server does not cancel a query whose client died; the attempt's
+    watchdog (its own session, so it outlives the worker) interrupts it."""
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
+    handled = spark_handlers.handled_file(scenario.topic)
+    handled.unlink(missing_ok=True)
+    request = on_server(handler_request(scenario, unique, "tests.integration.spark_handlers.slow_record_log"),
+                        connect_server)
+    (tmp_path / "request.pickle").write_bytes(pickle.dumps(request))
+    worker = subprocess.Popen(
+        [sys.executable, "-c", "import django, pickle, sys; django.setup(); "
+         "from tasks.backfill.runner import run_backfill; "
+         "run_backfill(pickle.loads(open(sys.argv[1], 'rb').read()))", str(tmp_path / "request.pickle")],
+        cwd=ROOT, env={**os.environ, "DJANGO_SETTINGS_MODULE": "controlplane.settings"},
+        stdout=open(tmp_path / "worker.log", "wb"), stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_until(lambda: handled.exists() and len(handled.read_text().splitlines()) >= 4, timeout=120,
+                   what="the handler to be part-way through")
+        worker.kill()
+        worker.wait(timeout=30)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+
+    def settled() -> int | None:
+        before = len(handled.read_text().splitlines())
+        time.sleep(3)
+        return before if len(handled.read_text().splitlines()) == before else None
+
+    handled_count = wait_until(settled, timeout=60, interval=0, what="the handler to stop")
+    # 0.5 s a record on 2 cores: the whole range (90 records) would take ~20 s more.
+    assert handled_count < 2 * K - 10
+    logs = "".join(path.read_text() for path in Path(tempfile.gettempdir()).glob(
+        f"gapwatch-backfill-handler-{unique}-*/job.log"))
+    assert f"watchdog: the executor went away; interrupted gapwatch-backfill-handler-{unique}-" in logs
+    assert "(0 operations)" not in logs
+    handled.unlink()
+    for folder in Path(tempfile.gettempdir()).glob(f"gapwatch-backfill-handler-{unique}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_connect_server_refuses_a_client_without_its_token(connect_server):
+    with pytest.raises(ConnectUnavailable, match="authentication token"):
+        connect_session(connect_server.url, token="not-the-token")
+    with pytest.raises(ConnectUnavailable, match="No authentication token"):
+        connect_session(connect_server.url, token="")
+    assert connect_session(connect_server.url, token=connect_server.token).range(3).count() == 3
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_connect_job_masks_the_sasl_password_in_errors_and_the_server_never_logs_it(
+    broker, unique, backfill_settings, connect_server, tmp_path
+):
+    password = f"pw-{unique}-never-shown"
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
+    cluster = dataclasses.replace(scenario.cluster.client_config(), security_protocol="SASL_PLAINTEXT",
+                                  sasl_mechanism="PLAIN", sasl_username="backfill", sasl_password=password)
+    spec = JobSpec(job_id=f"sasl-{unique}", attempt="a1", kafka=KafkaSettings(
+        bootstrap_servers=broker.bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+        sasl_username="backfill"), ranges=(BackfillRange(scenario.topic, 2, 0, K),),
+        sink=SinkSpec("parquet", output=str(tmp_path / "out")), jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),
+        progress_file=str(tmp_path / "progress.json"), result_file=str(tmp_path / "result.json"))
+    assert cluster.sasl_password == password
+
+    # SASL against the PLAINTEXT listener: the broker refuses the handshake and Spark fails.
+    with open(tmp_path / "job.log", "wb") as log_file:
+        job = ConnectJob(url=connect_server.url, token=connect_server.token, spec=spec, password=password,
+                         log_file=log_file)
+    try:
+        wait_until(lambda: job.poll() is not None, timeout=240, interval=0.2, what="the job to fail")
+    finally:
+        job.stop()
+
+    assert job.returncode == 1 and job.lost() is None
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["status"] == "failed" and result["error"]
+    assert password not in (tmp_path / "result.json").read_text()
+    assert password not in connect_server.log_text()
+    assert connect_server.token not in connect_server.log_text()
+
+
+def test_the_connect_launcher_refuses_a_bad_memory_size_or_no_token_before_starting_spark(tmp_path):
+    def launch(memory: str, token: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "tasks.spark.connect", "--port", "1", "--jars-dir",
+             str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", memory],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, "SPARK_CONNECT_TOKEN": token})
+
+    answer = launch("lots", "t")
+    assert answer.returncode == 2
+    assert "--driver-memory (or SPARK_CONNECT_MEMORY) must look like 1g or 768m, got 'lots'" in answer.stderr
+    answer = launch("1g", "")
+    assert answer.returncode == 2
+    assert "SPARK_CONNECT_TOKEN must be set: the server refuses clients without it" in answer.stderr
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_restarted_job_first_interrupts_what_its_dead_workers_attempt_left_running_on_the_server(
+    broker, unique, approver, backfill_settings, enqueued, connect_server
+):
+    connect_settings(backfill_settings, connect_server)
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
+    job = scenario.request_job(approver, "parquet")
+    # What a dead worker's attempt leaves: the row says running, its query still runs on the server.
+    session = connect_session(connect_server.url, token=connect_server.token)
+    tag = f"gapwatch-backfill-{job.id}-dead"
+    outcome: list[str] = []
+    in_flight = threading.Event()  # the query's tasks run (an interrupt before that races its job's start)
+    session.registerProgressHandler(lambda stages, inflight_tasks, operation_id, done: (
+        in_flight.set() if inflight_tasks > 0 and not done else None))
+
+    def left_running() -> None:
+        session.addTag(tag)
+        try:
+            session.range(0, 10 ** 11, numPartitions=2).where("hash(id) = 0").count()
+            outcome.append("finished")
+        except Exception as error:  # noqa: BLE001 - the interruption is the point
+            outcome.append(str(error))
+
+    query = threading.Thread(target=left_running)
+    query.start()
+    assert job_transition(job_id=job.id, from_statuses=["approved"], to_status="queued")
+    assert job_transition(job_id=job.id, from_statuses=["queued"], to_status="running", result={"attempts": [
+        {"attempt": "dead", "mode": "connect", "session_id": session.session_id, "tag": tag, "outcome": "running"}]})
+    wait_until(in_flight.is_set, timeout=60, interval=0.05, what="the left-over query's tasks to run")
+    assert query.is_alive()
+
+    job = run_job(job.id)  # Celery redelivers the task of the dead worker
+
+    query.join(timeout=60)
+    assert not query.is_alive() and "OPERATION_CANCELED" in outcome[0]
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert [a["outcome"] for a in job.result["attempts"]] == ["lost with its worker", "published"]
+
