@@ -19,6 +19,7 @@ from groups.domain.planning import (
     plan_reset,
 )
 from groups.domain.sinks import HANDLER, KAFKA, backfill_sink_for
+from groups.domain.triage import group_is_empty
 from groups.models import Finding, RemediationJob, Topic
 from groups.services.lifecycle import FindingNotFound, finding_require_open, missed_range_of
 
@@ -76,7 +77,7 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
         "params": {"target": target.kind, "value": target.value}, "plan": plan,
         "rows": rows, "redelivered": redelivered, "missed_at_most": missed_at_most,
         "backfill_recommended": backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most),
-        "group_empty": group.state in ("Empty", "Dead") or group.member_count == 0,
+        "group_empty": group_is_empty(state=group.state, member_count=group.member_count),
         "group_state": group.state, "member_count": group.member_count, "as_of": group.last_seen_at,
     }
 
