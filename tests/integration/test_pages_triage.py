@@ -208,3 +208,17 @@ def test_a_closed_finding_page_says_how_it_closed(viewer, work):
     body = client_for(viewer).get(f"/findings/{work['empty'].id}/").content.decode()
     assert "Closed: known &amp; accepted &lt;loss&gt;" in body and 'class="repair-options"' not in body
     assert "No audit rows about this finding." in body
+
+
+def test_the_backfill_preview_and_its_job_split_records_into_certain_and_possible(approver, work):
+    from tests.integration.test_pages_findings import approve
+
+    client = client_for(approver)
+    finding = work["live_2"]
+    body = client.get("/findings/backfill", {"ids": finding.id, "sink": "parquet"}).content.decode()
+    assert "<strong>40</strong> records to replay:\n  <strong>30</strong> certainly missed and " \
+           "<strong>10</strong>\n  possibly missed" in body
+    job_page = client.get(approve(client, "backfill", {"ids": finding.id, "sink": "parquet"}).url).content.decode()
+    plan = re.search(r"<h2>Plan</h2>.*?</table>", job_page, re.S).group(0)
+    # start, end, records, certainly missed, possibly duplicates
+    assert re.findall(r'<td class="num">(\d+)</td>', plan)[1:] == ["0", "40", "40", "30", "10"]
