@@ -110,6 +110,8 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_celery_beat",
     "axes",
+    # django-ninja's templates and static copy of Swagger UI, for /api/v1/docs (no CDN).
+    "ninja",
     "groups",
     "tasks",
 ]

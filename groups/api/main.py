@@ -7,7 +7,8 @@ which sets ``request.user``). Errors are JSON ``{"error"}``, plus
 ``"parameter"`` naming the input at fault on a 400: 401 without credentials,
 403 without the approver role, 404 unknown, 409 duplicate (with ``"job"``) or
 lost to another action on the same finding,
-503 task queue away. The OpenAPI document is served at /api/v1/schema.
+503 task queue away. The OpenAPI document is served at /api/v1/schema, and
+read as interactive documentation at /api/v1/docs (groups/api/urls.py).
 """
 
 from __future__ import annotations

@@ -2,15 +2,19 @@
 list paginated by groups.api.pagination.PageNumbers."""
 
 
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 from ninja import Query, Router
 from ninja.pagination import paginate
 
+from groups.selectors.finding import finding_audit_events_list, finding_get, finding_group_members, finding_jobs_list
 from groups.selectors.lists import clusters_list, findings_list, groups_list, topics_list
+from groups.services.previews import finding_repair_options
 from groups.api.pagination import PageNumbers
 from groups.api.schemas import (
-    ClusterFilter, ClusterOut, Error, FindingFilters, FindingOut, GroupOut, JobFilters, JobOut, TopicOut,
+    ClusterFilter, ClusterOut, Error, FindingDetailOut, FindingFilters, FindingOut, GroupOut, JobFilters, JobOut,
+    PathId, TopicOut,
 )
+from groups.models import Finding
 from groups.models import RemediationJob
 
 router = Router()
@@ -23,6 +27,24 @@ _ERRORS = {400: Error, 401: Error, 403: Error}
 def findings(request: HttpRequest, filters: Query[FindingFilters]):
     return findings_list(cluster=filters.cluster, topic=filters.topic, group=filters.group,
                                    state=filters.state, include_closed=filters.include_closed)
+
+
+@router.get("findings/{id}", response={200: FindingDetailOut, **_ERRORS, 404: Error}, operation_id="finding_get",
+            summary="One finding, open or closed: its evidence, the group's members, what each repair would do "
+            "and its audit trail.")
+def finding(request: HttpRequest, id: PathId):
+    try:
+        row = finding_get(finding_id=id)
+    except Finding.DoesNotExist:
+        raise Http404(f"no finding {id}") from None
+    jobs = list(finding_jobs_list(finding=row))
+    active = next((job.id for job in jobs if job.status in RemediationJob.ACTIVE), None)
+    repair = finding_repair_options(finding=row, active_job=active)
+    row.group_members = finding_group_members(finding=row)
+    row.recommendation, row.repair_options = repair["recommendation"], repair["options"]
+    row.job_ids = [job.id for job in jobs]
+    row.audit = list(finding_audit_events_list(finding=row, job_ids=row.job_ids))
+    return row
 
 
 @router.get("clusters", response={200: list[ClusterOut], **_ERRORS}, operation_id="clusters_list",

@@ -124,6 +124,91 @@ class FindingOut(Schema):
         return finding.policy_source or None
 
 
+class MemberOut(Schema):
+    model_config = _CLOSED
+    client_id: str
+    host: str
+    member_id: str
+    holds: bool = Field(description="Whether the member's assignment holds the finding's partition (last poll).")
+
+
+class RecommendationOut(Schema):
+    model_config = _CLOSED
+    action: Literal["backfill", "reset", "job", "none"] = Field(description=(
+        "The repair the home page recommends: none for a covered finding, job when one already works on it."))
+    reason: str = Field(description="Why, with the numbers it used.")
+    findings: list[int] = Field(alias="finding_ids", description="The findings the repair should cover.")
+    jobs: list[int] = Field(description="The active jobs, for action job.")
+    redelivered: int = Field(description="Records a reset to earliest would make the group read again.")
+    missed_at_most: int = Field(description="Definitely plus possibly missed records.")
+
+
+class RepairOptionOut(Schema):
+    """One repair as its preview page plans it (no Kafka call)."""
+
+    model_config = _CLOSED
+    kind: JobKind
+    name: str
+    until: Literal[BACKFILL_UNTIL] | None = Field(description="backfill: where the range ends; null for a reset.")
+    refused: str = Field(description="Why it cannot be planned now; empty when it can.")
+    start: int | None = Field(description="reset: the planned offset; backfill: the range start, inclusive.")
+    end: int | None = Field(description="backfill: the range end, exclusive; null for a reset.")
+    delivers: int | None = Field(description=(
+        "backfill: records replayed; reset: missed records the group reads again, at most."))
+    definite: int | None = Field(description="Of them, records certainly missed.")
+    possible: int | None = Field(description="Of them, records possibly missed (duplicates if the group read them).")
+    redelivers: int | None = Field(description=(
+        "reset: records the group already read and reads again; backfill: at most the possibly missed ones."))
+    waits_for_empty_group: bool = Field(description="reset: the group had members at the last poll.")
+
+    @staticmethod
+    def resolve_until(option: dict) -> str | None:
+        return option["params"].get("until", "bound") if option["kind"] == "backfill" else None
+
+
+class AuditEventOut(Schema):
+    model_config = _CLOSED
+    at: IsoDateTime
+    actor: str | None = Field(description="Username; null for the system or a deleted user.")
+    system: bool
+    action: str
+    object_type: str
+    object_id: str
+    detail: dict[str, Any]
+
+    @staticmethod
+    def resolve_actor(event) -> str | None:
+        return event.actor.username if event.actor else None
+
+
+class FindingDetailOut(FindingOut):
+    """One finding with its evidence, the group's members, what each repair
+    would do and its audit trail (the finding page's content)."""
+
+    first_log_start: int = Field(description="Log start when the partition was found: where the missed range starts.")
+    end_before_pickup: int | None = Field(alias="pre_pickup_high_watermark", description=(
+        "A bound: the high watermark at the last observation without an owner or a commit (H_k)."))
+    first_commit: int | None = Field(description="A bound: the group's first commit on the partition (C_f).")
+    definite_range: list[int] | None = Field(description="[start, end) definitely missed; null when none.")
+    possible_range: list[int] | None = Field(description="[start, end) possibly missed; null when none.")
+    group_state: str = Field(alias="group.state", description="The group's state at the last poll.")
+    group_members: list[MemberOut]
+    recommendation: RecommendationOut | None = Field(description="Null for a closed finding.")
+    repair_options: list[RepairOptionOut] = Field(description="Empty for a closed finding.")
+    jobs: list[int] = Field(alias="job_ids", description="Jobs linked to the finding, newest first.")
+    audit: list[AuditEventOut] = Field(description="Audit rows about the finding and its jobs, oldest first.")
+
+    @staticmethod
+    def resolve_definite_range(finding: Finding) -> list[int] | None:
+        start = finding.first_log_start
+        return [start, start + finding.missed_definite] if finding.missed_definite else None
+
+    @staticmethod
+    def resolve_possible_range(finding: Finding) -> list[int] | None:
+        start = finding.first_log_start + finding.missed_definite
+        return [start, start + finding.missed_possible] if finding.missed_possible else None
+
+
 class ClusterOut(Schema):
     """A cluster; built field by field, so the password and its ciphertext are never read."""
 

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 TargetKind = Literal["earliest", "offset", "timestamp", "shift"]
+# Messages read as English: "an offset reset", "a shift reset".
+_ARTICLE = {"earliest": "an", "offset": "an", "timestamp": "a", "shift": "a"}
 
 
 class PlanError(ValueError):
@@ -39,7 +41,7 @@ class ResetTarget:
         if kind == "earliest":
             return cls("earliest")
         if value is None or value == "":
-            raise PlanError(f"a {kind} reset needs a value")
+            raise PlanError(f"{_ARTICLE[kind]} {kind} reset needs a value")
         # A whole number, or text of one: never a fraction, a boolean or an infinity.
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise PlanError(f"{kind} must be a whole number, got {value!r}")

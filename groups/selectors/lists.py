@@ -23,7 +23,8 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, Topic
+from groups.domain.triage import ClusterTriage, GroupInfo, OpenFinding, triage
+from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, JobFinding, PartitionGeneration, Topic
 
 
 def _by_name(queryset: QuerySet, field: str, name_field: str, value: object) -> QuerySet:
@@ -80,6 +81,35 @@ def findings_list(
     if found_until is not None:
         queryset = queryset.filter(created_at__date__lte=found_until)
     return queryset.order_by("-created_at", "id")
+
+
+def findings_triage(
+    *,
+    cluster: Cluster | str | None = None,
+    state: str | None = None,
+    topic_contains: str | None = None,
+    group_contains: str | None = None,
+) -> tuple[ClusterTriage, ...]:
+    """Open findings (narrowed like ``findings_list``) by cluster, group and
+    topic, most urgent first, each with totals and a recommended repair
+    (``groups.domain.triage``). Two queries, whatever the number of findings:
+    the findings' few columns (with the active job of each), then their groups."""
+    active_job = JobFinding.objects.filter(finding=OuterRef("pk"), active=True).order_by("job_id").values("job_id")[:1]
+    rows = (
+        findings_list(cluster=cluster, state=state, topic_contains=topic_contains, group_contains=group_contains)
+        .order_by()
+        .annotate(active_job=Subquery(active_job))
+        .values_list("id", "group_id", "topic__name", "partition", "state", "missed_definite", "missed_possible",
+                     "log_start_offset", "high_watermark", "committed_offset", "active_job")
+    )
+    findings = [OpenFinding(*row) for row in rows]
+    groups = {
+        key: GroupInfo(key=key, cluster=cluster_name, group_id=group_id, state=group_state, member_count=members)
+        for key, cluster_name, group_id, group_state, members in ConsumerGroup.objects.filter(
+            id__in={f.group_key for f in findings}).values_list("id", "cluster__name", "group_id", "state",
+                                                               "member_count")
+    }
+    return triage(findings=findings, groups=groups)
 
 
 def findings_count_by_state_and_resolution(queryset: QuerySet[Finding]) -> dict[tuple[str, str], int]:

@@ -328,6 +328,9 @@ def _write_audit_and_notifications(*, cluster: Cluster, changes: detection.Chang
         AuditEvent(
             system=True, cluster=cluster,
             action="finding.created" if t.old_state is None else "finding.state_changed",
+            # Named, so the finding's page finds its trail by id.
+            object_type="finding" if t.key in findings else "",
+            object_id=str(findings[t.key].id) if t.key in findings else "",
             detail={"group": t.key.group_id, "topic": t.key.topic, "partition": t.key.partition,
                     "generation": t.key.generation, "from": t.old_state, "to": t.new_state},
         )

@@ -19,8 +19,9 @@ from groups.domain.planning import (
     plan_reset,
 )
 from groups.domain.sinks import HANDLER, KAFKA, backfill_sink_for
+from groups.domain.triage import GroupInfo, OpenFinding, group_is_empty, recommend
 from groups.models import Finding, RemediationJob, Topic
-from groups.services.lifecycle import FindingNotFound, finding_require_open, missed_range_of
+from groups.services.lifecycle import Conflict, FindingNotFound, finding_require_open, missed_range_of
 
 
 def _open_findings_of_one_group(finding_ids: Iterable[int]) -> list[Finding]:
@@ -76,7 +77,7 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
         "params": {"target": target.kind, "value": target.value}, "plan": plan,
         "rows": rows, "redelivered": redelivered, "missed_at_most": missed_at_most,
         "backfill_recommended": backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most),
-        "group_empty": group.state in ("Empty", "Dead") or group.member_count == 0,
+        "group_empty": group_is_empty(state=group.state, member_count=group.member_count),
         "group_state": group.state, "member_count": group.member_count, "as_of": group.last_seen_at,
     }
 
@@ -134,3 +135,64 @@ def job_preview(*, finding_ids: Iterable[int], kind: str, params: dict) -> dict:
                                 replay_topic=params.get("replay_topic", ""), handler=params.get("handler", ""),
                                 until=params.get("until", "bound"))
     raise ValidationError(f"unknown remediation kind {kind!r}")
+
+
+def _option_or_refusal(plan) -> tuple[dict | None, str]:
+    """A preview, or why it cannot be made (the reason a person would read on its page)."""
+    try:
+        return plan(), ""
+    except (ValidationError, Conflict) as refused:
+        return None, " ".join(refused.messages) if isinstance(refused, ValidationError) else str(refused)
+
+
+def finding_repair_options(*, finding: Finding, active_job: int | None = None) -> dict:
+    """What each repair of one open finding would do, from the same previews
+    the reset and backfill pages show (no Kafka call), and the one the home
+    page recommends (``groups.domain.triage.recommend``).
+
+    ``options``: a reset to earliest (``delivers`` up to the missed records
+    from the log start on, ``redelivers`` what the group already read), a
+    backfill to the first commit (a bound) and, when a likely start is known,
+    one to it (an estimate); each with ``definite`` and ``possible`` records,
+    or ``refused`` saying why it cannot be planned now. Empty for a closed finding."""
+    group = finding.group
+    recommendation = recommend(
+        group=GroupInfo(key=group.id, cluster=finding.cluster.name, group_id=group.group_id, state=group.state,
+                        member_count=group.member_count),
+        findings=[OpenFinding(
+            id=finding.id, group_key=group.id, topic=finding.topic.name, partition=finding.partition,
+            state=finding.state, missed_definite=finding.missed_definite, missed_possible=finding.missed_possible,
+            log_start=finding.log_start_offset, high_watermark=finding.high_watermark,
+            committed=finding.committed_offset, active_job=active_job)],
+    )
+    if finding.closed_at is not None:
+        return {"recommendation": None, "options": []}
+    options = []
+    reset, refused = _option_or_refusal(
+        lambda: reset_preview(finding_ids=[finding.id], target_kind="earliest", target_value=None))
+    row = reset["rows"][0] if reset and reset["rows"] else {}
+    options.append({
+        "kind": "reset", "name": "Reset to earliest", "params": {"target": "earliest"}, "refused": refused,
+        "start": row.get("planned"), "end": None,
+        "delivers": finding.missed_definite + finding.missed_possible if reset else None,
+        "definite": finding.missed_definite if reset else None,
+        "possible": finding.missed_possible if reset else None,
+        "redelivers": row.get("redelivered") if reset else None,
+        "waits_for_empty_group": bool(reset) and not reset["group_empty"],
+    })
+    ends = [("bound", "Backfill to the first commit (a bound)")]
+    if finding.likely_start is not None:
+        ends.append(("likely", "Backfill to the likely start (an estimate)"))
+    for until, name in ends:
+        backfill, refused = _option_or_refusal(
+            lambda until=until: backfill_preview(finding_ids=[finding.id], until=until))
+        planned = backfill["plan"][0] if backfill else {}
+        options.append({
+            "kind": "backfill", "name": name, "params": {"until": until} if until != "bound" else {},
+            "refused": refused, "start": planned.get("start"), "end": planned.get("end"),
+            "delivers": planned.get("count"), "definite": planned.get("definite"),
+            "possible": planned.get("possible"),
+            # The possibly missed records are delivered again if the group did read them.
+            "redelivers": planned.get("possible"), "waits_for_empty_group": False,
+        })
+    return {"recommendation": recommendation, "options": options}

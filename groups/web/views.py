@@ -17,15 +17,22 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count, Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from groups.selectors.lists import findings_count_by_state_and_resolution, findings_list
+from groups.selectors.finding import (
+    finding_audit_events_list,
+    finding_get,
+    finding_group_members,
+    finding_jobs_list,
+)
+from groups.selectors.lists import findings_count_by_state_and_resolution, findings_list, findings_triage
 from groups.web.forms import FindingFilterForm
 from groups.web.job_result import job_result_view
 from groups.services import previews, remediation
+from groups.services.previews import finding_repair_options
 from groups.services.dispatch import QueueUnavailable
 from groups.models import Cluster, Finding, JobFinding, RemediationJob
 
@@ -53,9 +60,10 @@ def _shown_job(finding: Finding) -> RemediationJob | None:
 
 
 def _findings_context(request: HttpRequest) -> tuple[dict, int]:
-    """The findings page's context and status: open work, or with
-    ``view=history`` every finding in any state. Bad filters (a malformed
-    date) are a 400 with the form's errors and no rows."""
+    """The per-partition table's context and status: open work
+    (``view=partitions``), or with ``view=history`` every finding in any
+    state. Bad filters (a malformed date) are a 400 with the form's errors
+    and no rows."""
     history = request.GET.get("view") == "history"
     form = FindingFilterForm(request.GET, history=history)
     valid = form.is_valid()
@@ -76,17 +84,17 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
     counts = findings_count_by_state_and_resolution(
         findings_list(**{**filters, "state": None, "include_closed": True, "resolution": None})
     )
-    raw = {key: form.data.get(key, "") for key in ("cluster", "topic", "group", "state", "resolution", "since",
-                                                   "until")}
-    query = {key: value for key, value in raw.items() if value}
-    if history:
-        query = {"view": "history", **query}
+    raw = _filter_values(form)
+    filtered = {key: value for key, value in raw.items() if value}
+    query = {"view": "history" if history else "partitions", **filtered}
     state_counts = [(state, counts.get((state, "open"), 0)) for state in STATES]
     return {
+        "view": query["view"],
         "history": history,
         "form": form,
         "page": page,
         "filters": raw,
+        "filtered": bool(filtered),
         "sort": sort,
         "sorts": list(SORTS),
         "states": STATES,
@@ -103,21 +111,86 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
     }, 200 if valid else 400
 
 
+def _filter_values(form: FindingFilterForm) -> dict[str, str]:
+    return {key: form.data.get(key, "") for key in ("cluster", "topic", "group", "state", "resolution", "since",
+                                                    "until")}
+
+
+def _triage_context(request: HttpRequest) -> tuple[dict, int]:
+    """The triage's context and status: open findings by cluster, group and
+    topic, with the page's filters (cluster, part of a topic or group name, state)."""
+    form = FindingFilterForm(request.GET, history=False)
+    valid = form.is_valid()
+    filters = form.selector_filters() if valid else {}
+    clusters = findings_triage(**filters) if valid else ()
+    raw = _filter_values(form)
+    filtered = {key: value for key, value in raw.items() if value}
+    return {
+        "view": "triage",
+        "history": False,
+        "form": form,
+        "triage": clusters,
+        "filters": raw,
+        "filtered": bool(filtered),
+        "states": STATES,
+        "query": urlencode(filtered),
+        "clusters": Cluster.objects.values_list("name", flat=True),
+        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+    }, 200 if valid else 400
+
+
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    """New partitions: the open findings with their lag and missed counts;
-    ``view=history`` lists every finding, closed ones with their way out."""
-    context, status = _findings_context(request)
-    return render(request, "groups/findings.html", context, status=status)
+    """Open work triaged by cluster, group and topic; ``view=partitions``
+    is the same open work one row per partition, and ``view=history``
+    lists every finding, closed ones with their way out."""
+    if request.GET.get("view") in ("partitions", "history"):
+        context, status = _findings_context(request)
+        return render(request, "groups/findings.html", context, status=status)
+    context, status = _triage_context(request)
+    return render(request, "groups/triage.html", context, status=status)
 
 
 @login_required
 @require_GET
 def findings_table(request: HttpRequest) -> HttpResponse:
-    """The table and counts alone, for the page's live refresh."""
+    """The per-partition table and counts alone, for the page's live refresh."""
     context, status = _findings_context(request)
     return render(request, "groups/_findings_table.html", context, status=status)
+
+
+@login_required
+@require_GET
+def findings_triage_fragment(request: HttpRequest) -> HttpResponse:
+    """The triage alone, for the home page's live refresh."""
+    context, status = _triage_context(request)
+    return render(request, "groups/_triage.html", context, status=status)
+
+
+@login_required
+@require_GET
+def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
+    """One finding: the evidence in words and numbers, the group's members,
+    what each repair would do, and its audit trail. Reads stored state only."""
+    try:
+        finding = finding_get(finding_id=finding_id)
+    except Finding.DoesNotExist:
+        raise Http404(f"no finding {finding_id}") from None
+    jobs = list(finding_jobs_list(finding=finding))
+    active = next((job for job in jobs if job.status in RemediationJob.ACTIVE), None)
+    repair = finding_repair_options(finding=finding, active_job=active.id if active else None)
+    return render(request, "groups/finding.html", {
+        "finding": finding, "jobs": jobs, "active_job": active,
+        "members": finding_group_members(finding=finding),
+        "audit": finding_audit_events_list(finding=finding, job_ids=[job.id for job in jobs]),
+        "recommendation": repair["recommendation"], "options": repair["options"],
+        "bracket_seconds": (finding.pickup_before - finding.pickup_after).total_seconds()
+        if finding.pickup_before and finding.pickup_after else None,
+        "definite_end": finding.first_log_start + finding.missed_definite,
+        "possible_end": finding.first_log_start + finding.missed_definite + finding.missed_possible,
+        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+    })
 
 
 def _selected_ids(request: HttpRequest) -> list[int]:

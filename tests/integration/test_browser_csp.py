@@ -33,7 +33,8 @@ def test_no_page_violates_the_content_security_policy(live_server, page):
     page.wait_for_url(f"{live_server.url}/")
     page.wait_for_selector("text=orders")
     approve_pages = [f"/findings/reset?ids={finding.pk}", f"/findings/backfill?ids={finding.pk}"]
-    for path in [*PAGES, *approve_pages, f"/groups/{group.pk}/", f"/clusters/{cluster.pk}/edit"]:
+    for path in [*PAGES, *approve_pages, f"/groups/{group.pk}/", f"/clusters/{cluster.pk}/edit",
+                 "/?view=partitions", f"/findings/{finding.pk}/"]:
         response = page.goto(f"{live_server.url}{path}")
         assert response.status == 200, path
         assert "script-src 'self'" in response.headers["content-security-policy"], path

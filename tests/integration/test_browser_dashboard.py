@@ -1,5 +1,6 @@
 """An operator in a real headless Chromium, on data from a real Kafka scenario:
-log in, see the new partition with its exact missed count, open the reset
+log in, find the group on the triage, open the finding by keyboard and read
+its explanation, see the new partition with its exact missed count, open the reset
 preview, approve a backfill, find the job on the jobs page. The group id is
 hostile markup, created as a real consumer group on the broker.
 
@@ -33,6 +34,28 @@ def test_an_operator_finds_the_gap_previews_a_reset_and_approves_a_backfill(page
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     log_in(page, live_server, operator.username, OPERATOR_PASSWORD)
 
+    # The home page triages: the group's card, its id as text, its loss and the repair to start from.
+    card = page.locator(f'article[data-group="{finding.group_id}"]')
+    assert card.locator("h3 a.group-id").inner_text() == group_id
+    assert card.locator("p.totals strong.missed").inner_text() == str(finding.missed_definite)
+    assert card.locator("p.recommendation").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "0-triage.png"), full_page=True)
+    # Keyboard only: Tab to the finding's link, Enter opens its page with the explanation as text.
+    link = f"/findings/{finding.id}/"
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.getAttribute('href')") == link:
+            break
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**{link}")
+    explanation = page.locator("p.explanation")
+    assert explanation.is_visible() and f"{K} definitely missed" in explanation.inner_text()
+    assert page.locator("dd.definite").inner_text().startswith(f"{K} records")
+    page.screenshot(path=str(ARTIFACTS / "0-finding.png"), full_page=True)
+
+    page.goto(f"{live_server.url}/")
+    page.click("text=By partition")
+    page.wait_for_url("**/?view=partitions")
     row = page.locator(f'tr[data-finding="{finding.id}"]')
     assert row.locator("td.group-id").inner_text() == group_id  # shown as text, not run
     assert row.locator("td.missed").inner_text().startswith(f"{K} / ")

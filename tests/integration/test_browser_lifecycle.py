@@ -43,6 +43,7 @@ def test_a_gap_is_backfilled_then_another_reset_and_both_leave_the_open_list_as_
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1500, "height": 900})
     log_in(page, live_server, operator.username, OPERATOR_PASSWORD)
+    page.goto(f"{live_server.url}/?view=partitions")
     for finding in gaps.values():
         assert page.locator(f'tr[data-finding="{finding.id}"] .pill').inner_text() == "gap"
     page.screenshot(path=str(ARTIFACTS / "lifecycle-1-open.png"), full_page=True)
@@ -61,8 +62,10 @@ def test_a_gap_is_backfilled_then_another_reset_and_both_leave_the_open_list_as_
         assert result.locator("td").nth(1).inner_text() == "2"
         page.screenshot(path=str(ARTIFACTS / f"lifecycle-{step}-{kind}-job.png"), full_page=True)
 
-        page.goto(f"{live_server.url}/")
+        page.goto(f"{live_server.url}/?view=partitions")
         assert page.locator(f'tr[data-finding="{finding.id}"]').count() == 0, "left the open list"
+        page.goto(f"{live_server.url}/")
+        assert page.locator(f'a[href="/findings/{finding.id}/"]').count() == 0, "left the triage"
         page.goto(f"{live_server.url}/?view=history&resolution=repaired")
         row = page.locator(f'tr[data-finding="{finding.id}"]')
         assert row.locator(".pill").first.inner_text() == "repaired"

@@ -66,7 +66,7 @@ def test_it_sends_anonymous_visitors_to_the_login_page(client, db):
 
 
 def test_it_lists_findings_with_counts_and_escapes_hostile_group_ids(approver, gap_findings):
-    body = client_for(approver).get("/").content.decode()
+    body = client_for(approver).get("/", {"view": "partitions"}).content.decode()
     assert HOSTILE_GROUP_ID not in body
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
     assert "gap 2" in body and "pending 0" in body

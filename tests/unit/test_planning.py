@@ -116,10 +116,11 @@ def test_a_timestamp_target_needs_the_broker_answer():
     ("kind", "value", "message"),
     [
         ("offset", -1, "must not be negative"),  # a negative offset is a sentinel in Kafka, never a position
-        ("offset", "", "needs a value"),
+        ("offset", "", "an offset reset needs a value"),
         ("offset", "ten", "whole number"),
         ("timestamp", -5, "must not be negative"),
-        ("shift", None, "needs a value"),
+        ("shift", None, "a shift reset needs a value"),
+        ("timestamp", "", "a timestamp reset needs a value"),
         ("latest", None, "unknown reset target"),  # not offered: it is what causes the gap
         ("offset", 2.7, "whole number"),  # a fraction is not an offset (int() would truncate it to 2)
         ("offset", True, "whole number"),  # a boolean is an int in Python, never an offset

@@ -1,0 +1,224 @@
+"""The home page's triage of open findings: grouped by cluster, group and
+topic, with totals, the most urgent first, and one recommended repair each.
+
+Pure: no Django, no Kafka. Offsets are "the next message to read". The
+recommendation reuses the reset preview's rule
+(``planning.backfill_recommended`` over what a reset to earliest would
+re-deliver, from ``planning.plan_reset``), and says why in words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from groups.domain.planning import PartitionPosition, ResetTarget, backfill_recommended, plan_reset
+
+Action = Literal["backfill", "reset", "job", "none"]
+# Nobody has taken these partitions: a backfill cannot cover what the group will skip when it does.
+UNTAKEN_STATES = ("pending", "unowned")
+NOTHING_TO_REPAIR = "covered"
+# A group whose broker state is one of these, or that has no member, accepts an offset commit.
+EMPTY_GROUP_STATES = ("Empty", "Dead")
+
+
+def group_is_empty(*, state: str, member_count: int) -> bool:
+    """Whether the broker would accept an administrative offset commit (no
+    live member), as of the last poll. The reset preview asks here too."""
+    return state in EMPTY_GROUP_STATES or member_count == 0
+
+
+@dataclass(frozen=True)
+class GroupInfo:
+    """A consumer group as the last poll saw it. ``key`` is its row id."""
+
+    key: int
+    cluster: str
+    group_id: str
+    state: str
+    member_count: int
+
+    @property
+    def empty(self) -> bool:
+        return group_is_empty(state=self.state, member_count=self.member_count)
+
+
+@dataclass(frozen=True)
+class OpenFinding:
+    """One open finding, as triage needs it. ``missed_definite`` and
+    ``missed_possible`` are bounds from broker observations;
+    ``active_job`` the id of a job working on it, or None."""
+
+    id: int
+    group_key: int
+    topic: str
+    partition: int
+    state: str
+    missed_definite: int
+    missed_possible: int
+    log_start: int
+    high_watermark: int
+    committed: int | None
+    active_job: int | None = None
+
+
+@dataclass(frozen=True)
+class Totals:
+    """``partitions``: open findings; ``covered``: those of them with nothing to repair."""
+
+    missed_definite: int
+    missed_possible: int
+    partitions: int
+    covered: int
+
+    @classmethod
+    def of(cls, findings: Iterable[OpenFinding]) -> Totals:
+        findings = list(findings)
+        return cls(
+            missed_definite=sum(f.missed_definite for f in findings),
+            missed_possible=sum(f.missed_possible for f in findings),
+            partitions=len(findings),
+            covered=sum(f.state == NOTHING_TO_REPAIR for f in findings),
+        )
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """What to do about some findings of one group: ``action`` "backfill" or
+    "reset" (of ``finding_ids``, the findings it should cover), "job" (jobs
+    are already working on all of them: ``jobs``), or "none" (every one is
+    covered); ``reason`` says why, with the numbers it used."""
+
+    action: Action
+    reason: str
+    finding_ids: tuple[int, ...] = ()
+    jobs: tuple[int, ...] = ()
+    redelivered: int = 0
+    missed_at_most: int = 0
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _reset_redelivered(findings: list[OpenFinding]) -> int:
+    """Records a reset to earliest would make the group read again (the reset preview's default target)."""
+    positions = [PartitionPosition(topic=f.topic, partition=f.partition, log_start=f.log_start,
+                                   high_watermark=f.high_watermark, committed=f.committed) for f in findings]
+    return sum(p.redelivered for p in plan_reset(target=ResetTarget("earliest"), positions=positions))
+
+
+def recommend(*, group: GroupInfo, findings: Iterable[OpenFinding]) -> Recommendation:
+    """The repair to suggest for ``findings`` (of ``group``), first rule that applies:
+
+    1. every finding covered: nothing to repair;
+    2. the rest all have an active job: that job;
+    3. a partition nobody has taken yet: a reset (a backfill cannot cover what
+       the group will skip when it takes it; the job waits for an empty group);
+    4. a reset to earliest would re-deliver far more than was missed
+       (``planning.backfill_recommended``): a backfill;
+    5. the group is empty: a reset (no Spark job, few duplicates);
+    6. the group has live members: a backfill (a reset would wait until they stop).
+    """
+    findings = sorted(findings, key=lambda f: (f.topic, f.partition, f.id))
+    repairable = [f for f in findings if f.state != NOTHING_TO_REPAIR]
+    if not repairable:
+        return Recommendation("none", "covered: the group read the new partition from its start; nothing to repair")
+    idle = [f for f in repairable if f.active_job is None]
+    if not idle:
+        jobs = tuple(sorted({f.active_job for f in repairable}))
+        return Recommendation("job", f"{'jobs' if len(jobs) > 1 else 'a job'} already working on "
+                              f"{'them' if len(repairable) > 1 else 'it'}", jobs=jobs)
+    ids = tuple(f.id for f in idle)
+    redelivered = _reset_redelivered(idle)
+    missed_at_most = sum(f.missed_definite + f.missed_possible for f in idle)
+    numbers = {"finding_ids": ids, "redelivered": redelivered, "missed_at_most": missed_at_most}
+    untaken = [f for f in idle if f.state in UNTAKEN_STATES]
+    if untaken:
+        when = "now, while the group is empty" if group.empty else "(the job waits until the group is empty)"
+        return Recommendation("reset", f"nobody has taken {_plural(len(untaken), 'new partition')} yet: reset to "
+                              f"earliest {when}; a backfill cannot cover what the group skips later", **numbers)
+    if backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most):
+        return Recommendation("backfill", f"a reset would re-deliver {redelivered} records to recover at most "
+                              f"{missed_at_most}: replay only the missed ranges", **numbers)
+    if group.empty:
+        return Recommendation("reset", f"the group is empty: a reset to earliest recovers at most {missed_at_most} "
+                              f"and re-delivers {redelivered}, no Spark job needed", **numbers)
+    return Recommendation("backfill", f"the group has {_plural(group.member_count, 'live member')}: a reset "
+                          "would wait until they stop; a backfill does not disturb them", **numbers)
+
+
+@dataclass(frozen=True)
+class TopicTriage:
+    topic: str
+    totals: Totals
+    findings: tuple[OpenFinding, ...]
+    recommendation: Recommendation
+
+
+@dataclass(frozen=True)
+class GroupTriage:
+    """``rank``: 0 live members and a definite loss, 1 a definite loss, 2 a
+    possible loss or partitions still at risk, 3 nothing to repair (covered)."""
+
+    group: GroupInfo
+    totals: Totals
+    topics: tuple[TopicTriage, ...]
+    recommendation: Recommendation
+    rank: int
+
+    @property
+    def live(self) -> bool:
+        return not self.group.empty
+
+
+@dataclass(frozen=True)
+class ClusterTriage:
+    cluster: str
+    totals: Totals
+    groups: tuple[GroupTriage, ...]
+
+
+def _rank(group: GroupInfo, totals: Totals) -> int:
+    if totals.covered == totals.partitions:
+        return 3
+    if totals.missed_definite > 0:
+        return 0 if not group.empty else 1
+    return 2
+
+
+def _loss_first(totals: Totals) -> tuple[int, int]:
+    return (-totals.missed_definite, -totals.missed_possible)
+
+
+def triage(*, findings: Iterable[OpenFinding], groups: dict[int, GroupInfo]) -> tuple[ClusterTriage, ...]:
+    """Open findings by cluster, group and topic, most urgent first.
+
+    Groups: by rank (``GroupTriage.rank``: live members with a definite loss
+    first), then most definitely missed, most possibly missed, group id.
+    Topics: most missed first, then name. Clusters: by their most urgent
+    group, then name. Every finding's group must be in ``groups``."""
+    by_group: dict[int, list[OpenFinding]] = {}
+    for finding in findings:
+        by_group.setdefault(finding.group_key, []).append(finding)
+    triaged: dict[str, list[GroupTriage]] = {}
+    for key, group_findings in by_group.items():
+        group = groups[key]
+        by_topic: dict[str, list[OpenFinding]] = {}
+        for finding in sorted(group_findings, key=lambda f: (f.partition, f.id)):
+            by_topic.setdefault(finding.topic, []).append(finding)
+        topics = sorted(
+            (TopicTriage(topic, Totals.of(items), tuple(items), recommend(group=group, findings=items))
+             for topic, items in by_topic.items()),
+            key=lambda t: (*_loss_first(t.totals), t.topic),
+        )
+        totals = Totals.of(group_findings)
+        triaged.setdefault(group.cluster, []).append(GroupTriage(
+            group, totals, tuple(topics), recommend(group=group, findings=group_findings), _rank(group, totals)))
+    clusters = []
+    for cluster, items in triaged.items():
+        items.sort(key=lambda g: (g.rank, *_loss_first(g.totals), g.group.group_id, g.group.key))
+        clusters.append(ClusterTriage(cluster, Totals.of(f for g in items for t in g.topics for f in t.findings),
+                                      tuple(items)))
+    return tuple(sorted(clusters, key=lambda c: (c.groups[0].rank, c.cluster)))

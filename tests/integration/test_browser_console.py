@@ -1,0 +1,94 @@
+"""The operator's console in a real headless Chromium (issue 22): the triage
+puts the live group with a definite loss first and shows covered findings as
+good news without repair buttons; a finding page's repair links lead to the
+previews; the interactive API docs render from this server's own files under
+the Content-Security-Policy. Rows come from the ORM factories (the flow on a
+real Kafka scenario is in test_browser_dashboard.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from groups.models import Finding
+from tests.factories import HOSTILE_GROUP_ID, make_cluster, make_finding, make_generation, make_group, make_topic
+from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
+
+
+@pytest.fixture
+def console(db, live_server, page):
+    operator = approver_operator()
+    prod = make_cluster("prod")
+    generation = make_generation(make_topic(prod, "orders"), 2, (0, 1, 2, 3))
+    covered = make_group(prod, "aa-covered", state="Stable", member_count=1)
+    empty = make_group(prod, "aa-empty", state="Empty", member_count=0)
+    live = make_group(prod, HOSTILE_GROUP_ID, state="Stable", member_count=2)
+    findings = {
+        "covered": make_finding(covered, generation, 2, state=Finding.State.COVERED, missed_definite=0,
+                                missed_possible=0, backfill_start=None, backfill_end=None),
+        "empty": make_finding(empty, generation, 2, missed_definite=500, committed_offset=520, backfill_end=520,
+                              missed_possible=20),
+        "live": make_finding(live, generation, 3, high_watermark=1000, committed_offset=600, missed_definite=30,
+                             missed_possible=10),
+    }
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    log_in(page, live_server, operator.username, OPERATOR_PASSWORD)
+    yield findings
+    assert dialogs == []  # no script from a group id ever ran
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_triage_puts_the_live_loss_first_and_covered_last_without_buttons(console, live_server, page):
+    cards = page.locator("article.triage-group")
+    assert cards.count() == 3
+    assert cards.nth(0).locator("h3 a.group-id").inner_text() == HOSTILE_GROUP_ID
+    assert cards.nth(0).locator("h3 .pill").inner_text() == "2 live members"
+    assert cards.nth(1).locator("h3 a.group-id").inner_text() == "aa-empty"
+    covered = cards.nth(2)
+    assert covered.locator(".good-news").first.inner_text().startswith("Covered: the group read its new partition")
+    for name in ("Reset", "Backfill", "Dismiss"):
+        assert covered.get_by_role("link", name=name).count() == 0, name
+        assert covered.get_by_role("button", name=name).count() == 0, name
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "console-triage.png"), full_page=True)
+
+    # The live group's recommended repair (a reset would re-deliver 600 for 40) opens the backfill preview.
+    cards.nth(0).locator("p.recommendation a.button").click()
+    page.wait_for_url(f"**/findings/backfill?ids={console['live'].id}")
+    assert page.locator("p.backfill-total").inner_text().startswith("40 records to replay: 30 certainly missed")
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_finding_page_leads_to_each_repair_preview(console, live_server, page):
+    finding = console["empty"]
+    page.goto(f"{live_server.url}/findings/{finding.id}/")
+    assert page.locator("h1").inner_text() == "orders[2] missed by aa-empty"
+    assert page.locator("p.recommendation").inner_text().startswith("Recommended: reset — the group is empty")
+    page.screenshot(path=str(ARTIFACTS / "console-finding.png"), full_page=True)
+    page.locator('tr[data-option="reset"] a', has_text="Preview").click()
+    page.wait_for_url("**/findings/reset?*")
+    assert page.get_by_role("button", name="Approve reset").is_visible()
+    page.go_back()
+    page.locator('tr[data-option="backfill"] a', has_text="Preview").click()
+    page.wait_for_url("**/findings/backfill?*")
+    assert page.get_by_role("button", name="Approve backfill").is_visible()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_api_docs_render_from_local_files_under_the_csp(console, live_server, page):
+    requests: list[str] = []
+    violations: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("console", lambda message: violations.append(message.text)
+            if "Content Security Policy" in message.text else None)
+    response = page.goto(f"{live_server.url}/api/v1/docs")
+    assert response.status == 200
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    # Swagger UI fetched the schema (behind the login) and rendered the operations.
+    page.wait_for_selector("text=One finding, open or closed")
+    assert page.locator(".opblock").count() >= 8
+    assert requests and all(url.startswith(live_server.url) for url in requests), requests
+    assert violations == []
