@@ -165,7 +165,7 @@ class KafkaClient:
 
     def _unavailable(self, stage: str, detail: str) -> KafkaUnavailable:
         message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}",
-                                self._config.sasl_password)
+                                *self._config.secrets)
         return KafkaUnavailable(message, bootstrap_servers=self._config.bootstrap_servers, stage=stage)
 
 
