@@ -3,8 +3,9 @@ each rule a small function that returns a problem in words (or None), over
 plain values, with ``now`` passed in. PEM is parsed with ``cryptography``;
 nothing here reads a file or the network.
 
-Also the one conversion the Java Kafka client needs: it reads only PKCS#8
-private keys (``key_as_pkcs8``), while librdkafka (OpenSSL) takes any PEM key.
+Also the one conversion the Java Kafka client needs: it reads only
+unencrypted PKCS#8 keys here (``key_as_pkcs8``), while librdkafka (OpenSSL)
+takes any PEM key with its password.
 """
 
 from __future__ import annotations
@@ -164,10 +165,11 @@ def is_encrypted_key(pem: str) -> bool:
 
 
 def key_as_pkcs8(pem: str, password: str) -> str:
-    """The key as PKCS#8 PEM, the only form the Java client reads, encrypted
-    with the same password when it has one (validated keys only)."""
-    encrypted = is_encrypted_key(pem)
-    key = serialization.load_pem_private_key(pem.encode(), password.encode() if encrypted else None)
-    protection = (serialization.BestAvailableEncryption(password.encode()) if encrypted and password
-                  else serialization.NoEncryption())
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, protection).decode()
+    """The key as unencrypted PKCS#8 PEM, the form the Java client reads
+    (validated keys only). Kafka's Java client 3.9 on Java 17 refuses a
+    PBES2 (AES) encrypted PKCS#8 key, the only encryption worth using, so
+    the Spark job gets the key opened; it travels as the password would
+    (never written down, redacted by Spark)."""
+    key = serialization.load_pem_private_key(pem.encode(), password.encode() if is_encrypted_key(pem) else None)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()

@@ -104,11 +104,10 @@ def job_settings(config: ClusterConfig) -> KafkaSettings:
 
 
 def job_secrets(config: ClusterConfig) -> KafkaSecrets:
-    """The secrets the job gets beside its spec; the key as PKCS#8, the only
-    PEM key form the Java client reads (encrypted again with its password)."""
+    """The secrets the job gets beside its spec; the key as unencrypted
+    PKCS#8, the form the Java client reads (``tls.key_as_pkcs8``), so no key password."""
     key = key_as_pkcs8(config.ssl_key_pem, config.ssl_key_password) if config.ssl_key_pem else ""
     return KafkaSecrets(sasl_password=config.sasl_password, ssl_key_pem=key,
-                        ssl_key_password=config.ssl_key_password if key else "",
                         oauth_client_secret=config.oauth_client_secret)
 
 

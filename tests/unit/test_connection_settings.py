@@ -104,11 +104,9 @@ def test_it_never_quotes_a_secret_in_a_problem():
 
 
 @pytest.mark.parametrize("traditional", [False, True])
-def test_the_java_client_gets_the_key_as_pkcs8_with_the_same_password(traditional):
-    pem = CLIENT.key_pem("kp", traditional=traditional)
-    converted = key_as_pkcs8(pem, "kp")
-    assert converted.startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")
-    key = serialization.load_pem_private_key(converted.encode(), b"kp")
+def test_the_java_client_gets_the_key_as_unencrypted_pkcs8(traditional):
+    """Kafka's Java client 3.9 on Java 17 refuses a PBES2-encrypted PKCS#8 key (tried here)."""
+    converted = key_as_pkcs8(CLIENT.key_pem("kp", traditional=traditional), "kp")
+    assert converted.startswith("-----BEGIN PRIVATE KEY-----")
+    key = serialization.load_pem_private_key(converted.encode(), None)
     assert key.private_numbers() == CLIENT.key.private_numbers()
-    plain = key_as_pkcs8(CLIENT.key_pem(traditional=True), "")
-    assert plain.startswith("-----BEGIN PRIVATE KEY-----")

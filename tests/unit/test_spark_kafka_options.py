@@ -89,7 +89,8 @@ def test_the_secrets_travel_in_the_environment_and_never_in_the_spec():
     assert ca.certificate_pem in text.replace("\\n", "\n"), "the CA is public: it is in the spec"
     for secret in (*config.secrets, *secrets.values):
         assert secret not in text
-    assert secrets.ssl_key_pem.startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----"), "PKCS#8 for the Java client"
+    assert secrets.ssl_key_pem.startswith("-----BEGIN PRIVATE KEY-----"), "PKCS#8 for the Java client"
+    assert not secrets.ssl_key_password, "the key is opened: the Java client gets no password"
     environment = secrets.to_environment()
     assert list(environment) == [SECRETS_ENV]
     assert KafkaSecrets.from_environment(environment) == secrets
