@@ -17,7 +17,7 @@ from groups.models import (
     Topic,
 )
 from groups.services.clusters import (
-    CLUSTER_FIELDS,
+    EDITABLE_FIELDS,
     cluster_create,
     cluster_set_enabled,
     cluster_update,
@@ -30,7 +30,7 @@ class ClusterAdminForm(ClusterForm):
     """The cluster pages' form: the same validation in the admin."""
 
     class Meta(ClusterForm.Meta):
-        fields = [*CLUSTER_FIELDS, "enabled"]
+        fields = [*EDITABLE_FIELDS, "enabled"]
 
 
 @admin.register(Cluster)
@@ -41,20 +41,24 @@ class ClusterAdmin(admin.ModelAdmin):
     list_display = ["name", "bootstrap_servers", "security_protocol", "enabled", "status", "last_poll_at"]
     list_filter = ["enabled", "status"]
     search_fields = ["name", "bootstrap_servers"]
-    readonly_fields = ["status", "last_poll_at", "last_error", "password_set"]
+    readonly_fields = ["status", "last_poll_at", "last_error", "password_set", "secrets_set"]
 
     @admin.display(boolean=True, description="SASL password set")
     def password_set(self, obj: Cluster) -> bool:
         return obj.has_sasl_password
 
+    @admin.display(description="Other secrets set")
+    def secrets_set(self, obj: Cluster) -> str:
+        return ", ".join(name for name in Cluster.SECRETS if name != "sasl_password" and obj.has_secret(name)) \
+            or "none"
+
     def save_model(self, request, obj: Cluster, form: ClusterAdminForm, change: bool) -> None:
-        data, password = form.cleaned_data, form.cleaned_data.get("sasl_password", "")
+        data = form.cleaned_data
         if not change:
-            created = cluster_create(user=request.user, data=data, password=password)
+            created = cluster_create(user=request.user, data=data, secrets=form.secrets)
             obj.pk, obj.id = created.pk, created.id
         else:
-            cluster_update(user=request.user, cluster_id=obj.pk, data=data, password=password,
-                           clear_password=data.get("clear_sasl_password", False))
+            cluster_update(user=request.user, cluster_id=obj.pk, data=data, secrets=form.secrets, clear=form.cleared)
         if "enabled" in form.changed_data:
             cluster_set_enabled(user=request.user, cluster_id=obj.pk, enabled=data["enabled"])
 

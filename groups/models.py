@@ -15,8 +15,10 @@ from groups.domain.sinks import DEFAULT_SINK
 
 
 class Cluster(models.Model):
-    """A Kafka cluster Gapwatch watches. The SASL password is stored encrypted
-    and is never rendered: forms and APIs only say whether one is set."""
+    """A Kafka cluster Gapwatch watches. Its secrets (``SECRETS``: the SASL
+    password, the client key and its password, the OAuth client secret) are
+    stored encrypted and never rendered: forms and APIs only say whether each
+    is set. The CA bundle and the client certificate are public, kept as PEM."""
 
     class SecurityProtocol(models.TextChoices):
         PLAINTEXT = "PLAINTEXT"
@@ -29,12 +31,16 @@ class Cluster(models.Model):
         PLAIN = "PLAIN"
         SCRAM_SHA_256 = "SCRAM-SHA-256"
         SCRAM_SHA_512 = "SCRAM-SHA-512"
+        OAUTHBEARER = "OAUTHBEARER"
 
     class Status(models.TextChoices):
         NEW = "new"
         OK = "ok"
         UNREACHABLE = "unreachable"
         ERROR = "error"
+
+    # Each secret's name, as forms, services and ClusterConfig call it; stored in "<name>_encrypted".
+    SECRETS = ("sasl_password", "ssl_key_pem", "ssl_key_password", "oauth_client_secret")
 
     name = models.SlugField(max_length=100, unique=True)
     bootstrap_servers = models.CharField(max_length=1000)
@@ -44,6 +50,17 @@ class Cluster(models.Model):
     sasl_mechanism = models.CharField(max_length=20, choices=SaslMechanism.choices, blank=True, default="")
     sasl_username = models.CharField(max_length=255, blank=True, default="")
     sasl_password_encrypted = models.TextField(blank=True, default="", editable=False)
+    ssl_ca_pem = models.TextField("CA bundle (PEM)", blank=True, default="")
+    ssl_certificate_pem = models.TextField("client certificate (PEM)", blank=True, default="")
+    ssl_key_pem_encrypted = models.TextField(blank=True, default="", editable=False)
+    ssl_key_password_encrypted = models.TextField(blank=True, default="", editable=False)
+    ssl_endpoint_identification = models.BooleanField(
+        "verify the broker's host name", default=True,
+        help_text="Check that the broker's certificate names the host connected to (https); off: none.")
+    oauth_token_endpoint = models.URLField("OAuth token endpoint", max_length=1000, blank=True, default="")
+    oauth_client_id = models.CharField("OAuth client id", max_length=255, blank=True, default="")
+    oauth_client_secret_encrypted = models.TextField(blank=True, default="", editable=False)
+    oauth_scope = models.CharField("OAuth scope", max_length=1000, blank=True, default="")
     enabled = models.BooleanField(default=True)
     webhook_url = models.URLField(blank=True, default="")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.NEW)
@@ -65,19 +82,38 @@ class Cluster(models.Model):
 
     @property
     def has_sasl_password(self) -> bool:
-        return bool(self.sasl_password_encrypted)
+        return self.has_secret("sasl_password")
 
     def set_sasl_password(self, plaintext: str) -> None:
-        self.sasl_password_encrypted = crypto.encrypt(plaintext) if plaintext else ""
+        self.set_secret("sasl_password", plaintext)
+
+    def has_secret(self, name: str) -> bool:
+        return bool(getattr(self, f"{name}_encrypted"))
+
+    def set_secret(self, name: str, plaintext: str) -> None:
+        if name not in self.SECRETS:
+            raise ValueError(f"{name} is not a secret of a cluster")
+        setattr(self, f"{name}_encrypted", crypto.encrypt(plaintext) if plaintext else "")
+
+    def secret(self, name: str) -> str:
+        """The decrypted secret ("" when none is stored); for ClusterConfig and the save-time checks only."""
+        stored = getattr(self, f"{name}_encrypted")
+        return crypto.decrypt(stored) if stored else ""
 
     def client_config(self) -> ClusterConfig:
-        """What the Kafka adapter needs to connect; the only place the password is decrypted."""
+        """What the Kafka adapter needs to connect; the only place the secrets are decrypted for use."""
         return ClusterConfig(
             bootstrap_servers=self.bootstrap_servers,
             security_protocol=self.security_protocol,
             sasl_mechanism=self.sasl_mechanism,
             sasl_username=self.sasl_username,
-            sasl_password=crypto.decrypt(self.sasl_password_encrypted) if self.sasl_password_encrypted else "",
+            ssl_ca_pem=self.ssl_ca_pem,
+            ssl_certificate_pem=self.ssl_certificate_pem,
+            ssl_endpoint_identification=self.ssl_endpoint_identification,
+            oauth_token_endpoint=self.oauth_token_endpoint,
+            oauth_client_id=self.oauth_client_id,
+            oauth_scope=self.oauth_scope,
+            **{name: self.secret(name) for name in self.SECRETS},
         )
 
 

@@ -19,16 +19,16 @@ def run_connection_test(cluster_id: int) -> dict:
     cluster = Cluster.objects.filter(id=cluster_id).first()
     if cluster is None:
         return {"cluster_id": cluster_id, "ok": False, "message": "the cluster no longer exists"}
-    password = ""
+    secrets: tuple[str, ...] = ()
     try:
         config = cluster.client_config()
-        password = config.sasl_password
+        secrets = config.secrets
         brokers = KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS).ping()
     except SecretUnreadable as error:
         ok, message = False, str(error)
     except KafkaUnavailable as error:
-        # A client error could quote its configuration; never let the password through.
-        ok, message = False, secret_redact(f"cannot reach {cluster.bootstrap_servers}: {error}", password)
+        # A client error could quote its configuration; never let a secret through.
+        ok, message = False, secret_redact(f"cannot reach {cluster.bootstrap_servers}: {error}", *secrets)
     else:
         ok, message = True, f"connected: {brokers} broker(s) answered"
     cluster_record_test(cluster_id=cluster_id, ok=ok, message=message)

@@ -210,7 +210,7 @@ class FindingDetailOut(FindingOut):
 
 
 class ClusterOut(Schema):
-    """A cluster; built field by field, so the password and its ciphertext are never read."""
+    """A cluster; built field by field, so no secret nor its ciphertext is ever read."""
 
     model_config = _CLOSED
     name: str
@@ -219,6 +219,15 @@ class ClusterOut(Schema):
     sasl_mechanism: Literal[tuple(Cluster.SaslMechanism.values)]
     sasl_username: str
     sasl_password_set: bool = Field(description="Whether a SASL password is stored; it is never returned.")
+    ssl_ca_pem_set: bool = Field(description="Whether a CA bundle (PEM) is given; else the system's CAs are trusted.")
+    ssl_certificate_pem_set: bool = Field(description="Whether a client certificate (mutual TLS) is given.")
+    ssl_key_pem_set: bool = Field(description="Whether a client key is stored; it is never returned.")
+    ssl_key_password_set: bool = Field(description="Whether the client key's password is stored; never returned.")
+    ssl_endpoint_identification: bool = Field(description="Whether the broker's certificate must name its host.")
+    oauth_token_endpoint: str
+    oauth_client_id: str
+    oauth_client_secret_set: bool = Field(description="Whether an OAuth client secret is stored; never returned.")
+    oauth_scope: str
     enabled: bool
     status: Literal[tuple(Cluster.Status.values)]
     last_poll_at: IsoDateTime | None
@@ -226,6 +235,14 @@ class ClusterOut(Schema):
     last_error: str
     polls_total: int
     poll_failures_total: int
+
+    @staticmethod
+    def resolve_ssl_ca_pem_set(cluster: Cluster) -> bool:
+        return bool(cluster.ssl_ca_pem)
+
+    @staticmethod
+    def resolve_ssl_certificate_pem_set(cluster: Cluster) -> bool:
+        return bool(cluster.ssl_certificate_pem)
 
 
 class TopicOut(Schema):

@@ -129,11 +129,14 @@ def findings_count_by_state_and_resolution(queryset: QuerySet[Finding]) -> dict[
 
 
 def clusters_list() -> QuerySet[Cluster]:
-    """Clusters by name, with ``sasl_password_set`` annotated and the
-    ciphertext deferred, so the encrypted password never leaves the database."""
+    """Clusters by name, with ``<secret>_set`` annotated for each secret
+    (``sasl_password_set``, ``ssl_key_pem_set``, ...) and the ciphertexts
+    deferred, so no encrypted secret leaves the database."""
+    ciphertexts = [f"{name}_encrypted" for name in Cluster.SECRETS]
     return (
-        Cluster.objects.defer("sasl_password_encrypted")
-        .annotate(sasl_password_set=ExpressionWrapper(~Q(sasl_password_encrypted=""), output_field=BooleanField()))
+        Cluster.objects.defer(*ciphertexts)
+        .annotate(**{f"{name}_set": ExpressionWrapper(~Q(**{f"{name}_encrypted": ""}), output_field=BooleanField())
+                     for name in Cluster.SECRETS})
         .order_by("name", "id")
     )
 

@@ -1,14 +1,19 @@
-"""Writes for clusters and consumer-group settings, for the pages and the
-admin alike: each checks the permission, validates nothing the form did not
-(the forms in ``groups.web.forms`` are the one validation), and writes one
-audit row with before and after values (a password only as "changed")."""
+"""Writes for clusters and consumer-group settings, for the pages, the admin
+and ``register_cluster`` alike: each checks the permission, checks a
+cluster's connection settings (``cluster_settings_problems``, which the
+cluster form shows as its errors), and writes one audit row with before and
+after values (a secret only as "set" or "changed", a PEM as its fingerprint)."""
 
 from __future__ import annotations
 
-from django.core.exceptions import PermissionDenied
+import hashlib
+from collections.abc import Collection, Mapping
+
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from groups.domain.tls import ConnectionSettings, connection_problems
 from groups.models import Cluster, ConsumerGroup
 from groups.services import dispatch
 from groups.services.audit import audit_record
@@ -16,6 +21,11 @@ from groups.services.audit import audit_record
 MANAGE_PERMISSION = "groups.manage_clusters"
 # The fields a person edits; what the audit compares before and after.
 CLUSTER_FIELDS = ("name", "bootstrap_servers", "security_protocol", "sasl_mechanism", "sasl_username", "webhook_url")
+# How to connect beyond SASL (TLS trust and client certificate, OAuth); audited when not the default.
+CONNECTION_FIELDS = ("ssl_ca_pem", "ssl_certificate_pem", "ssl_endpoint_identification", "oauth_token_endpoint",
+                     "oauth_client_id", "oauth_scope")
+EDITABLE_FIELDS = (*CLUSTER_FIELDS, *CONNECTION_FIELDS)
+SECRETS = Cluster.SECRETS
 GROUP_SETTINGS_FIELDS = ("declared_policy", "auto_repair", "backfill_sink", "replay_topic")
 TEST_MESSAGE_MAX_CHARS = 1000
 
@@ -31,66 +41,140 @@ def _changes(before: dict, after: dict) -> tuple[dict, dict]:
     return {name: before.get(name) for name in changed}, {name: after[name] for name in changed}
 
 
-def cluster_create(*, user, data: dict, password: str) -> Cluster:
-    """Register a cluster; the audit row holds its settings and whether a password was given."""
+def _audited(values: dict) -> dict:
+    """Values as the audit keeps them: a PEM as the SHA-256 of its text (long, and read by nobody)."""
+    return {name: (f"sha256:{hashlib.sha256(value.encode()).hexdigest()[:16]}" if name.endswith("_pem") and value
+                   else value) for name, value in values.items()}
+
+
+def cluster_settings_problems(*, data: Mapping, secrets: Mapping[str, str], clear: Collection[str] = (),
+                              cluster: Cluster | None = None) -> dict[str, str]:
+    """``{field: problem}`` for the settings as they would be stored: each
+    field from ``data``, else the cluster's; each secret new when given,
+    gone when cleared, else the stored one (``groups.domain.tls``)."""
+    def value(name: str):
+        return data[name] if name in data else getattr(cluster or Cluster(), name)
+
+    def secret(name: str) -> str:
+        if secrets.get(name):
+            return secrets[name]
+        return "" if name in clear or cluster is None else cluster.secret(name)
+
+    settings = ConnectionSettings(
+        **{name: value(name) for name in ("security_protocol", "sasl_mechanism", "sasl_username", "ssl_ca_pem",
+                                          "ssl_certificate_pem", "oauth_token_endpoint", "oauth_client_id")},
+        **{name: secret(name) for name in SECRETS},
+    )
+    return connection_problems(settings, now=timezone.now())
+
+
+def _check(**kwargs) -> None:
+    problems = cluster_settings_problems(**kwargs)
+    if problems:
+        raise ValidationError({name: [problem] for name, problem in problems.items()})
+
+
+def _secret_detail(cluster: Cluster, changed: Collection[str]) -> dict:
+    """What the audit says about changed secrets: the SASL password as before
+    (``password_changed``, ``password_set``), the others by name."""
+    detail: dict = {}
+    if "sasl_password" in changed:
+        detail.update(password_changed=True, password_set=cluster.has_sasl_password)
+    others = {name: cluster.has_secret(name) for name in SECRETS if name in changed and name != "sasl_password"}
+    if others:
+        detail["secrets_changed"] = others
+    return detail
+
+
+def cluster_create(*, user, data: dict, secrets: Mapping[str, str]) -> Cluster:
+    """Register a cluster; the audit row holds its settings and which secrets were given.
+    ValidationError when its connection settings cannot work (nothing written)."""
     require_manager(user)
+    _check(data=data, secrets=secrets)
     with transaction.atomic():
-        cluster = Cluster(**{name: data[name] for name in CLUSTER_FIELDS})
-        cluster.set_sasl_password(password)
+        cluster = Cluster(**{name: data[name] for name in EDITABLE_FIELDS if name in data})
+        for name in SECRETS:
+            cluster.set_secret(name, secrets.get(name, ""))
         cluster.save()
         audit_record(action="cluster.added", actor=user, cluster=cluster, object_type="cluster",
-                     object_id=cluster.id, detail={"before": {}, "after": {name: data[name] for name in CLUSTER_FIELDS},
-                                                   "password_set": bool(password)})
+                     object_id=cluster.id, detail=_added_detail(cluster))
     return cluster
 
 
-def cluster_update(*, user, cluster_id: int, data: dict, password: str, clear_password: bool) -> bool:
-    """Change a cluster's settings. An empty ``password`` keeps the stored one.
-    The audit row says only that the password changed, never what to.
-    Returns False when nothing changed (and writes nothing)."""
+def _added_detail(cluster: Cluster) -> dict:
+    defaults = Cluster()
+    after = {name: getattr(cluster, name) for name in CLUSTER_FIELDS}
+    after.update({name: getattr(cluster, name) for name in CONNECTION_FIELDS
+                  if getattr(cluster, name) != getattr(defaults, name)})
+    detail = {"before": {}, "after": _audited(after)}
+    if cluster.has_sasl_password or cluster.sasl_mechanism:
+        detail["password_set"] = cluster.has_sasl_password
+    others = sorted(name for name in SECRETS if name != "sasl_password" and cluster.has_secret(name))
+    if others:
+        detail["secrets_set"] = others
+    return detail
+
+
+def cluster_update(*, user, cluster_id: int, data: dict, secrets: Mapping[str, str],
+                   clear: Collection[str] = ()) -> bool:
+    """Change a cluster's settings. An empty secret keeps the stored one;
+    a name in ``clear`` removes it. The audit row says only which secrets
+    changed, never to what. Returns False when nothing changed (and writes
+    nothing); ValidationError when the result could not connect."""
     require_manager(user)
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(id=cluster_id)
-        editable = [name for name in CLUSTER_FIELDS if name != "name"]
+        _check(data=data, secrets=secrets, clear=clear, cluster=cluster)
+        editable = [name for name in EDITABLE_FIELDS if name != "name"]
         before, after = _changes({name: getattr(cluster, name) for name in editable},
                                  {name: data[name] for name in editable if name in data})
-        password_changed = bool(password) or (clear_password and cluster.has_sasl_password)
-        if not after and not password_changed:
+        changed_secrets = [name for name in SECRETS
+                           if (secrets.get(name) and secrets[name] != cluster.secret(name))
+                           or (name in clear and cluster.has_secret(name))]
+        if not after and not changed_secrets:
             return False
         for name, value in after.items():
             setattr(cluster, name, value)
-        if password_changed:
-            cluster.set_sasl_password("" if clear_password else password)
-        cluster.save(update_fields=[*after, *(["sasl_password_encrypted"] if password_changed else [])])
-        detail = {"before": before, "after": after}
-        if password_changed:
-            detail["password_changed"] = True
-            detail["password_set"] = cluster.has_sasl_password
+        for name in changed_secrets:
+            cluster.set_secret(name, "" if name in clear else secrets[name])
+        cluster.save(update_fields=[*after, *(f"{name}_encrypted" for name in changed_secrets)])
+        detail = {"before": _audited(before), "after": _audited(after), **_secret_detail(cluster, changed_secrets)}
         audit_record(action="cluster.changed", actor=user, cluster=cluster, object_type="cluster",
                      object_id=cluster.id, detail=detail)
     return True
 
 
-def cluster_register(*, data: dict, source: str) -> tuple[Cluster, bool]:
+def cluster_register(*, data: dict, secrets: Mapping[str, str] | None = None, source: str) -> tuple[Cluster, bool]:
     """The system's idempotent registration (``manage.py register_cluster``):
-    create the cluster, or update its bootstrap servers, from data the cluster
-    form validated; audited as the system's, naming ``source``. Returns the
-    cluster and whether it was created; nothing is written when nothing changed."""
+    create the cluster, or update it, from data the cluster form validated;
+    secrets given replace the stored ones. Audited as the system's, naming
+    ``source``. Returns the cluster and whether it was created; nothing is
+    written when nothing changed."""
+    secrets = {name: value for name, value in (secrets or {}).items() if value}
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().filter(name=data["name"]).first()
+        _check(data=data, secrets=secrets, cluster=cluster)
         if cluster is None:
-            cluster = Cluster.objects.create(**{name: data[name] for name in CLUSTER_FIELDS if name in data})
+            cluster = Cluster(**{name: data[name] for name in EDITABLE_FIELDS if name in data})
+            for name, value in secrets.items():
+                cluster.set_secret(name, value)
+            cluster.save()
             audit_record(action="cluster.added", actor=None, cluster=cluster, object_type="cluster",
-                         object_id=cluster.id, detail={"before": {}, "after": {
-                             name: data[name] for name in CLUSTER_FIELDS if name in data}, "via": source})
+                         object_id=cluster.id, detail={**_added_detail(cluster), "via": source})
             return cluster, True
-        before, after = _changes({"bootstrap_servers": cluster.bootstrap_servers},
-                                 {"bootstrap_servers": data["bootstrap_servers"]})
-        if after:
-            Cluster.objects.filter(id=cluster.id).update(**after)
+        editable = [name for name in EDITABLE_FIELDS if name != "name" and name in data]
+        before, after = _changes({name: getattr(cluster, name) for name in editable},
+                                 {name: data[name] for name in editable})
+        changed_secrets = [name for name, value in secrets.items() if value != cluster.secret(name)]
+        if after or changed_secrets:
+            for name, value in after.items():
+                setattr(cluster, name, value)
+            for name in changed_secrets:
+                cluster.set_secret(name, secrets[name])
+            cluster.save(update_fields=[*after, *(f"{name}_encrypted" for name in changed_secrets)])
             audit_record(action="cluster.changed", actor=None, cluster=cluster, object_type="cluster",
-                         object_id=cluster.id, detail={"before": before, "after": after, "via": source})
-            cluster.refresh_from_db()
+                         object_id=cluster.id, detail={"before": _audited(before), "after": _audited(after),
+                                                       **_secret_detail(cluster, changed_secrets), "via": source})
         return cluster, False
 
 

@@ -191,7 +191,7 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
 def cluster_add(request: HttpRequest) -> HttpResponse:
     form = ClusterForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        cluster = cluster_create(user=request.user, data=form.cleaned_data, password=form.cleaned_data["sasl_password"])
+        cluster = cluster_create(user=request.user, data=form.cleaned_data, secrets=form.secrets)
         messages.success(request, f"Cluster {cluster.name} added.")
         return redirect("browse:clusters")
     status = 400 if request.method == "POST" else 200
@@ -204,8 +204,7 @@ def cluster_edit(request: HttpRequest, pk: int) -> HttpResponse:
     form = ClusterForm(request.POST or None, instance=cluster)
     if request.method == "POST" and form.is_valid():
         changed = cluster_update(user=request.user, cluster_id=cluster.pk, data=form.cleaned_data,
-                                 password=form.cleaned_data["sasl_password"],
-                                 clear_password=form.cleaned_data["clear_sasl_password"])
+                                 secrets=form.secrets, clear=form.cleared)
         messages.success(request, f"Cluster {cluster.name} saved." if changed else "Nothing changed.")
         return redirect("browse:clusters")
     status = 400 if request.method == "POST" else 200

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tasks.spark.connect import ConnectUnavailable, connect_session, job_tag, server_address
 from tasks.spark.handshake import DISCARD, Decision
-from tasks.spark.spec import PASSWORD_ENV, JobSpec
+from tasks.spark.spec import SECRETS_ENV, JobSpec, KafkaSecrets
 
 log = logging.getLogger(__name__)
 
@@ -28,30 +28,29 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def launch(spec: JobSpec, *, spec_path: Path, log_file, record: dict, connect_url: str, connect_token: str,
-           password: str) -> JobProcess | ConnectJob:
+           secrets: KafkaSecrets) -> JobProcess | ConnectJob:
     """Start an attempt on the Spark Connect server at ``connect_url`` when
     one is configured and answers, in a process of its own otherwise (the
     server is a speed-up, never a dependency). ``record``, the attempt's
     entry in the job's result, gets the session or why there was none."""
     if connect_url:
         try:
-            job = ConnectJob(url=connect_url, token=connect_token, spec=spec, password=password, log_file=log_file)
+            job = ConnectJob(url=connect_url, token=connect_token, spec=spec, secrets=secrets, log_file=log_file)
             record.update(server=job.server, session_id=job.session_id, tag=job.tag)
             return job
         except ConnectUnavailable as error:
             log.warning("backfill %s: %s; running the job in its own process", spec.job_id, error)
             record["connect_unavailable"] = str(error)
-    return JobProcess(spec_path=spec_path, cwd=BASE_DIR, environment=_process_environment(password),
+    return JobProcess(spec_path=spec_path, cwd=BASE_DIR, environment=_process_environment(secrets),
                       log_file=log_file)
 
 
-def _process_environment(password: str) -> dict:
-    """A job process imports this project, and gets the SASL password in its environment only."""
+def _process_environment(secrets: KafkaSecrets) -> dict:
+    """A job process imports this project, and gets the secrets in its environment only."""
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(BASE_DIR), os.environ.get("PYTHONPATH")) if p)}
-    environment.pop(PASSWORD_ENV, None)
-    if password:
-        environment[PASSWORD_ENV] = password
+    environment.pop(SECRETS_ENV, None)
+    environment.update(secrets.to_environment())
     return environment
 
 
@@ -119,7 +118,7 @@ class ConnectJob:
 
     mode = "connect"
 
-    def __init__(self, *, url: str, token: str, spec, password: str, log_file) -> None:
+    def __init__(self, *, url: str, token: str, spec, secrets: KafkaSecrets, log_file) -> None:
         from tasks.spark import backfill_job
 
         self.url = url
@@ -145,7 +144,7 @@ class ConnectJob:
             code = 1
             try:
                 code = backfill_job.run(spec, parent_pipe=self._decision, started=started, spark=self.session,
-                                        password=password)
+                                        secrets=secrets)
             finally:
                 if code != 0 and not self._server_answers():
                     self._lost = f"the Spark Connect server at {self.server} going away (stopped or crashed)"

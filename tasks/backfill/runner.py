@@ -11,7 +11,7 @@ a session of a Spark Connect server (a warm JVM, local or on a cluster)
 when SPARK_CONNECT_URL names one that answers, otherwise in a Spark process
 of its own started here (``tasks.backfill.launch``). A JVM crash or an
 out-of-memory kill ends that process or the server, never the worker. The
-job gets explicit arguments (a JSON spec; the SASL password in its
+job gets explicit arguments (a JSON spec without secrets; the secrets in its
 environment, or as an argument of ``run``) and talks to this runner through
 two files and a publish/discard decision (``tasks.spark.handshake``).
 
@@ -66,6 +66,7 @@ from groups.domain.cluster_config import ClusterConfig
 from groups.domain.planning import BackfillRange
 from groups.domain.secrets import secret_redact
 from groups.domain.sinks import DEFAULT_SINK, HANDLER, KAFKA, PARQUET
+from groups.domain.tls import key_as_pkcs8
 from tasks.backfill.checks import ClusterChecks
 from tasks.backfill.launch import ConnectJob, JobProcess, launch
 from tasks.kafka.adapter import KafkaAdapter
@@ -78,7 +79,7 @@ from tasks.spark.handshake import (
     decision_for,
     read_json,
 )
-from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec
+from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,24 @@ WORKDIR_PREFIX = "gapwatch-backfill-"
 # Ranges bigger than this are split across Spark tasks (minPartitions); also
 # the grain of the progress estimate.
 RECORDS_PER_TASK = 200_000
+
+
+def job_settings(config: ClusterConfig) -> KafkaSettings:
+    """What the job's spec says about the cluster: everything but the secrets."""
+    return KafkaSettings(
+        bootstrap_servers=config.bootstrap_servers, security_protocol=config.security_protocol,
+        sasl_mechanism=config.sasl_mechanism, sasl_username=config.sasl_username, ssl_ca_pem=config.ssl_ca_pem,
+        ssl_certificate_pem=config.ssl_certificate_pem, ssl_endpoint_identification=config.ssl_endpoint_identification,
+        oauth_token_endpoint=config.oauth_token_endpoint, oauth_client_id=config.oauth_client_id,
+        oauth_scope=config.oauth_scope)
+
+
+def job_secrets(config: ClusterConfig) -> KafkaSecrets:
+    """The secrets the job gets beside its spec; the key as unencrypted
+    PKCS#8, the form the Java client reads (``tls.key_as_pkcs8``), so no key password."""
+    key = key_as_pkcs8(config.ssl_key_pem, config.ssl_key_password) if config.ssl_key_pem else ""
+    return KafkaSecrets(sasl_password=config.sasl_password, ssl_key_pem=key,
+                        oauth_client_secret=config.oauth_client_secret)
 
 
 class BackfillFailed(Exception):
@@ -169,6 +188,7 @@ class BackfillRunner:
     def __init__(self, request: BackfillRequest, *, on_progress: Callable[[int, int], None] | None = None,
                  on_attempt: Callable[[list[dict]], None] | None = None) -> None:
         self.request = request
+        self.secrets = job_secrets(request.cluster)
         self.on_progress = on_progress or (lambda done, total: None)
         self.on_attempt = on_attempt or (lambda attempts: None)
         self.adapter = KafkaAdapter(request.cluster, timeout=settings.KAFKA_TIMEOUT_SECONDS)
@@ -271,7 +291,7 @@ class BackfillRunner:
         with open(folder / "job.log", "wb") as log_file:
             job = launch(spec, spec_path=folder / "spec.json", log_file=log_file, record=record,
                          connect_url=self.request.spark_connect, connect_token=self.request.spark_connect_token,
-                         password=self.request.cluster.sasl_password)
+                         secrets=self.secrets)
         record["pid"] = job.pid
         record["mode"] = job.mode
         self.on_attempt(self.attempts)
@@ -281,8 +301,7 @@ class BackfillRunner:
         config = self.request.cluster
         return JobSpec(
             job_id=self.request.run_id, attempt=attempt,
-            kafka=KafkaSettings(bootstrap_servers=config.bootstrap_servers, security_protocol=config.security_protocol,
-                                sasl_mechanism=config.sasl_mechanism, sasl_username=config.sasl_username),
+            kafka=job_settings(config),
             ranges=tuple(BackfillRange(p.range.topic, p.range.partition, p.read_start, p.range.end)
                          for p in readable),
             sink=sink, master=self.request.master, jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),
@@ -330,16 +349,16 @@ class BackfillRunner:
                readable: list[PreparedRange], sink: SinkSpec, compacted: dict[str, bool]) -> dict:
         """How the attempt ended: timed out, killed (run it again), failed, or
         finished, with the report of a finished one."""
-        password = self.request.cluster.sasl_password
+        secrets = (*self.request.cluster.secrets, *self.secrets.values)  # the key as stored and as the job got it
         if attempt.timed_out:
             self._ended(attempt, "timed out")
             raise BackfillFailed(
                 f"the job process ran longer than {self.request.timeout_seconds}s and was killed; nothing published",
-                error=secret_redact(log_tail, password), result=self._result(sink.describe(), []))
+                error=secret_redact(log_tail, *secrets), result=self._result(sink.describe(), []))
         finished = outcome.get("status") in FINISHED
         lost = attempt.job.lost()
         if lost and not finished:
-            attempt.record["log_tail"] = secret_redact(log_tail[-2000:], password)
+            attempt.record["log_tail"] = secret_redact(log_tail[-2000:], *secrets)
             self._ended(attempt, f"killed by {lost}")
             raise _AttemptKilled(lost, attempt.record)
         if returncode != 0 and finished:
@@ -350,7 +369,7 @@ class BackfillRunner:
             error = (outcome.get("error") or getattr(attempt.job, "error", "") or log_tail
                      or f"the job process exited with code {returncode}")
             raise BackfillFailed(f"the Spark job failed (exit code {returncode})",
-                                 error=condense_error(secret_redact(error, password)),
+                                 error=condense_error(secret_redact(error, *secrets)),
                                  result=self._result(sink.describe(), []))
         self._ended(attempt, outcome["status"])
         if attempt.explain_error is not None:

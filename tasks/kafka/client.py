@@ -74,12 +74,16 @@ class KafkaClient:
         self._admin: AdminClient | None = None
         self.last_timings: dict[str, float] = {}
         self.last_peak_in_flight: dict[str, int] = {}
+        # What librdkafka last reported on its own (a failed TLS handshake, a refused
+        # SASL login): a request only fails with "transport failure" or a time-out.
+        self._client_error, self._client_error_at = "", 0.0
 
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
             self._admin = AdminClient(
-                {**self._config.client_config(), "socket.timeout.ms": int(self._timeout * 1000)}
+                {**self._config.client_config(), "socket.timeout.ms": int(self._timeout * 1000),
+                 "error_cb": self._on_client_error}
             )
         return self._admin
 
@@ -163,9 +167,16 @@ class KafkaClient:
         finally:
             self.last_timings[name] = time.monotonic() - started
 
+    def _on_client_error(self, error) -> None:
+        self._client_error, self._client_error_at = describe_error(error), time.monotonic()
+
     def _unavailable(self, stage: str, detail: str) -> KafkaUnavailable:
-        message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}",
-                                self._config.sasl_password)
+        if self._admin is not None:
+            self._admin.poll(0)  # serve the client's error callbacks
+        recent = time.monotonic() - self._client_error_at < 2 * self._timeout + WAIT_GRACE_SECONDS
+        reported = f" (the client reported {self._client_error})" if self._client_error and recent else ""
+        message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}{reported}",
+                                *self._config.secrets)
         return KafkaUnavailable(message, bootstrap_servers=self._config.bootstrap_servers, stage=stage)
 
 

@@ -11,9 +11,11 @@ or, with the same spec, on a session of a Spark Connect server
 The spec is ``tasks.spark.spec.JobSpec`` (its JSON form is described there),
 the one contract with the runner that writes it.
 
-The SASL password is read from the environment variable
-``GAPWATCH_KAFKA_SASL_PASSWORD``, never from the spec or the command line,
-and is replaced by ``***`` in any error text the job writes.
+The secrets (SASL password, client key and its password, OAuth client
+secret: ``spec.KafkaSecrets``) are read from the environment variable
+``GAPWATCH_KAFKA_SECRETS``, never from the spec or the command line, removed
+from the environment before Spark starts (its JVM and Python workers inherit
+it), and replaced by ``***`` in any error text the job writes.
 
 While it runs, the job rewrites ``progress_file`` (phase, records done of
 total, estimated from completed Spark tasks: ``tasks.spark.progress``). At
@@ -56,16 +58,16 @@ from tasks.spark.handshake import (
     write_json,
 )
 from tasks.spark.progress import tracked
-from tasks.spark.reader import kafka_options, read_ranges
+from tasks.spark.reader import REDACTION_REGEX, kafka_options, read_ranges
 from tasks.spark.session import is_connect, sql_api
-from tasks.spark.spec import PASSWORD_ENV, JobSpec, min_partitions, parse_spec
+from tasks.spark.spec import SECRETS_ENV, JobSpec, KafkaSecrets, min_partitions, parse_spec
 
 # Static Spark settings the shared session builder does not set: no console
-# progress bar in the log, and the JAAS option (it holds the password)
-# redacted wherever Spark prints options.
+# progress bar in the log, and the options holding secrets (JAAS, the client
+# key and its password) redacted wherever Spark prints options.
 SUBMIT_ARGS = (
     "--conf spark.ui.showConsoleProgress=false "
-    "--conf spark.redaction.regex=(?i)secret|password|token|access[.]?key|jaas "
+    f"--conf spark.redaction.regex={REDACTION_REGEX} "
     "pyspark-shell"
 )
 ERROR_TEXT_LIMIT = 100_000
@@ -88,11 +90,11 @@ def session_parallelism(spark) -> int:
     return int(row.p) + 1
 
 
-def error_text(error: BaseException, password: str) -> str:
+def error_text(error: BaseException, secrets: KafkaSecrets) -> str:
     """The exception as Spark gives it (for a JVM error: the Java exception,
-    its message and stack with every ``Caused by``), the password masked."""
+    its message and stack with every ``Caused by``), every secret masked."""
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
-    return secret_redact(text, password)[:ERROR_TEXT_LIMIT]
+    return secret_redact(text, *secrets.values)[:ERROR_TEXT_LIMIT]
 
 
 def make_sink(spark, spec: JobSpec, options: dict[str, str]):
@@ -121,7 +123,7 @@ def prepare_process_environment() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
-def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str | None = None) -> int:
+def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, secrets: KafkaSecrets | None = None) -> int:
     """One attempt of the job:
 
     1. Start Spark with the local connector jars, or use ``spark``, a Spark
@@ -136,10 +138,11 @@ def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str
        discards; the others delivered as they wrote.
 
     ``parent_pipe``: the decision channel (``handshake.ParentPipe`` or
-    ``handshake.Decision``); None decides alone. ``password`` defaults to the
-    environment (PASSWORD_ENV)."""
-    if password is None:
-        password = os.environ.get(PASSWORD_ENV, "")
+    ``handshake.Decision``); None decides alone. ``secrets`` default to the
+    environment (``spec.SECRETS_ENV``)."""
+    if secrets is None:
+        secrets = KafkaSecrets.from_environment(os.environ)
+        os.environ.pop(SECRETS_ENV, None)
     own_session = spark is None
     tag = job_tag(spec.job_id, spec.attempt)
     progress = ProgressFile(spec.progress_file, spec.total)
@@ -161,7 +164,7 @@ def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str
         parallelism = session_parallelism(spark)
         result["min_partitions"] = min_partitions(spec, parallelism)
         timings["session_ready"] = time.time()
-        options = kafka_options(spec.kafka, password)
+        options = kafka_options(spec.kafka, secrets)
         sink = make_sink(spark, spec, options)
         result["sink"] = sink.describe()
         sink.prepare()
@@ -181,7 +184,7 @@ def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, password: str
     except Exception as error:  # noqa: BLE001 - any failure is reported through the result file
         log.error("backfill %s attempt %s failed", spec.job_id, spec.attempt, exc_info=True)
         result["status"] = "failed"
-        result["error"] = error_text(error, password)
+        result["error"] = error_text(error, secrets)
         if sink is not None:
             try:
                 sink.discard()

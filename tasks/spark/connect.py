@@ -28,6 +28,8 @@ import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
+from tasks.spark.reader import REDACTION_REGEX
+
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 # The variable both sides of Spark read the token from (server: its
 # spark.connect.authenticate.token; pyspark's client: the default token).
@@ -58,8 +60,8 @@ SERVER_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
-    # The JAAS option (it holds the SASL password) redacted wherever Spark prints options.
-    "spark.redaction.regex": "(?i)secret|password|token|access[.]?key|jaas",
+    # Options holding secrets (JAAS, the client key and its password) redacted wherever Spark prints options.
+    "spark.redaction.regex": REDACTION_REGEX,
 }
 
 

@@ -1,5 +1,5 @@
 """Spark's Kafka source and sink as every backfill read and write uses them:
-the client options (SASL included) and the fetch settings. The Spark job
+the client options (TLS and SASL included) and the fetch settings. The Spark job
 reads the ranges through it, and the Kafka sink writes the replay topic and
 reads it back through it. No Django.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from tasks.spark.spec import JobSpec, KafkaSettings, min_partitions
+from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, min_partitions
 
 # Bigger fetches than the consumer defaults (1 MiB per partition): a backfill
 # reads long contiguous ranges, and fetch round trips dominate otherwise.
@@ -26,26 +26,61 @@ FETCH_OPTIONS = {
 }
 
 
-def kafka_options(settings: KafkaSettings, password: str) -> dict[str, str]:
-    """Options of Spark's Kafka source and sink (``kafka.``-prefixed client settings)."""
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "OAUTHBEARER": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
+}
+# Spark's spark.redaction.regex (set on every session and the Connect server):
+# an option is redacted in Spark's logs, UI, plans and event log when its name
+# or value matches. Covers every option kafka_options gives a secret: the JAAS
+# config (SASL password, OAuth client secret), ssl.key.password and the key
+# itself (ssl.keystore.key, and any value holding a PEM private key).
+REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|jaas|keystore[.]key|private.key"
+# The Java client's OIDC client-credentials flow (KIP-768).
+OAUTH_LOGIN_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+
+
+def _quoted(text: str) -> str:
+    """A JAAS option value."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def kafka_options(settings: KafkaSettings, secrets: KafkaSecrets) -> dict[str, str]:
+    """Options of Spark's Kafka source and sink (``kafka.``-prefixed Java
+    client settings): TLS trust and client certificate as PEM text (no key
+    or trust store file anywhere), JAAS built from the secrets. Every option
+    holding a secret matches ``session.REDACTION_REGEX`` by its name."""
     options = {
         "kafka.bootstrap.servers": settings.bootstrap_servers,
         "kafka.security.protocol": settings.security_protocol,
     }
-    if settings.sasl_mechanism:
-        module = (
-            "org.apache.kafka.common.security.plain.PlainLoginModule"
-            if settings.sasl_mechanism == "PLAIN"
-            else "org.apache.kafka.common.security.scram.ScramLoginModule"
-        )
-
-        def quoted(text: str) -> str:
-            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-        options["kafka.sasl.mechanism"] = settings.sasl_mechanism
-        options["kafka.sasl.jaas.config"] = (
-            f"{module} required username={quoted(settings.sasl_username)} password={quoted(password)};"
-        )
+    if settings.security_protocol in TLS_PROTOCOLS:
+        # The Java client's way of saying "none" is the empty string.
+        options["kafka.ssl.endpoint.identification.algorithm"] = "https" if settings.ssl_endpoint_identification else ""
+        if settings.ssl_ca_pem:
+            options["kafka.ssl.truststore.type"] = "PEM"
+            options["kafka.ssl.truststore.certificates"] = settings.ssl_ca_pem
+        if settings.ssl_certificate_pem:
+            options["kafka.ssl.keystore.type"] = "PEM"
+            options["kafka.ssl.keystore.certificate.chain"] = settings.ssl_certificate_pem
+            options["kafka.ssl.keystore.key"] = secrets.ssl_key_pem
+            if secrets.ssl_key_password:
+                options["kafka.ssl.key.password"] = secrets.ssl_key_password
+    mechanism = settings.sasl_mechanism
+    if mechanism:
+        options["kafka.sasl.mechanism"] = mechanism
+        if mechanism == "OAUTHBEARER":
+            options["kafka.sasl.login.callback.handler.class"] = OAUTH_LOGIN_HANDLER
+            options["kafka.sasl.oauthbearer.token.endpoint.url"] = settings.oauth_token_endpoint
+            credentials = f"clientId={_quoted(settings.oauth_client_id)} clientSecret={_quoted(secrets.oauth_client_secret)}"
+            if settings.oauth_scope:
+                credentials += f" scope={_quoted(settings.oauth_scope)}"
+        else:
+            credentials = f"username={_quoted(settings.sasl_username)} password={_quoted(secrets.sasl_password)}"
+        options["kafka.sasl.jaas.config"] = f"{LOGIN_MODULES[mechanism]} required {credentials};"
     return options
 
 

@@ -14,7 +14,10 @@ The JSON form (``to_json``)::
       "job_id": "42",                      # names the output: <output>/<job_id>/
       "attempt": "5f0c9e2a71b3",           # new for every run of the job
       "kafka": {"bootstrap_servers": "b1:9092", "security_protocol": "SASL_SSL",
-                "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "backfill"},
+                "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": "backfill",
+                "ssl_ca_pem": "-----BEGIN CERTIFICATE-----...", "ssl_certificate_pem": "",
+                "ssl_endpoint_identification": true,
+                "oauth_token_endpoint": "", "oauth_client_id": "", "oauth_scope": ""},
       "ranges": [{"topic": "orders", "partition": 2, "start": 1000, "end": 5000}],
       "sink": {"kind": "parquet", "output": "/data/backfills"}
            | {"kind": "kafka", "topics": {"orders": "orders.replay"},
@@ -26,20 +29,24 @@ The JSON form (``to_json``)::
       "result_file": "/tmp/.../result.json"
     }
 
-The SASL password is never part of the spec: it travels in the environment
-variable ``PASSWORD_ENV`` (or as an argument of ``backfill_job.run``).
+No secret is part of the spec (the CA bundle and the client certificate are
+public): the SASL password, the client key and its password and the OAuth
+client secret (``KafkaSecrets``) travel in the environment variable
+``SECRETS_ENV`` of the job's process, or as an argument of
+``backfill_job.run`` for a Spark Connect attempt in the worker.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from groups.domain.planning import BackfillRange, backfill_range_problem
 from groups.domain.sinks import HANDLER, JOB_SINKS, KAFKA, PARQUET
 
-PASSWORD_ENV = "GAPWATCH_KAFKA_SASL_PASSWORD"
+SECRETS_ENV = "GAPWATCH_KAFKA_SECRETS"
 DEFAULT_RECORDS_PER_TASK = 200_000
 DEFAULT_DRIVER_MEMORY = "768m"
 DEFAULT_MASTER = "local[*]"
@@ -51,20 +58,72 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class KafkaSettings:
-    """How the job reaches the cluster (the password comes separately)."""
+    """How the job reaches the cluster (the secrets come separately, ``KafkaSecrets``)."""
 
     bootstrap_servers: str
     security_protocol: str = "PLAINTEXT"
     sasl_mechanism: str = ""
     sasl_username: str = ""
+    ssl_ca_pem: str = ""
+    ssl_certificate_pem: str = ""
+    ssl_endpoint_identification: bool = True
+    oauth_token_endpoint: str = ""
+    oauth_client_id: str = ""
+    oauth_scope: str = ""
 
     def __post_init__(self) -> None:
         if not self.bootstrap_servers:
             raise SpecError("spec.kafka.bootstrap_servers must be a non-empty str")
+        if not isinstance(self.ssl_endpoint_identification, bool):
+            raise SpecError("spec.kafka.ssl_endpoint_identification must be a bool")
 
     def to_json(self) -> dict:
-        return {"bootstrap_servers": self.bootstrap_servers, "security_protocol": self.security_protocol,
-                "sasl_mechanism": self.sasl_mechanism, "sasl_username": self.sasl_username}
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, kafka: dict) -> KafkaSettings:
+        """Optional text fields default to empty; host name verification to on."""
+        text = {f.name: kafka.get(f.name) or "" for f in fields(cls)
+                if f.name not in ("bootstrap_servers", "ssl_endpoint_identification")}
+        for name, value in text.items():
+            if not isinstance(value, str):
+                raise SpecError(f"spec.kafka.{name} must be a str")
+        return cls(bootstrap_servers=_required(kafka, "bootstrap_servers", str, "spec.kafka"),
+                   **{**text, "security_protocol": text["security_protocol"] or "PLAINTEXT"},
+                   ssl_endpoint_identification=kafka.get("ssl_endpoint_identification", True))
+
+
+@dataclass(frozen=True)
+class KafkaSecrets:
+    """What the job needs to authenticate and must never write down: the
+    SASL password, the client key (PKCS#8 PEM, as the Java client reads it)
+    and its password, the OAuth client secret. Its repr shows none of them."""
+
+    sasl_password: str = field(default="", repr=False)
+    ssl_key_pem: str = field(default="", repr=False)
+    ssl_key_password: str = field(default="", repr=False)
+    oauth_client_secret: str = field(default="", repr=False)
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """Every secret given, to mask in any text the job reports."""
+        return tuple(value for value in asdict(self).values() if value)
+
+    def to_environment(self) -> dict[str, str]:
+        """``{SECRETS_ENV: JSON}`` for the job process's environment (empty when there is no secret)."""
+        given = {name: value for name, value in asdict(self).items() if value}
+        return {SECRETS_ENV: json.dumps(given)} if given else {}
+
+    @classmethod
+    def from_environment(cls, environment: Mapping[str, str]) -> KafkaSecrets:
+        raw = environment.get(SECRETS_ENV)
+        if not raw:
+            return cls()
+        data = json.loads(raw)
+        if not isinstance(data, dict) or set(data) - {f.name for f in fields(cls)} \
+                or not all(isinstance(value, str) for value in data.values()):
+            raise SpecError(f"{SECRETS_ENV} must be a JSON object of the secrets' names and texts")
+        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -193,12 +252,7 @@ class JobSpec:
         return cls(
             job_id=str(_required(data, "job_id", str)),
             attempt=_required(data, "attempt", str),
-            kafka=KafkaSettings(
-                bootstrap_servers=_required(kafka, "bootstrap_servers", str, "spec.kafka"),
-                security_protocol=kafka.get("security_protocol") or "PLAINTEXT",
-                sasl_mechanism=kafka.get("sasl_mechanism") or "",
-                sasl_username=kafka.get("sasl_username") or "",
-            ),
+            kafka=KafkaSettings.from_json(kafka),
             ranges=tuple(clean),
             sink=sink_spec,
             master=spark.get("master") or DEFAULT_MASTER,

@@ -312,6 +312,11 @@ def test_it_stays_fast_with_ten_thousand_findings(api, db):
 # --- Clusters, topics, groups ----------------------------------------------------------
 
 
+NO_TLS_NOR_OAUTH = {"ssl_ca_pem_set": False, "ssl_certificate_pem_set": False, "ssl_key_pem_set": False,
+                    "ssl_key_password_set": False, "ssl_endpoint_identification": True, "oauth_token_endpoint": "",
+                    "oauth_client_id": "", "oauth_client_secret_set": False, "oauth_scope": ""}
+
+
 def test_it_never_shows_the_sasl_password_or_its_ciphertext(api, db):
     cluster = make_cluster(
         "secure",
@@ -345,6 +350,7 @@ def test_it_never_shows_the_sasl_password_or_its_ciphertext(api, db):
             "sasl_mechanism": "",
             "sasl_username": "",
             "sasl_password_set": False,
+            **NO_TLS_NOR_OAUTH,
             "enabled": True,
             "status": "new",
             "last_poll_at": None,
@@ -360,6 +366,7 @@ def test_it_never_shows_the_sasl_password_or_its_ciphertext(api, db):
             "sasl_mechanism": "SCRAM-SHA-512",
             "sasl_username": "gapwatch",
             "sasl_password_set": True,
+            **NO_TLS_NOR_OAUTH,
             "enabled": True,
             "status": "ok",
             "last_poll_at": "2025-03-01T12:00:00+00:00",

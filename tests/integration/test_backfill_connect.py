@@ -31,7 +31,7 @@ from tasks.backfill.executor import backfill_request_for
 from tasks.backfill.runner import BackfillRequest, run_backfill
 from tasks.backfill.launch import ConnectJob
 from tasks.spark.connect import ConnectUnavailable, connect_session
-from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec
+from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
 from tests.integration import spark_handlers
 from tests.integration.backfill_harness import (
     BIG, ROOT, K, Scenario, connect_settings, handler_request, on_server, parquet_rows, run_job,
@@ -258,8 +258,8 @@ def test_a_connect_job_masks_the_sasl_password_in_errors_and_the_server_never_lo
 
     # SASL against the PLAINTEXT listener: the broker refuses the handshake and Spark fails.
     with open(tmp_path / "job.log", "wb") as log_file:
-        job = ConnectJob(url=connect_server.url, token=connect_server.token, spec=spec, password=password,
-                         log_file=log_file)
+        job = ConnectJob(url=connect_server.url, token=connect_server.token, spec=spec,
+                         secrets=KafkaSecrets(sasl_password=password), log_file=log_file)
     try:
         wait_until(lambda: job.poll() is not None, timeout=240, interval=0.2, what="the job to fail")
     finally:

@@ -1,0 +1,175 @@
+"""What a cluster's connection settings must satisfy before they are saved:
+each rule a small function that returns a problem in words (or None), over
+plain values, with ``now`` passed in. PEM is parsed with ``cryptography``;
+nothing here reads a file or the network.
+
+Also the one conversion the Java Kafka client needs: it reads only
+unencrypted PKCS#8 keys here (``key_as_pkcs8``), while librdkafka (OpenSSL)
+takes any PEM key with its password.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import urlparse
+
+from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+OAUTHBEARER = "OAUTHBEARER"
+PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_ENCRYPTED_MARKERS = ("ENCRYPTED PRIVATE KEY", "Proc-Type: 4,ENCRYPTED")
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """The settings to check, as they will be stored: a secret not replaced is
+    the stored one (the service decrypts it to check it, never to show it)."""
+
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str = ""
+    sasl_username: str = ""
+    sasl_password: str = field(default="", repr=False)
+    ssl_ca_pem: str = ""
+    ssl_certificate_pem: str = ""
+    ssl_key_pem: str = field(default="", repr=False)
+    ssl_key_password: str = field(default="", repr=False)
+    oauth_token_endpoint: str = ""
+    oauth_client_id: str = ""
+    oauth_client_secret: str = field(default="", repr=False)
+
+
+def connection_problems(settings: ConnectionSettings, *, now: datetime) -> dict[str, str]:
+    """``{field name: problem}`` for every rule the settings break; empty when
+    they can be saved. One problem per field (the first rule that fails)."""
+    problems: dict[str, str] = {}
+    for rule in (_sasl_problems, _oauth_problems, _tls_problems):
+        for name, problem in rule(settings, now).items():
+            problems.setdefault(name, problem)
+    return problems
+
+
+# --- SASL ------------------------------------------------------------------------------
+
+
+def _sasl_problems(s: ConnectionSettings, now: datetime) -> dict[str, str]:
+    protocol, mechanism = s.security_protocol, s.sasl_mechanism
+    if protocol not in SASL_PROTOCOLS:
+        return {"sasl_mechanism": "A SASL mechanism needs security protocol SASL_PLAINTEXT or SASL_SSL."} \
+            if mechanism else {}
+    if mechanism == OAUTHBEARER:
+        return {}
+    problems = {"sasl_mechanism": f"{protocol} needs a SASL mechanism."} if not mechanism else {}
+    if not s.sasl_username:
+        problems["sasl_username"] = f"{protocol} needs a SASL user."
+    if not s.sasl_password:
+        problems["sasl_password"] = f"{protocol} needs a password."
+    return problems
+
+
+def _oauth_problems(s: ConnectionSettings, now: datetime) -> dict[str, str]:
+    if s.sasl_mechanism != OAUTHBEARER or s.security_protocol not in SASL_PROTOCOLS:
+        return {}
+    problems = {}
+    endpoint = urlparse(s.oauth_token_endpoint)
+    if endpoint.scheme not in ("https", "http") or not endpoint.hostname:
+        problems["oauth_token_endpoint"] = "OAUTHBEARER needs the token endpoint's https:// (or http://) URL."
+    if not s.oauth_client_id:
+        problems["oauth_client_id"] = "OAUTHBEARER needs a client id."
+    if not s.oauth_client_secret:
+        problems["oauth_client_secret"] = "OAUTHBEARER needs a client secret."
+    return problems
+
+
+# --- TLS -------------------------------------------------------------------------------
+
+
+def _tls_problems(s: ConnectionSettings, now: datetime) -> dict[str, str]:
+    """The CA bundle parses and is in date; a client certificate parses, is in
+    date, comes with its key, and the key opens with its password and matches."""
+    if s.security_protocol not in TLS_PROTOCOLS:
+        given = [name for name in ("ssl_ca_pem", "ssl_certificate_pem", "ssl_key_pem") if getattr(s, name)]
+        return {name: "Certificates and keys need security protocol SSL or SASL_SSL." for name in given}
+    problems = {}
+    if s.ssl_ca_pem:
+        problem = _certificates_problem(s.ssl_ca_pem, "CA bundle", now)
+        if problem:
+            problems["ssl_ca_pem"] = problem
+    if s.ssl_key_pem and not s.ssl_certificate_pem:
+        problems["ssl_certificate_pem"] = "A client key needs its client certificate."
+    if not s.ssl_certificate_pem:
+        return problems
+    problem = _certificates_problem(s.ssl_certificate_pem, "client certificate", now)
+    if problem:
+        problems["ssl_certificate_pem"] = problem
+        return problems
+    if not s.ssl_key_pem:
+        problems["ssl_key_pem"] = "A client certificate needs its private key."
+        return problems
+    key, problem = _private_key(s.ssl_key_pem, s.ssl_key_password)
+    if problem:
+        problems["ssl_key_password" if "password" in problem else "ssl_key_pem"] = problem
+        return problems
+    leaf = x509.load_pem_x509_certificates(s.ssl_certificate_pem.encode())[0]
+    if _public_der(leaf.public_key()) != _public_der(key.public_key()):
+        problems["ssl_key_pem"] = "The client key does not match the client certificate."
+    return problems
+
+
+def _certificates_problem(pem: str, what: str, now: datetime) -> str | None:
+    """Parse every certificate of a PEM bundle; each must be valid at ``now``."""
+    if "-----BEGIN CERTIFICATE-----" not in pem:
+        return f"The {what} is not PEM: no “-----BEGIN CERTIFICATE-----” block."
+    try:
+        certificates = x509.load_pem_x509_certificates(pem.encode())
+    except ValueError as error:
+        return f"The {what} could not be read as PEM certificates ({error})."
+    for certificate in certificates:
+        subject = certificate.subject.rfc4514_string() or "(no subject)"
+        if certificate.not_valid_after_utc < now:
+            return f"The {what} certificate “{subject}” expired on {certificate.not_valid_after_utc:%Y-%m-%d %H:%M} UTC."
+        if certificate.not_valid_before_utc > now:
+            return (f"The {what} certificate “{subject}” is not valid before "
+                    f"{certificate.not_valid_before_utc:%Y-%m-%d %H:%M} UTC.")
+    return None
+
+
+def _private_key(pem: str, password: str):
+    """``(key, None)`` or ``(None, problem)``; a problem about the password says "password"."""
+    if "PRIVATE KEY-----" not in pem:
+        return None, "The client key is not PEM: no “-----BEGIN … PRIVATE KEY-----” block."
+    encrypted = is_encrypted_key(pem)
+    if encrypted and not password:
+        return None, "The client key is encrypted: enter its password."
+    try:
+        key = serialization.load_pem_private_key(pem.encode(), password.encode() if encrypted else None)
+    except ValueError:
+        if encrypted:
+            return None, "The client key's password is wrong (or the key is damaged)."
+        return None, "The client key could not be read as a PEM private key."
+    except (TypeError, UnsupportedAlgorithm) as error:
+        return None, f"The client key could not be read ({error})."
+    return key, None
+
+
+def _public_der(public_key) -> bytes:
+    return public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def is_encrypted_key(pem: str) -> bool:
+    return any(marker in pem for marker in _ENCRYPTED_MARKERS)
+
+
+def key_as_pkcs8(pem: str, password: str) -> str:
+    """The key as unencrypted PKCS#8 PEM, the form the Java client reads
+    (validated keys only). Kafka's Java client 3.9 on Java 17 refuses a
+    PBES2 (AES) encrypted PKCS#8 key, the only encryption worth using, so
+    the Spark job gets the key opened; it travels as the password would
+    (never written down, redacted by Spark)."""
+    key = serialization.load_pem_private_key(pem.encode(), password.encode() if is_encrypted_key(pem) else None)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()

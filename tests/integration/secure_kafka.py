@@ -1,0 +1,229 @@
+"""One secured KRaft broker for the tests of secured clusters, from the same
+Kafka jars as every other broker here (``$GAPWATCH_HOME/lib/kafka``), with
+the listeners users run, on free loopback ports:
+
+- ``PLAINTEXT``: the test's own setup (topics, producers, consumers, ACLs);
+  its principal ``User:ANONYMOUS`` is a super user (the controller's
+  listener is PLAINTEXT too). So is any client of the ``SSL`` listener below,
+  which authenticates the broker only: ACLs are exercised on the next two.
+- ``SSL``: TLS with a private CA; the certificate names 127.0.0.1 and localhost.
+- ``MTLS``: TLS with ``ssl.client.auth=required``; a client's principal is
+  its certificate's subject, ``User:CN=<name>``.
+- ``SASL_SSL``: SCRAM-SHA-512 over TLS; SCRAM users created with the admin API.
+
+``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=false``: a
+Gapwatch principal holds exactly ``GAPWATCH_ACLS`` (granted by ``grant``).
+One broker process for all of it (this machine has two cores).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+
+from tests.pki import CertificateAuthority, Issued
+
+ROOT = Path(__file__).resolve().parents[2]
+GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
+HEAP = "384m"
+
+# What a Gapwatch principal needs, as granted to each test principal (a first
+# list, measured here: polls, the watcher, resets and Parquet backfills worked
+# with exactly these; least privilege is documented and tested separately):
+#   cluster  kafka-cluster  DESCRIBE   list groups, describe the cluster
+#   topic    *  (literal)   DESCRIBE   metadata, topic ids, ListOffsets (watermarks, time index)
+#   topic    *  (literal)   DESCRIBE_CONFIGS  message.timestamp.type, for a finding's likely start
+#   topic    *  (literal)   READ       OffsetCommit of a reset; the backfill reader's Fetch
+#   group    *  (literal)   DESCRIBE   DescribeGroups, OffsetFetch (committed offsets)
+#   group    *  (literal)   READ       OffsetCommit of a reset (admin AlterConsumerGroupOffsets)
+GAPWATCH_ACLS = (
+    (ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE),
+    (ResourceType.TOPIC, "*", AclOperation.DESCRIBE),
+    (ResourceType.TOPIC, "*", AclOperation.DESCRIBE_CONFIGS),
+    (ResourceType.TOPIC, "*", AclOperation.READ),
+    (ResourceType.GROUP, "*", AclOperation.DESCRIBE),
+    (ResourceType.GROUP, "*", AclOperation.READ),
+)
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for probe in sockets:
+        probe.bind(("127.0.0.1", 0))
+    ports = [probe.getsockname()[1] for probe in sockets]
+    for probe in sockets:
+        probe.close()
+    return ports
+
+
+def wait_for(predicate, *, timeout: float, what: str, interval: float = 0.25):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            result = predicate()
+        except Exception:  # noqa: BLE001 - a broker still starting answers with errors
+            result = None
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@dataclass(frozen=True)
+class Listeners:
+    plaintext: str
+    ssl: str
+    mtls: str
+    sasl_ssl: str
+
+
+class SecureKafka:
+    """Start with ``start()``, stop with ``close()`` (kills the broker, removes its files)."""
+
+    def __init__(self, workdir: Path | None = None) -> None:
+        self.workdir = workdir or Path(tempfile.mkdtemp(prefix="gapwatch-secure-kafka-"))
+        self.libs = GAPWATCH_HOME / "lib" / "kafka"
+        assert self.libs.is_dir(), f"Kafka jars missing in {self.libs} (run scripts/setup.sh)"
+        plaintext, ssl, mtls, sasl_ssl, self.controller_port = free_ports(5)
+        self.listeners = Listeners(*(f"127.0.0.1:{port}" for port in (plaintext, ssl, mtls, sasl_ssl)))
+        self.ca = CertificateAuthority("Gapwatch secure-kafka test CA")
+        self.broker_certificate = self.ca.issue("broker", hosts=("127.0.0.1", "localhost"))
+        self.process: subprocess.Popen | None = None
+        self.admin: AdminClient | None = None
+        self.scram_password = ""
+
+    def client(self, name: str) -> Issued:
+        """A client certificate this broker trusts; its principal is ``User:CN=<name>``."""
+        return self.ca.issue(name, client=True)
+
+    def _java(self, *args: str) -> list[str]:
+        return ["java", "-Xms64m", f"-Xmx{HEAP}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}", "-cp", f"{self.libs}/*", *args]
+
+    def _write_files(self) -> Path:
+        (self.workdir / "ca.pem").write_text(self.ca.certificate_pem)
+        # A PEM key store file: the broker's private key (PKCS#8) and its certificate.
+        (self.workdir / "broker.pem").write_text(self.broker_certificate.key_pem()
+                                                 + self.broker_certificate.certificate_pem)
+        os.chmod(self.workdir / "broker.pem", 0o600)
+        (self.workdir / "log4j2.properties").write_text(
+            "status = warn\nappender.file.type = File\nappender.file.name = file\n"
+            f"appender.file.fileName = {self.workdir}/kafka.log\n"
+            "appender.file.layout.type = PatternLayout\nappender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+            "rootLogger.level = WARN\nrootLogger.appenderRef.file.ref = file\n"
+        )
+        port = {name: address.rsplit(":", 1)[1] for name, address in vars(self.listeners).items()}
+        config = self.workdir / "server.properties"
+        config.write_text("\n".join([
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"listeners=PLAINTEXT://127.0.0.1:{port['plaintext']},SSL://127.0.0.1:{port['ssl']},"
+            f"MTLS://127.0.0.1:{port['mtls']},SASL_SSL://127.0.0.1:{port['sasl_ssl']},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port['plaintext']},SSL://127.0.0.1:{port['ssl']},"
+            f"MTLS://127.0.0.1:{port['mtls']},SASL_SSL://127.0.0.1:{port['sasl_ssl']}",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL,"
+            "CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name=PLAINTEXT",
+            "controller.listener.names=CONTROLLER",
+            f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+            f"log.dirs={self.workdir / 'data'}",
+            "ssl.keystore.type=PEM",
+            f"ssl.keystore.location={self.workdir / 'broker.pem'}",
+            "ssl.truststore.type=PEM",
+            f"ssl.truststore.location={self.workdir / 'ca.pem'}",
+            "listener.name.mtls.ssl.client.auth=required",
+            "sasl.enabled.mechanisms=SCRAM-SHA-512",
+            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "allow.everyone.if.no.acl.found=false",
+            "super.users=User:ANONYMOUS",
+            "num.partitions=1",
+            "offsets.topic.replication.factor=1",
+            "offsets.topic.num.partitions=2",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "share.coordinator.state.topic.replication.factor=1",
+            "share.coordinator.state.topic.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            "auto.create.topics.enable=false",
+            "",
+        ]))
+        return config
+
+    def start(self) -> SecureKafka:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config = self._write_files()
+        cluster_id = subprocess.run(self._java("kafka.tools.StorageTool", "random-uuid"), check=True,
+                                    capture_output=True, text=True, timeout=120).stdout.strip().splitlines()[-1]
+        subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
+                       check=True, capture_output=True, timeout=120)
+        log = open(self.workdir / "broker.out", "ab")  # noqa: SIM115 - owned by the process
+        self.process = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self.admin = AdminClient({"bootstrap.servers": self.listeners.plaintext})
+        wait_for(lambda: self.process.poll() is None and self.admin.list_topics(timeout=5).brokers, timeout=120,
+                 what="the secured broker to serve metadata")
+        return self
+
+    def add_scram_user(self, name: str, password: str) -> None:
+        """A SCRAM-SHA-512 user of the SASL_SSL listener (principal ``User:<name>``)."""
+        upsert = UserScramCredentialUpsertion(name, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
+                                              password.encode())
+        for future in self.admin.alter_user_scram_credentials([upsert]).values():
+            future.result(timeout=30)
+
+    def grant(self, principal: str) -> None:
+        """``GAPWATCH_ACLS`` to ``principal`` (``User:...``), from any host."""
+        bindings = [AclBinding(kind, name, ResourcePatternType.LITERAL, principal, "*", operation,
+                               AclPermissionType.ALLOW) for kind, name, operation in GAPWATCH_ACLS]
+        for future in self.admin.create_acls(bindings).values():
+            future.result(timeout=30)
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+# The principals Gapwatch uses in the tests, with GAPWATCH_ACLS each.
+SCRAM_USER = "gapwatch"
+CLIENT_NAME = "gapwatch"
+
+
+@pytest.fixture(scope="session")
+def secure_kafka():
+    """One secured broker for the session, with a SCRAM user and a client
+    certificate name granted ``GAPWATCH_ACLS``; stopped at the end."""
+    broker = SecureKafka().start()
+    try:
+        broker.scram_password = f"scram-{uuid.uuid4().hex}"
+        broker.add_scram_user(SCRAM_USER, broker.scram_password)
+        broker.grant(f"User:{SCRAM_USER}")
+        broker.grant(f"User:CN={CLIENT_NAME}")
+        yield broker
+    finally:
+        broker.close()
