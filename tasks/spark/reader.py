@@ -115,6 +115,8 @@ def read_ranges(spark, spec: JobSpec, options: dict[str, str], *, parallelism: i
         .option("startingOffsets", json.dumps({t: e["start"] for t, e in by_topic.items()}))
         .option("endingOffsets", json.dumps({t: e["end"] for t, e in by_topic.items()}))
         .option("kafka.isolation.level", "read_committed")
+        # A broker that stops answering fails the task after this, not after Spark's 120 s.
+        .option("kafkaConsumer.pollTimeoutMs", str(spec.poll_timeout_ms))
     )
     split = min_partitions(spec, parallelism)
     if split:

@@ -72,7 +72,7 @@ def _stored_state() -> dict[str, str]:
 
 @pytest.mark.spark
 def test_fifty_users_during_a_backfill_get_no_error_and_polls_keep_their_interval(
-    transactional_db, kafka_bootstrap, tmp_path, unique, spark
+    transactional_db, kafka_bootstrap, tmp_path, unique
 ):
     local = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
     load_env = _stored_state()

@@ -109,6 +109,7 @@ def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
     settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
     settings.SPARK_MASTER = "local[2]"
     settings.BACKFILL_TIMEOUT_SECONDS = 300
+    settings.BACKFILL_KAFKA_POLL_TIMEOUT_SECONDS = 10  # the dead broker noticed in 10 s, not Spark's 120
     broker = Broker(kafka1.bootstrap)
     scenario = Scenario(broker, f"bk-{unique}", f"brokerkill-{unique}", BIG)
     job = scenario.request_job(approver, "parquet")

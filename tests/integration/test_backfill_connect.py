@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from django.conf import settings
 from django.db import connection
 
-from groups.models import RemediationJob
+from groups.models import Cluster, RemediationJob
 from groups.domain.planning import BackfillRange
 from groups.services.remediation import job_transition
 from tasks.backfill import runner as backfill
@@ -115,6 +115,69 @@ def test_a_connect_server_calls_a_python_handler_with_every_record_of_the_range(
     lines = sorted(tuple(map(int, line.split()[:2])) for line in handled.read_text().splitlines())
     assert lines == [(2, n) for n in range(K)] + [(3, n) for n in range(10, K)]
     handled.unlink()
+
+
+# --- what a job explains (the same accounting on every path) ---------------------------------
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_it_reports_offsets_expired_by_retention_instead_of_failing_or_inventing_them(
+    broker, unique, approver, backfill_settings, enqueued, connect_server
+):
+    connect_settings(backfill_settings, connect_server)
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
+    expired = 20
+    deleted = broker.admin.delete_records([TopicPartition(scenario.topic, 2, expired)])
+    for future in deleted.values():
+        future.result(timeout=30)
+
+    job = run_job(scenario.request_job(approver, "parquet").id)
+
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert [a["mode"] for a in job.result["attempts"]] == ["connect"]
+    by_partition = {p["partition"]: p for p in job.result["partitions"]}
+    assert by_partition[2]["delivered"] == K - expired
+    assert by_partition[2]["explained"] == {"retention": expired}
+    assert by_partition[2]["missing_ranges"] == [{"start": 0, "end": expired, "cause": "retention"}]
+    assert by_partition[3]["delivered"] == K and by_partition[3]["explained"] == {}
+    assert f"{scenario.topic}[2]: {expired} retention" in job.status_reason
+    rows = parquet_rows(str(Path(backfill_settings.BACKFILL_OUTPUT) / str(job.id)))
+    assert rows == scenario.expected_rows(partitions=(2,), first=expired) + scenario.expected_rows(partitions=(3,))
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_it_explains_aborted_transactions_and_their_markers(broker, unique, backfill_settings, connect_server):
+    topic = f"backfill-tx-{unique}"
+    broker.create_topic(topic, 1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"tx-{unique}"})
+    producer.init_transactions()
+    for outcome, count in (("commit", 10), ("abort", 4), ("commit", 6)):
+        producer.begin_transaction()
+        for number in range(count):
+            producer.produce(topic, partition=0, key=f"{outcome}-{number}".encode(), value=b"v")
+        producer.flush(10)
+        if outcome == "commit":
+            producer.commit_transaction()
+        else:
+            producer.abort_transaction()
+    # offsets: 0-9 committed, 10 marker, 11-14 aborted, 15 marker, 16-21 committed, 22 marker
+    cluster = Cluster.objects.create(name=f"bf-{unique}", bootstrap_servers=broker.bootstrap)
+    result = run_backfill(on_server(BackfillRequest(
+        run_id=f"tx-{unique}", cluster=cluster.client_config(), ranges=(BackfillRange(topic, 0, 0, 23),),
+        output=settings.BACKFILL_OUTPUT, master="local[2]", timeout_seconds=300), connect_server))
+
+    assert [a["mode"] for a in result["attempts"]] == ["connect"]
+    (partition,) = result["partitions"]
+    assert partition["delivered"] == 16
+    assert partition["explained"] == {"aborted_transaction": 4, "transaction_markers": 3}
+    assert partition["unexplained"] == 0
+    rows = parquet_rows(str(Path(settings.BACKFILL_OUTPUT) / f"tx-{unique}"))
+    assert [row[2] for row in rows] == list(range(10)) + list(range(16, 22))
+
+
+# --- a server that dies, time-outs, interruptions ------------------------------------------
 
 
 @pytest.mark.spark
