@@ -91,9 +91,9 @@ RESET_WAIT_DEADLINE_SECONDS = env_int("RESET_WAIT_DEADLINE_SECONDS", 3600, minim
 BACKFILL_OUTPUT = env_str("BACKFILL_OUTPUT", str(BASE_DIR / ".gapwatch" / "backfills"))
 # A backfill job process running longer is killed and the job failed; keep it below the visibility timeout.
 BACKFILL_TIMEOUT_SECONDS = env_int("BACKFILL_TIMEOUT_SECONDS", 3600, minimum=30)
-# A backfill task whose Kafka fetch gets no answer this long fails (the job then
-# fails and publishes nothing); Spark's default is 120 s.
-BACKFILL_KAFKA_POLL_TIMEOUT_SECONDS = env_int("BACKFILL_KAFKA_POLL_TIMEOUT_SECONDS", 120, minimum=1)
+# A backfill's Kafka request (offsets, fetches) unanswered this long fails the
+# job, which publishes nothing; Spark's default for a fetch is 120 s.
+BACKFILL_KAFKA_TIMEOUT_SECONDS = env_int("BACKFILL_KAFKA_TIMEOUT_SECONDS", 120, minimum=1)
 # A Spark Connect server (sc://host:port; python -m tasks.spark.connect) that runs
 # backfill jobs in a warm JVM, local or on a cluster; empty, or no server
 # answering: each job runs in a Spark process of its own. Its token is a secret.

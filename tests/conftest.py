@@ -68,3 +68,21 @@ def enqueued(monkeypatch):
     job_ids: list[int] = []
     monkeypatch.setattr("groups.services.remediation._enqueue_on_commit", job_ids.append)
     return job_ids
+
+
+@pytest.fixture
+def broker(kafka_bootstrap):
+    """Topics a test creates through it are deleted after the test."""
+    from tests.integration.kafka_harness import Broker
+
+    broker = Broker(kafka_bootstrap)
+    yield broker
+    broker.close()
+
+
+@pytest.fixture
+def approver(db):
+    """A user in the approver role (may approve remediations)."""
+    from tests.factories import user_with_role
+
+    return user_with_role("approver", "approver")

@@ -305,7 +305,7 @@ class BackfillRunner:
             ranges=tuple(BackfillRange(p.range.topic, p.range.partition, p.read_start, p.range.end)
                          for p in readable),
             sink=sink, master=self.request.master, jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),
-            records_per_task=RECORDS_PER_TASK, poll_timeout_ms=settings.BACKFILL_KAFKA_POLL_TIMEOUT_SECONDS * 1000,
+            records_per_task=RECORDS_PER_TASK, kafka_timeout_ms=settings.BACKFILL_KAFKA_TIMEOUT_SECONDS * 1000,
             progress_file=str(folder / PROGRESS_FILE), result_file=str(folder / RESULT_FILE),
         )
 

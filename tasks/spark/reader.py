@@ -115,8 +115,12 @@ def read_ranges(spark, spec: JobSpec, options: dict[str, str], *, parallelism: i
         .option("startingOffsets", json.dumps({t: e["start"] for t, e in by_topic.items()}))
         .option("endingOffsets", json.dumps({t: e["end"] for t, e in by_topic.items()}))
         .option("kafka.isolation.level", "read_committed")
-        # A broker that stops answering fails the task after this, not after Spark's 120 s.
-        .option("kafkaConsumer.pollTimeoutMs", str(spec.poll_timeout_ms))
+        # A broker that stops answering fails the job after about this long
+        # (fetches; the offsets Spark plans with, retried fetchOffset.numRetries
+        # = 3 times), not after Spark's 120 s per fetch and 60 s per offset request.
+        .option("kafkaConsumer.pollTimeoutMs", str(spec.kafka_timeout_ms))
+        .option("kafka.default.api.timeout.ms", str(spec.kafka_timeout_ms))
+        .option("kafka.request.timeout.ms", str(min(spec.kafka_timeout_ms, 30_000)))
     )
     split = min_partitions(spec, parallelism)
     if split:

@@ -48,9 +48,10 @@ from groups.domain.sinks import HANDLER, JOB_SINKS, KAFKA, PARQUET
 
 SECRETS_ENV = "GAPWATCH_KAFKA_SECRETS"
 DEFAULT_RECORDS_PER_TASK = 200_000
-# How long the Kafka source waits for a fetch before the task fails (Spark's own
-# default: spark.network.timeout, 120 s).
-DEFAULT_POLL_TIMEOUT_MS = 120_000
+# How long a Kafka request of the job (the offsets Spark plans with, a fetch while
+# it reads) may go unanswered before it fails (Spark's own default for a fetch:
+# spark.network.timeout, 120 s).
+DEFAULT_KAFKA_TIMEOUT_MS = 120_000
 DEFAULT_DRIVER_MEMORY = "768m"
 DEFAULT_MASTER = "local[*]"
 
@@ -182,7 +183,7 @@ class JobSpec:
     master: str = DEFAULT_MASTER
     driver_memory: str = DEFAULT_DRIVER_MEMORY
     records_per_task: int = DEFAULT_RECORDS_PER_TASK
-    poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
+    kafka_timeout_ms: int = DEFAULT_KAFKA_TIMEOUT_MS
 
     def __post_init__(self) -> None:
         for name in ("job_id", "attempt", "jars_dir", "progress_file", "result_file"):
@@ -207,9 +208,9 @@ class JobSpec:
         if isinstance(self.records_per_task, bool) or not isinstance(self.records_per_task, int) \
                 or self.records_per_task < 1:
             raise SpecError("spec.spark.records_per_task must be a positive integer")
-        if isinstance(self.poll_timeout_ms, bool) or not isinstance(self.poll_timeout_ms, int) \
-                or self.poll_timeout_ms < 1:
-            raise SpecError("spec.spark.poll_timeout_ms must be a positive integer")
+        if isinstance(self.kafka_timeout_ms, bool) or not isinstance(self.kafka_timeout_ms, int) \
+                or self.kafka_timeout_ms < 1:
+            raise SpecError("spec.spark.kafka_timeout_ms must be a positive integer")
 
     @property
     def total(self) -> int:
@@ -223,7 +224,7 @@ class JobSpec:
             "job_id": self.job_id, "attempt": self.attempt, "kafka": self.kafka.to_json(),
             "ranges": self.ranges_json(), "sink": self.sink.to_json(),
             "spark": {"master": self.master, "jars_dir": self.jars_dir, "driver_memory": self.driver_memory,
-                      "records_per_task": self.records_per_task, "poll_timeout_ms": self.poll_timeout_ms},
+                      "records_per_task": self.records_per_task, "kafka_timeout_ms": self.kafka_timeout_ms},
             "progress_file": self.progress_file, "result_file": self.result_file,
         }
 
@@ -266,7 +267,7 @@ class JobSpec:
             jars_dir=_required(spark, "jars_dir", str, "spec.spark"),
             driver_memory=spark.get("driver_memory") or DEFAULT_DRIVER_MEMORY,
             records_per_task=spark.get("records_per_task", DEFAULT_RECORDS_PER_TASK),
-            poll_timeout_ms=spark.get("poll_timeout_ms", DEFAULT_POLL_TIMEOUT_MS),
+            kafka_timeout_ms=spark.get("kafka_timeout_ms", DEFAULT_KAFKA_TIMEOUT_MS),
             progress_file=_required(data, "progress_file", str),
             result_file=_required(data, "result_file", str),
         )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from tests.faults.procs import KafkaCluster, SparkStandalone
-from tests.integration.conftest import approver, broker  # noqa: F401 - shared fixtures of the integration tests
 
 
 def pytest_collection_modifyitems(items):

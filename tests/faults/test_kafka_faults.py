@@ -16,34 +16,14 @@ from django.db import connection
 from groups.models import Cluster, Finding, PartitionGeneration
 from tasks.jobs import poll_cluster_task, poll_lock_key
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
-
-QUIET = {"log_level": 0}  # the clients' own logs of a dead broker would drown the test output
-
+from tests.faults.cluster_harness import QUIET, group_reading, in_sync, leader_of, poll_ok
+from tests.integration.kafka_harness import Broker, wait_until
 
 def open_findings(topic: str) -> dict[int, Finding]:
     return {f.partition: f for f in Finding.objects.filter(topic__name=topic, closed_at__isnull=True)}
 
 
-def poll_ok(cluster: Cluster):
-    summary = poll_cluster(cluster_id=cluster.id)
-    return summary if summary.ok else None
 
-
-def group_reading(bootstrap: str, cluster: Cluster, topic: str, group_id: str, produce) -> GroupConsumer:
-    """A `latest` group that consumed partitions 0 and 1 of ``topic`` and that a poll has seen."""
-    consumer = GroupConsumer(bootstrap, group_id, topic, offset_reset="latest")
-    wait_until(lambda: consumer.assigned == {0, 1}, what="the group to own partitions 0 and 1")
-
-    def consumed_both() -> bool:
-        produce(0, 1)
-        produce(1, 1)
-        return consumer.count(0) > 0 and consumer.count(1) > 0
-
-    wait_until(consumed_both, interval=0.5, what="the group to consume")
-    wait_until(lambda: poll_ok(cluster) and cluster.groups.filter(group_id=group_id).exists(),
-               interval=0.5, what="a poll to see the group")
-    return consumer
 
 
 @pytest.mark.django_db(transaction=True)
@@ -136,15 +116,6 @@ def test_a_poll_slower_than_the_interval_never_runs_twice_at_once(kafka1, unique
     assert cluster.status == Cluster.Status.UNREACHABLE
     wait_until(lambda: poll_cluster_task.delay(cluster.id).get(timeout=60).get("ok"), timeout=60,
                what="polls to succeed after the broker resumes")
-
-
-def leader_of(admin: AdminClient, topic: str, partition: int) -> int:
-    return admin.list_topics(topic, timeout=10).topics[topic].partitions[partition].leader
-
-
-def in_sync(admin: AdminClient, topic: str, replicas: int) -> bool:
-    partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
-    return all(len(p.isrs) == replicas and p.leader >= 0 for p in partitions)
 
 
 @pytest.mark.django_db(transaction=True)

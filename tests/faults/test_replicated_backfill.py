@@ -16,9 +16,9 @@ from django.db import connection
 from groups.models import RemediationJob
 from groups.services.remediation import job_retry
 from tasks.jobs import run_remediation_job
-from tests.faults.test_kafka_faults import QUIET
-from tests.faults.test_kafka_faults import leader_of as leader_or_raise
-from tests.faults.test_kafka_faults import in_sync as in_sync_or_raise
+from tests.faults.cluster_harness import QUIET
+from tests.faults.cluster_harness import in_sync as in_sync_or_raise
+from tests.faults.cluster_harness import leader_of as leader_or_raise
 from tests.integration.kafka_harness import Broker, wait_until
 from tests.integration.backfill_harness import BIG, Scenario, parquet_rows
 

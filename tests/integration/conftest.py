@@ -1,19 +1,11 @@
-"""Fixtures shared by the integration tests: the real broker, the local
-cluster, and users in the two roles."""
+"""Fixtures of the integration tests: the local cluster, a viewer, and one
+headless Chromium (the broker and an approver are in tests/conftest.py, shared
+with tests/faults)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.integration.kafka_harness import Broker
-
-
-@pytest.fixture
-def broker(kafka_bootstrap):
-    """Topics a test creates through it are deleted after the test."""
-    broker = Broker(kafka_bootstrap)
-    yield broker
-    broker.close()
 
 
 @pytest.fixture
@@ -22,14 +14,6 @@ def cluster(kafka_bootstrap):
     from groups.models import Cluster
 
     return Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
-
-
-@pytest.fixture
-def approver(db):
-    """A user in the approver role (may approve remediations)."""
-    from tests.factories import user_with_role
-
-    return user_with_role("approver", "approver")
 
 
 @pytest.fixture
@@ -61,3 +45,11 @@ def page(chromium):
         yield context.new_page()
     finally:
         context.close()
+
+
+@pytest.fixture
+def stored_state(db):
+    """The stored state of the /metrics tests (tests.factories.make_metrics_state)."""
+    from tests.factories import make_metrics_state
+
+    make_metrics_state()

@@ -8,56 +8,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from groups.models import Cluster, Finding
 from tests.factories import (
+    HOSTILE_METRICS_GROUP_ID,
     NOW,
-    make_cluster,
     make_finding,
     make_generation,
-    make_group,
-    make_group_topic,
-    make_topic,
     user_with_role,
 )
 
-# A quote, a backslash and a newline: the three characters the text format escapes.
-HOSTILE_GROUP_ID = 'we"ird\\group\nname'
+HOSTILE_GROUP_ID = HOSTILE_METRICS_GROUP_ID
 REMOTE = "203.0.113.7"
-
-
-@pytest.fixture
-def stored_state(db):
-    """prod (ok, polled) with findings and lags; stage (unreachable, never
-    polled) with nothing. Comments give each row's part in the numbers."""
-    prod = make_cluster(
-        "prod", status=Cluster.Status.OK, last_poll_at=NOW, last_poll_duration_ms=1500, polls_total=42,
-        poll_failures_total=3,
-    )
-    make_cluster("stage", status=Cluster.Status.UNREACHABLE, polls_total=5, poll_failures_total=5)
-    orders = make_topic(prod, "orders")
-    payments = make_topic(prod, "payments")
-    deleted = make_topic(prod, "old", deleted=True)
-    orders_gen2 = make_generation(orders, 2, (0, 1, 2))
-    orders_gen3 = make_generation(orders, 3, (0, 1, 2, 3))
-    payments_gen = make_generation(payments, 1, (0,))
-    billing = make_group(prod, "billing")
-    hostile = make_group(prod, HOSTILE_GROUP_ID)
-    gone = make_group(prod, "gone", present=False)
-
-    # gap: lag series, counted, missed 30 + 10.
-    make_finding(billing, orders_gen2, 2, state=Finding.State.GAP, lag=40, missed_definite=30, missed_possible=10)
-    # expired: counted, missed 20 + 7.
-    make_finding(hostile, orders_gen2, 2, state=Finding.State.EXPIRED, lag=5, missed_definite=20, missed_possible=7)
-    # pending: its (made-up) missed numbers must not be summed.
-    make_finding(billing, orders_gen3, 3, state=Finding.State.PENDING, lag=100, missed_definite=1000, missed_possible=1000)
-    # covered: lag 0, missed numbers not summed.
-    make_finding(billing, payments_gen, 0, state=Finding.State.COVERED, lag=0, missed_definite=0, missed_possible=500)
-    # Closed: no series, not counted, not summed.
-    make_finding(hostile, orders_gen2, 1, state=Finding.State.GAP, lag=9, missed_definite=900, closed_at=NOW)
-
-    make_group_topic(billing, orders, 140)
-    make_group_topic(billing, payments, 0)
-    make_group_topic(hostile, orders, 5)
-    make_group_topic(gone, orders, 99)  # group no longer listed: no series
-    make_group_topic(billing, deleted, 12)  # topic deleted: no series
 
 
 def scrape(client, status: int = 200, **extra) -> str:

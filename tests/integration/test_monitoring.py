@@ -17,7 +17,6 @@ from groups.models import Finding, RemediationJob
 from groups.services import remediation
 from groups.services.remediation import job_transition
 from tests.factories import make_finding
-from tests.integration.test_metrics import stored_state  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "monitoring" / "prometheus" / "gapwatch-rules.yml"
@@ -67,7 +66,7 @@ def _exposed(client) -> dict[str, dict]:
     return samples
 
 
-def test_every_metric_the_rules_and_the_dashboard_use_is_on_metrics(client, stored_state):  # noqa: F811
+def test_every_metric_the_rules_and_the_dashboard_use_is_on_metrics(client, stored_state):
     exposed = _exposed(client)
     used = _used_metrics()
 
@@ -77,7 +76,7 @@ def test_every_metric_the_rules_and_the_dashboard_use_is_on_metrics(client, stor
         assert not missing, f"{source} use metrics /metrics does not have: {missing}"
 
 
-def test_repaired_findings_and_recovered_messages_are_counted(client, stored_state, approver):  # noqa: F811
+def test_repaired_findings_and_recovered_messages_are_counted(client, stored_state, approver):
     gap = Finding.objects.get(group__group_id="billing", state="gap", closed_at__isnull=True)
     other = make_finding(gap.group, gap.generation, 0, backfill_start=5, backfill_end=25)
     reset = remediation.job_request(user=approver, finding_ids=[gap.id], kind="reset", params={})

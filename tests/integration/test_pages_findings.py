@@ -9,10 +9,10 @@ import re
 import threading
 
 import pytest
-from django.contrib.auth.models import User
 from django.db import connection, connections
 from django.test import Client
 
+from tests.integration.pages_harness import approve, client_for, previewed
 from groups.models import AuditEvent, Finding, RemediationJob
 from groups.services.remediation import job_transition
 from groups.services.tokens import api_token_create
@@ -41,23 +41,6 @@ def gap_findings(db):
         make_finding(group, generation, 2, high_watermark=100, committed_offset=60, backfill_start=0, backfill_end=60),
         make_finding(group, generation, 3, high_watermark=80, committed_offset=50, backfill_start=0, backfill_end=50),
     ]
-
-
-def client_for(user: User, *, csrf: bool = False) -> Client:
-    client = Client(enforce_csrf_checks=csrf)
-    client.force_login(user)
-    return client
-
-
-def previewed(client: Client, kind: str, values: dict) -> str:
-    """The fingerprint the preview of ``values`` renders into its approve form."""
-    body = client.get(f"/findings/{kind}", values).content.decode()
-    return re.search(r'name="previewed" value="([^"]*)"', body).group(1)
-
-
-def approve(client: Client, kind: str, values: dict):
-    """What a person does: preview ``values``, then press Approve."""
-    return client.post(f"/findings/{kind}/approve", {**values, "previewed": previewed(client, kind, values)})
 
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client, db):

@@ -9,9 +9,9 @@ import re
 from datetime import timedelta
 
 import pytest
-from django.test import Client
 
 from groups.models import AuditEvent, Finding
+from tests.integration.pages_harness import approve, client_for
 from groups.services.audit import audit_record
 from tests.factories import (
     HOSTILE_GROUP_ID,
@@ -23,12 +23,6 @@ from tests.factories import (
     make_topic,
     user_with_role,
 )
-
-
-def client_for(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -211,7 +205,6 @@ def test_a_closed_finding_page_says_how_it_closed(viewer, work):
 
 
 def test_the_backfill_preview_and_its_job_split_records_into_certain_and_possible(approver, work):
-    from tests.integration.test_pages_findings import approve
 
     client = client_for(approver)
     finding = work["live_2"]

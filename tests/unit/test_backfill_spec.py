@@ -81,7 +81,7 @@ def typed(**changes) -> JobSpec:
 def test_a_spec_survives_its_json_form_unchanged(sink):
     written = typed(kafka=KafkaSettings("b:9092", "SASL_SSL", "SCRAM-SHA-512", "backfill"),
                     ranges=(BackfillRange("u", 3, 5, 9), BackfillRange("t", 1, 0, 10)), sink=sink,
-                    master="spark://m:7077", driver_memory="2g", records_per_task=50, poll_timeout_ms=15_000)
+                    master="spark://m:7077", driver_memory="2g", records_per_task=50, kafka_timeout_ms=15_000)
     text = json.dumps(written.to_json())
     assert JobSpec.from_json(json.loads(text)) == written
     assert "password" not in text.lower()
@@ -95,7 +95,7 @@ def test_the_ranges_are_kept_sorted_by_topic_and_partition():
 
 def test_optional_fields_get_their_defaults():
     parsed = parse_spec(spec(one_range(10)))
-    assert (parsed.master, parsed.driver_memory, parsed.records_per_task, parsed.poll_timeout_ms) \
+    assert (parsed.master, parsed.driver_memory, parsed.records_per_task, parsed.kafka_timeout_ms) \
         == ("local[*]", "768m", 200_000, 120_000)
     assert parsed.kafka == KafkaSettings("b:9092", "PLAINTEXT", "", "")
 
@@ -106,8 +106,8 @@ def test_optional_fields_get_their_defaults():
     ({"attempt": ""}, "spec.attempt must be a non-empty str"),
     ({"records_per_task": 0}, "records_per_task must be a positive integer"),
     ({"records_per_task": True}, "records_per_task must be a positive integer"),
-    ({"poll_timeout_ms": 0}, "poll_timeout_ms must be a positive integer"),
-    ({"poll_timeout_ms": True}, "poll_timeout_ms must be a positive integer"),
+    ({"kafka_timeout_ms": 0}, "kafka_timeout_ms must be a positive integer"),
+    ({"kafka_timeout_ms": True}, "kafka_timeout_ms must be a positive integer"),
     ({"sink": SinkSpec("kafka", topics={"other": "o.replay"}, start_offsets={"o.replay": {}})},
      r"no replay topic for \['t'\]"),
 ])
