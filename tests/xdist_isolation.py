@@ -24,14 +24,3 @@ def worker_redis_url(url: str, worker: str) -> str:
 if os.environ.get("REDIS_URL"):
     os.environ["REDIS_URL"] = worker_redis_url(os.environ["REDIS_URL"], os.environ.get("PYTEST_XDIST_WORKER", ""))
 
-
-def pytest_collection_modifyitems(items) -> None:
-    """Under ``--dist loadgroup`` each module runs on one worker (its
-    module-scoped servers start once), unless the module names a group of
-    its own to share a session-scoped server with other modules (the Spark
-    standalone cluster's two modules). Serial runs ignore the marks."""
-    import pytest
-
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

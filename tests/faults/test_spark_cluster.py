@@ -27,7 +27,7 @@ from tests.integration.backfill_harness import (
     replayed_rows,
 )
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(600), pytest.mark.xdist_group("spark-standalone")]
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 
 @pytest.fixture

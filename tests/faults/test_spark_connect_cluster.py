@@ -28,7 +28,7 @@ from tests.integration.backfill_harness import (
     run_job,
 )
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(600), pytest.mark.xdist_group("spark-standalone")]
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
