@@ -42,6 +42,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from tests.faults.procs import _die_with_parent
 from tests.pki import CertificateAuthority, Issued
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,8 +182,9 @@ class SecureKafka:
         subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
                        check=True, capture_output=True, timeout=120)
         log = open(self.workdir / "broker.out", "ab")  # noqa: SIM115 - owned by the process
+        # SIGKILLed when the test process dies, even by an abort (see procs._die_with_parent).
         self.process = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=log,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+                                        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
         self.admin = AdminClient({"bootstrap.servers": self.listeners.plaintext})
         wait_for(lambda: self.process.poll() is None and self.admin.list_topics(timeout=5).brokers, timeout=120,
                  what="the secured broker to serve metadata")
