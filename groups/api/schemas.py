@@ -313,15 +313,34 @@ class DismissedOut(Schema):
 
 # A query string has no null: a filter left out is None (defaults are not validated).
 class FindingFilters(BlankIsAbsent):
-    cluster: Text = Field(None, description="Cluster name.")
-    topic: Text = Field(None, description="Topic name.")
+    """The findings list's filters; ``topic_contains`` and ``group_contains``
+    match as the dashboard's Topic and Group boxes do."""
+
+    cluster: Text = Field(None, description="Cluster name, exact match.")
+    topic: Text = Field(None, description="Topic name, exact match.")
+    topic_contains: Text = Field(None, description="Part of the topic name, ignoring case.")
     group: Text = Field(None, description="Consumer group id, exact match.")
+    group_contains: Text = Field(None, description="Part of the consumer group id, ignoring case.")
     state: FindingState = None
     include_closed: bool = Field(False, description="Also list closed findings.")
 
+    def selector_filters(self) -> dict:
+        """Keyword arguments for ``groups.selectors.lists.findings_list``."""
+        return self.model_dump()
+
 
 class ClusterFilter(BlankIsAbsent):
-    cluster: Text = Field(None, description="Cluster name.")
+    cluster: Text = Field(None, description="Cluster name, exact match.")
+
+
+class TopicFilters(ClusterFilter):
+    topic: Text = Field(None, description="Topic name, exact match.")
+    topic_contains: Text = Field(None, description="Part of the topic name, ignoring case.")
+
+
+class GroupFilters(ClusterFilter):
+    group: Text = Field(None, description="Consumer group id, exact match.")
+    group_contains: Text = Field(None, description="Part of the consumer group id, ignoring case.")
 
 
 class JobFilters(BlankIsAbsent):
