@@ -184,5 +184,6 @@ def schema(request: HttpRequest):
     return api.get_openapi_schema()
 
 
-api.add_router("", read.router)
+# Writes first: POST findings/dismiss must not be taken for GET findings/{id} with id "dismiss".
 api.add_router("", write.router)
+api.add_router("", read.router)

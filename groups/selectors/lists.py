@@ -83,6 +83,19 @@ def findings_list(
     return queryset.order_by("-created_at", "id")
 
 
+def findings_selected(*, finding_ids: list[int]) -> QuerySet[Finding]:
+    """The findings of a selection, open or closed, by id, each with
+    ``active_job_id`` and ``active_job_status`` (None without an active job)."""
+    active = JobFinding.objects.filter(finding=OuterRef("pk"), active=True).order_by("job_id")
+    return (
+        Finding.objects.filter(id__in=finding_ids)
+        .select_related("cluster", "topic", "group")
+        .annotate(active_job_id=Subquery(active.values("job_id")[:1]),
+                  active_job_status=Subquery(active.values("job__status")[:1]))
+        .order_by("id")
+    )
+
+
 def findings_triage(
     *,
     cluster: Cluster | str | None = None,

@@ -601,7 +601,7 @@ def test_it_serves_an_openapi_document_that_every_answer_conforms_to(api, two_cl
     assert document["openapi"].startswith("3.1.")
     assert set(document["paths"]) == {f"/api/v1/{name}" for name in ("findings", "clusters", "topics", "groups", "schema",
                                                                       "jobs", "findings/{id}", "findings/{id}/approve",
-                                                                      "findings/{id}/dismiss")}
+                                                                      "findings/{id}/dismiss", "findings/dismiss")}
     approver = user_with_role("approver-for-schema", "approver")
     api.force_login(approver)
     finding = Finding.objects.filter(closed_at__isnull=True).first()
@@ -629,6 +629,11 @@ def test_it_serves_an_openapi_document_that_every_answer_conforms_to(api, two_cl
                          content_type="application/json")
     assert dismissed.status_code == 200, dismissed.content
     check_against_schema(document, dismissed.json(), response_schema(document, dismiss, "post", 200), "dismiss")
+    many = api.post("/api/v1/findings/dismiss", data=json.dumps({"ids": [other.id, 999999], "reason": "again"}),
+                    content_type="application/json")
+    assert many.status_code == 200 and len(many.json()["refused"]) == 2, many.content
+    check_against_schema(document, many.json(), response_schema(document, "/api/v1/findings/dismiss", "post", 200),
+                         "dismiss many")
     api.force_login(User.objects.get(username="viewer"))
     denied = api.post(f"/api/v1/findings/{finding.id}/dismiss", data=json.dumps({"reason": "x"}),
                       content_type="application/json")
