@@ -140,9 +140,11 @@ def test_a_viewer_or_a_forged_post_dismisses_nothing(approver, viewer, selection
     assert not dismissed_ids()
 
 
-def test_the_list_offers_bulk_dismiss_to_approvers(approver, viewer, selection):
+def test_the_list_offers_bulk_dismiss_to_approvers_and_downloads_to_everyone(approver, viewer, selection):
     body = client_for(approver).get("/", {"view": "partitions", "group": "bill"}).content.decode()
     assert 'formaction="/findings/dismiss"' in body
+    assert 'href="/findings/export.csv?view=partitions&amp;group=bill&amp;sort=found"' in body
+    assert 'href="/findings/export.json?view=partitions&amp;group=bill&amp;sort=found"' in body
     assert 'formaction="/findings/dismiss"' not in client_for(viewer).get("/", {"view": "partitions"}).content.decode()
 
 
@@ -214,3 +216,44 @@ def test_the_api_needs_the_approver_role_and_a_csrf_token_with_a_session(approve
     assert post_json(client_for(approver, csrf=True), body).status_code == 403
     assert post_json(Client(), body).status_code == 401
     assert not dismissed_ids()
+
+
+# --- Downloads ---------------------------------------------------------------------
+
+
+def test_a_viewer_downloads_the_filtered_list_as_csv_with_formulas_defused(viewer, selection):
+    response = client_for(viewer).get("/findings/export.csv", {"view": "partitions", "sort": "group"})
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"] == 'attachment; filename="gapwatch-findings.csv"'
+    assert response["X-Content-Type-Options"] == "nosniff"
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    # Sorted by group id like the page: "<script>…", "=cmd…", "billing" twice; the closed one is not open work.
+    assert [row["group"] for row in rows] == [HOSTILE_GROUP_ID, "'" + FORMULA_GROUP_ID, "billing", "billing"]
+    formula = rows[1]
+    assert (formula["owner_client_id"], formula["lag"], formula["committed_offset"]) == ("'@SUM(1+1)", "40", "60")
+    assert (formula["resolution"], formula["closed_at"], formula["likely_start"]) == ("open", "", "")
+    assert formula["found_at"] == selection["formula"].created_at.isoformat()
+
+
+def test_the_json_download_keeps_group_ids_verbatim_without_markup(viewer, selection):
+    client = client_for(viewer)
+    response = client.get("/findings/export.json", {"view": "history", "group": "<scr"})
+    assert response["Content-Type"] == "application/json"
+    raw = b"".join(response.streaming_content).decode()
+    assert "<" not in raw and "\\u003cscript\\u003e" in raw
+    rows = json.loads(raw)
+    assert [(row["group"], row["resolution"]) for row in rows] == [(HOSTILE_GROUP_ID, "open"),
+                                                                 (HOSTILE_GROUP_ID, "dismissed")]
+    assert rows[0]["id"] == selection["hostile"].id and rows[0]["missed_definite"] == 30
+    empty = client.get("/findings/export.json", {"view": "partitions", "cluster": "nowhere"})
+    assert json.loads(b"".join(empty.streaming_content)) == []
+
+
+def test_a_download_with_a_bad_filter_is_a_400_and_needs_a_login(viewer, selection):
+    client = client_for(viewer)
+    bad = client.get("/findings/export.csv", {"view": "history", "since": "yesterday"})
+    assert bad.status_code == 400 and b"since" in bad.content
+    anonymous = Client().get("/findings/export.json")
+    assert anonymous.status_code == 302 and anonymous.url.startswith("/accounts/login/")
+    assert client_for(user_with_role("nobody", None)).get("/findings/export.csv").status_code == 403
