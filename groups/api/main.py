@@ -49,7 +49,7 @@ class ObjectBody(Parser):
     and drop the others unseen)."""
 
     def parse_querydict(self, data, list_fields: list[str], request: HttpRequest) -> dict:
-        for key in data.keys():
+        for key in data:
             if key not in list_fields and len(data.getlist(key)) > 1:
                 raise ValidationError([{"type": "repeated", "loc": ("query", key)}])
         return super().parse_querydict(data, list_fields, request)

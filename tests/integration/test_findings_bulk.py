@@ -85,8 +85,8 @@ def test_it_dismisses_a_selection_across_groups_each_on_its_own_and_refuses_what
     assert shown[0] == f"Dismissed 3 of 5 findings: {', '.join(map(str, sorted(done)))}."
     busy, closed = selection["busy"].id, selection["closed"].id
     assert shown[1:] == [
-        f"Not dismissed: finding {busy}: reset job {selection['job'].id} is approved on finding {busy}: cancel it "
-        "(or let it finish) before dismissing",
+        (f"Not dismissed: finding {busy}: reset job {selection['job'].id} is approved on finding {busy}: cancel it "
+         "(or let it finish) before dismissing"),
         f"Not dismissed: finding {closed}: finding {closed} is already closed: dismissed: earlier",
     ]
     assert dismissed_ids() == {str(i) for i in done}
@@ -97,7 +97,7 @@ def test_it_dismisses_a_selection_across_groups_each_on_its_own_and_refuses_what
 
     # The same post again (a double click, a replay): nothing is dismissed twice.
     again = client.post("/findings/dismiss/confirm", {"ids": chosen, "reason": "replayed by hand"}, follow=True)
-    assert [str(m) for m in again.context["messages"]][0] == "Dismissed none of the 5 findings."
+    assert next(str(m) for m in again.context["messages"]) == "Dismissed none of the 5 findings."
     assert AuditEvent.objects.filter(action="finding.dismissed").count() == 3
 
 
