@@ -44,7 +44,15 @@ class TokenAuth(APIKeyHeader):
 
 class ObjectBody(Parser):
     """A body is one JSON object. (ninja calls this only for a non-empty body;
-    an empty one is a 400 "body is required".)"""
+    an empty one is a 400 "body is required".) A query parameter that takes
+    one value is refused when given several (ninja would keep the last one
+    and drop the others unseen)."""
+
+    def parse_querydict(self, data, list_fields: list[str], request: HttpRequest) -> dict:
+        for key in data:
+            if key not in list_fields and len(data.getlist(key)) > 1:
+                raise ValidationError([{"type": "repeated", "loc": ("query", key)}])
+        return super().parse_querydict(data, list_fields, request)
 
     def parse_body(self, request: HttpRequest):
         try:
@@ -94,6 +102,7 @@ _PLAIN = {
     "dict_type": "must be a JSON object",
     "model_attributes_type": "must be a JSON object",
     "list_type": "must be a list",
+    "repeated": "must be given once",  # ObjectBody.parse_querydict
 }
 # Where ninja puts the input in a location, before the field name.
 _SOURCES = {"query", "body", "path", "header", "cookie", "form"}
@@ -175,5 +184,6 @@ def schema(request: HttpRequest):
     return api.get_openapi_schema()
 
 
-api.add_router("", read.router)
+# Writes first: POST findings/dismiss must not be taken for GET findings/{id} with id "dismiss".
 api.add_router("", write.router)
+api.add_router("", read.router)

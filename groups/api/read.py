@@ -11,8 +11,8 @@ from groups.selectors.lists import clusters_list, findings_list, groups_list, to
 from groups.services.previews import finding_repair_options
 from groups.api.pagination import PageNumbers
 from groups.api.schemas import (
-    ClusterFilter, ClusterOut, Error, FindingDetailOut, FindingFilters, FindingOut, GroupOut, JobFilters, JobOut,
-    PathId, TopicOut,
+    ClusterOut, Error, FindingDetailOut, FindingFilters, FindingOut, GroupFilters, GroupOut, JobFilters, JobOut,
+    PathId, TopicFilters, TopicOut,
 )
 from groups.models import Finding
 from groups.models import RemediationJob
@@ -25,8 +25,7 @@ _ERRORS = {400: Error, 401: Error, 403: Error}
             summary="Findings, newest first.")
 @paginate(PageNumbers)
 def findings(request: HttpRequest, filters: Query[FindingFilters]):
-    return findings_list(cluster=filters.cluster, topic=filters.topic, group=filters.group,
-                                   state=filters.state, include_closed=filters.include_closed)
+    return findings_list(**filters.selector_filters())
 
 
 @router.get("findings/{id}", response={200: FindingDetailOut, **_ERRORS, 404: Error}, operation_id="finding_get",
@@ -57,15 +56,15 @@ def clusters(request: HttpRequest):
 @router.get("topics", response={200: list[TopicOut], **_ERRORS}, operation_id="topics_list",
             summary="Topics by cluster and name.")
 @paginate(PageNumbers)
-def topics(request: HttpRequest, filters: Query[ClusterFilter]):
-    return topics_list(cluster=filters.cluster)
+def topics(request: HttpRequest, filters: Query[TopicFilters]):
+    return topics_list(cluster=filters.cluster, name=filters.topic, name_contains=filters.topic_contains)
 
 
 @router.get("groups", response={200: list[GroupOut], **_ERRORS}, operation_id="groups_list",
             summary="Consumer groups by cluster and group id.")
 @paginate(PageNumbers)
-def groups(request: HttpRequest, filters: Query[ClusterFilter]):
-    return groups_list(cluster=filters.cluster)
+def groups(request: HttpRequest, filters: Query[GroupFilters]):
+    return groups_list(cluster=filters.cluster, group_id=filters.group, group_id_contains=filters.group_contains)
 
 
 @router.get("jobs", response={200: list[JobOut], **_ERRORS}, operation_id="jobs_list",

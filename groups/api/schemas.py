@@ -16,6 +16,7 @@ from groups.domain.planning import BACKFILL_UNTIL
 from groups.domain.replay_topics import replay_topic_for
 from groups.domain.sinks import JOB_SINKS
 from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
+from groups.services.remediation import MAX_BULK_FINDINGS
 
 # ISO 8601 with the offset as Python writes it ("+00:00"), as the API always has.
 IsoDateTime = Annotated[datetime, PlainSerializer(lambda moment: moment.isoformat(), return_type=str),
@@ -330,15 +331,34 @@ class DismissedOut(Schema):
 
 # A query string has no null: a filter left out is None (defaults are not validated).
 class FindingFilters(BlankIsAbsent):
-    cluster: Text = Field(None, description="Cluster name.")
-    topic: Text = Field(None, description="Topic name.")
+    """The findings list's filters; ``topic_contains`` and ``group_contains``
+    match as the dashboard's Topic and Group boxes do."""
+
+    cluster: Text = Field(None, description="Cluster name, exact match.")
+    topic: Text = Field(None, description="Topic name, exact match.")
+    topic_contains: Text = Field(None, description="Part of the topic name, ignoring case.")
     group: Text = Field(None, description="Consumer group id, exact match.")
+    group_contains: Text = Field(None, description="Part of the consumer group id, ignoring case.")
     state: FindingState = None
     include_closed: bool = Field(False, description="Also list closed findings.")
 
+    def selector_filters(self) -> dict:
+        """Keyword arguments for ``groups.selectors.lists.findings_list``."""
+        return self.model_dump()
+
 
 class ClusterFilter(BlankIsAbsent):
-    cluster: Text = Field(None, description="Cluster name.")
+    cluster: Text = Field(None, description="Cluster name, exact match.")
+
+
+class TopicFilters(ClusterFilter):
+    topic: Text = Field(None, description="Topic name, exact match.")
+    topic_contains: Text = Field(None, description="Part of the topic name, ignoring case.")
+
+
+class GroupFilters(ClusterFilter):
+    group: Text = Field(None, description="Consumer group id, exact match.")
+    group_contains: Text = Field(None, description="Part of the consumer group id, ignoring case.")
 
 
 class JobFilters(BlankIsAbsent):
@@ -367,3 +387,26 @@ class ApproveIn(Schema):
 
 class DismissIn(Schema):
     reason: Text = ""
+
+
+class DismissManyIn(Schema):
+    ids: list[RowId] = Field(min_length=1, max_length=MAX_BULK_FINDINGS,
+                             description=f"The findings to dismiss, of any groups (at most {MAX_BULK_FINDINGS}).")
+    reason: Text = Field(description="Required; recorded on each finding and in each audit row.")
+
+
+class RefusedOut(Schema):
+    model_config = _CLOSED
+    id: int
+    error: str = Field(description="Why this finding was not dismissed: unknown, closed already, or a job "
+                       "active on it.")
+
+
+class DismissedManyOut(Schema):
+    model_config = _CLOSED
+    dismissed: list[int] = Field(description="The findings dismissed by this request, by id.")
+    refused: list[RefusedOut] = Field(description="The findings left as they were, by id, each with why.")
+
+    @staticmethod
+    def resolve_refused(result) -> list[dict]:
+        return [{"id": finding_id, "error": why} for finding_id, why in result.refused]

@@ -6,7 +6,9 @@ from django.http import HttpRequest
 
 from ninja import Router, Status
 
-from groups.api.schemas import ApproveIn, DismissedOut, DismissIn, DuplicateError, Error, JobOut, PathId
+from groups.api.schemas import (
+    ApproveIn, DismissedManyOut, DismissedOut, DismissIn, DismissManyIn, DuplicateError, Error, JobOut, PathId,
+)
 from groups.models import RemediationJob
 from groups.services import remediation
 
@@ -31,3 +33,13 @@ def approve(request: HttpRequest, id: PathId, payload: ApproveIn):
              "already or a job is active on it (cancel the job first).")
 def dismiss(request: HttpRequest, id: PathId, payload: DismissIn):
     return remediation.finding_dismiss(user=request.user, finding_id=id, reason=payload.reason)
+
+
+@router.post("findings/dismiss", response={200: DismissedManyOut, 400: Error, 401: Error, 403: Error},
+             operation_id="findings_dismiss",
+             summary="Dismiss findings of any groups with one required reason; needs the approver role. Each "
+             "finding is dismissed and audited on its own; one that is unknown, closed already (a repeated "
+             "request) or has an active job is refused with why, and the others are dismissed. Bad input (an "
+             "id that is no id, no reason) is a 400 and dismisses nothing.")
+def dismiss_many(request: HttpRequest, payload: DismissManyIn):
+    return remediation.findings_dismiss(user=request.user, finding_ids=payload.ids, reason=payload.reason)

@@ -83,6 +83,19 @@ def findings_list(
     return queryset.order_by("-created_at", "id")
 
 
+def findings_selected(*, finding_ids: list[int]) -> QuerySet[Finding]:
+    """The findings of a selection, open or closed, by id, each with
+    ``active_job_id`` and ``active_job_status`` (None without an active job)."""
+    active = JobFinding.objects.filter(finding=OuterRef("pk"), active=True).order_by("job_id")
+    return (
+        Finding.objects.filter(id__in=finding_ids)
+        .select_related("cluster", "topic", "group")
+        .annotate(active_job_id=Subquery(active.values("job_id")[:1]),
+                  active_job_status=Subquery(active.values("job__status")[:1]))
+        .order_by("id")
+    )
+
+
 def findings_triage(
     *,
     cluster: Cluster | str | None = None,
@@ -141,18 +154,29 @@ def clusters_list() -> QuerySet[Cluster]:
     )
 
 
-def topics_list(*, cluster: Cluster | str | None = None) -> QuerySet[Topic]:
+def topics_list(
+    *, cluster: Cluster | str | None = None, name: str | None = None, name_contains: str | None = None
+) -> QuerySet[Topic]:
     """Topics by cluster and name, each with ``latest_generation`` (the
-    highest partition generation number, None before the first one)."""
+    highest partition generation number, None before the first one).
+    ``name`` is an exact topic name, ``name_contains`` part of one, ignoring case."""
     latest = PartitionGeneration.objects.filter(topic=OuterRef("pk")).order_by("-number").values("number")[:1]
     queryset = Topic.objects.select_related("cluster").annotate(latest_generation=Subquery(latest))
     queryset = _by_name(queryset, "cluster", "name", cluster)
+    if name is not None:
+        queryset = queryset.filter(name=name)
+    if name_contains:
+        queryset = queryset.filter(name__icontains=name_contains)
     return queryset.order_by("cluster__name", "name", "id")
 
 
-def groups_list(*, cluster: Cluster | str | None = None) -> QuerySet[ConsumerGroup]:
+def groups_list(
+    *, cluster: Cluster | str | None = None, group_id: str | None = None, group_id_contains: str | None = None
+) -> QuerySet[ConsumerGroup]:
     """Consumer groups by cluster and group id, each with ``open_findings``
-    (a count) and its ``group_topics`` prefetched with their topics, by name."""
+    (a count) and its ``group_topics`` prefetched with their topics, by name.
+    ``group_id`` is an exact group id, ``group_id_contains`` part of one,
+    ignoring case."""
     open_findings = (
         Finding.objects.filter(group=OuterRef("pk"), closed_at__isnull=True)
         .order_by()
@@ -168,4 +192,8 @@ def groups_list(*, cluster: Cluster | str | None = None) -> QuerySet[ConsumerGro
         )
     )
     queryset = _by_name(queryset, "cluster", "name", cluster)
+    if group_id is not None:
+        queryset = queryset.filter(group_id=group_id)
+    if group_id_contains:
+        queryset = queryset.filter(group_id__icontains=group_id_contains)
     return queryset.order_by("cluster__name", "group_id", "id")

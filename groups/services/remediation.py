@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -249,15 +250,23 @@ def job_retry(*, user, job_id: int) -> RemediationJob:
     return job
 
 
+def _dismiss_reason(reason: str) -> str:
+    """The reason as stored: stripped, required, text PostgreSQL can hold."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError("a dismissal needs a reason")
+    if "\x00" in reason:
+        raise ValidationError("a dismissal reason must not contain a NUL byte (\\x00)")
+    return reason
+
+
 def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
     """Close a finding with a reason; the next polls no longer account it.
 
     Under the finding's lock: an unknown finding is FindingNotFound, a
     closed one or one with an active job (cancel it first) a Conflict."""
     _require_approver(user)
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError("a dismissal needs a reason")
+    reason = _dismiss_reason(reason)
     now = timezone.now()
     with transaction.atomic():
         locked = findings_lock(Finding.objects.filter(id=finding_id))
@@ -277,3 +286,52 @@ def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
                      object_id=finding_id, detail={"group": finding.group.group_id, "topic": finding.topic.name,
                                                    "partition": finding.partition, "reason": reason[:1000]})
     return finding
+
+
+# The most findings one bulk action takes (the API's largest page).
+MAX_BULK_FINDINGS = 500
+_MAX_ROW_ID = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class BulkDismissal:
+    """What a bulk dismissal did: the findings dismissed, and each one
+    refused with why (unknown, closed already, a job active on it)."""
+
+    dismissed: tuple[int, ...]
+    refused: tuple[tuple[int, str], ...]
+
+
+def findings_dismiss(*, user, finding_ids: Iterable[int], reason: str) -> BulkDismissal:
+    """Dismiss a selection of findings (of any groups) with one reason, each
+    still one ``finding_dismiss``: its own lock, checks and audit row.
+
+    1. Check the role, the reason and the ids (whole numbers that can be
+       row ids, 1 to MAX_BULK_FINDINGS of them) before anything is written:
+       bad input is a ValidationError and nothing is written.
+    2. In one transaction, dismiss the findings in id order (the lifecycle's
+       lock order), each in a savepoint: one that is unknown, closed (a
+       repeated request) or has an active job is refused with the reason
+       and the others are dismissed.
+    """
+    _require_approver(user)
+    reason = _dismiss_reason(reason)
+    ids = list(finding_ids)
+    if any(isinstance(i, bool) or not isinstance(i, int) or not 1 <= i <= _MAX_ROW_ID for i in ids):
+        raise ValidationError("finding ids are whole numbers from 1 to 2^63-1")
+    ids = sorted(set(ids))
+    if not ids:
+        raise ValidationError("select at least one finding to dismiss")
+    if len(ids) > MAX_BULK_FINDINGS:
+        raise ValidationError(f"at most {MAX_BULK_FINDINGS} findings at once, not {len(ids)}")
+    dismissed, refused = [], []
+    with transaction.atomic():
+        for finding_id in ids:
+            try:
+                finding_dismiss(user=user, finding_id=finding_id, reason=reason)
+            except (FindingNotFound, Conflict) as error:
+                refused.append((finding_id, " ".join(error.messages) if isinstance(error, ValidationError)
+                                else str(error)))
+            else:
+                dismissed.append(finding_id)
+    return BulkDismissal(dismissed=tuple(dismissed), refused=tuple(refused))

@@ -1,9 +1,13 @@
-"""CSV downloads: the audit trail and a reset job's offsets (like Kafka's
-reset tool's ``--export``: group, topic, partition, before, planned, after).
+"""Downloads: the audit trail and the findings of the per-partition list
+(its current filter and sort) as CSV, the same findings as JSON, and a reset
+job's offsets (like Kafka's reset tool's ``--export``: group, topic,
+partition, before, planned, after).
 
-Group ids, topic names and audit details are hostile text: every cell goes
-through ``groups.text.csv_cell``, the one rule for CSV cells. The audit
-export streams (it can be long); a reset export is one row per partition.
+Group ids, topic names and audit details are hostile text: every CSV cell
+goes through ``groups.text.csv_cell``, the one rule for CSV cells; JSON keeps
+the text verbatim, with ``<``, ``>`` and ``&`` escaped so no browser reads
+markup in it. The audit and findings exports stream (they can be long); a
+reset export is one row per partition.
 """
 
 from __future__ import annotations
@@ -18,12 +22,20 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_http_methods
 
 from groups.selectors.browse import audit_events_list
-from groups.models import RemediationJob
+from groups.models import Finding, RemediationJob
 from groups.text import csv_cell
 from groups.web.forms import AuditFilterForm
+from groups.web.views import findings_filtered
 
 AUDIT_COLUMNS = ("id", "at", "actor", "action", "cluster", "object_type", "object_id", "detail")
 RESET_COLUMNS = ("group", "topic", "partition", "before", "planned", "after")
+# The API's names for a finding's fields (groups.api.schemas.FindingOut), plus its way out.
+FINDING_COLUMNS = (
+    "id", "cluster", "topic", "partition", "group", "generation", "state", "resolution", "found_at", "closed_at",
+    "closed_reason", "log_start_offset", "high_watermark", "committed_offset", "lag", "missed_definite",
+    "missed_possible", "expired", "backfill_start", "backfill_end", "likely_start", "likely_start_evidence",
+    "policy_source", "owner_client_id", "owner_host", "explanation",
+)
 
 
 def detail_text(detail: object) -> str:
@@ -47,6 +59,70 @@ def audit_csv_rows(events) -> Iterator[str]:
             event.id, event.at.isoformat(), actor, event.action, event.cluster.name if event.cluster else "",
             event.object_type, event.object_id, detail_text(event.detail),
         )])
+
+
+def finding_export_row(finding: Finding) -> tuple:
+    """One finding as FINDING_COLUMNS: offsets as numbers, times in ISO 8601
+    (UTC), ``resolution`` "open" while it is open."""
+    return (
+        finding.id, finding.cluster.name, finding.topic.name, finding.partition, finding.group.group_id,
+        finding.generation.number, finding.state,
+        "open" if finding.closed_at is None else finding.resolution or "closed",
+        finding.created_at.isoformat(), finding.closed_at.isoformat() if finding.closed_at else None,
+        finding.closed_reason, finding.log_start_offset, finding.high_watermark, finding.committed_offset,
+        finding.lag, finding.missed_definite, finding.missed_possible, finding.expired, finding.backfill_start,
+        finding.backfill_end, finding.likely_start, finding.likely_start_evidence, finding.policy_source or None,
+        finding.owner_client_id, finding.owner_host, finding.explanation,
+    )
+
+
+def findings_csv_rows(findings) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow(FINDING_COLUMNS)
+    for finding in findings.iterator(chunk_size=2000):
+        yield writer.writerow([csv_cell(value) for value in finding_export_row(finding)])
+
+
+# What a browser could read as markup, escaped as JSON allows.
+_JSON_MARKUP = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def findings_json_rows(findings) -> Iterator[str]:
+    """A JSON array of objects, one line per finding, streamed."""
+    separator = "[\n"
+    for finding in findings.iterator(chunk_size=2000):
+        row = dict(zip(FINDING_COLUMNS, finding_export_row(finding), strict=True))
+        yield separator + json.dumps(row, ensure_ascii=False).translate(_JSON_MARKUP)
+        separator = ",\n"
+    yield "[]\n" if separator == "[\n" else "\n]\n"
+
+
+def _findings_download(request: HttpRequest, rows, *, content_type: str, extension: str) -> HttpResponse:
+    form, findings, _ = findings_filtered(request)
+    if not form.is_valid():
+        return HttpResponseBadRequest("bad filter: " + "; ".join(
+            f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()
+        ), content_type="text/plain; charset=utf-8")
+    response = StreamingHttpResponse(rows(findings), content_type=content_type)
+    name = "gapwatch-findings-history" if form.history else "gapwatch-findings"
+    response["Content-Disposition"] = f'attachment; filename="{name}.{extension}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def findings_export_csv(request: HttpRequest) -> HttpResponse:
+    """The per-partition list's findings (open work, or the history with
+    ``view=history``) under its filters and sort, as CSV."""
+    return _findings_download(request, findings_csv_rows, content_type="text/csv; charset=utf-8", extension="csv")
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def findings_export_json(request: HttpRequest) -> HttpResponse:
+    """The same findings as ``findings_export_csv``, as a JSON array."""
+    return _findings_download(request, findings_json_rows, content_type="application/json", extension="json")
 
 
 def reset_export_rows(job: RemediationJob) -> list[tuple]:

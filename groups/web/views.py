@@ -16,7 +16,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Count, Prefetch
+from django.db.models import Count, Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -28,7 +28,12 @@ from groups.selectors.finding import (
     finding_group_members,
     finding_jobs_list,
 )
-from groups.selectors.lists import findings_count_by_state_and_resolution, findings_list, findings_triage
+from groups.selectors.lists import (
+    findings_count_by_state_and_resolution,
+    findings_list,
+    findings_selected,
+    findings_triage,
+)
 from groups.web.forms import FindingFilterForm
 from groups.web.job_result import job_result_view
 from groups.services import previews, remediation
@@ -59,25 +64,33 @@ def _shown_job(finding: Finding) -> RemediationJob | None:
     return next((link.job for link in links if link.active), links[0].job if links else None)
 
 
-def _findings_context(request: HttpRequest) -> tuple[dict, int]:
-    """The per-partition table's context and status: open work
-    (``view=partitions``), or with ``view=history`` every finding in any
-    state. Bad filters (a malformed date) are a 400 with the form's errors
-    and no rows."""
+def findings_filtered(request: HttpRequest) -> tuple[FindingFilterForm, QuerySet[Finding], dict]:
+    """The per-partition list as its page, refresh and downloads read it from
+    the query string: open work (``view=partitions``), or with
+    ``view=history`` every finding in any state; filtered and sorted. Returns
+    the form, the findings (none when the form is invalid) and the selector
+    filters used."""
     history = request.GET.get("view") == "history"
     form = FindingFilterForm(request.GET, history=history)
     valid = form.is_valid()
     filters = form.selector_filters() if valid else {"state": None, "include_closed": history}
+    findings = findings_list(**filters).order_by(*SORTS[findings_sort(request)])
+    return form, findings if valid else findings.none(), filters
+
+
+def findings_sort(request: HttpRequest) -> str:
     sort = request.GET.get("sort", "found")
-    if sort not in SORTS:
-        sort = "found"
+    return sort if sort in SORTS else "found"
+
+
+def _findings_context(request: HttpRequest) -> tuple[dict, int]:
+    """The per-partition table's context and status. Bad filters (a
+    malformed date) are a 400 with the form's errors and no rows."""
+    form, findings, filters = findings_filtered(request)
+    valid, history, sort = form.is_valid(), form.history, findings_sort(request)
     # The job links of the whole page in one query, whatever the page size; the newest first.
     links = JobFinding.objects.select_related("job").order_by("-job__created_at", "-job_id")
-    findings = findings_list(**filters).order_by(*SORTS[sort]).prefetch_related(
-        Prefetch("job_findings", queryset=links, to_attr="job_links")
-    )
-    if not valid:
-        findings = findings.none()
+    findings = findings.prefetch_related(Prefetch("job_findings", queryset=links, to_attr="job_links"))
     page = Paginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
     for finding in page.object_list:
         finding.shown_job = _shown_job(finding)
@@ -346,6 +359,63 @@ def dismiss(request: HttpRequest, finding_id: int) -> HttpResponse:
         return render(request, "groups/dismiss.html", {"finding": finding, "errors": [str(error)]}, status=409)
     messages.success(request, "finding dismissed")
     return redirect("home")
+
+
+def _render_dismiss_many(request: HttpRequest, *, ids: list[int], errors=(), status: int = 200) -> HttpResponse:
+    findings = list(findings_selected(finding_ids=ids))
+    found = {finding.id for finding in findings}
+    return render(request, "groups/dismiss_many.html", {
+        "findings": findings, "unknown": [i for i in ids if i not in found], "errors": list(errors),
+        "reason": request.POST.get("reason", ""),
+    }, status=status)
+
+
+def _whole_numbers(raw: list[str]) -> list[int]:
+    """The ids of a selection that are ids, to show again beside a form error."""
+    return [int(part) for item in raw for part in item.split(",") if part.strip().isascii()
+            and part.strip().isdigit() and 0 < int(part) < 2**63]
+
+
+@login_required
+@require_GET
+def dismiss_many_form(request: HttpRequest) -> HttpResponse:
+    """The selection of the per-partition list (``ids``, of any groups),
+    each with what stands in the way of dismissing it, and one reason for all."""
+    try:
+        ids = _selected_ids(request)
+    except ValidationError as error:
+        return _render_dismiss_many(request, ids=_whole_numbers(request.GET.getlist("ids")), errors=error.messages,
+                                    status=400)
+    if not ids:
+        return _render_dismiss_many(request, ids=[], errors=["Select one or more findings first."], status=400)
+    return _render_dismiss_many(request, ids=ids)
+
+
+@login_required
+@require_POST
+def dismiss_many(request: HttpRequest) -> HttpResponse:
+    """Dismiss the selection with one reason, each finding on its own
+    (``remediation.findings_dismiss``): bad input is shown on the form and
+    dismisses nothing; otherwise the list says what was dismissed and what
+    was refused, and why."""
+    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+        raise PermissionDenied("dismissing findings needs the approver role")
+    try:
+        ids = _selected_ids(request)
+        result = remediation.findings_dismiss(user=request.user, finding_ids=ids,
+                                              reason=request.POST.get("reason", ""))
+    except ValidationError as error:
+        return _render_dismiss_many(request, ids=_whole_numbers(request.POST.getlist("ids")),
+                                    errors=error.messages, status=400)
+    asked = len(result.dismissed) + len(result.refused)
+    if result.dismissed:
+        messages.success(request, f"Dismissed {len(result.dismissed)} of {asked} findings: "
+                                  f"{', '.join(map(str, result.dismissed))}.")
+    else:
+        messages.warning(request, f"Dismissed none of the {asked} findings.")
+    for finding_id, why in result.refused:
+        messages.warning(request, f"Not dismissed: finding {finding_id}: {why}")
+    return redirect(f"{reverse('home')}?view=partitions")
 
 
 @login_required

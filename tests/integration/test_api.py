@@ -177,6 +177,12 @@ def test_it_breaks_ties_of_found_at_by_id(api, db):
         ({"include_closed": "1", "group": "audit"}, ["f_closed", "f_pending"]),
         ({"cluster": "nowhere"}, []),
         ({"cluster": "", "state": ""}, ["f_gap", "f_pending", "f_covered", "f_payments", "f_stage"]),
+        # The dashboard's boxes: part of a name, ignoring case.
+        ({"group_contains": "BILL"}, ["f_gap", "f_covered", "f_payments", "f_stage"]),
+        ({"group_contains": "ud", "include_closed": "true"}, ["f_closed", "f_pending"]),
+        ({"topic_contains": "pay"}, ["f_payments"]),
+        ({"topic_contains": "ORD", "cluster": "stage"}, ["f_stage"]),
+        ({"group_contains": "%"}, []),  # a LIKE wildcard is a character
     ],
 )
 def test_it_filters_findings(api, two_clusters, params, expected):
@@ -199,6 +205,7 @@ def test_it_filters_findings(api, two_clusters, params, expected):
         ({"page_size": "501"}, "page_size"),
         ({"page_size": "ten"}, "page_size"),
         ({"group": "nul\x00byte"}, "group"),
+        ({"group": ["billing", "audit"]}, "group"),  # one value, not a list
     ],
 )
 def test_it_answers_400_naming_a_bad_parameter(api, two_clusters, params, parameter):
@@ -436,6 +443,54 @@ def test_it_lists_groups_with_topic_lags_and_open_findings(api, two_clusters):
     assert get_json(api, "/api/v1/groups")["count"] == 4
 
 
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        ({"group": "billing"}, [("prod", "billing"), ("stage", "billing")]),  # the issue's ?group= returned all
+        ({"group": "billing", "cluster": "stage"}, [("stage", "billing")]),
+        ({"group": "bill"}, []),  # exact
+        ({"group_contains": "BILL"}, [("prod", "billing"), ("stage", "billing")]),
+        ({"group_contains": "i", "cluster": "prod"}, [("prod", "audit"), ("prod", "billing")]),
+        ({"group_contains": "_"}, []),  # a LIKE wildcard is a character
+        ({"group": "", "group_contains": ""}, [("prod", "audit"), ("prod", "billing"), ("stage", "billing")]),
+    ],
+)
+def test_it_filters_groups_by_exact_or_partial_group_id_and_cluster(api, two_clusters, params, expected):
+    body = get_json(api, "/api/v1/groups", params)
+    assert [(group["cluster"], group["group_id"]) for group in body["results"]] == expected
+    assert body["count"] == len(expected)
+
+
+def test_it_filters_groups_and_topics_by_a_hostile_name(api, db):
+    cluster = make_cluster()
+    make_topic(cluster, "orders")
+    make_group(cluster, HOSTILE_GROUP_ID)
+    make_group(cluster, "billing")
+    body = get_json(api, "/api/v1/groups", {"group": HOSTILE_GROUP_ID})
+    assert [group["group_id"] for group in body["results"]] == [HOSTILE_GROUP_ID]
+    assert get_json(api, "/api/v1/groups", {"group_contains": "<script>"})["count"] == 1
+    assert [t["name"] for t in get_json(api, "/api/v1/topics", {"topic_contains": "RDER"})["results"]] == ["orders"]
+    assert get_json(api, "/api/v1/topics", {"topic": "order"})["count"] == 0
+
+
+@pytest.mark.parametrize(
+    "path, params, parameter",
+    [
+        ("groups", {"group": ["a", "b"]}, "group"),
+        ("groups", {"group_contains": ["a", "b"]}, "group_contains"),
+        ("groups", {"cluster": ["a", "b"]}, "cluster"),
+        ("groups", {"group": "nul\x00"}, "group"),
+        ("topics", {"topic_contains": ["a", "b"]}, "topic_contains"),
+        ("groups", {"page": "x"}, "page"),
+    ],
+)
+def test_a_wrong_typed_list_filter_is_a_400_naming_it(api, db, path, params, parameter):
+    body = get_json(api, f"/api/v1/{path}", params, status=400)
+    assert body["parameter"] == parameter
+    if isinstance(params[parameter], list):
+        assert body["error"] == f"{parameter} must be given once"
+
+
 # --- One finding ---------------------------------------------------------------------
 
 
@@ -553,7 +608,7 @@ def test_it_serves_an_openapi_document_that_every_answer_conforms_to(api, two_cl
     assert document["openapi"].startswith("3.1.")
     assert set(document["paths"]) == {f"/api/v1/{name}" for name in ("findings", "clusters", "topics", "groups", "schema",
                                                                       "jobs", "findings/{id}", "findings/{id}/approve",
-                                                                      "findings/{id}/dismiss")}
+                                                                      "findings/{id}/dismiss", "findings/dismiss")}
     approver = user_with_role("approver-for-schema", "approver")
     api.force_login(approver)
     finding = Finding.objects.filter(closed_at__isnull=True).first()
@@ -581,6 +636,11 @@ def test_it_serves_an_openapi_document_that_every_answer_conforms_to(api, two_cl
                          content_type="application/json")
     assert dismissed.status_code == 200, dismissed.content
     check_against_schema(document, dismissed.json(), response_schema(document, dismiss, "post", 200), "dismiss")
+    many = api.post("/api/v1/findings/dismiss", data=json.dumps({"ids": [other.id, 999999], "reason": "again"}),
+                    content_type="application/json")
+    assert many.status_code == 200 and len(many.json()["refused"]) == 2, many.content
+    check_against_schema(document, many.json(), response_schema(document, "/api/v1/findings/dismiss", "post", 200),
+                         "dismiss many")
     api.force_login(User.objects.get(username="viewer"))
     denied = api.post(f"/api/v1/findings/{finding.id}/dismiss", data=json.dumps({"reason": "x"}),
                       content_type="application/json")

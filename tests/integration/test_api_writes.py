@@ -250,7 +250,7 @@ def test_it_answers_405_json_to_a_get_of_a_write(approver_api, gap):
 
 
 def test_it_answers_404_json_for_an_unknown_api_path(api, db):
-    for path in ("/api/v1/nothing", "/api/v1/", "/api/v1/findings/1"):
+    for path in ("/api/v1/nothing", "/api/v1/", "/api/v1/findings/1/nothing"):
         response = api.get(path)
         assert (response.status_code, response["Content-Type"]) == (404, "application/json"), path
         assert "no API endpoint" in response.json()["error"]

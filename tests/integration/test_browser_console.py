@@ -92,3 +92,22 @@ def test_the_api_docs_render_from_local_files_under_the_csp(console, live_server
     assert page.locator(".opblock").count() >= 8
     assert requests and all(url.startswith(live_server.url) for url in requests), requests
     assert violations == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_selection_across_groups_is_dismissed_with_one_reason(console, live_server, page):
+    chosen = [console["live"].id, console["empty"].id]  # two groups, one of them hostile
+    page.goto(f"{live_server.url}/?view=partitions")
+    for finding_id in chosen:
+        page.check(f'input[name=ids][value="{finding_id}"]')
+    page.get_by_role("button", name="Dismiss…").click()
+    page.wait_for_url("**/findings/dismiss?*")
+    assert page.locator("table.dismiss-selection tbody tr").count() == 2
+    page.fill("textarea[name=reason]", "replayed by hand")
+    page.get_by_role("button", name="Dismiss 2 findings").click()
+    page.wait_for_url(f"{live_server.url}/?view=partitions")
+    assert page.locator(".messages li").first.inner_text() == (
+        f"Dismissed 2 of 2 findings: {', '.join(map(str, sorted(chosen)))}.")
+    assert Finding.objects.filter(id__in=chosen, resolution="dismissed").count() == 2
+    assert page.locator("tr[data-finding]").count() == 1  # the covered one is still open work

@@ -304,6 +304,7 @@ STATE_CHANGING = [
     ("/findings/reset/approve", {"target": "earliest"}),
     ("/findings/backfill/approve", {"sink": "parquet"}),
     ("/findings/{finding}/dismiss/confirm", {"reason": "noise"}),
+    ("/findings/dismiss/confirm", {"reason": "noise"}),
     ("/jobs/{job}/cancel", {}),
     ("/jobs/{job}/retry", {}),
     ("/jobs/{job}/approve", {}),

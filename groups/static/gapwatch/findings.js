@@ -23,7 +23,7 @@
     button.addEventListener("click", function (event) {
       if (selected() === 0) {
         event.preventDefault();
-        alert("Select one or more findings of one group first.");
+        alert("Select one or more findings first.");
       }
     });
   });
