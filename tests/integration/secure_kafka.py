@@ -21,10 +21,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +40,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from tests.faults.procs import _die_with_parent
+from tests.faults.procs import _die_with_parent, free_ports, wait_for
 from tests.pki import CertificateAuthority, Issued
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,29 +64,6 @@ GAPWATCH_ACLS = (
     (ResourceType.GROUP, "*", AclOperation.DESCRIBE),
     (ResourceType.GROUP, "*", AclOperation.READ),
 )
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for probe in sockets:
-        probe.bind(("127.0.0.1", 0))
-    ports = [probe.getsockname()[1] for probe in sockets]
-    for probe in sockets:
-        probe.close()
-    return ports
-
-
-def wait_for(predicate, *, timeout: float, what: str, interval: float = 0.25):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            result = predicate()
-        except Exception:  # noqa: BLE001 - a broker still starting answers with errors
-            result = None
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @dataclass(frozen=True)
