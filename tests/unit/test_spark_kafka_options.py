@@ -102,3 +102,42 @@ def test_no_secret_no_environment_variable_and_a_bad_one_is_refused():
     assert KafkaSecrets.from_environment({}) == KafkaSecrets()
     with pytest.raises(SpecError, match=SECRETS_ENV):
         KafkaSecrets.from_environment({SECRETS_ENV: json.dumps({"other": "x"})})
+
+
+class RecordingReader:
+    """Spark's session and DataFrameReader as far as read_ranges uses them:
+    records the options it is given; ``load()`` answers them."""
+
+    def __init__(self) -> None:
+        self.recorded: dict[str, str] = {}
+
+    @property
+    def read(self):
+        return self
+
+    def format(self, name: str):
+        assert name == "kafka"
+        return self
+
+    def option(self, key: str, value: str):
+        self.recorded[key] = value
+        return self
+
+    def options(self, **values: str):
+        self.recorded.update(values)
+        return self
+
+    def load(self) -> dict[str, str]:
+        return self.recorded
+
+
+@pytest.mark.parametrize(("timeout_ms", "request_ms"), [(120_000, 30_000), (10_000, 10_000)])
+def test_the_kafka_source_gives_up_after_the_specs_timeout(timeout_ms, request_ms):
+    from tasks.spark.reader import read_ranges
+
+    spec = JobSpec(job_id="7", attempt="a1", kafka=KafkaSettings("b:9092"), ranges=(BackfillRange("t", 0, 0, 10),),
+                   sink=SinkSpec("parquet", output="/tmp/out"), jars_dir="/jars", progress_file="/tmp/p.json",
+                   result_file="/tmp/r.json", kafka_timeout_ms=timeout_ms)
+    options = read_ranges(RecordingReader(), spec, {}, parallelism=2)
+    assert (options["kafkaConsumer.pollTimeoutMs"], options["kafka.default.api.timeout.ms"],
+            options["kafka.request.timeout.ms"]) == (str(timeout_ms), str(timeout_ms), str(request_ms))
