@@ -71,10 +71,28 @@ def error_code(error: BaseException | KafkaError) -> int | None:
     return None
 
 
+# What a refusal by the broker's authorizer means, in words: the ACL that the
+# principal Gapwatch connects as is missing (README, "Connecting to a secured cluster").
+REFUSAL_MEANING = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        "the principal Gapwatch connects as lacks an ACL on this topic (Describe to watch it, Read to read "
+        "its records or offsets)",
+    KafkaError.GROUP_AUTHORIZATION_FAILED:
+        "the principal Gapwatch connects as lacks an ACL on this consumer group (Describe to watch it, Read "
+        "to fetch or reset its offsets)",
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+        "the principal Gapwatch connects as lacks Describe on the cluster",
+    KafkaError.SASL_AUTHENTICATION_FAILED:
+        "the cluster refused Gapwatch's SASL login (user name, password or mechanism)",
+}
+
+
 def describe_error(error: BaseException | KafkaError) -> str:
-    """``NAME: text`` for a client error; the type and message otherwise."""
+    """``NAME: text`` for a client error, with what a refused permission or
+    login means in words; the type and message otherwise."""
     if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
         error = error.args[0]
     if isinstance(error, KafkaError):
-        return f"{error.name()}: {error.str()}"
+        meaning = REFUSAL_MEANING.get(error.code())
+        return f"{error.name()}: {error.str()}" + (f" ({meaning})" if meaning else "")
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
