@@ -61,6 +61,20 @@ class DescribedGroup:
     members: tuple[MemberSnapshot, ...]
 
 
+class _LastReported:
+    """librdkafka's error callback: keeps the last error it reported. Not a
+    bound method of the client: that would make a reference cycle (client ->
+    admin -> callback -> client), so a dropped client's AdminClient lived on,
+    reconnecting, until the cyclic collector destroyed it from whatever thread
+    ran then, which librdkafka aborts the process for if it is one of its own."""
+
+    def __init__(self) -> None:
+        self.text, self.at = "", 0.0
+
+    def __call__(self, error) -> None:
+        self.text, self.at = describe_error(error), time.monotonic()
+
+
 class KafkaClient:
     """Every request carries ``timeout`` as its request timeout; at most
     ``max_in_flight`` admin calls are outstanding at once."""
@@ -76,14 +90,14 @@ class KafkaClient:
         self.last_peak_in_flight: dict[str, int] = {}
         # What librdkafka last reported on its own (a failed TLS handshake, a refused
         # SASL login): a request only fails with "transport failure" or a time-out.
-        self._client_error, self._client_error_at = "", 0.0
+        self._reported = _LastReported()
 
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
             self._admin = AdminClient(
                 {**self._config.client_config(), "socket.timeout.ms": int(self._timeout * 1000),
-                 "error_cb": self._on_client_error}
+                 "error_cb": self._reported}
             )
         return self._admin
 
@@ -167,14 +181,11 @@ class KafkaClient:
         finally:
             self.last_timings[name] = time.monotonic() - started
 
-    def _on_client_error(self, error) -> None:
-        self._client_error, self._client_error_at = describe_error(error), time.monotonic()
-
     def _unavailable(self, stage: str, detail: str) -> KafkaUnavailable:
         if self._admin is not None:
             self._admin.poll(0)  # serve the client's error callbacks
-        recent = time.monotonic() - self._client_error_at < 2 * self._timeout + WAIT_GRACE_SECONDS
-        reported = f" (the client reported {self._client_error})" if self._client_error and recent else ""
+        recent = time.monotonic() - self._reported.at < 2 * self._timeout + WAIT_GRACE_SECONDS
+        reported = f" (the client reported {self._reported.text})" if self._reported.text and recent else ""
         message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}{reported}",
                                 *self._config.secrets)
         return KafkaUnavailable(message, bootstrap_servers=self._config.bootstrap_servers, stage=stage)
