@@ -16,6 +16,7 @@ from django.test import Client
 
 from groups.models import AuditEvent, Finding
 from groups.services import remediation
+from tests.integration.pages_harness import client_for
 from tests.factories import (
     HOSTILE_GROUP_ID,
     NOW,
@@ -50,12 +51,6 @@ def selection(approver):
                                   params={"target": "earliest"})
     findings["job"] = job
     return findings
-
-
-def client_for(user, *, csrf: bool = False) -> Client:
-    client = Client(enforce_csrf_checks=csrf)
-    client.force_login(user)
-    return client
 
 
 def dismissed_ids() -> set[int]:
