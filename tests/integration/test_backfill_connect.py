@@ -48,7 +48,6 @@ def connect_server(tmp_path_factory):
     server.stop()
 
 
-
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_connect_server_backfills_exactly_the_range_and_a_rerun_replaces_it(
