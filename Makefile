@@ -22,11 +22,16 @@ down:
 	@bash scripts/app.sh stop
 	@bash scripts/services.sh stop
 
+# The tests' Spark JVMs are short-lived: compiled by C1 only, they start in
+# about half the time (README, "Tests").
+TEST_JVM_OPTS := -XX:TieredStopAtLevel=1
+
 # Tests use Redis database 1 so a running `make up` stack never takes their
 # tasks, and close database connections at once so live-server threads do not
 # keep the test database open. Backfill tests start their own Spark Connect servers.
 test: services
-	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 SPARK_CONNECT_URL= $$VENV/bin/python -m pytest $(PYTEST_ARGS)
+	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 SPARK_CONNECT_URL= \
+	  SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS $(TEST_JVM_OPTS)" $$VENV/bin/python -m pytest $(PYTEST_ARGS)
 
 # The issue-11 benchmarks in one run (poll cost vs the CLI, accuracy with real
 # clients, detection latency; ~10 minutes), in their own database. Results:

@@ -52,3 +52,20 @@ if [ "$(cat "$venv_stamp" 2>/dev/null)" != "$venv_hash" ]; then
   "$VENV/bin/pip" install -q -e ./guard -e ".[test]"
   echo "$venv_hash" >"$venv_stamp"
 fi
+
+# A class-data-sharing archive of Spark's classes (tasks/spark/class_archive.py),
+# made again when Java, pyspark or the connector jars change; env.sh uses it.
+cds_archive=$GAPWATCH_HOME/spark/classes.jsa
+cds_hash=$( (java -version 2>&1; "$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)'; ls "$GAPWATCH_HOME/lib/spark") | sha256sum | cut -c1-16)
+if [ "$(cat "$cds_archive.stamp" 2>/dev/null)" != "$cds_hash" ]; then
+  echo "setup: writing the Spark class archive"
+  mkdir -p "$GAPWATCH_HOME/spark"
+  rm -f "$cds_archive" "$cds_archive.stamp"
+  if SPARK_SUBMIT_OPTS="-XX:ArchiveClassesAtExit=$cds_archive" "$VENV/bin/python" -m tasks.spark.class_archive \
+      "$GAPWATCH_HOME/lib/spark" >"$GAPWATCH_HOME/spark/class-archive.log" 2>&1 && [ -s "$cds_archive" ]; then
+    echo "$cds_hash" >"$cds_archive.stamp"
+  else
+    echo "setup: no Spark class archive (Spark starts without it; see $GAPWATCH_HOME/spark/class-archive.log)" >&2
+    rm -f "$cds_archive"
+  fi
+fi
