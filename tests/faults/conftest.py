@@ -13,20 +13,33 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.faults)
 
 
-@pytest.fixture
-def kafka1(tmp_path):
-    """A single-node KRaft broker of this test's own."""
-    cluster = KafkaCluster(tmp_path / "kafka", nodes=1).start()
+@pytest.fixture(scope="session")
+def _kafka1_cluster(tmp_path_factory):
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka1"), nodes=1).start()
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="session")
+def _kafka3_cluster(tmp_path_factory):
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka3"), nodes=3).start()
     yield cluster
     cluster.close()
 
 
 @pytest.fixture
-def kafka3(tmp_path):
-    """Three KRaft nodes (broker and controller each), replication factor 3."""
-    cluster = KafkaCluster(tmp_path / "kafka", nodes=3).start()
-    yield cluster
-    cluster.close()
+def kafka1(_kafka1_cluster):
+    """A single-node KRaft broker of the fault tests' own (not the shared
+    broker of `make test`), whole when the test starts: the tests that stop,
+    kill or freeze it share it, each on topics and groups of its own."""
+    return _kafka1_cluster.heal()
+
+
+@pytest.fixture
+def kafka3(_kafka3_cluster):
+    """Three KRaft nodes (broker and controller each), replication factor 3,
+    every node running when the test starts; shared like ``kafka1``."""
+    return _kafka3_cluster.heal()
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ kill and restart at will without touching the shared stack of `make test`.
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import json
 import os
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import NamedTuple
 from urllib.request import urlopen
@@ -66,6 +68,16 @@ def wait_for(predicate, *, timeout: float, what: str, interval: float = 0.25):
             return result
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def random_cluster_id() -> str:
+    """What ``StorageTool random-uuid`` prints (Kafka's ``Uuid.randomUuid``:
+    16 random bytes, URL-safe base64 without padding, never starting with
+    '-'), without starting a JVM for it."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _port_open(port: int) -> bool:
@@ -140,8 +152,7 @@ class KafkaCluster:
             "appender.file.layout.type = PatternLayout\nappender.file.layout.pattern = [%d] %p %m (%c)%n\n"
             "rootLogger.level = WARN\nrootLogger.appenderRef.file.ref = file\n"
         )
-        cluster_id = subprocess.run(self._java("kafka.tools.StorageTool", "random-uuid"), check=True,
-                                    capture_output=True, text=True, timeout=120).stdout.strip().splitlines()[-1]
+        cluster_id = random_cluster_id()
         for node_id in range(1, self.nodes + 1):
             config = self._write_config(node_id)
             subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
@@ -184,6 +195,18 @@ class KafkaCluster:
 
     def resume_node(self, node_id: int) -> None:
         os.killpg(self.processes[node_id].pid, signal.SIGCONT)
+
+    def heal(self) -> "KafkaCluster":
+        """Every node running (a paused one resumed, a stopped one started) and
+        serving metadata: what the next test sharing the cluster starts from."""
+        for node_id in range(1, self.nodes + 1):
+            process = self.processes.get(node_id)
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGCONT)
+            else:
+                self.start_node(node_id, wait=False)
+        self.wait_ready()
+        return self
 
     def close(self) -> None:
         for node_id in list(self.processes):
@@ -304,6 +327,8 @@ class SparkStandalone:
         self.environment = {
             **os.environ, "SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_DAEMON_MEMORY": daemon_heap, "SPARK_CONF_DIR": str(self.conf_dir),
+            # Short-lived JVMs: C1 only starts them in about half the time.
+            "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1",
             # A killed worker is dropped by the master at once (disconnect); this bounds the rest.
             "SPARK_MASTER_OPTS": "-Dspark.worker.timeout=15",
         }
@@ -325,6 +350,7 @@ class SparkStandalone:
             "spark.scheduler.maxRegisteredResourcesWaitingTime 60s",
             "spark.locality.wait 0",
             "spark.executor.memory 512m",
+            "spark.executor.extraJavaOptions -XX:TieredStopAtLevel=1",
             "",
         ]))
         self.master = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
