@@ -12,7 +12,8 @@ the listeners users run, on free loopback ports:
 - ``SASL_SSL``: SCRAM-SHA-512 over TLS; SCRAM users created with the admin API.
 
 ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=false``: a
-Gapwatch principal holds exactly ``GAPWATCH_ACLS`` (granted by ``grant``).
+Gapwatch principal holds exactly the ACLs of its capabilities (``WATCH_ACLS``,
+``RESET_ACLS``, ``BACKFILL_ACLS``; all: ``GAPWATCH_ACLS``), granted by ``grant``.
 One broker process for all of it (this machine has two cores).
 """
 
@@ -30,6 +31,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -47,23 +49,29 @@ ROOT = Path(__file__).resolve().parents[2]
 GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
 HEAP = "384m"
 
-# What a Gapwatch principal needs, as granted to each test principal (a first
-# list, measured here: polls, the watcher, resets and Parquet backfills worked
-# with exactly these; least privilege is documented and tested separately):
-#   cluster  kafka-cluster  DESCRIBE   list groups, describe the cluster
-#   topic    *  (literal)   DESCRIBE   metadata, topic ids, ListOffsets (watermarks, time index)
-#   topic    *  (literal)   DESCRIBE_CONFIGS  message.timestamp.type, for a finding's likely start
-#   topic    *  (literal)   READ       OffsetCommit of a reset; the backfill reader's Fetch
-#   group    *  (literal)   DESCRIBE   DescribeGroups, OffsetFetch (committed offsets)
-#   group    *  (literal)   READ       OffsetCommit of a reset (admin AlterConsumerGroupOffsets)
-GAPWATCH_ACLS = (
-    (ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE),
-    (ResourceType.TOPIC, "*", AclOperation.DESCRIBE),
-    (ResourceType.TOPIC, "*", AclOperation.DESCRIBE_CONFIGS),
-    (ResourceType.TOPIC, "*", AclOperation.READ),
-    (ResourceType.GROUP, "*", AclOperation.DESCRIBE),
-    (ResourceType.GROUP, "*", AclOperation.READ),
+# What a Gapwatch principal needs, by capability (README, "Connecting to a
+# secured cluster", has the same table; test_least_privilege checks each set
+# alone and each ACL of the watch set removed):
+WATCH_ACLS = (
+    (ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE),  # every group listed, not only the permitted
+    (ResourceType.TOPIC, "*", AclOperation.DESCRIBE),  # metadata, topic ids, ListOffsets (watermarks, time index)
+    (ResourceType.TOPIC, "*", AclOperation.DESCRIBE_CONFIGS),  # message.timestamp.type: a finding's likely start
+    (ResourceType.GROUP, "*", AclOperation.DESCRIBE),  # DescribeGroups, OffsetFetch (committed offsets)
 )
+RESET_ACLS = (
+    (ResourceType.GROUP, "*", AclOperation.READ),  # OffsetCommit (admin AlterConsumerGroupOffsets): the group
+    (ResourceType.TOPIC, "*", AclOperation.READ),  # ... and each topic committed on
+)
+BACKFILL_ACLS = (
+    (ResourceType.TOPIC, "*", AclOperation.READ),  # Spark's reader fetches (assign: it joins no group, commits nothing)
+)
+GAPWATCH_ACLS = tuple(dict.fromkeys(WATCH_ACLS + RESET_ACLS + BACKFILL_ACLS))
+
+
+def acl(principal: str, kind: ResourceType, name: str, operation: AclOperation,
+        permission: AclPermissionType = AclPermissionType.ALLOW) -> AclBinding:
+    """One literal ACL of ``principal`` (``User:...``), from any host."""
+    return AclBinding(kind, name, ResourcePatternType.LITERAL, principal, "*", operation, permission)
 
 
 @dataclass(frozen=True)
@@ -172,11 +180,19 @@ class SecureKafka:
         for future in self.admin.alter_user_scram_credentials([upsert]).values():
             future.result(timeout=30)
 
-    def grant(self, principal: str) -> None:
-        """``GAPWATCH_ACLS`` to ``principal`` (``User:...``), from any host."""
-        bindings = [AclBinding(kind, name, ResourcePatternType.LITERAL, principal, "*", operation,
-                               AclPermissionType.ALLOW) for kind, name, operation in GAPWATCH_ACLS]
+    def grant(self, principal: str, acls=GAPWATCH_ACLS) -> None:
+        """``acls`` (resource type, name, operation) to ``principal`` (``User:...``), from any host."""
+        self.add_acls([acl(principal, kind, name, operation) for kind, name, operation in acls])
+
+    def add_acls(self, bindings: list[AclBinding]) -> None:
         for future in self.admin.create_acls(bindings).values():
+            future.result(timeout=30)
+
+    def delete_acls(self, bindings: list[AclBinding]) -> None:
+        """Exactly these bindings (a binding is its own filter)."""
+        filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                                    b.permission_type) for b in bindings]
+        for future in self.admin.delete_acls(filters).values():
             future.result(timeout=30)
 
     def close(self) -> None:

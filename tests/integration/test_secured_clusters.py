@@ -6,6 +6,11 @@ consumer's loss on a new partition found, reset and backfilled by Spark
 (a process of its own, local mode). The test's own setup (topics, producers,
 consumers) uses the broker's PLAINTEXT listener; Gapwatch only the secured one.
 
+Least privilege (``test_least_privilege``): one principal per capability
+(watch, watch + reset, watch + backfill) holding exactly its documented ACLs,
+and each ACL of the watch set taken away in turn (a DENY, or the ACL deleted):
+the cluster page and the finding say which ACL is missing on which resource.
+
 Not here: OAUTHBEARER against a real identity provider (its settings and
 option mapping are unit-tested: tests/unit/test_cluster_config.py,
 test_spark_kafka_options.py).
@@ -15,11 +20,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import html
+import uuid
+
 import pyarrow.dataset
 import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AclOperation, AclPermissionType, ResourceType
 
 from groups.cluster_forms import ClusterForm
-from groups.models import AuditEvent, Cluster, RemediationJob
+from groups.models import AuditEvent, Cluster, Finding, RemediationJob
 from groups.services.clusters import cluster_create
 from groups.services.remediation import job_request
 from tasks import connection
@@ -28,7 +38,16 @@ from tasks.jobs import run_remediation_job
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
 from tests.integration.scenarios import committed, findings, poll, start_consuming_group
-from tests.integration.secure_kafka import CLIENT_NAME, SCRAM_USER, secure_kafka  # noqa: F401 - a fixture
+from tests.integration.pages_harness import client_for
+from tests.integration.secure_kafka import (  # noqa: F401 - secure_kafka is a fixture
+    BACKFILL_ACLS,
+    CLIENT_NAME,
+    RESET_ACLS,
+    SCRAM_USER,
+    WATCH_ACLS,
+    acl,
+    secure_kafka,
+)
 from tests.pki import CertificateAuthority
 
 K = 20  # messages written to the new partition before the groups pick it up
@@ -191,3 +210,130 @@ def test_a_wrong_ca_shows_as_a_certificate_error_in_words(secure_kafka, unique, 
 
     answer = connection.run_connection_test(cluster.id)
     assert not answer["ok"] and "certificate verify failed" in answer["message"], answer["message"]
+
+
+def scram_cluster(kafka, user, name: str, acls) -> Cluster:
+    """A cluster on the SCRAM listener as a new SCRAM user holding exactly ``acls``."""
+    password = f"pw-{uuid.uuid4().hex}"
+    principal = f"{name}-{uuid.uuid4().hex[:6]}"
+    kafka.add_scram_user(principal, password)
+    kafka.grant(f"User:{principal}", acls)
+    cluster = register(user, name, {"bootstrap_servers": kafka.listeners.sasl_ssl, "security_protocol": "SASL_SSL",
+                                    "ssl_ca_pem": kafka.ca.certificate_pem, "sasl_mechanism": "SCRAM-SHA-512",
+                                    "sasl_username": principal}, {"sasl_password": password})
+    cluster.principal = f"User:{principal}"
+    return cluster
+
+
+def commit(broker: Broker, group_id: str, topic: str, offsets: dict[int, int]) -> None:
+    """A commit of an Empty group, as its consumers' last commits would leave it."""
+    request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, p, o) for p, o in offsets.items()])
+    broker.admin.alter_consumer_group_offsets([request])[group_id].result(timeout=30)
+
+
+def refused_poll(cluster: Cluster) -> str:
+    """The cluster's error after a poll that the broker's ACLs made fail (waits
+    for the ACL change to reach the authorizer)."""
+    wait_until(lambda: not poll_cluster(cluster_id=cluster.id).ok, interval=0.5, what="the poll to be refused")
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.UNREACHABLE
+    return cluster.last_error
+
+
+def shown(text: str) -> str:
+    """``text`` as a page renders it (quotes escaped)."""
+    return html.escape(text)
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_least_privilege(secure_kafka, unique, approver, backfill_settings, enqueued, job_files):  # noqa: F811
+    """1. Three clusters on one SCRAM listener, one principal each: watch only;
+       watch + reset; watch + backfill. Each polls the same topic and group
+       and finds the same gap (an Empty group whose first commit on a new
+       partition is at its end).
+    2. The watch-only principal cannot reset or backfill: both jobs fail at
+       once, and the finding's page says "missing ACL: Read on group ..." and
+       "... Read on topic ...".
+    3. The reset principal resets, the backfill principal backfills exactly
+       (so Spark's reader needs no group ACL).
+    4. Each ACL of the watch set taken away from the watch principal makes
+       its poll fail in words on the clusters page, and nothing is read as
+       gone; given back, the poll works again."""
+    kafka, broker = secure_kafka, Broker(secure_kafka.listeners.plaintext)
+    topic, group_id = f"lp-{unique}", f"lp-{unique}-g"
+    watch = scram_cluster(kafka, approver, f"lp-watch-{unique}", WATCH_ACLS)
+    reset = scram_cluster(kafka, approver, f"lp-reset-{unique}", WATCH_ACLS + RESET_ACLS)
+    backfill = scram_cluster(kafka, approver, f"lp-backfill-{unique}", WATCH_ACLS + BACKFILL_ACLS)
+    clusters = (watch, reset, backfill)
+    page = client_for(approver)
+    try:
+        # 1. The same gap, seen by each principal.
+        broker.create_topic(topic, 2)
+        commit(broker, group_id, topic, {0: 0, 1: 0})
+        for cluster in clusters:
+            poll(cluster)
+        broker.raise_partitions(topic, 3)
+        broker.produce(topic, 2, K)
+        for cluster in clusters:
+            poll(cluster)
+        commit(broker, group_id, topic, {2: K})
+        found = {}
+        for cluster in clusters:
+            poll(cluster)
+            found[cluster.name] = Finding.objects.get(cluster=cluster, topic__name=topic, group__group_id=group_id,
+                                                      partition=2)
+            assert (found[cluster.name].state, found[cluster.name].missed_definite) == ("gap", K)
+
+        # 2. Watching does not allow repairing: refused at once, in words, on the finding's page.
+        watched = found[watch.name]
+        for kind, params, words in (
+            ("reset", {"target": "earliest"}, f"missing ACL: Read on group {group_id!r}"),
+            ("backfill", {"sink": "parquet"}, f"missing ACL: Read on topic {topic!r}"),
+        ):
+            job = job_request(user=approver, finding_ids=[watched.id], kind=kind, params=params)
+            run_remediation_job(job.id)
+            job.refresh_from_db()
+            assert job.status == RemediationJob.Status.FAILED and words in job.error, (job.status, job.error)
+            assert shown(words) in page.get(f"/findings/{watched.id}/").content.decode()
+        assert committed(broker, group_id, topic)[2] == K, "the refused reset committed nothing"
+        assert not job_files["specs"], "a backfill its principal may not read never starts Spark"
+
+        # 3. Each repair with exactly its capability's ACLs.
+        repairs = found[backfill.name]
+        job = job_request(user=approver, finding_ids=[repairs.id], kind="backfill", params={"sink": "parquet"})
+        run_remediation_job(job.id)
+        job.refresh_from_db()
+        assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+        assert [(p["partition"], p["delivered"], p["unexplained"]) for p in job.result["partitions"]] == [(2, K, 0)]
+        job = job_request(user=approver, finding_ids=[found[reset.name].id], kind="reset",
+                          params={"target": "earliest"})
+        run_remediation_job(job.id)
+        job.refresh_from_db()
+        assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+        assert committed(broker, group_id, topic)[2] == 0
+
+        # 4. Each ACL of the watch set taken away: the broker would mostly say nothing (a smaller cluster).
+        principal = watch.principal
+        deny_group = acl(principal, ResourceType.GROUP, group_id, AclOperation.DESCRIBE, AclPermissionType.DENY)
+        deny_topic = acl(principal, ResourceType.TOPIC, topic, AclOperation.DESCRIBE, AclPermissionType.DENY)
+        cluster_describe = acl(principal, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE)
+        for added, deleted, words in (
+            # The group is listed (Describe on the cluster); describing it is refused.
+            ([deny_group], [], f"missing ACL: Describe on group {group_id!r}"),
+            # The topic is left out of the listing; described by name, as earlier polls saw it, it is refused.
+            ([deny_topic], [], f"missing ACL: Describe on topic {topic!r}"),
+            # Without Describe on the cluster, groups without an ACL would be left out of the listing silently.
+            ([], [cluster_describe], "missing ACL: Describe on the cluster"),
+        ):
+            kafka.add_acls(added) if added else kafka.delete_acls(deleted)
+            try:
+                error = refused_poll(watch)
+                assert words in error, error
+                assert shown(words) in page.get("/clusters/").content.decode()
+                assert Finding.objects.filter(id=watched.id, closed_at__isnull=True).exists(), "read as gone"
+            finally:
+                kafka.delete_acls(added) if added else kafka.add_acls(deleted)
+            wait_until(lambda: poll_cluster(cluster_id=watch.id).ok, interval=0.5, what="the poll to work again")
+    finally:
+        broker.close()
