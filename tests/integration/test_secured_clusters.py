@@ -1,6 +1,7 @@
 """Gapwatch against a secured broker (tests/integration/secure_kafka.py): one
 scenario per listener — TLS with a private CA, mutual TLS with an encrypted
-client key, SCRAM-SHA-512 over TLS — each registered through the cluster
+client key, SCRAM-SHA-512 over TLS, OAUTHBEARER over TLS with tokens from a
+real OpenID provider (Keycloak, tests/integration/keycloak.py) — each registered through the cluster
 form and service with its PEM and secrets, polled, with a real `latest`
 consumer's loss on a new partition found, reset and backfilled by Spark
 (a process of its own, local mode). The test's own setup (topics, producers,
@@ -11,9 +12,7 @@ Least privilege (``test_least_privilege``): one principal per capability
 and each ACL of the watch set taken away in turn (a DENY, or the ACL deleted):
 the cluster page and the finding say which ACL is missing on which resource.
 
-Not here: OAUTHBEARER against a real identity provider (its settings and
-option mapping are unit-tested: tests/unit/test_cluster_config.py,
-test_spark_kafka_options.py).
+One broker and one Keycloak for the whole module (session fixtures).
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from tests.integration.pages_harness import client_for
 from tests.integration.secure_kafka import (  # noqa: F401 - secure_kafka is a fixture
     BACKFILL_ACLS,
     CLIENT_NAME,
+    OAUTH_CLIENT,
     RESET_ACLS,
     SCRAM_USER,
     WATCH_ACLS,
@@ -106,9 +106,19 @@ def listener_settings(kafka, listener: str) -> tuple[dict, dict]:
         return ({"bootstrap_servers": kafka.listeners.mtls, "security_protocol": "SSL", **tls,
                  "ssl_certificate_pem": client.certificate_pem},
                 {"ssl_key_pem": client.key_pem("key-pass-never-shown"), "ssl_key_password": "key-pass-never-shown"})
+    if listener == "oauth":
+        return oauth_settings(kafka, OAUTH_CLIENT, kafka.oauth_client_secret)
     return ({"bootstrap_servers": kafka.listeners.sasl_ssl, "security_protocol": "SASL_SSL", **tls,
              "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": SCRAM_USER},
             {"sasl_password": kafka.scram_password})
+
+
+def oauth_settings(kafka, client_id: str, client_secret: str) -> tuple[dict, dict]:
+    """OAUTHBEARER over TLS, a token from Keycloak's client-credentials flow."""
+    return ({"bootstrap_servers": kafka.listeners.oauth, "security_protocol": "SASL_SSL",
+             "ssl_ca_pem": kafka.ca.certificate_pem, "sasl_mechanism": "OAUTHBEARER",
+             "oauth_token_endpoint": kafka.keycloak.token_endpoint, "oauth_client_id": client_id},
+            {"oauth_client_secret": client_secret})
 
 
 def two_groups_missing_k(broker: Broker, cluster: Cluster, topic: str, group_ids: list[str]) -> None:
@@ -144,7 +154,7 @@ def two_groups_missing_k(broker: Broker, cluster: Cluster, topic: str, group_ids
 
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("listener", ["ssl", "mtls", "scram"])
+@pytest.mark.parametrize("listener", ["ssl", "mtls", "scram", "oauth"])
 def test_a_secured_cluster_is_polled_reset_and_backfilled(
     secure_kafka, listener, unique, approver, backfill_settings, enqueued, job_files  # noqa: F811
 ):
