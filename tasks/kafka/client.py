@@ -20,7 +20,7 @@ from confluent_kafka.admin import AclOperation, AdminClient
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.secrets import secret_redact
 from groups.domain.snapshot import MemberSnapshot
-from tasks.kafka.errors import REFUSALS, AccessRefused, KafkaUnavailable, describe_error, error_code
+from tasks.kafka.errors import LASTING_REFUSALS, REFUSALS, AccessRefused, KafkaUnavailable, describe_error, error_code
 
 # librdkafka enforces request_timeout itself; this only guards against a
 # future that is never completed, so no call can hang.
@@ -72,10 +72,14 @@ class _LastReported:
     ran then, which librdkafka aborts the process for if it is one of its own."""
 
     def __init__(self) -> None:
-        self.text, self.at = "", 0.0
+        self.text, self.at, self.code = "", 0.0, None
+        # A refused login is followed by "all brokers down": kept apart, so it is not hidden.
+        self.refusal_text, self.refusal_at, self.refusal_code = "", 0.0, None
 
     def __call__(self, error) -> None:
-        self.text, self.at = describe_error(error), time.monotonic()
+        self.text, self.at, self.code = describe_error(error), time.monotonic(), error_code(error)
+        if self.code in REFUSALS:
+            self.refusal_text, self.refusal_at, self.refusal_code = self.text, self.at, self.code
 
 
 class KafkaClient:
@@ -192,11 +196,18 @@ class KafkaClient:
         is a refusal by the broker's authorizer or of the login."""
         if self._admin is not None:
             self._admin.poll(0)  # serve the client's error callbacks
-        recent = time.monotonic() - self._reported.at < 2 * self._timeout + WAIT_GRACE_SECONDS
+        window = 2 * self._timeout + WAIT_GRACE_SECONDS
+        recent = time.monotonic() - self._reported.at < window
         reported = f" (the client reported {self._reported.text})" if self._reported.text and recent else ""
-        message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}{reported}",
+        # A refused login makes requests time out: say first that the login was refused, and how.
+        login_refused = time.monotonic() - self._reported.refusal_at < window
+        lead = "login refused: " if login_refused else ""
+        if login_refused and self._reported.refusal_text != self._reported.text:
+            reported = f" (the client reported {self._reported.refusal_text}, then {self._reported.text})"
+        message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {lead}{stage}: {detail}{reported}",
                                 *self._config.secrets)
-        refused = refused or (cause is not None and error_code(cause) in REFUSALS)
+        refused = (refused or (login_refused and self._reported.refusal_code in LASTING_REFUSALS)
+                   or (cause is not None and error_code(cause) in LASTING_REFUSALS))
         kind = AccessRefused if refused else KafkaUnavailable
         return kind(message, bootstrap_servers=self._config.bootstrap_servers, stage=stage)
 

@@ -90,8 +90,16 @@ REFUSAL_MEANING = {
         "the principal Gapwatch connects as lacks Describe on the cluster",
     KafkaError.SASL_AUTHENTICATION_FAILED:
         "the cluster refused Gapwatch's SASL login (user name, password, mechanism, or a disabled OAuth client)",
+    # librdkafka's own: a refused SASL login, or an OAuth token endpoint refusing the client.
+    KafkaError._AUTHENTICATION:
+        "authentication failed: the cluster or the OAuth token endpoint refused Gapwatch's credentials (a wrong "
+        "password or client secret, a disabled or revoked OAuth client, an expired token)",
 }
 REFUSALS = frozenset(REFUSAL_MEANING)
+# Refusals that asking again cannot change until an operator does (ACLs, a
+# refused SASL login); librdkafka's _AUTHENTICATION may be an OAuth token
+# endpoint that is down for a moment.
+LASTING_REFUSALS = frozenset({*REFUSED_RESOURCE, KafkaError.SASL_AUTHENTICATION_FAILED})
 
 
 class AccessRefused(KafkaUnavailable):

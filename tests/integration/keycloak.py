@@ -98,13 +98,20 @@ class Keycloak:
 
     def import_realm(self) -> None:
         """The realm the broker trusts; clients come with ``add_client``."""
-        self._admin("POST", "/admin/realms", {"realm": REALM, "enabled": True, "accessTokenLifespan": TOKEN_SECONDS})
+        self._admin("POST", "/admin/realms", {
+            "realm": REALM, "enabled": True, "accessTokenLifespan": TOKEN_SECONDS,
+            # Kept in memory: every token a client was issued (client_logins).
+            "eventsEnabled": True, "enabledEventTypes": ["CLIENT_LOGIN"],
+        })
 
-    def add_client(self, client_id: str) -> str:
+    def add_client(self, client_id: str, *, token_seconds: int | None = None) -> str:
         """A confidential client with the client-credentials flow only, whose
-        tokens carry the broker's audience; returns its secret."""
+        tokens carry the broker's audience (and live ``token_seconds``, if
+        given, instead of the realm's TOKEN_SECONDS); returns its secret."""
         secret = secrets.token_urlsafe(24)
+        lifespan = {"attributes": {"access.token.lifespan": str(token_seconds)}} if token_seconds else {}
         self._admin("POST", f"/admin/realms/{REALM}/clients", {
+            **lifespan,
             "clientId": client_id, "enabled": True, "publicClient": False, "secret": secret,
             "clientAuthenticatorType": "client-secret", "serviceAccountsEnabled": True,
             "standardFlowEnabled": False, "directAccessGrantsEnabled": False,
@@ -120,6 +127,12 @@ class Keycloak:
         """Disable (revoke) or enable a client: a disabled one gets no token."""
         found = self._admin("GET", f"/admin/realms/{REALM}/clients?clientId={urllib.parse.quote(client_id)}")
         self._admin("PUT", f"/admin/realms/{REALM}/clients/{found[0]['id']}", {**found[0], "enabled": enabled})
+
+    def client_logins(self, client_id: str) -> list[int]:
+        """When (Unix ms) each token of the client was issued, oldest first."""
+        events = self._admin("GET", f"/admin/realms/{REALM}/events?type=CLIENT_LOGIN&max=1000"
+                                    f"&client={urllib.parse.quote(client_id)}")
+        return sorted(event["time"] for event in events)
 
     def _admin(self, method: str, path: str, body: dict | None = None):
         token = self._post_form(f"{self.url}/realms/master/protocol/openid-connect/token", {

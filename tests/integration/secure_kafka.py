@@ -192,6 +192,11 @@ class SecureKafka:
             f"sasl.oauthbearer.expected.audience={self.oauth.audience}",
             f"sasl.oauthbearer.expected.issuer={self.oauth.issuer}",
             "sasl.oauthbearer.sub.claim.name=azp",
+            # A session ends when its token expires: the client must log in again with a fresh
+            # one (KIP-368), so a disabled client is refused at its token's expiry, not never.
+            f"{prefix}connections.max.reauth.ms=3600000",
+            # No grace after expiry (Kafka's default: 30 s), so that refusal comes at once.
+            "sasl.oauthbearer.clock.skew.seconds=0",
         ]
 
     def start(self) -> SecureKafka:

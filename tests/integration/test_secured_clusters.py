@@ -34,7 +34,7 @@ from groups.services.remediation import job_request
 from tasks import connection
 from tasks.backfill import runner
 from tasks.jobs import run_remediation_job
-from tasks.polling import poll_cluster
+from tasks.polling import cluster_adapter, poll_cluster
 from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
 from tests.integration.scenarios import committed, findings, poll, start_consuming_group
 from tests.integration.pages_harness import client_for
@@ -345,5 +345,51 @@ def test_least_privilege(secure_kafka, unique, approver, backfill_settings, enqu
             finally:
                 kafka.delete_acls(added) if added else kafka.add_acls(deleted)
             wait_until(lambda: poll_cluster(cluster_id=watch.id).ok, interval=0.5, what="the poll to work again")
+    finally:
+        broker.close()
+
+
+@pytest.mark.django_db
+def test_an_oauth_token_is_refreshed_before_it_expires_and_a_disabled_client_is_an_authentication_error(
+    secure_kafka, unique, approver  # noqa: F811
+):
+    """1. A client whose tokens live 10 s: the poller's one librdkafka client
+       (``sasl.oauthbearer.method=oidc``) fetches a new token before each
+       expires, and its polls keep working on the broker, which ends each
+       session when its token expires.
+    2. The client disabled in Keycloak (revoked): the next token is refused,
+       the poll fails with an authentication error in words, and nothing
+       stored is read as gone; the connection test says the same."""
+    kafka, broker = secure_kafka, Broker(secure_kafka.listeners.plaintext)
+    client_id, topic = f"refresh-{unique}", f"oauth-{unique}"
+    secret = kafka.keycloak.add_client(client_id, token_seconds=10)
+    kafka.grant(f"User:{client_id}", WATCH_ACLS)
+    fields, secrets = oauth_settings(kafka, client_id, secret)
+    cluster = register(approver, f"oauth-refresh-{unique}", fields, secrets)
+    try:
+        broker.create_topic(topic, 1)
+        poll(cluster)
+        adapter = cluster_adapter(cluster)
+
+        # 1. Three tokens, each fetched before the one before it expired, one client all along.
+        wait_until(lambda: poll(cluster) and len(kafka.keycloak.client_logins(client_id)) >= 3, timeout=60,
+                   interval=1, what="the client's token to be refreshed twice")
+        issued = kafka.keycloak.client_logins(client_id)
+        assert all(later - earlier < 10_000 for earlier, later in zip(issued, issued[1:])), issued
+        assert cluster_adapter(cluster) is adapter, "the same client refreshed its token"
+
+        # 2. Revoked: an authentication error, not an empty cluster.
+        kafka.keycloak.set_client_enabled(client_id, False)
+        wait_until(lambda: not poll_cluster(cluster_id=cluster.id).ok, timeout=60, interval=1,
+                   what="the disabled client's poll to fail")
+        cluster.refresh_from_db()
+        assert cluster.status == Cluster.Status.UNREACHABLE
+        assert "login refused" in cluster.last_error and "authentication failed" in cluster.last_error, (
+            cluster.last_error)
+        assert cluster.topics.filter(name=topic, deleted=False).exists(), "a refused login read as an empty cluster"
+        answer = connection.run_connection_test(cluster.id)
+        assert not answer["ok"] and "Failed to acquire SASL OAUTHBEARER token" in answer["message"], answer["message"]
+        assert "revoked OAuth client" in answer["message"], answer["message"]
+        assert secret not in cluster.last_error + answer["message"]
     finally:
         broker.close()

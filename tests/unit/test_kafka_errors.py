@@ -16,6 +16,7 @@ from tasks.kafka.errors import describe_error
                                             "group (Describe to watch it, Read to reset its offsets))"),
     (KafkaError.CLUSTER_AUTHORIZATION_FAILED, "(missing ACL: Describe on the cluster for the principal"),
     (KafkaError.SASL_AUTHENTICATION_FAILED, "(the cluster refused Gapwatch's SASL login"),
+    (KafkaError._AUTHENTICATION, "(authentication failed: the cluster or the OAuth token endpoint refused"),
 ])
 def test_a_refused_permission_or_login_is_said_in_words(code, words):
     error = KafkaError(code, "refused")
