@@ -14,13 +14,14 @@ from collections.abc import Iterator
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from controlplane.client_address import client_address
-from groups.selectors.lists import clusters_list
+from groups.selectors.lists import clusters_with_certificates_list
 from groups.selectors.metrics import (
     findings_open_lag_list,
     findings_summary_by_cluster,
@@ -33,8 +34,10 @@ class GapwatchCollector:
     """Evaluated per scrape; five queries whatever the number of clusters."""
 
     def collect(self) -> Iterator[Metric]:
-        clusters = list(clusters_list())
+        clusters = clusters_with_certificates_list(now=timezone.now(),
+                                                   within_days=settings.CERTIFICATE_EXPIRY_WARNING_DAYS)
         yield from self._cluster_metrics(clusters)
+        yield from self._certificate_metrics(clusters)
         names, summary = [cluster.name for cluster in clusters], findings_summary_by_cluster()
         yield from self._finding_metrics(names, summary)
         yield from self._outcome_metrics(names, summary)
@@ -60,6 +63,25 @@ class GapwatchCollector:
             polls.add_metric([cluster.name], cluster.polls_total)
             failures.add_metric([cluster.name], cluster.poll_failures_total)
         yield from (up, duration, last_poll, polls, failures)
+
+    def _certificate_metrics(self, clusters: list[Cluster]) -> Iterator[Metric]:
+        expiry = GaugeMetricFamily(
+            "gapwatch_cluster_certificate_expiry_timestamp_seconds",
+            "Unix time at which a certificate of the cluster's CA bundle (role ca) or client chain (role client) "
+            "stops being valid.", labels=["cluster", "role", "subject"],
+        )
+        expiring = GaugeMetricFamily(
+            "gapwatch_cluster_certificates_expiring",
+            "Certificates of the cluster that expire within CERTIFICATE_EXPIRY_WARNING_DAYS, or have expired.",
+            labels=["cluster"],
+        )
+        for cluster in clusters:
+            for certificate in cluster.certificates:
+                expiry.add_metric([cluster.name, certificate.role, certificate.subject],
+                                  certificate.not_after.timestamp())
+            expiring.add_metric([cluster.name], len(cluster.certificates_expiring))
+        yield expiry
+        yield expiring
 
     def _finding_metrics(self, cluster_names: list[str], summary: dict[str, dict]) -> Iterator[Metric]:
         open_findings = GaugeMetricFamily(

@@ -48,6 +48,9 @@ POLL_INTERVAL_SECONDS = env_int("POLL_INTERVAL_SECONDS", 10, minimum=1)
 KAFKA_TIMEOUT_SECONDS = env_int("KAFKA_TIMEOUT_SECONDS", 10, minimum=1)
 # Committed-offset fetches in flight at once (the client fetches one group per call).
 KAFKA_MAX_IN_FLIGHT = env_int("KAFKA_MAX_IN_FLIGHT", 32, minimum=1)
+# A cluster's CA or client certificate that expires within this many days is
+# shown on the clusters page (gapwatch_cluster_certificates_expiring in /metrics).
+CERTIFICATE_EXPIRY_WARNING_DAYS = env_int("CERTIFICATE_EXPIRY_WARNING_DAYS", 30, minimum=0)
 # A finding nobody picked up after this many polls while data arrives is "unowned".
 UNOWNED_AFTER_POLLS = env_int("UNOWNED_AFTER_POLLS", 30, minimum=1)
 # While a group owns a new partition without a first commit, poll again this soon.

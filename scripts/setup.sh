@@ -2,7 +2,9 @@
 # Installs everything the stack and the tests need, once; quick when done.
 #  1. Debian packages (PostgreSQL, Redis, Chromium for browser tests) when
 #     missing and running as root.
-#  2. Kafka broker/tools jars and the Spark Kafka connector jars, with Maven.
+#  2. Kafka broker/tools jars and the Spark Kafka connector jars, with Maven;
+#     Keycloak (the OpenID provider of the OAuth tests), with Maven too, and
+#     the Java 21+ it needs (SKIP_KEYCLOAK=1: neither).
 #  3. .venv with the project and its test dependencies (redone when
 #     pyproject.toml changes).
 set -euo pipefail
@@ -33,12 +35,44 @@ if [ ${#need_packages[@]} -gt 0 ]; then
 fi
 
 jars_stamp=$GAPWATCH_HOME/lib/.stamp
-jars_hash=$(cat services/maven/pom.xml services/maven/*/pom.xml | sha256sum | cut -c1-16)
+jars_hash=$(cat services/maven/pom.xml services/maven/kafka/pom.xml services/maven/spark/pom.xml | sha256sum | cut -c1-16)
 if [ "$(cat "$jars_stamp" 2>/dev/null)" != "$jars_hash" ]; then
   echo "setup: fetching Kafka and Spark connector jars with Maven"
   rm -rf "$GAPWATCH_HOME/lib"
   mvn -q -B -s services/maven/settings.xml -f services/maven/pom.xml dependency:copy-dependencies
   echo "$jars_hash" >"$jars_stamp"
+fi
+
+# Keycloak runs on Java 21 or newer; the broker and Spark stay on the default java.
+java_21_home() {
+  local home version
+  for home in "${KEYCLOAK_JAVA_HOME:-}" "${JAVA_HOME:-}" /usr/lib/jvm/*; do
+    [ -n "$home" ] && [ -x "$home/bin/java" ] || continue
+    version=$("$home/bin/java" -XshowSettings:properties -version 2>&1 |
+      awk -F'= ' '/java.specification.version/ {print $2}')
+    if [ "${version%%.*}" -ge 21 ] 2>/dev/null; then
+      echo "$home"
+      return
+    fi
+  done
+}
+if [ "${SKIP_KEYCLOAK:-0}" != 1 ]; then
+  keycloak_dir=$GAPWATCH_HOME/keycloak
+  keycloak_java=$(java_21_home)
+  if [ -z "$keycloak_java" ]; then
+    echo "setup: Keycloak (the OpenID provider of the OAuth tests) needs Java 21 or newer, and none was found" \
+      "in KEYCLOAK_JAVA_HOME, JAVA_HOME or /usr/lib/jvm/*: install one (e.g. openjdk-21-jre-headless)" \
+      "and set KEYCLOAK_JAVA_HOME, or run with SKIP_KEYCLOAK=1 (the OAuth tests will then fail)" >&2
+    exit 1
+  fi
+  keycloak_hash=$(sha256sum services/maven/keycloak/pom.xml | cut -c1-16)
+  if [ "$(cat "$keycloak_dir/.stamp" 2>/dev/null)" != "$keycloak_hash" ]; then
+    echo "setup: fetching Keycloak with Maven"
+    rm -rf "$keycloak_dir"
+    mvn -q -B -s services/maven/settings.xml -f services/maven/keycloak/pom.xml dependency:unpack
+    echo "$keycloak_hash" >"$keycloak_dir/.stamp"
+  fi
+  echo "$keycloak_java" >"$keycloak_dir/java-home"
 fi
 
 venv_stamp=$VENV/.gapwatch-stamp

@@ -36,7 +36,7 @@ from groups.domain.planning import (
 from groups.services.jobs import job_record_plan, job_record_result, reset_record_applied
 from groups.services.remediation import job_transition
 from tasks.job_lock import job_lock
-from tasks.kafka import GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
+from tasks.kafka import AccessRefused, GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
 
 log = logging.getLogger(__name__)
 Status = RemediationJob.Status
@@ -110,8 +110,10 @@ def execute_reset(*, job_id: int) -> str:
        from the live log start and high watermark (a timestamp is resolved
        now) and store that plan on the job before committing.
     6. Commit. UNKNOWN_MEMBER_ID (the group became active since step 3): back
-       to waiting. Any other Kafka error: waiting too, as the commit may or may
-       not have applied; the next attempt accepts offsets already at the plan.
+       to waiting. A refusal by the cluster's ACLs (in step 3 too): failed at
+       once, naming the missing ACL. Any other Kafka error: waiting too, as the
+       commit may or may not have applied; the next attempt accepts offsets
+       already at the plan.
     7. Read back; succeed only when equal to the plan. Audit ``offsets.reset``
        with before and after per partition.
     """
@@ -144,6 +146,8 @@ def _execute_locked(job: RemediationJob) -> str:
         # when the broker returns (tests/faults/test_kafka_faults.py).
         adapter.ping()
         group = adapter.describe_group(group_id=job.group.group_id)
+    except AccessRefused as error:
+        return _refused(job, from_status=job.status, error=error)
     except KafkaUnavailable as error:
         return _wait(job, from_status=job.status, reason=f"{error}; retried after the next successful poll")
     if not group.inactive:
@@ -157,6 +161,8 @@ def _execute_locked(job: RemediationJob) -> str:
     except GroupNotEmpty as error:
         reason = f"the broker refused the commit: the group became active ({error})"
         return _wait(job, from_status=Status.RUNNING, reason=reason)
+    except AccessRefused as error:
+        return _refused(job, from_status=Status.RUNNING, error=error)
     except KafkaUnavailable as error:
         return _wait(job, from_status=Status.RUNNING, reason=f"{error}; retried after the next successful poll")
     except PlanError as error:
@@ -254,6 +260,15 @@ def _wait(job: RemediationJob, *, from_status: str, reason: str) -> str:
 def _fail(job: RemediationJob, *, error: str) -> None:
     job_transition(job_id=job.id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
                    status_reason="offsets untouched", error=error)
+
+
+def _refused(job: RemediationJob, *, from_status: str, error: AccessRefused) -> str:
+    """A missing ACL or a refused login fails the job at once: waiting for the
+    next poll would not grant it. The broker commits no partition it refuses."""
+    job_transition(job_id=job.id, from_statuses=[from_status], to_status=Status.FAILED,
+                   status_reason="refused by the cluster: the principal Gapwatch connects as may not do this",
+                   error=str(error))
+    return _status_of(job.id)
 
 
 def _status_of(job_id: int) -> str:

@@ -11,7 +11,7 @@ takes any PEM key with its password.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlparse
 
 from cryptography import x509
@@ -118,6 +118,42 @@ def _tls_problems(s: ConnectionSettings, now: datetime) -> dict[str, str]:
     if _public_der(leaf.public_key()) != _public_der(key.public_key()):
         problems["ssl_key_pem"] = "The client key does not match the client certificate."
     return problems
+
+
+@dataclass(frozen=True)
+class CertificateExpiry:
+    """When one certificate of a cluster's settings stops being valid.
+    ``role``: ``ca`` (the CA bundle) or ``client`` (the client chain)."""
+
+    role: str
+    subject: str
+    not_after: datetime
+
+    def days_left(self, now: datetime) -> int:
+        """Whole days until expiry; negative once expired."""
+        return (self.not_after - now) // timedelta(days=1)
+
+
+def certificate_expiries(*, ssl_ca_pem: str, ssl_certificate_pem: str) -> tuple[CertificateExpiry, ...]:
+    """Every certificate of the CA bundle and of the client chain, soonest
+    expiry first. PEM that does not parse gives nothing here: saving it was
+    refused (``connection_problems``)."""
+    found = []
+    for role, pem in (("ca", ssl_ca_pem), ("client", ssl_certificate_pem)):
+        try:
+            certificates = x509.load_pem_x509_certificates(pem.encode()) if pem.strip() else []
+        except ValueError:
+            certificates = []
+        found += [CertificateExpiry(role=role, subject=c.subject.rfc4514_string() or "(no subject)",
+                                    not_after=c.not_valid_after_utc) for c in certificates]
+    return tuple(sorted(found, key=lambda expiry: (expiry.not_after, expiry.role, expiry.subject)))
+
+
+def certificates_expiring(
+    expiries: tuple[CertificateExpiry, ...], *, now: datetime, within_days: int,
+) -> tuple[CertificateExpiry, ...]:
+    """Those that expire within ``within_days`` of ``now``, or have expired."""
+    return tuple(expiry for expiry in expiries if expiry.not_after <= now + timedelta(days=within_days))
 
 
 def _certificates_problem(pem: str, what: str, now: datetime) -> str | None:

@@ -8,7 +8,7 @@ an API with a query string can share one selector.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
 from django.db.models import (
     BooleanField,
@@ -23,6 +23,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from groups.domain.tls import certificate_expiries, certificates_expiring
 from groups.domain.triage import ClusterTriage, GroupInfo, OpenFinding, triage
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, JobFinding, PartitionGeneration, Topic
 
@@ -139,6 +140,23 @@ def findings_count_by_state_and_resolution(queryset: QuerySet[Finding]) -> dict[
         key = (state, "open" if is_open else resolution or "closed")
         counts[key] = counts.get(key, 0) + count
     return counts
+
+
+def clusters_with_certificates_list(*, now: datetime, within_days: int) -> list[Cluster]:
+    """``clusters_list``, each cluster with ``certificates`` (every certificate
+    of its CA bundle and client chain, soonest expiry first) and
+    ``certificates_expiring`` (those expiring within ``within_days``, or
+    expired: role, subject, not_after, days_left)."""
+    clusters = list(clusters_list())
+    for cluster in clusters:
+        cluster.certificates = certificate_expiries(ssl_ca_pem=cluster.ssl_ca_pem,
+                                                    ssl_certificate_pem=cluster.ssl_certificate_pem)
+        cluster.certificates_expiring = [
+            {"role": expiry.role, "subject": expiry.subject, "not_after": expiry.not_after,
+             "days_left": expiry.days_left(now)}
+            for expiry in certificates_expiring(cluster.certificates, now=now, within_days=within_days)
+        ]
+    return clusters
 
 
 def clusters_list() -> QuerySet[Cluster]:

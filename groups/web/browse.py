@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -38,7 +39,7 @@ from groups.selectors.browse import (
     topic_generations_list,
     topic_readers_list,
 )
-from groups.selectors.lists import clusters_list, groups_list, topics_list
+from groups.selectors.lists import clusters_list, clusters_with_certificates_list, groups_list, topics_list
 from groups.models import AuditEvent, ConsumerGroup, PartitionGeneration
 from groups.services.clusters import (
     MANAGE_PERMISSION,
@@ -183,7 +184,10 @@ def group_settings(request: HttpRequest, group_pk: int) -> HttpResponse:
 @require_http_methods(["GET", "HEAD"])
 def cluster_list(request: HttpRequest) -> HttpResponse:
     return render(request, "browse/clusters.html", {
-        "clusters": clusters_list(), "can_manage": request.user.has_perm(MANAGE_PERMISSION),
+        "clusters": clusters_with_certificates_list(now=timezone.now(),
+                                                    within_days=settings.CERTIFICATE_EXPIRY_WARNING_DAYS),
+        "can_manage": request.user.has_perm(MANAGE_PERMISSION),
+        "expiry_warning_days": settings.CERTIFICATE_EXPIRY_WARNING_DAYS,
     })
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from groups.domain.backfill import PreparedRange, explain_missing, partition_report
 from groups.domain.planning import BackfillRange, PlanError
 from groups.domain.sinks import KAFKA
-from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable, TopicDetails
+from tasks.kafka.adapter import AccessRefused, KafkaAdapter, KafkaUnavailable, TopicDetails, missing_acl
 from tasks.spark.spec import SinkSpec
 
 # At most this long to read the holes back with both readers when explaining them.
@@ -57,6 +57,10 @@ class ClusterChecks:
             details = _patiently(lambda: self.adapter.describe_topic(topic))
             if details is None:
                 raise PlanError(f"topic {topic!r} does not exist on this cluster")
+            if details.may_read is False:
+                # Spark's reader would be refused by every fetch; say so before starting it.
+                raise AccessRefused(f"topic {topic!r}: {missing_acl('Read', 'topic', topic)} (the backfill's reader "
+                                    "fetches its records)", stage="backfill")
             planned_id = self.topic_ids.get(topic)
             if planned_id and details.topic_id and planned_id != details.topic_id:
                 raise PlanError(f"topic {topic!r} was deleted and recreated since the plan "
@@ -179,6 +183,8 @@ def _patiently(call: Callable, *, seconds: float = KAFKA_PATIENCE_SECONDS):
     while True:
         try:
             return call()
+        except AccessRefused:
+            raise  # an ACL or a login: asking again does not help
         except KafkaUnavailable:
             if time.monotonic() + wait > deadline:
                 raise

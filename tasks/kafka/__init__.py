@@ -2,6 +2,7 @@
 control-plane code that imports confluent-kafka. Callers import from here."""
 
 from tasks.kafka.adapter import (
+    AccessRefused,
     ClusterConfig,
     GroupNotEmpty,
     GroupStatus,
@@ -10,4 +11,4 @@ from tasks.kafka.adapter import (
     TopicDetails,
 )
 
-__all__ = ["ClusterConfig", "GroupNotEmpty", "GroupStatus", "KafkaAdapter", "KafkaUnavailable", "TopicDetails"]
+__all__ = ["AccessRefused", "ClusterConfig", "GroupNotEmpty", "GroupStatus", "KafkaAdapter", "KafkaUnavailable", "TopicDetails"]

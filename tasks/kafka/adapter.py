@@ -12,19 +12,23 @@ adapter, so callers keep one import and one constructor.
 
 These modules are the only control-plane code that imports confluent-kafka.
 They turn the client's answers into plain data and raise one error type,
-``KafkaUnavailable``. Creating an adapter opens no connection.
+``KafkaUnavailable`` (of kind ``GroupNotEmpty`` or ``AccessRefused`` where
+callers act differently). Creating an adapter opens no connection.
 """
 
 from __future__ import annotations
 
 from groups.domain.cluster_config import ClusterConfig
 from tasks.kafka.client import TopicDetails
-from tasks.kafka.errors import GroupNotEmpty, KafkaUnavailable
+from tasks.kafka.errors import AccessRefused, GroupNotEmpty, KafkaUnavailable, missing_acl
 from tasks.kafka.groups import GroupOperations, GroupStatus
 from tasks.kafka.snapshot import SnapshotReads
 from tasks.kafka.topics import TopicOperations
 
-__all__ = ["ClusterConfig", "GroupNotEmpty", "GroupStatus", "KafkaAdapter", "KafkaUnavailable", "TopicDetails"]
+__all__ = [
+    "AccessRefused", "ClusterConfig", "GroupNotEmpty", "GroupStatus", "KafkaAdapter", "KafkaUnavailable",
+    "TopicDetails", "missing_acl",
+]
 
 
 class KafkaAdapter(SnapshotReads, GroupOperations, TopicOperations):

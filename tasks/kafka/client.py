@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType, KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AclOperation, AdminClient
 
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.secrets import secret_redact
 from groups.domain.snapshot import MemberSnapshot
-from tasks.kafka.errors import KafkaUnavailable, describe_error
+from tasks.kafka.errors import LASTING_REFUSALS, REFUSALS, AccessRefused, KafkaUnavailable, describe_error, error_code
 
 # librdkafka enforces request_timeout itself; this only guards against a
 # future that is never completed, so no call can hang.
@@ -46,6 +46,9 @@ class TopicDetails:
     is_internal: bool
     partition_ids: tuple[int, ...]
     replication_factor: int
+    # Whether the principal may Read the topic (fetch its records, commit
+    # offsets on it), when the broker was asked for its authorized operations.
+    may_read: bool | None = None
 
     @property
     def partitions(self) -> int:
@@ -69,10 +72,14 @@ class _LastReported:
     ran then, which librdkafka aborts the process for if it is one of its own."""
 
     def __init__(self) -> None:
-        self.text, self.at = "", 0.0
+        self.text, self.at, self.code = "", 0.0, None
+        # A refused login is followed by "all brokers down": kept apart, so it is not hidden.
+        self.refusal_text, self.refusal_at, self.refusal_code = "", 0.0, None
 
     def __call__(self, error) -> None:
-        self.text, self.at = describe_error(error), time.monotonic()
+        self.text, self.at, self.code = describe_error(error), time.monotonic(), error_code(error)
+        if self.code in REFUSALS:
+            self.refusal_text, self.refusal_at, self.refusal_code = self.text, self.at, self.code
 
 
 class KafkaClient:
@@ -106,7 +113,7 @@ class KafkaClient:
         try:
             metadata = self.admin.list_topics(timeout=self._timeout)
         except KafkaException as error:
-            raise self._unavailable("ping", describe_error(error)) from None
+            raise self._unavailable("ping", describe_error(error), cause=error) from None
         if not metadata.brokers:
             raise self._unavailable("ping", "no brokers in metadata")
         return len(metadata.brokers)
@@ -124,7 +131,8 @@ class KafkaClient:
                 raise self._unavailable(
                     "offsets",
                     f"committed offset of group {group_id!r} on {partition.topic!r} [{partition.partition}]: "
-                    f"{describe_error(partition.error)}",
+                    f"{describe_error(partition.error, group=group_id, topic=partition.topic)}",
+                    cause=partition.error,
                 )
             found[(partition.topic, partition.partition)] = partition.offset if partition.offset >= 0 else None
         return found
@@ -160,7 +168,7 @@ class KafkaClient:
             try:
                 in_flight.append(call())
             except KafkaException as error:
-                raise self._unavailable(stage, describe_error(error)) from None
+                raise self._unavailable(stage, describe_error(error), cause=error) from None
             peak = max(peak, len(in_flight))
         settle(0)
         self.last_peak_in_flight[stage] = max(peak, self.last_peak_in_flight.get(stage, 0))
@@ -181,25 +189,40 @@ class KafkaClient:
         finally:
             self.last_timings[name] = time.monotonic() - started
 
-    def _unavailable(self, stage: str, detail: str) -> KafkaUnavailable:
+    def _unavailable(
+        self, stage: str, detail: str, *, cause: BaseException | None = None, refused: bool = False,
+    ) -> KafkaUnavailable:
+        """The error to raise; ``AccessRefused`` when ``refused`` or ``cause``
+        is a refusal by the broker's authorizer or of the login."""
         if self._admin is not None:
             self._admin.poll(0)  # serve the client's error callbacks
-        recent = time.monotonic() - self._reported.at < 2 * self._timeout + WAIT_GRACE_SECONDS
+        window = 2 * self._timeout + WAIT_GRACE_SECONDS
+        recent = time.monotonic() - self._reported.at < window
         reported = f" (the client reported {self._reported.text})" if self._reported.text and recent else ""
-        message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}{reported}",
+        # A refused login makes requests time out: say first that the login was refused, and how.
+        login_refused = time.monotonic() - self._reported.refusal_at < window
+        lead = "login refused: " if login_refused else ""
+        if login_refused and self._reported.refusal_text != self._reported.text:
+            reported = f" (the client reported {self._reported.refusal_text}, then {self._reported.text})"
+        message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {lead}{stage}: {detail}{reported}",
                                 *self._config.secrets)
-        return KafkaUnavailable(message, bootstrap_servers=self._config.bootstrap_servers, stage=stage)
+        refused = (refused or (login_refused and self._reported.refusal_code in LASTING_REFUSALS)
+                   or (cause is not None and error_code(cause) in LASTING_REFUSALS))
+        kind = AccessRefused if refused else KafkaUnavailable
+        return kind(message, bootstrap_servers=self._config.bootstrap_servers, stage=stage)
 
 
 def topic_details(name: str, description: Any) -> TopicDetails:
     """A TopicDescription as plain data, partition ids sorted."""
     partitions = description.partitions
+    operations = getattr(description, "authorized_operations", None)
     return TopicDetails(
         name=name,
         topic_id=str(description.topic_id) if description.topic_id is not None else "",
         is_internal=bool(description.is_internal),
         partition_ids=tuple(sorted(partition.id for partition in partitions)),
         replication_factor=max((len(partition.replicas) for partition in partitions), default=1),
+        may_read=None if operations is None else bool({AclOperation.READ, AclOperation.ALL} & set(operations)),
     )
 
 

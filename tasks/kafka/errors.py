@@ -71,28 +71,65 @@ def error_code(error: BaseException | KafkaError) -> int | None:
     return None
 
 
-# What a refusal by the broker's authorizer means, in words: the ACL that the
-# principal Gapwatch connects as is missing (README, "Connecting to a secured cluster").
+# The resource whose ACL each refusal by the broker's authorizer is about.
+REFUSED_RESOURCE = {
+    KafkaError.TOPIC_AUTHORIZATION_FAILED: "topic",
+    KafkaError.GROUP_AUTHORIZATION_FAILED: "group",
+    KafkaError.CLUSTER_AUTHORIZATION_FAILED: "cluster",
+}
+# What a refusal means when the request does not say which resource or
+# operation it needed (README, "Connecting to a secured cluster", has the ACLs).
 REFUSAL_MEANING = {
     KafkaError.TOPIC_AUTHORIZATION_FAILED:
-        "the principal Gapwatch connects as lacks an ACL on this topic (Describe to watch it, Read to read "
-        "its records or offsets)",
+        "the principal Gapwatch connects as lacks an ACL on a topic (Describe to watch it, Read to reset "
+        "offsets on it or read its records)",
     KafkaError.GROUP_AUTHORIZATION_FAILED:
         "the principal Gapwatch connects as lacks an ACL on this consumer group (Describe to watch it, Read "
-        "to fetch or reset its offsets)",
+        "to reset its offsets)",
     KafkaError.CLUSTER_AUTHORIZATION_FAILED:
         "the principal Gapwatch connects as lacks Describe on the cluster",
     KafkaError.SASL_AUTHENTICATION_FAILED:
-        "the cluster refused Gapwatch's SASL login (user name, password or mechanism)",
+        "the cluster refused Gapwatch's SASL login (user name, password, mechanism, or a disabled OAuth client)",
+    # librdkafka's own: a refused SASL login, or an OAuth token endpoint refusing the client.
+    KafkaError._AUTHENTICATION:
+        "authentication failed: the cluster or the OAuth token endpoint refused Gapwatch's credentials (a wrong "
+        "password or client secret, a disabled or revoked OAuth client, an expired token)",
 }
+REFUSALS = frozenset(REFUSAL_MEANING)
+# Refusals that asking again cannot change until an operator does (ACLs, a
+# refused SASL login); librdkafka's _AUTHENTICATION may be an OAuth token
+# endpoint that is down for a moment.
+LASTING_REFUSALS = frozenset({*REFUSED_RESOURCE, KafkaError.SASL_AUTHENTICATION_FAILED})
 
 
-def describe_error(error: BaseException | KafkaError) -> str:
+class AccessRefused(KafkaUnavailable):
+    """The broker refused Gapwatch's principal: an ACL it lacks (the message
+    names the operation and the resource) or its login. Asking again does not
+    help until an operator changes the ACLs or the credentials."""
+
+
+def missing_acl(operation: str, resource: str, name: str | None = None) -> str:
+    """``missing ACL: Read on group 'g'``, as the pages and job errors say it."""
+    where = "the cluster" if resource == "cluster" else f"{resource} {name!r}"
+    return f"missing ACL: {operation} on {where} for the principal Gapwatch connects as"
+
+
+def describe_error(error: BaseException | KafkaError, *, operation: str = "Describe", topic: str | None = None,
+                   group: str | None = None) -> str:
     """``NAME: text`` for a client error, with what a refused permission or
-    login means in words; the type and message otherwise."""
+    login means in words: when the caller names the topic or group of its
+    request, which ACL (``operation`` on that resource) is missing; the type
+    and message otherwise."""
     if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
         error = error.args[0]
     if isinstance(error, KafkaError):
-        meaning = REFUSAL_MEANING.get(error.code())
+        resource = REFUSED_RESOURCE.get(error.code())
+        name = {"topic": topic, "group": group}.get(resource or "")
+        if resource == "cluster":
+            meaning = missing_acl("Describe", "cluster")
+        elif resource and name is not None:
+            meaning = missing_acl(operation, resource, name)
+        else:
+            meaning = REFUSAL_MEANING.get(error.code())
         return f"{error.name()}: {error.str()}" + (f" ({meaning})" if meaning else "")
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -41,7 +41,8 @@ class GroupOperations(KafkaClient):
         except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
             if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
                 return GroupStatus(group_id=group_id, state="Dead", type="", member_count=0)
-            raise self._unavailable("group", f"describe group {group_id!r}: {describe_error(error)}") from None
+            raise self._unavailable("group", f"describe group {group_id!r}: {describe_error(error, group=group_id)}",
+                                    cause=error) from None
         state = getattr(description, "state", ConsumerGroupState.UNKNOWN)
         described = group_from(group_id, state, description)
         return GroupStatus(group_id=group_id, state=described.state, type=described.type,
@@ -64,7 +65,9 @@ class GroupOperations(KafkaClient):
         except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
             if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
                 return {key: None for key in partitions}
-            raise self._unavailable("offsets", f"committed offsets of group {group_id!r}: {describe_error(error)}") from None
+            raise self._unavailable(
+                "offsets", f"committed offsets of group {group_id!r}: {describe_error(error, group=group_id)}",
+                cause=error) from None
         found = self._committed_from(group_id, answer)
         missing = [key for key in partitions if key not in found]
         if missing:
@@ -75,9 +78,11 @@ class GroupOperations(KafkaClient):
         """Commit ``offsets`` (next message to read) for one group, as an
         administrator. The broker accepts this only while the group has no
         members; otherwise ``GroupNotEmpty`` is raised and nothing changed.
-        Any other group- or partition-level error raises ``KafkaUnavailable``:
-        then the commit may or may not have been applied, so callers read the
-        offsets back before trusting either outcome."""
+        A refusal by the authorizer raises ``AccessRefused`` naming the ACL
+        (Read on the group, then Read on each topic). Any other group- or
+        partition-level error raises ``KafkaUnavailable``: then the commit may
+        or may not have been applied, so callers read the offsets back before
+        trusting either outcome."""
         if not offsets:
             raise ValueError("no offsets to commit")
         negative = sorted(key for key, offset in offsets.items() if offset < 0)
@@ -91,19 +96,21 @@ class GroupOperations(KafkaClient):
             future = self.admin.alter_consumer_group_offsets([request], request_timeout=self._timeout)[group_id]
             answer = future.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
         except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
-            raise self._commit_error(group_id, describe_error(error), error_code(error)) from None
+            raise self._commit_error(group_id, describe_error(error, operation="Read", group=group_id),
+                                     error) from None
         refused = [partition for partition in answer.topic_partitions or [] if partition.error is not None]
         if refused:
             first = refused[0]
             raise self._commit_error(
                 group_id,
-                f"{first.topic!r} [{first.partition}]: {describe_error(first.error)}"
+                f"{first.topic!r} [{first.partition}]: "
+                f"{describe_error(first.error, operation='Read', group=group_id, topic=first.topic)}"
                 + (f" (and {len(refused) - 1} more partition(s))" if len(refused) > 1 else ""),
-                error_code(first.error),
+                first.error,
             )
 
-    def _commit_error(self, group_id: str, detail: str, code: int | None) -> KafkaUnavailable:
-        error = self._unavailable("commit", f"commit offsets of group {group_id!r}: {detail}")
-        if code in GROUP_ACTIVE:
+    def _commit_error(self, group_id: str, detail: str, cause: BaseException | KafkaError) -> KafkaUnavailable:
+        error = self._unavailable("commit", f"commit offsets of group {group_id!r}: {detail}", cause=cause)
+        if error_code(cause) in GROUP_ACTIVE:
             return GroupNotEmpty(str(error), bootstrap_servers=error.bootstrap_servers, stage="commit")
         return error

@@ -19,7 +19,7 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import OffsetSpec
+from confluent_kafka.admin import AclOperation, OffsetSpec
 
 from groups.domain.snapshot import GroupSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 from tasks.kafka.client import (
@@ -31,7 +31,14 @@ from tasks.kafka.client import (
     group_from,
     topic_details,
 )
-from tasks.kafka.errors import PARTITION_TROUBLE, TOPIC_GONE, describe_error, error_code
+from tasks.kafka.errors import (
+    PARTITION_TROUBLE,
+    REFUSALS,
+    TOPIC_GONE,
+    describe_error,
+    error_code,
+    missing_acl,
+)
 
 TOPICS_PER_DESCRIBE = 500
 GROUPS_PER_DESCRIBE = 100
@@ -49,7 +56,7 @@ class SnapshotReads(KafkaClient):
         try:
             metadata = self.admin.list_topics(timeout=self._timeout)
         except KafkaException as error:
-            raise self._unavailable("topics", f"metadata: {describe_error(error)}") from None
+            raise self._unavailable("topics", f"metadata: {describe_error(error)}", cause=error) from None
         return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
 
     def snapshot(
@@ -90,11 +97,21 @@ class SnapshotReads(KafkaClient):
         topic deleted during the poll (confirmed by describing it again), and
         a group that is Dead or not found when described or when its offsets
         are fetched.
+
+        The broker leaves what the principal may not Describe out of its
+        listings instead of refusing. So a full snapshot first checks Describe
+        on the cluster (without it, groups are listed only where the principal
+        may Describe them), describes by name the topics of ``known_counts``
+        that the listing leaves out and the topics group members are assigned
+        but the listing leaves out: a refusal there raises ``AccessRefused``
+        naming the missing ACL, and nothing is read as deleted.
         """
         self.last_timings = {}
         self.last_peak_in_flight = {}
         with self._stage("topics"):
-            described = self._read_topics(None if topics is None else sorted(topics))
+            if topics is None:
+                self._check_cluster_describe()
+            described = self._read_topics(None if topics is None else sorted(topics), known=known_counts or {})
         with self._stage("watermarks"):
             deadline = time.monotonic() + self._timeout
             gone: set[str] = set()
@@ -105,6 +122,8 @@ class SnapshotReads(KafkaClient):
                 known = set(new_groups_besides)
                 groups = set(groups) | {group_id for group_id in self._list_group_ids() if group_id not in known}
             found = self._read_groups(None if groups is None else sorted(groups))
+            if topics is None:
+                self._check_assigned_topics(described, found)
         with self._stage("offsets"):
             committed = self._read_committed([group.group_id for group in found])
         with self._stage("log_starts"):
@@ -141,12 +160,36 @@ class SnapshotReads(KafkaClient):
 
     # -- 1. topics ---------------------------------------------------------
 
-    def _read_topics(self, names: list[str] | None = None) -> dict[str, TopicDetails]:
+    def _check_cluster_describe(self) -> None:
+        """Without Describe on the cluster the broker lists only the groups the
+        principal may Describe: a group without that ACL would be left out,
+        silently. With it, every group is listed, and one the principal may not
+        Describe is refused in words when described."""
+        try:
+            answer = self.admin.describe_cluster(include_authorized_operations=True, request_timeout=self._timeout)
+            operations = answer.result(timeout=self._timeout + WAIT_GRACE_SECONDS).authorized_operations
+        except Exception as error:  # noqa: BLE001 - a failed or missing answer, whatever its type
+            raise self._unavailable("topics", f"describe cluster: {describe_error(error)}", cause=error) from None
+        if AclOperation.DESCRIBE not in (operations or ()) and AclOperation.ALL not in (operations or ()):
+            raise self._unavailable("topics", f"{missing_acl('Describe', 'cluster')}: without it the broker lists "
+                                              "only the consumer groups Gapwatch may Describe and leaves the others "
+                                              "out silently", refused=True)
+
+    def _read_topics(
+        self, names: list[str] | None = None, *, known: Collection[str] = (), why: Mapping[str, str] | None = None,
+    ) -> dict[str, TopicDetails]:
+        """Describe ``names`` (default: every listed topic, and every one of
+        ``known`` the listing leaves out). ``why`` says why a name is asked
+        for, for the error when describing it is refused."""
+        why = dict(why or {})
         if names is None:
             try:
                 names = sorted(self.admin.list_topics(timeout=self._timeout).topics)
             except KafkaException as error:
-                raise self._unavailable("topics", f"metadata: {describe_error(error)}") from None
+                raise self._unavailable("topics", f"metadata: {describe_error(error)}", cause=error) from None
+            unlisted = sorted(set(known) - set(names))
+            why.update({name: "seen by earlier polls, no longer listed (not read as deleted)" for name in unlisted})
+            names = sorted({*names, *unlisted})
         described: dict[str, TopicDetails] = {}
 
         def handle(name: str, future: Future) -> None:
@@ -154,7 +197,9 @@ class SnapshotReads(KafkaClient):
             if error is not None:
                 if error_code(error) in TOPIC_GONE:
                     return  # deleted since list_topics
-                raise self._unavailable("topics", f"describe topic {name!r}: {describe_error(error)}")
+                reason = f" ({why[name]})" if name in why and error_code(error) in REFUSALS else ""
+                raise self._unavailable("topics", f"describe topic {name!r}{reason}: {describe_error(error, topic=name)}",
+                                        cause=error)
             description = future.result()
             described[name] = topic_details(name, description)
 
@@ -200,7 +245,9 @@ class SnapshotReads(KafkaClient):
                     troubled[(key.topic, key.partition)] = error
                 else:
                     raise self._unavailable(
-                        "watermarks", f"list offsets of {key.topic!r} [{key.partition}]: {describe_error(error)}"
+                        "watermarks",
+                        f"list offsets of {key.topic!r} [{key.partition}]: {describe_error(error, topic=key.topic)}",
+                        cause=error,
                     )
 
             request = {TopicPartition(topic, partition): spec for topic, partition in partitions}
@@ -239,7 +286,8 @@ class SnapshotReads(KafkaClient):
                 if error_code(error) in TOPIC_GONE:
                     gone.add(name)
                     return
-                raise self._unavailable("watermarks", f"describe topic {name!r}: {describe_error(error)}")
+                raise self._unavailable("watermarks", f"describe topic {name!r}: {describe_error(error, topic=name)}",
+                                        cause=error)
             if topic_details(name, future.result()).topic_id != described[name].topic_id:
                 gone.add(name)
 
@@ -265,7 +313,7 @@ class SnapshotReads(KafkaClient):
             listing = self.admin.list_consumer_groups(request_timeout=self._timeout)
             result = listing.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
         except Exception as error:  # noqa: BLE001 - a failed or missing answer, whatever its type
-            raise self._unavailable("groups", f"list groups: {describe_error(error)}") from None
+            raise self._unavailable("groups", f"list groups: {describe_error(error)}", cause=error) from None
         if result.errors:
             raise self._unavailable(
                 "groups", f"list groups: {'; '.join(describe_error(error) for error in result.errors)}"
@@ -281,7 +329,8 @@ class SnapshotReads(KafkaClient):
             if error is not None:
                 if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
                     return  # deleted since it was listed
-                raise self._unavailable("groups", f"describe group {group_id!r}: {describe_error(error)}")
+                raise self._unavailable("groups", f"describe group {group_id!r}: {describe_error(error, group=group_id)}",
+                                        cause=error)
             description = future.result()
             state = getattr(description, "state", ConsumerGroupState.UNKNOWN)
             if state == ConsumerGroupState.DEAD:
@@ -298,6 +347,22 @@ class SnapshotReads(KafkaClient):
         )
         return sorted(groups, key=lambda group: group.group_id)
 
+    def _check_assigned_topics(self, described: dict[str, TopicDetails], groups: Sequence[DescribedGroup]) -> None:
+        """Topics that members of a group are assigned but the listing left
+        out: deleted meanwhile, or hidden because the principal may not
+        Describe them (then the group's committed offsets on them are left
+        out too). Described by name: a refusal raises, naming the ACL."""
+        hidden: dict[str, str] = {}
+        for group in groups:
+            for member in group.members:
+                for topic, _ in member.assignment:
+                    if topic not in described:
+                        hidden.setdefault(topic, group.group_id)
+        if hidden:
+            self._read_topics(sorted(hidden), why={
+                topic: f"consumer group {group_id!r} reads it, the topic listing leaves it out"
+                for topic, group_id in hidden.items()})
+
     # -- 4. committed offsets ---------------------------------------------
 
     def _read_committed(self, group_ids: Sequence[str]) -> dict[str, dict[tuple[str, int], int]]:
@@ -311,7 +376,9 @@ class SnapshotReads(KafkaClient):
             if error is not None:
                 if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
                     return  # deleted since it was described
-                raise self._unavailable("offsets", f"committed offsets of group {group_id!r}: {describe_error(error)}")
+                raise self._unavailable(
+                    "offsets", f"committed offsets of group {group_id!r}: {describe_error(error, group=group_id)}",
+                    cause=error)
             found = self._committed_from(group_id, future.result())
             committed[group_id] = {key: offset for key, offset in found.items() if offset is not None}
 

@@ -19,16 +19,18 @@ from tasks.kafka.errors import TOPIC_GONE, describe_error, error_code
 
 class TopicOperations(KafkaClient):
     def describe_topic(self, topic: str) -> TopicDetails | None:
-        """Id, partitions and replication factor of one topic; None when it
-        does not exist. Describes the topic: never creates it, even on a
-        broker with ``auto.create.topics.enable``."""
+        """Id, partitions, replication factor of one topic and whether the
+        principal may Read it; None when it does not exist. Describes the
+        topic: never creates it, even on a broker with ``auto.create.topics.enable``."""
         try:
-            future = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self._timeout)[topic]
+            future = self.admin.describe_topics(TopicCollection([topic]), request_timeout=self._timeout,
+                                                include_authorized_operations=True)[topic]
             description = future.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
         except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
             if error_code(error) in TOPIC_GONE:
                 return None
-            raise self._unavailable("topics", f"describe topic {topic!r}: {describe_error(error)}") from None
+            raise self._unavailable("topics", f"describe topic {topic!r}: {describe_error(error, topic=topic)}",
+                                    cause=error) from None
         return topic_details(topic, description)
 
     def create_topic(self, topic: str, *, partitions: int, replication_factor: int) -> None:
@@ -40,7 +42,9 @@ class TopicOperations(KafkaClient):
             future.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
         except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
             if error_code(error) != KafkaError.TOPIC_ALREADY_EXISTS:  # created by someone else meanwhile: fine
-                raise self._unavailable("backfill", f"create topic {topic!r}: {error}") from None
+                raise self._unavailable("backfill", f"create topic {topic!r}: "
+                                        f"{describe_error(error, operation='Create', topic=topic)}",
+                                        cause=error) from None
 
     def topic_compacted(self, topic: str) -> bool:
         resource = ConfigResource(ResourceType.TOPIC, topic)
@@ -48,7 +52,9 @@ class TopicOperations(KafkaClient):
             configs = self.admin.describe_configs([resource], request_timeout=self._timeout)[resource].result(
                 timeout=self._timeout + WAIT_GRACE_SECONDS)
         except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
-            raise self._unavailable("backfill", f"describe configs of {topic!r}: {error}") from None
+            raise self._unavailable("backfill", f"describe configs of {topic!r}: "
+                                    f"{describe_error(error, operation='DescribeConfigs', topic=topic)}",
+                                    cause=error) from None
         policy = configs.get("cleanup.policy")
         return "compact" in (policy.value or "") if policy is not None else False
 
@@ -59,7 +65,9 @@ class TopicOperations(KafkaClient):
             configs = self.admin.describe_configs([resource], request_timeout=self._timeout)[resource].result(
                 timeout=self._timeout + WAIT_GRACE_SECONDS)
         except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
-            raise self._unavailable("watermarks", f"describe configs of {topic!r}: {error}") from None
+            raise self._unavailable("watermarks", f"describe configs of {topic!r}: "
+                                    f"{describe_error(error, operation='DescribeConfigs', topic=topic)}",
+                                    cause=error) from None
         entry = configs.get("message.timestamp.type")
         return (entry.value if entry is not None else "") or "CreateTime"
 
@@ -99,7 +107,8 @@ class TopicOperations(KafkaClient):
                 if time.monotonic() > deadline:
                     raise self._unavailable("backfill", f"reading {topic!r} [{partition}] [{start}, {end}) took too long")
         except KafkaException as error:
-            raise self._unavailable("backfill", f"read {topic!r} [{partition}]: {error}") from None
+            raise self._unavailable("backfill", f"read {topic!r} [{partition}]: "
+                                    f"{describe_error(error, operation='Read', topic=topic)}", cause=error) from None
         finally:
             consumer.close()
 
@@ -116,13 +125,15 @@ class TopicOperations(KafkaClient):
                     isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout,
                 )
             except KafkaException as error:
-                raise self._unavailable("watermarks", f"list offsets of {topic!r}: {describe_error(error)}") from None
+                raise self._unavailable("watermarks", f"list offsets of {topic!r}: {describe_error(error, topic=topic)}",
+                                        cause=error) from None
             for key, future in futures.items():
                 try:
                     found[field_name][key.partition] = future.result(timeout=self._timeout + 5).offset
                 except Exception as error:  # noqa: BLE001 - KafkaException or a timeout: both mean no answer
                     raise self._unavailable(
-                        "watermarks", f"list offsets of {topic!r} [{key.partition}]: {describe_error(error)}"
+                        "watermarks", f"list offsets of {topic!r} [{key.partition}]: {describe_error(error, topic=topic)}",
+                        cause=error,
                     ) from None
         return {
             partition: PartitionOffsets(partition=partition, log_start=found["log_start"][partition],
@@ -144,14 +155,16 @@ class TopicOperations(KafkaClient):
                 isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout,
             )
         except KafkaException as error:
-            raise self._unavailable("watermarks", f"offsets for times of {topic!r}: {describe_error(error)}") from None
+            raise self._unavailable("watermarks", f"offsets for times of {topic!r}: {describe_error(error, topic=topic)}",
+                                    cause=error) from None
         found: dict[int, int | None] = {}
         for key, future in futures.items():
             try:
                 offset = future.result(timeout=self._timeout + WAIT_GRACE_SECONDS).offset
             except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
                 raise self._unavailable(
-                    "watermarks", f"offset for time of {topic!r} [{key.partition}]: {describe_error(error)}"
+                    "watermarks", f"offset for time of {topic!r} [{key.partition}]: {describe_error(error, topic=topic)}",
+                    cause=error,
                 ) from None
             found[key.partition] = offset if offset >= 0 else None
         return {partition: found[partition] for partition in partitions}

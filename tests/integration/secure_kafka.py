@@ -10,9 +10,14 @@ the listeners users run, on free loopback ports:
 - ``MTLS``: TLS with ``ssl.client.auth=required``; a client's principal is
   its certificate's subject, ``User:CN=<name>``.
 - ``SASL_SSL``: SCRAM-SHA-512 over TLS; SCRAM users created with the admin API.
+- ``OAUTH`` (with an ``OAuthIssuer``): ``SASL_SSL`` with OAUTHBEARER, tokens
+  validated against the issuer's JWKS (a real OpenID provider:
+  tests/integration/keycloak.py), its audience and issuer; a client's
+  principal is the token's ``azp`` claim, ``User:<OAuth client id>``.
 
 ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=false``: a
-Gapwatch principal holds exactly ``GAPWATCH_ACLS`` (granted by ``grant``).
+Gapwatch principal holds exactly the ACLs of its capabilities (``WATCH_ACLS``,
+``RESET_ACLS``, ``BACKFILL_ACLS``; all: ``GAPWATCH_ACLS``), granted by ``grant``.
 One broker process for all of it (this machine has two cores).
 """
 
@@ -30,6 +35,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -41,29 +47,36 @@ from confluent_kafka.admin import (
 )
 
 from tests.faults.procs import _die_with_parent, free_ports, wait_for
+from tests.integration.keycloak import AUDIENCE, Keycloak
 from tests.pki import CertificateAuthority, Issued
 
 ROOT = Path(__file__).resolve().parents[2]
 GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
 HEAP = "384m"
 
-# What a Gapwatch principal needs, as granted to each test principal (a first
-# list, measured here: polls, the watcher, resets and Parquet backfills worked
-# with exactly these; least privilege is documented and tested separately):
-#   cluster  kafka-cluster  DESCRIBE   list groups, describe the cluster
-#   topic    *  (literal)   DESCRIBE   metadata, topic ids, ListOffsets (watermarks, time index)
-#   topic    *  (literal)   DESCRIBE_CONFIGS  message.timestamp.type, for a finding's likely start
-#   topic    *  (literal)   READ       OffsetCommit of a reset; the backfill reader's Fetch
-#   group    *  (literal)   DESCRIBE   DescribeGroups, OffsetFetch (committed offsets)
-#   group    *  (literal)   READ       OffsetCommit of a reset (admin AlterConsumerGroupOffsets)
-GAPWATCH_ACLS = (
-    (ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE),
-    (ResourceType.TOPIC, "*", AclOperation.DESCRIBE),
-    (ResourceType.TOPIC, "*", AclOperation.DESCRIBE_CONFIGS),
-    (ResourceType.TOPIC, "*", AclOperation.READ),
-    (ResourceType.GROUP, "*", AclOperation.DESCRIBE),
-    (ResourceType.GROUP, "*", AclOperation.READ),
+# What a Gapwatch principal needs, by capability (README, "Connecting to a
+# secured cluster", has the same table; test_least_privilege checks each set
+# alone and each ACL of the watch set removed):
+WATCH_ACLS = (
+    (ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE),  # every group listed, not only the permitted
+    (ResourceType.TOPIC, "*", AclOperation.DESCRIBE),  # metadata, topic ids, ListOffsets (watermarks, time index)
+    (ResourceType.TOPIC, "*", AclOperation.DESCRIBE_CONFIGS),  # message.timestamp.type: a finding's likely start
+    (ResourceType.GROUP, "*", AclOperation.DESCRIBE),  # DescribeGroups, OffsetFetch (committed offsets)
 )
+RESET_ACLS = (
+    (ResourceType.GROUP, "*", AclOperation.READ),  # OffsetCommit (admin AlterConsumerGroupOffsets): the group
+    (ResourceType.TOPIC, "*", AclOperation.READ),  # ... and each topic committed on
+)
+BACKFILL_ACLS = (
+    (ResourceType.TOPIC, "*", AclOperation.READ),  # Spark's reader fetches (assign: it joins no group, commits nothing)
+)
+GAPWATCH_ACLS = tuple(dict.fromkeys(WATCH_ACLS + RESET_ACLS + BACKFILL_ACLS))
+
+
+def acl(principal: str, kind: ResourceType, name: str, operation: AclOperation,
+        permission: AclPermissionType = AclPermissionType.ALLOW) -> AclBinding:
+    """One literal ACL of ``principal`` (``User:...``), from any host."""
+    return AclBinding(kind, name, ResourcePatternType.LITERAL, principal, "*", operation, permission)
 
 
 @dataclass(frozen=True)
@@ -72,29 +85,44 @@ class Listeners:
     ssl: str
     mtls: str
     sasl_ssl: str
+    oauth: str
+
+
+@dataclass(frozen=True)
+class OAuthIssuer:
+    """What the broker checks a token against."""
+
+    issuer: str
+    jwks_url: str
+    audience: str
 
 
 class SecureKafka:
     """Start with ``start()``, stop with ``close()`` (kills the broker, removes its files)."""
 
-    def __init__(self, workdir: Path | None = None) -> None:
+    def __init__(self, workdir: Path | None = None, *, oauth: OAuthIssuer | None = None) -> None:
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="gapwatch-secure-kafka-"))
         self.libs = GAPWATCH_HOME / "lib" / "kafka"
         assert self.libs.is_dir(), f"Kafka jars missing in {self.libs} (run scripts/setup.sh)"
-        plaintext, ssl, mtls, sasl_ssl, self.controller_port = free_ports(5)
-        self.listeners = Listeners(*(f"127.0.0.1:{port}" for port in (plaintext, ssl, mtls, sasl_ssl)))
+        plaintext, ssl, mtls, sasl_ssl, oauth_port, self.controller_port = free_ports(6)
+        self.oauth = oauth
+        self.listeners = Listeners(*(f"127.0.0.1:{port}" for port in (plaintext, ssl, mtls, sasl_ssl, oauth_port)))
         self.ca = CertificateAuthority("Gapwatch secure-kafka test CA")
         self.broker_certificate = self.ca.issue("broker", hosts=("127.0.0.1", "localhost"))
         self.process: subprocess.Popen | None = None
         self.admin: AdminClient | None = None
         self.scram_password = ""
+        self.oauth_client_secret = ""
+        self.keycloak: Keycloak | None = None
 
     def client(self, name: str) -> Issued:
         """A client certificate this broker trusts; its principal is ``User:CN=<name>``."""
         return self.ca.issue(name, client=True)
 
     def _java(self, *args: str) -> list[str]:
-        return ["java", "-Xms64m", f"-Xmx{HEAP}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+        # Kafka 4 fetches no OAuth URL that this system property does not list.
+        allowed = [f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={self.oauth.jwks_url}"] if self.oauth else []
+        return ["java", "-Xms64m", f"-Xmx{HEAP}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *allowed,
                 f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}", "-cp", f"{self.libs}/*", *args]
 
     def _write_files(self) -> Path:
@@ -110,16 +138,15 @@ class SecureKafka:
             "rootLogger.level = WARN\nrootLogger.appenderRef.file.ref = file\n"
         )
         port = {name: address.rsplit(":", 1)[1] for name, address in vars(self.listeners).items()}
+        names = ["PLAINTEXT", "SSL", "MTLS", "SASL_SSL", *(["OAUTH"] if self.oauth else [])]
+        served = ",".join(f"{name}://127.0.0.1:{port[name.lower()]}" for name in names)
         config = self.workdir / "server.properties"
         config.write_text("\n".join([
             "process.roles=broker,controller",
             "node.id=1",
-            f"listeners=PLAINTEXT://127.0.0.1:{port['plaintext']},SSL://127.0.0.1:{port['ssl']},"
-            f"MTLS://127.0.0.1:{port['mtls']},SASL_SSL://127.0.0.1:{port['sasl_ssl']},"
-            f"CONTROLLER://127.0.0.1:{self.controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{port['plaintext']},SSL://127.0.0.1:{port['ssl']},"
-            f"MTLS://127.0.0.1:{port['mtls']},SASL_SSL://127.0.0.1:{port['sasl_ssl']}",
-            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL,"
+            f"listeners={served},CONTROLLER://127.0.0.1:{self.controller_port}",
+            f"advertised.listeners={served}",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL,OAUTH:SASL_SSL,"
             "CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name=PLAINTEXT",
             "controller.listener.names=CONTROLLER",
@@ -130,9 +157,10 @@ class SecureKafka:
             "ssl.truststore.type=PEM",
             f"ssl.truststore.location={self.workdir / 'ca.pem'}",
             "listener.name.mtls.ssl.client.auth=required",
-            "sasl.enabled.mechanisms=SCRAM-SHA-512",
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512",
             "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
             "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+            *self._oauth_config(),
             "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "allow.everyone.if.no.acl.found=false",
             "super.users=User:ANONYMOUS",
@@ -149,13 +177,44 @@ class SecureKafka:
         ]))
         return config
 
+    def _oauth_config(self) -> list[str]:
+        """The OAUTH listener: tokens checked against the issuer's keys (fetched
+        from its JWKS), audience and issuer; the principal is the client id (``azp``)."""
+        if self.oauth is None:
+            return []
+        prefix = "listener.name.oauth.oauthbearer."
+        return [
+            "listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER",
+            f"{prefix}sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+            f"{prefix}sasl.server.callback.handler.class="
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+            f"sasl.oauthbearer.jwks.endpoint.url={self.oauth.jwks_url}",
+            f"sasl.oauthbearer.expected.audience={self.oauth.audience}",
+            f"sasl.oauthbearer.expected.issuer={self.oauth.issuer}",
+            "sasl.oauthbearer.sub.claim.name=azp",
+            # A session ends when its token expires: the client must log in again with a fresh
+            # one (KIP-368), so a disabled client is refused at its token's expiry, not never.
+            f"{prefix}connections.max.reauth.ms=3600000",
+            # No grace after expiry (Kafka's default: 30 s), so that refusal comes at once.
+            "sasl.oauthbearer.clock.skew.seconds=0",
+        ]
+
     def start(self) -> SecureKafka:
+        return self.format().launch()
+
+    def format(self) -> SecureKafka:
+        """Write the configuration and format the log directory (no OAuth issuer needed yet)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        config = self._write_files()
+        self._config = self._write_files()
         cluster_id = subprocess.run(self._java("kafka.tools.StorageTool", "random-uuid"), check=True,
                                     capture_output=True, text=True, timeout=120).stdout.strip().splitlines()[-1]
-        subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
+        subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._config)),
                        check=True, capture_output=True, timeout=120)
+        return self
+
+    def launch(self) -> SecureKafka:
+        """Start the formatted broker; with an OAuth issuer, it must serve its keys by now."""
+        config = self._config
         log = open(self.workdir / "broker.out", "ab")  # noqa: SIM115 - owned by the process
         # SIGKILLed when the test process dies, even by an abort (see procs._die_with_parent).
         self.process = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=log,
@@ -172,11 +231,19 @@ class SecureKafka:
         for future in self.admin.alter_user_scram_credentials([upsert]).values():
             future.result(timeout=30)
 
-    def grant(self, principal: str) -> None:
-        """``GAPWATCH_ACLS`` to ``principal`` (``User:...``), from any host."""
-        bindings = [AclBinding(kind, name, ResourcePatternType.LITERAL, principal, "*", operation,
-                               AclPermissionType.ALLOW) for kind, name, operation in GAPWATCH_ACLS]
+    def grant(self, principal: str, acls=GAPWATCH_ACLS) -> None:
+        """``acls`` (resource type, name, operation) to ``principal`` (``User:...``), from any host."""
+        self.add_acls([acl(principal, kind, name, operation) for kind, name, operation in acls])
+
+    def add_acls(self, bindings: list[AclBinding]) -> None:
         for future in self.admin.create_acls(bindings).values():
+            future.result(timeout=30)
+
+    def delete_acls(self, bindings: list[AclBinding]) -> None:
+        """Exactly these bindings (a binding is its own filter)."""
+        filters = [AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation,
+                                    b.permission_type) for b in bindings]
+        for future in self.admin.delete_acls(filters).values():
             future.result(timeout=30)
 
     def close(self) -> None:
@@ -189,18 +256,32 @@ class SecureKafka:
 # The principals Gapwatch uses in the tests, with GAPWATCH_ACLS each.
 SCRAM_USER = "gapwatch"
 CLIENT_NAME = "gapwatch"
+OAUTH_CLIENT = "gapwatch"
 
 
 @pytest.fixture(scope="session")
 def secure_kafka():
-    """One secured broker for the session, with a SCRAM user and a client
-    certificate name granted ``GAPWATCH_ACLS``; stopped at the end."""
-    broker = SecureKafka().start()
+    """One secured broker for the session, its OAuth issuer (``.keycloak``:
+    one Keycloak, tests/integration/keycloak.py), a SCRAM user, a client
+    certificate name and an OAuth client (``.oauth_client_secret``) granted
+    ``GAPWATCH_ACLS``; both stopped at the end."""
+    keycloak = Keycloak().start()
+    broker = None
     try:
+        broker = SecureKafka(oauth=OAuthIssuer(issuer=keycloak.issuer, jwks_url=keycloak.jwks_url,
+                                               audience=AUDIENCE))
+        broker.format()  # while Keycloak starts
+        keycloak.wait()
+        keycloak.import_realm()
+        broker.launch()
+        broker.keycloak = keycloak
+        broker.oauth_client_secret = keycloak.add_client(OAUTH_CLIENT)
         broker.scram_password = f"scram-{uuid.uuid4().hex}"
         broker.add_scram_user(SCRAM_USER, broker.scram_password)
-        broker.grant(f"User:{SCRAM_USER}")
-        broker.grant(f"User:CN={CLIENT_NAME}")
+        for principal in (f"User:{SCRAM_USER}", f"User:CN={CLIENT_NAME}", f"User:{OAUTH_CLIENT}"):
+            broker.grant(principal)
         yield broker
     finally:
-        broker.close()
+        if broker is not None:
+            broker.close()
+        keycloak.close()

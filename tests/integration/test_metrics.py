@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
@@ -14,6 +16,7 @@ from tests.factories import (
     make_generation,
     user_with_role,
 )
+from tests.pki import CertificateAuthority
 
 HOSTILE_GROUP_ID = HOSTILE_METRICS_GROUP_ID
 REMOTE = "203.0.113.7"
@@ -49,6 +52,9 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
     put("gapwatch_polls_total", 5, cluster="stage")
     put("gapwatch_poll_failures_total", 3, cluster="prod")
     put("gapwatch_poll_failures_total", 5, cluster="stage")
+    # PLAINTEXT clusters: no certificate, so no expiry series and nothing expiring.
+    put("gapwatch_cluster_certificates_expiring", 0, cluster="prod")
+    put("gapwatch_cluster_certificates_expiring", 0, cluster="stage")
     prod_open = {"pending": 1, "undecided": 0, "unowned": 0, "gap": 1, "covered": 1, "expired": 1}
     for state, count in prod_open.items():
         put("gapwatch_open_findings", count, cluster="prod", state=state)
@@ -118,6 +124,33 @@ def test_it_reads_the_database_at_every_scrape_in_a_bounded_number_of_queries(
         after = samples(scrape(client))
     assert after[("gapwatch_cluster_up", (("cluster", "stage"),))] == 1
     assert after[("gapwatch_polls_total", (("cluster", "stage"),))] == 6
+
+
+def test_it_shows_a_certificate_expiring_within_the_warning_days_on_the_clusters_page_and_in_metrics(
+    client, db, settings
+):
+    settings.CERTIFICATE_EXPIRY_WARNING_DAYS = 10
+    now = datetime.now(UTC)
+    # A CA made 25 days ago (valid 30 days: expires in 5) and a client certificate valid 60 days more.
+    ca = CertificateAuthority("Expiring CA", now=now - timedelta(days=25))
+    client_certificate = ca.issue("gapwatch", client=True, not_after=now + timedelta(days=60))
+    Cluster.objects.create(name="tls", bootstrap_servers="broker:9093", security_protocol="SSL",
+                           ssl_ca_pem=ca.certificate_pem, ssl_certificate_pem=client_certificate.certificate_pem)
+    ca_expiry = ca.issued.certificate.not_valid_after_utc
+
+    found = samples(scrape(client))
+    assert found[("gapwatch_cluster_certificates_expiring", (("cluster", "tls"),))] == 1
+    expiry = "gapwatch_cluster_certificate_expiry_timestamp_seconds"
+    assert found[(expiry, (("cluster", "tls"), ("role", "ca"), ("subject", "CN=Expiring CA,O=Gapwatch tests")))] == (
+        ca_expiry.timestamp())
+    assert found[(expiry, (("cluster", "tls"), ("role", "client"), ("subject", "CN=gapwatch")))] == (
+        client_certificate.certificate.not_valid_after_utc.timestamp())
+
+    client.force_login(user_with_role("viewer-certs", "viewer"))
+    page = client.get("/clusters/").content.decode()
+    # Whole days left: a little under 5 (the CA's validity is counted from a moment before the page's).
+    assert f"CA certificate “CN=Expiring CA,O=Gapwatch tests” expires on {ca_expiry:%Y-%m-%d} (in 4 days)" in page
+    assert "client certificate “CN=gapwatch”" not in page, "60 days away: not within the 10 warning days"
 
 
 def test_it_exports_only_gapwatch_metrics(client, stored_state):

@@ -1,34 +1,53 @@
 """Gapwatch against a secured broker (tests/integration/secure_kafka.py): one
 scenario per listener — TLS with a private CA, mutual TLS with an encrypted
-client key, SCRAM-SHA-512 over TLS — each registered through the cluster
+client key, SCRAM-SHA-512 over TLS, OAUTHBEARER over TLS with tokens from a
+real OpenID provider (Keycloak, tests/integration/keycloak.py) — each registered through the cluster
 form and service with its PEM and secrets, polled, with a real `latest`
 consumer's loss on a new partition found, reset and backfilled by Spark
 (a process of its own, local mode). The test's own setup (topics, producers,
 consumers) uses the broker's PLAINTEXT listener; Gapwatch only the secured one.
 
-Not here: OAUTHBEARER against a real identity provider (its settings and
-option mapping are unit-tested: tests/unit/test_cluster_config.py,
-test_spark_kafka_options.py).
+Least privilege (``test_least_privilege``): one principal per capability
+(watch, watch + reset, watch + backfill) holding exactly its documented ACLs,
+and each ACL of the watch set taken away in turn (a DENY, or the ACL deleted):
+the cluster page and the finding say which ACL is missing on which resource.
+
+One broker and one Keycloak for the whole module (session fixtures).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import html
+import uuid
+
 import pyarrow.dataset
 import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AclOperation, AclPermissionType, ResourceType
 
 from groups.cluster_forms import ClusterForm
-from groups.models import AuditEvent, Cluster, RemediationJob
+from groups.models import AuditEvent, Cluster, Finding, RemediationJob
 from groups.services.clusters import cluster_create
 from groups.services.remediation import job_request
 from tasks import connection
 from tasks.backfill import runner
 from tasks.jobs import run_remediation_job
-from tasks.polling import poll_cluster
+from tasks.polling import cluster_adapter, poll_cluster
 from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
 from tests.integration.scenarios import committed, findings, poll, start_consuming_group
-from tests.integration.secure_kafka import CLIENT_NAME, SCRAM_USER, secure_kafka  # noqa: F401 - a fixture
+from tests.integration.pages_harness import client_for
+from tests.integration.secure_kafka import (  # noqa: F401 - secure_kafka is a fixture
+    BACKFILL_ACLS,
+    CLIENT_NAME,
+    OAUTH_CLIENT,
+    RESET_ACLS,
+    SCRAM_USER,
+    WATCH_ACLS,
+    acl,
+    secure_kafka,
+)
 from tests.pki import CertificateAuthority
 
 K = 20  # messages written to the new partition before the groups pick it up
@@ -87,9 +106,19 @@ def listener_settings(kafka, listener: str) -> tuple[dict, dict]:
         return ({"bootstrap_servers": kafka.listeners.mtls, "security_protocol": "SSL", **tls,
                  "ssl_certificate_pem": client.certificate_pem},
                 {"ssl_key_pem": client.key_pem("key-pass-never-shown"), "ssl_key_password": "key-pass-never-shown"})
+    if listener == "oauth":
+        return oauth_settings(kafka, OAUTH_CLIENT, kafka.oauth_client_secret)
     return ({"bootstrap_servers": kafka.listeners.sasl_ssl, "security_protocol": "SASL_SSL", **tls,
              "sasl_mechanism": "SCRAM-SHA-512", "sasl_username": SCRAM_USER},
             {"sasl_password": kafka.scram_password})
+
+
+def oauth_settings(kafka, client_id: str, client_secret: str) -> tuple[dict, dict]:
+    """OAUTHBEARER over TLS, a token from Keycloak's client-credentials flow."""
+    return ({"bootstrap_servers": kafka.listeners.oauth, "security_protocol": "SASL_SSL",
+             "ssl_ca_pem": kafka.ca.certificate_pem, "sasl_mechanism": "OAUTHBEARER",
+             "oauth_token_endpoint": kafka.keycloak.token_endpoint, "oauth_client_id": client_id},
+            {"oauth_client_secret": client_secret})
 
 
 def two_groups_missing_k(broker: Broker, cluster: Cluster, topic: str, group_ids: list[str]) -> None:
@@ -125,7 +154,7 @@ def two_groups_missing_k(broker: Broker, cluster: Cluster, topic: str, group_ids
 
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("listener", ["ssl", "mtls", "scram"])
+@pytest.mark.parametrize("listener", ["ssl", "mtls", "scram", "oauth"])
 def test_a_secured_cluster_is_polled_reset_and_backfilled(
     secure_kafka, listener, unique, approver, backfill_settings, enqueued, job_files  # noqa: F811
 ):
@@ -191,3 +220,176 @@ def test_a_wrong_ca_shows_as_a_certificate_error_in_words(secure_kafka, unique, 
 
     answer = connection.run_connection_test(cluster.id)
     assert not answer["ok"] and "certificate verify failed" in answer["message"], answer["message"]
+
+
+def scram_cluster(kafka, user, name: str, acls) -> Cluster:
+    """A cluster on the SCRAM listener as a new SCRAM user holding exactly ``acls``."""
+    password = f"pw-{uuid.uuid4().hex}"
+    principal = f"{name}-{uuid.uuid4().hex[:6]}"
+    kafka.add_scram_user(principal, password)
+    kafka.grant(f"User:{principal}", acls)
+    cluster = register(user, name, {"bootstrap_servers": kafka.listeners.sasl_ssl, "security_protocol": "SASL_SSL",
+                                    "ssl_ca_pem": kafka.ca.certificate_pem, "sasl_mechanism": "SCRAM-SHA-512",
+                                    "sasl_username": principal}, {"sasl_password": password})
+    cluster.principal = f"User:{principal}"
+    return cluster
+
+
+def commit(broker: Broker, group_id: str, topic: str, offsets: dict[int, int]) -> None:
+    """A commit of an Empty group, as its consumers' last commits would leave it."""
+    request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, p, o) for p, o in offsets.items()])
+    broker.admin.alter_consumer_group_offsets([request])[group_id].result(timeout=30)
+
+
+def refused_poll(cluster: Cluster) -> str:
+    """The cluster's error after a poll that the broker's ACLs made fail (waits
+    for the ACL change to reach the authorizer)."""
+    wait_until(lambda: not poll_cluster(cluster_id=cluster.id).ok, interval=0.5, what="the poll to be refused")
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.UNREACHABLE
+    return cluster.last_error
+
+
+def shown(text: str) -> str:
+    """``text`` as a page renders it (quotes escaped)."""
+    return html.escape(text)
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_least_privilege(secure_kafka, unique, approver, backfill_settings, enqueued, job_files):  # noqa: F811
+    """1. Three clusters on one SCRAM listener, one principal each: watch only;
+       watch + reset; watch + backfill. Each polls the same topic and group
+       and finds the same gap (an Empty group whose first commit on a new
+       partition is at its end).
+    2. The watch-only principal cannot reset or backfill: both jobs fail at
+       once, and the finding's page says "missing ACL: Read on group ..." and
+       "... Read on topic ...".
+    3. The reset principal resets, the backfill principal backfills exactly
+       (so Spark's reader needs no group ACL).
+    4. Each ACL of the watch set taken away from the watch principal makes
+       its poll fail in words on the clusters page, and nothing is read as
+       gone; given back, the poll works again."""
+    kafka, broker = secure_kafka, Broker(secure_kafka.listeners.plaintext)
+    topic, group_id = f"lp-{unique}", f"lp-{unique}-g"
+    watch = scram_cluster(kafka, approver, f"lp-watch-{unique}", WATCH_ACLS)
+    reset = scram_cluster(kafka, approver, f"lp-reset-{unique}", WATCH_ACLS + RESET_ACLS)
+    backfill = scram_cluster(kafka, approver, f"lp-backfill-{unique}", WATCH_ACLS + BACKFILL_ACLS)
+    clusters = (watch, reset, backfill)
+    page = client_for(approver)
+    try:
+        # 1. The same gap, seen by each principal.
+        broker.create_topic(topic, 2)
+        commit(broker, group_id, topic, {0: 0, 1: 0})
+        for cluster in clusters:
+            poll(cluster)
+        broker.raise_partitions(topic, 3)
+        broker.produce(topic, 2, K)
+        for cluster in clusters:
+            poll(cluster)
+        commit(broker, group_id, topic, {2: K})
+        found = {}
+        for cluster in clusters:
+            poll(cluster)
+            found[cluster.name] = Finding.objects.get(cluster=cluster, topic__name=topic, group__group_id=group_id,
+                                                      partition=2)
+            assert (found[cluster.name].state, found[cluster.name].missed_definite) == ("gap", K)
+
+        # 2. Watching does not allow repairing: refused at once, in words, on the finding's page.
+        watched = found[watch.name]
+        for kind, params, words in (
+            ("reset", {"target": "earliest"}, f"missing ACL: Read on group {group_id!r}"),
+            ("backfill", {"sink": "parquet"}, f"missing ACL: Read on topic {topic!r}"),
+        ):
+            job = job_request(user=approver, finding_ids=[watched.id], kind=kind, params=params)
+            run_remediation_job(job.id)
+            job.refresh_from_db()
+            assert job.status == RemediationJob.Status.FAILED and words in job.error, (job.status, job.error)
+            assert shown(words) in page.get(f"/findings/{watched.id}/").content.decode()
+        assert committed(broker, group_id, topic)[2] == K, "the refused reset committed nothing"
+        assert not job_files["specs"], "a backfill its principal may not read never starts Spark"
+
+        # 3. Each repair with exactly its capability's ACLs.
+        repairs = found[backfill.name]
+        job = job_request(user=approver, finding_ids=[repairs.id], kind="backfill", params={"sink": "parquet"})
+        run_remediation_job(job.id)
+        job.refresh_from_db()
+        assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+        assert [(p["partition"], p["delivered"], p["unexplained"]) for p in job.result["partitions"]] == [(2, K, 0)]
+        job = job_request(user=approver, finding_ids=[found[reset.name].id], kind="reset",
+                          params={"target": "earliest"})
+        run_remediation_job(job.id)
+        job.refresh_from_db()
+        assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+        assert committed(broker, group_id, topic)[2] == 0
+
+        # 4. Each ACL of the watch set taken away: the broker would mostly say nothing (a smaller cluster).
+        principal = watch.principal
+        deny_group = acl(principal, ResourceType.GROUP, group_id, AclOperation.DESCRIBE, AclPermissionType.DENY)
+        deny_topic = acl(principal, ResourceType.TOPIC, topic, AclOperation.DESCRIBE, AclPermissionType.DENY)
+        cluster_describe = acl(principal, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE)
+        for added, deleted, words in (
+            # The group is listed (Describe on the cluster); describing it is refused.
+            ([deny_group], [], f"missing ACL: Describe on group {group_id!r}"),
+            # The topic is left out of the listing; described by name, as earlier polls saw it, it is refused.
+            ([deny_topic], [], f"missing ACL: Describe on topic {topic!r}"),
+            # Without Describe on the cluster, groups without an ACL would be left out of the listing silently.
+            ([], [cluster_describe], "missing ACL: Describe on the cluster"),
+        ):
+            kafka.add_acls(added) if added else kafka.delete_acls(deleted)
+            try:
+                error = refused_poll(watch)
+                assert words in error, error
+                assert shown(words) in page.get("/clusters/").content.decode()
+                assert Finding.objects.filter(id=watched.id, closed_at__isnull=True).exists(), "read as gone"
+            finally:
+                kafka.delete_acls(added) if added else kafka.add_acls(deleted)
+            wait_until(lambda: poll_cluster(cluster_id=watch.id).ok, interval=0.5, what="the poll to work again")
+    finally:
+        broker.close()
+
+
+@pytest.mark.django_db
+def test_an_oauth_token_is_refreshed_before_it_expires_and_a_disabled_client_is_an_authentication_error(
+    secure_kafka, unique, approver  # noqa: F811
+):
+    """1. A client whose tokens live 10 s: the poller's one librdkafka client
+       (``sasl.oauthbearer.method=oidc``) fetches a new token before each
+       expires, and its polls keep working on the broker, which ends each
+       session when its token expires.
+    2. The client disabled in Keycloak (revoked): the next token is refused,
+       the poll fails with an authentication error in words, and nothing
+       stored is read as gone; the connection test says the same."""
+    kafka, broker = secure_kafka, Broker(secure_kafka.listeners.plaintext)
+    client_id, topic = f"refresh-{unique}", f"oauth-{unique}"
+    secret = kafka.keycloak.add_client(client_id, token_seconds=10)
+    kafka.grant(f"User:{client_id}", WATCH_ACLS)
+    fields, secrets = oauth_settings(kafka, client_id, secret)
+    cluster = register(approver, f"oauth-refresh-{unique}", fields, secrets)
+    try:
+        broker.create_topic(topic, 1)
+        poll(cluster)
+        adapter = cluster_adapter(cluster)
+
+        # 1. Three tokens, each fetched before the one before it expired, one client all along.
+        wait_until(lambda: poll(cluster) and len(kafka.keycloak.client_logins(client_id)) >= 3, timeout=60,
+                   interval=1, what="the client's token to be refreshed twice")
+        issued = kafka.keycloak.client_logins(client_id)
+        assert all(later - earlier < 10_000 for earlier, later in zip(issued, issued[1:])), issued
+        assert cluster_adapter(cluster) is adapter, "the same client refreshed its token"
+
+        # 2. Revoked: an authentication error, not an empty cluster.
+        kafka.keycloak.set_client_enabled(client_id, False)
+        wait_until(lambda: not poll_cluster(cluster_id=cluster.id).ok, timeout=60, interval=1,
+                   what="the disabled client's poll to fail")
+        cluster.refresh_from_db()
+        assert cluster.status == Cluster.Status.UNREACHABLE
+        assert "login refused" in cluster.last_error and "authentication failed" in cluster.last_error, (
+            cluster.last_error)
+        assert cluster.topics.filter(name=topic, deleted=False).exists(), "a refused login read as an empty cluster"
+        answer = connection.run_connection_test(cluster.id)
+        assert not answer["ok"] and "Failed to acquire SASL OAUTHBEARER token" in answer["message"], answer["message"]
+        assert "revoked OAuth client" in answer["message"], answer["message"]
+        assert secret not in cluster.last_error + answer["message"]
+    finally:
+        broker.close()
