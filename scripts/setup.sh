@@ -69,7 +69,8 @@ if [ "${SKIP_KEYCLOAK:-0}" != 1 ]; then
   if [ "$(cat "$keycloak_dir/.stamp" 2>/dev/null)" != "$keycloak_hash" ]; then
     echo "setup: fetching Keycloak with Maven"
     rm -rf "$keycloak_dir"
-    mvn -q -B -s services/maven/settings.xml -f services/maven/keycloak/pom.xml dependency:unpack
+    mvn -q -B -s services/maven/settings.xml -f services/maven/keycloak/pom.xml dependency:unpack \
+      -Dkeycloak.dir="$keycloak_dir"
     echo "$keycloak_hash" >"$keycloak_dir/.stamp"
   fi
   echo "$keycloak_java" >"$keycloak_dir/java-home"
