@@ -2,7 +2,8 @@
 
     from gapwatch_guard import PartitionGuard
 
-    guard = PartitionGuard(redis_url="redis://redis:6379/0", cluster="prod", group_id="billing")
+    guard = PartitionGuard(redis_url="redis://redis:6379/0", cluster="prod", group_id="billing",
+                           kafka_config=config)  # the consumer's own settings
     consumer.subscribe(["orders"], on_assign=guard.on_assign)
 
 See README.md for the rule, the Redis keys and the failure behaviour.

@@ -13,11 +13,12 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -62,6 +63,10 @@ class PartitionGuard:
     ``GuardUnavailableError``. ``fail_open=True``: it logs a warning and lets
     them start at ``auto.offset.reset``, as without a guard.
 
+    ``kafka_config``: the consumer's configuration (its connection and
+    security settings are used): the guard reads topic metadata with a client
+    of its own (see ``_topic_metadata``).
+
     ``rebalance_protocol``: ``"auto"`` finds out per consumer whether to call
     ``assign`` (eager) or ``incremental_assign`` (cooperative-sticky, KIP-848);
     ``"eager"`` or ``"cooperative"`` skip the detection.
@@ -76,6 +81,7 @@ class PartitionGuard:
         redis_client: Optional[redis.Redis] = None,
         fail_open: bool = False,
         rebalance_protocol: str = "auto",
+        kafka_config: Dict[str, Any],
         kafka_timeout: float = 10.0,
         redis_timeout: float = 2.0,
     ) -> None:
@@ -85,6 +91,8 @@ class PartitionGuard:
             raise ValueError("group_id must be the consumer's group.id")
         if (redis_url is None) == (redis_client is None):
             raise ValueError("pass exactly one of redis_url and redis_client")
+        if not kafka_config.get("bootstrap.servers"):
+            raise ValueError("kafka_config must hold the consumer's bootstrap.servers (and its security settings)")
         if rebalance_protocol not in _PROTOCOLS:
             raise ValueError(f"rebalance_protocol must be one of {', '.join(_PROTOCOLS)}")
         self.cluster = cluster
@@ -92,6 +100,8 @@ class PartitionGuard:
         self.fail_open = fail_open
         self.kafka_timeout = kafka_timeout
         self._rebalance_protocol = rebalance_protocol
+        self._metadata_config = connection_settings(kafka_config)
+        self._metadata_client: Optional[AdminClient] = None
         if redis_client is None:
             # Short timeouts and one quick retry: a rebalance must not hang on Redis.
             redis_client = redis.Redis.from_url(
@@ -195,8 +205,25 @@ class PartitionGuard:
             )))
         return plans
 
+    def _topic_metadata(self, topic: str):
+        """The topic's metadata, asked with a client of the guard's own.
+
+        Never with ``consumer.list_topics`` inside the callback: confluent-kafka
+        keeps a per-thread call state for the ``poll()`` that runs the callback,
+        and ``list_topics`` on the same consumer clears it when it returns, so
+        the next callback that ``poll()`` serves aborts the process
+        (``CallState_get: Assertion `cs != NULL' failed``: the test suite's
+        flake, issue 20). Another client keeps a call state of its own. (Asked
+        from another thread instead, ``list_topics`` waits forever on the
+        consumer inside its rebalance.)"""
+        with self._lock:
+            if self._metadata_client is None:
+                self._metadata_client = AdminClient(self._metadata_config)
+            client = self._metadata_client
+        return client.list_topics(topic, timeout=self.kafka_timeout).topics.get(topic)
+
     def _topic_partitions(self, consumer, topic: str) -> frozenset:
-        metadata = consumer.list_topics(topic, timeout=self.kafka_timeout).topics.get(topic)
+        metadata = self._topic_metadata(topic)
         if metadata is None or metadata.error is not None:
             raise KafkaException(metadata.error if metadata is not None else KafkaError(KafkaError._UNKNOWN_TOPIC))
         return frozenset(metadata.partitions)
@@ -230,7 +257,7 @@ class PartitionGuard:
                 attempts += 1
                 if error.args[0].code() != KafkaError._UNKNOWN_PARTITION or attempts == 3:
                     raise
-                consumer.list_topics(topic, timeout=self.kafka_timeout)
+                self._topic_metadata(topic)
                 time.sleep(0.1 * attempts)
 
     def _record(self, plans: List[TopicPlan], starts: Dict[Tuple[str, int], int]) -> None:
@@ -338,6 +365,17 @@ def _log_plans(plans: List[TopicPlan], starts: Dict[Tuple[str, int], int], group
         if plan.default and plan.basis == "first start":
             log.info("gapwatch-guard: group %r, topic %s: first start, partitions %s follow auto.offset.reset",
                      group_id, plan.topic, sorted(plan.default))
+
+
+# The settings that reach and authenticate to the cluster; the consumer's own
+# (group.id, auto.offset.reset, ...) are no concern of the metadata client.
+_CONNECTION_PREFIXES = ("bootstrap.servers", "security.protocol", "ssl.", "ssl_", "sasl.", "socket.", "broker.",
+                        "client.", "enable.ssl.", "enable.sasl.", "oauth_cb", "api.version", "metadata.")
+
+
+def connection_settings(kafka_config: Dict[str, Any]) -> Dict[str, Any]:
+    """The part of a consumer's configuration that connects and authenticates."""
+    return {key: value for key, value in kafka_config.items() if key.startswith(_CONNECTION_PREFIXES)}
 
 
 def _names(pairs: List[Tuple[str, int]]) -> str:

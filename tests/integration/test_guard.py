@@ -13,7 +13,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -131,6 +133,11 @@ class Member:
         self._stop.set()
         self._thread.join(timeout=60)
         assert not self._thread.is_alive(), "the member's poll loop did not end within 60 s"
+
+
+def guard_config(broker: Broker) -> dict:
+    """What a consumer gives its guard: its connection settings."""
+    return {"bootstrap.servers": broker.bootstrap}
 
 
 def offsets_across(members: list[Member], partition: int) -> list[int]:
@@ -275,7 +282,8 @@ def test_a_latest_group_with_the_guard_reads_every_new_message_and_the_finding_e
     topic, group_id = f"guarded-{unique}", f"latest-{unique}"
     groups.append(group_id)
     broker.create_topic(topic, 2)
-    guard = PartitionGuard(redis_url=redis_url, cluster=cluster.name, group_id=group_id) if guarded else None
+    guard = PartitionGuard(redis_url=redis_url, cluster=cluster.name, group_id=group_id,
+                           kafka_config=guard_config(broker)) if guarded else None
     member = Member(broker.bootstrap, group_id, topic, guard=guard)
     try:
         wait_until(lambda: member.assigned == {0, 1}, what="partitions 0 and 1 assigned")
@@ -330,7 +338,8 @@ def test_a_brand_new_group_with_the_guard_starts_at_the_end_of_a_topic_with_data
     broker.create_topic(topic, 3)
     for partition in range(3):
         broker.produce(topic, partition, K)
-    guard = PartitionGuard(redis_url=redis_url, cluster=cluster_name, group_id=group_id)
+    guard = PartitionGuard(redis_url=redis_url, cluster=cluster_name, group_id=group_id,
+                           kafka_config=guard_config(broker))
     member = Member(broker.bootstrap, group_id, topic, guard=guard)
     try:
         wait_until(lambda: member.assigned == {0, 1, 2}, what="all partitions assigned")
@@ -354,7 +363,8 @@ def test_three_members_read_every_message_of_each_new_partition_exactly_once(
     # One guard per member, as in three processes: their rebalance callbacks race.
     members = [
         Member(broker.bootstrap, group_id, topic, protocol=protocol, name=f"m{i}", delay=0.05,
-               guard=PartitionGuard(redis_url=redis_url, cluster=cluster_name, group_id=group_id))
+               guard=PartitionGuard(redis_url=redis_url, cluster=cluster_name, group_id=group_id,
+                                    kafka_config=guard_config(broker)))
         for i in range(3)
     ]
     try:
@@ -383,7 +393,8 @@ def test_three_members_read_every_message_of_each_new_partition_exactly_once(
         assert offsets_across(members, partition) == list(range(K)), f"partition {partition}"
     handed_over = [p for p in (2, 3) if sum(1 for m in members if m.offsets(p)) > 1]
     assert handed_over, "a partition read part-way should have been finished by another member"
-    starts = PartitionGuard(redis_url=redis_url, cluster=cluster_name, group_id=group_id).reported_starts(topic)
+    starts = PartitionGuard(redis_url=redis_url, cluster=cluster_name, group_id=group_id,
+                            kafka_config=guard_config(broker)).reported_starts(topic)
     assert starts == {2: 0, 3: 0, 4: 0, 5: 0}
     assert [m.errors for m in members] == [[], [], []]
 
@@ -395,7 +406,8 @@ def test_redis_down_during_a_rebalance_fails_closed_and_nothing_is_skipped(
     topic, group_id = f"closed-{unique}", f"closed-{unique}"
     groups.append(group_id)
     broker.create_topic(topic, 2)
-    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id)
+    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id,
+                           kafka_config=guard_config(broker))
     member = Member(broker.bootstrap, group_id, topic, guard=guard, protocol=protocol)
     try:
         wait_until(lambda: member.assigned == {0, 1}, what="partitions 0 and 1 assigned")
@@ -435,7 +447,8 @@ def test_redis_down_during_a_rebalance_fails_closed_and_nothing_is_skipped(
     # Back with an empty Redis (the throwaway kept nothing): no set, but the group has
     # commits on the topic, so its never-committed partition 2 starts at the beginning.
     throwaway_redis.start()
-    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id)
+    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id,
+                           kafka_config=guard_config(broker))
     member = Member(broker.bootstrap, group_id, topic, guard=guard, protocol=protocol)
     try:
         wait_until(lambda: len(member.offsets(2)) >= K + late, what="partition 2 read after the restart")
@@ -452,7 +465,8 @@ def test_a_consumer_that_kept_polling_after_failing_closed_resumes_at_the_next_r
     topic, group_id = f"resume-{unique}", f"resume-{unique}"
     groups.append(group_id)
     broker.create_topic(topic, 2)
-    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id)
+    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id,
+                           kafka_config=guard_config(broker))
     member = Member(broker.bootstrap, group_id, topic, guard=guard)  # eager: every rebalance reassigns all
     try:
         wait_until(lambda: member.assigned == {0, 1}, what="partitions 0 and 1 assigned")
@@ -483,7 +497,8 @@ def test_redis_down_during_a_rebalance_fails_open_when_configured(
     topic, group_id = f"open-{unique}", f"open-{unique}"
     groups.append(group_id)
     broker.create_topic(topic, 2)
-    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id, fail_open=True)
+    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id,
+                           kafka_config=guard_config(broker), fail_open=True)
     member = Member(broker.bootstrap, group_id, topic, guard=guard)
     try:
         wait_until(lambda: member.assigned == {0, 1}, what="partitions 0 and 1 assigned")
@@ -501,3 +516,53 @@ def test_redis_down_during_a_rebalance_fails_open_when_configured(
     warnings = [r.getMessage() for r in caplog.records if r.name == "gapwatch_guard" and r.levelno == logging.WARNING]
     assert any("Failing open: partitions without a committed offset start at auto.offset.reset" in w
                and f"{topic}[2]" in w for w in warnings), warnings
+
+
+# A consumer whose poll() serves a callback every 10 ms (statistics), so any
+# callback after the guard's on_assign within the same poll() meets whatever
+# state the guard left behind; run in a process of its own, since the failure
+# this guards against is an abort.
+CALLBACKS_AFTER_ASSIGN = """
+import sys, time
+from confluent_kafka import Consumer
+from gapwatch_guard import PartitionGuard
+bootstrap, redis_url, cluster, group_id, topic, direct = sys.argv[1:7]
+config = {"bootstrap.servers": bootstrap, "group.id": group_id, "statistics.interval.ms": 10,
+          "stats_cb": lambda stats: None}
+guard = PartitionGuard(redis_url=redis_url, cluster=cluster, group_id=group_id, kafka_config=config)
+consumer = Consumer(config)
+
+def on_assign(consumer, partitions):
+    if direct == "1":  # what the guard did before: the consumer's own list_topics inside the callback
+        consumer.list_topics(topic, timeout=10)
+    guard.on_assign(consumer, partitions)
+
+consumer.subscribe([topic], on_assign=on_assign)
+deadline = time.monotonic() + 6
+while time.monotonic() < deadline:
+    consumer.poll(0.2)
+print("assigned", sorted(tp.partition for tp in consumer.assignment()))
+consumer.close()
+"""
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["consumer-list-topics", "guard"])
+def test_the_guard_leaves_the_consumers_callback_state_alone_so_poll_serves_later_callbacks(
+    broker, cluster_name, redis_url, groups, unique, direct
+):
+    topic, group_id = f"callbacks-{unique}", f"callbacks-{unique}"
+    groups.append(group_id)
+    broker.create_topic(topic, 2)  # no known set, no commit: the first start, which reads the topic's metadata
+    run = subprocess.run(
+        [sys.executable, "-c", CALLBACKS_AFTER_ASSIGN, broker.bootstrap, redis_url, cluster_name, group_id, topic,
+         "1" if direct else "0"],
+        capture_output=True, text=True, timeout=120,
+    )
+    if direct:
+        # The hazard itself (confluent-kafka's per-thread call state, cleared by a nested
+        # list_topics): if this ever passes, the client has been fixed and the guard's own
+        # metadata client is no longer needed.
+        assert run.returncode == -signal.SIGABRT and "CallState_get" in run.stderr, (run.returncode, run.stderr)
+    else:
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "assigned [0, 1]" in run.stdout
