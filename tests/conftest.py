@@ -52,6 +52,17 @@ def django_db_setup(django_db_setup, django_db_blocker):
 
 
 
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """One Spark Connect server (local[2]) for the session's tests that run
+    jobs on a server they do not kill (a test that kills one starts its own)."""
+    from tests.integration.connect_harness import ConnectServer
+
+    server = ConnectServer(tmp_path_factory.mktemp("spark-connect") / "server.log")
+    yield server
+    server.stop()
+
+
 @pytest.fixture
 def backfill_settings(settings, tmp_path):
     """Backfills to a folder of the test's own, on ``local[2]``."""

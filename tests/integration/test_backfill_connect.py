@@ -41,13 +41,6 @@ from tests.integration.connect_harness import ConnectServer
 from tests.integration.kafka_harness import wait_until
 
 
-@pytest.fixture(scope="module")
-def connect_server(tmp_path_factory):
-    server = ConnectServer(tmp_path_factory.mktemp("spark-connect") / "server.log")
-    yield server
-    server.stop()
-
-
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_connect_server_backfills_exactly_the_range_and_a_rerun_replaces_it(
