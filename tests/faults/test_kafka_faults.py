@@ -28,7 +28,8 @@ def open_findings(topic: str) -> dict[int, Finding]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_broker_killed_during_polls_changes_only_the_cluster_status(kafka1, unique):
+def test_a_broker_killed_during_polls_changes_only_the_cluster_status(kafka1, unique, settings):
+    settings.KAFKA_TIMEOUT_SECONDS = 5  # the poll meeting the dead broker fails within it
     broker = Broker(kafka1.bootstrap)
     cluster = Cluster.objects.create(name=f"killed-{unique}", bootstrap_servers=kafka1.bootstrap)
     topic = f"orders-{unique}"
@@ -72,7 +73,7 @@ def test_a_broker_killed_during_polls_changes_only_the_cluster_status(kafka1, un
     assert not cluster.topics.get(name=topic).deleted
 
     kafka1.start_node(1)
-    wait_until(lambda: poll_ok(cluster), timeout=90, interval=1, what="a poll to succeed again")
+    wait_until(lambda: poll_ok(cluster), timeout=90, interval=0.25, what="a poll to succeed again")
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.OK and cluster.last_error == ""
     after = {p: (f.id, f.state, f.high_watermark) for p, f in open_findings(topic).items()}
@@ -175,7 +176,7 @@ def test_leaders_restarted_during_polls_keep_watermarks_and_findings_exact(kafka
 
 @pytest.mark.django_db(transaction=True)
 def test_a_reset_meeting_a_dead_broker_waits_and_completes_exactly_when_it_returns(
-    kafka1, unique, celery_worker_thread
+    kafka1, unique, celery_worker_thread, settings
 ):
     """The broker SIGKILLed before the approved reset runs: the job waits (never
     `succeeded`), and the first successful poll after the broker's return runs
@@ -199,6 +200,7 @@ def test_a_reset_meeting_a_dead_broker_waits_and_completes_exactly_when_it_retur
     wait_until(lambda: poll_ok(cluster) and 2 in open_findings(topic)
                and cluster.groups.get(group_id=group_id).state == "Empty", what="an Empty group with a finding")
 
+    settings.KAFKA_TIMEOUT_SECONDS = 5  # the reset meeting the dead broker gives up within it
     kafka1.stop_node(1, kill=True)
     job = job_request(user=user_with_role("approver", "approver"), finding_ids=[open_findings(topic)[2].id],
                       kind="reset", params={"target": "earliest"})
@@ -209,7 +211,7 @@ def test_a_reset_meeting_a_dead_broker_waits_and_completes_exactly_when_it_retur
     assert "retried after the next successful poll" in job.status_reason
 
     kafka1.start_node(1)
-    wait_until(lambda: poll_cluster_task.delay(cluster.id).get(timeout=60).get("ok"), timeout=90, interval=1,
+    wait_until(lambda: poll_cluster_task.delay(cluster.id).get(timeout=60).get("ok"), timeout=90, interval=0.25,
                what="a successful poll")
     wait_until(lambda: RemediationJob.objects.get(id=job.id).status == "succeeded", timeout=60,
                what="the job to succeed after the broker returned")

@@ -1,4 +1,4 @@
-"""50 concurrent users for 30 s (``GAPWATCH_LOAD_SECONDS``; 60 for the
+"""50 concurrent users for 15 s (``GAPWATCH_LOAD_SECONDS``; 60 for the
 numbers in bench/RESULTS.md) on the pages and the API (locust) while a
 real worker and beat poll the local broker and the same worker runs a Spark
 backfill (approved through the API as the load starts): no error answer, no
@@ -30,7 +30,7 @@ from tests.integration.backfill_harness import Scenario, parquet_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 USERS, POLL_INTERVAL = 50, 5
-SECONDS = int(os.environ.get("GAPWATCH_LOAD_SECONDS", "30"))
+SECONDS = int(os.environ.get("GAPWATCH_LOAD_SECONDS", "15"))
 BACKFILL_RECORDS = 20_000
 pytestmark = pytest.mark.timeout(600)
 
