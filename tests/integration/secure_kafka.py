@@ -46,7 +46,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from tests.faults.procs import _die_with_parent, free_ports, wait_for
+from tests.faults.procs import _die_with_parent, free_ports, random_cluster_id, wait_for
 from tests.integration.keycloak import AUDIENCE, Keycloak
 from tests.pki import CertificateAuthority, Issued
 
@@ -206,9 +206,8 @@ class SecureKafka:
         """Write the configuration and format the log directory (no OAuth issuer needed yet)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._config = self._write_files()
-        cluster_id = subprocess.run(self._java("kafka.tools.StorageTool", "random-uuid"), check=True,
-                                    capture_output=True, text=True, timeout=120).stdout.strip().splitlines()[-1]
-        subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._config)),
+        subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", random_cluster_id(),
+                                  "-c", str(self._config)),
                        check=True, capture_output=True, timeout=120)
         return self
 
