@@ -219,9 +219,15 @@ class SecureKafka:
         self.process = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=log,
                                         stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
         self.admin = AdminClient({"bootstrap.servers": self.listeners.plaintext})
-        wait_for(lambda: self.process.poll() is None and self.admin.list_topics(timeout=5).brokers, timeout=120,
-                 what="the secured broker to serve metadata")
+        wait_for(self._serving, timeout=120, what="the secured broker to serve metadata")
         return self
+
+    def _serving(self) -> bool:
+        # A broker that exited (a port taken meanwhile, the issuer's keys not served) fails at once, saying why.
+        if self.process.poll() is not None:
+            pytest.fail(f"the secured broker exited ({self.process.returncode}):\n"
+                        + (self.workdir / "broker.out").read_text(errors="replace")[-3000:])
+        return bool(self.admin.list_topics(timeout=5).brokers)
 
     def add_scram_user(self, name: str, password: str) -> None:
         """A SCRAM-SHA-512 user of the SASL_SSL listener (principal ``User:<name>``)."""
