@@ -4,7 +4,7 @@
 #     missing and running as root.
 #  2. Kafka broker/tools jars and the Spark Kafka connector jars, with Maven;
 #     Keycloak (the OpenID provider of the OAuth tests), with Maven too, and
-#     the Java 21+ it needs (SKIP_KEYCLOAK=1: neither).
+#     the Java 21+ it needs, built once for the tests (SKIP_KEYCLOAK=1: neither).
 #  3. .venv with the project and its test dependencies (redone when
 #     pyproject.toml changes).
 set -euo pipefail
@@ -74,6 +74,17 @@ if [ "${SKIP_KEYCLOAK:-0}" != 1 ]; then
     echo "$keycloak_hash" >"$keycloak_dir/.stamp"
   fi
   echo "$keycloak_java" >"$keycloak_dir/java-home"
+  # Keycloak's build-time options, fixed once here (tests/integration/keycloak.py starts it
+  # with `start --optimized`; `start-dev` rebuilds on every start, ~15 s on 2 cores). An
+  # in-memory database: each start is a fresh server that leaves nothing in the shared install.
+  keycloak_build=(--db=dev-mem --health-enabled=false --metrics-enabled=false)
+  keycloak_built=$(echo "$keycloak_hash $keycloak_java ${keycloak_build[*]}" | sha256sum | cut -c1-16)
+  if [ "$(cat "$keycloak_dir/.built" 2>/dev/null)" != "$keycloak_built" ]; then
+    echo "setup: building Keycloak (${keycloak_build[*]})"
+    JAVA_HOME=$keycloak_java "$(ls -d "$keycloak_dir"/keycloak-*/ | tail -1)bin/kc.sh" build "${keycloak_build[@]}" \
+      >"$keycloak_dir/build.log" 2>&1 || { echo "setup: kc.sh build failed; see $keycloak_dir/build.log" >&2; exit 1; }
+    echo "$keycloak_built" >"$keycloak_dir/.built"
+  fi
 fi
 
 venv_stamp=$VENV/.gapwatch-stamp

@@ -46,7 +46,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from tests.faults.procs import _die_with_parent, free_ports, wait_for
+from tests.faults.procs import _die_with_parent, free_ports, random_cluster_id, wait_for
 from tests.integration.keycloak import AUDIENCE, Keycloak
 from tests.pki import CertificateAuthority, Issued
 
@@ -206,9 +206,8 @@ class SecureKafka:
         """Write the configuration and format the log directory (no OAuth issuer needed yet)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._config = self._write_files()
-        cluster_id = subprocess.run(self._java("kafka.tools.StorageTool", "random-uuid"), check=True,
-                                    capture_output=True, text=True, timeout=120).stdout.strip().splitlines()[-1]
-        subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self._config)),
+        subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", random_cluster_id(),
+                                  "-c", str(self._config)),
                        check=True, capture_output=True, timeout=120)
         return self
 
@@ -220,9 +219,15 @@ class SecureKafka:
         self.process = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=log,
                                         stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
         self.admin = AdminClient({"bootstrap.servers": self.listeners.plaintext})
-        wait_for(lambda: self.process.poll() is None and self.admin.list_topics(timeout=5).brokers, timeout=120,
-                 what="the secured broker to serve metadata")
+        wait_for(self._serving, timeout=120, what="the secured broker to serve metadata")
         return self
+
+    def _serving(self) -> bool:
+        # A broker that exited (a port taken meanwhile, the issuer's keys not served) fails at once, saying why.
+        if self.process.poll() is not None:
+            pytest.fail(f"the secured broker exited ({self.process.returncode}):\n"
+                        + (self.workdir / "broker.out").read_text(errors="replace")[-3000:])
+        return bool(self.admin.list_topics(timeout=5).brokers)
 
     def add_scram_user(self, name: str, password: str) -> None:
         """A SCRAM-SHA-512 user of the SASL_SSL listener (principal ``User:<name>``)."""

@@ -51,6 +51,9 @@ from tests.integration.secure_kafka import (  # noqa: F401 - secure_kafka is a f
 from tests.pki import CertificateAuthority
 
 K = 20  # messages written to the new partition before the groups pick it up
+# The refresh test's token lifetime: librdkafka fetches the next at about 80% of it,
+# and a disabled client is refused once its last token expires.
+TOKEN_SECONDS = 5
 
 
 @pytest.fixture
@@ -144,7 +147,7 @@ def two_groups_missing_k(broker: Broker, cluster: Cluster, topic: str, group_ids
             return all(c.count(2) for c in consumers) and poll(cluster) and all(
                 findings(topic, group_id)[2].state == "gap" for group_id in group_ids)
 
-        wait_until(both_read_and_committed, interval=0.5, what="both findings to turn gap")
+        wait_until(both_read_and_committed, interval=0.25, what="both findings to turn gap")
     finally:
         for consumer in consumers:
             consumer.close()
@@ -207,7 +210,9 @@ def test_a_secured_cluster_is_polled_reset_and_backfilled(
 
 
 @pytest.mark.django_db
-def test_a_wrong_ca_shows_as_a_certificate_error_in_words(secure_kafka, unique, approver):  # noqa: F811
+def test_a_wrong_ca_shows_as_a_certificate_error_in_words(secure_kafka, unique, approver, settings):  # noqa: F811
+    # A refused handshake is reported within milliseconds; each request then waits out its timeout.
+    settings.KAFKA_TIMEOUT_SECONDS = 2
     stranger = CertificateAuthority("not the brokers' CA")
     cluster = register(approver, f"wrong-ca-{unique}", {"bootstrap_servers": secure_kafka.listeners.ssl,
                                                         "security_protocol": "SSL",
@@ -244,7 +249,7 @@ def commit(broker: Broker, group_id: str, topic: str, offsets: dict[int, int]) -
 def refused_poll(cluster: Cluster) -> str:
     """The cluster's error after a poll that the broker's ACLs made fail (waits
     for the ACL change to reach the authorizer)."""
-    wait_until(lambda: not poll_cluster(cluster_id=cluster.id).ok, interval=0.5, what="the poll to be refused")
+    wait_until(lambda: not poll_cluster(cluster_id=cluster.id).ok, interval=0.25, what="the poll to be refused")
     cluster.refresh_from_db()
     assert cluster.status == Cluster.Status.UNREACHABLE
     return cluster.last_error
@@ -344,25 +349,27 @@ def test_least_privilege(secure_kafka, unique, approver, backfill_settings, enqu
                 assert Finding.objects.filter(id=watched.id, closed_at__isnull=True).exists(), "read as gone"
             finally:
                 kafka.delete_acls(added) if added else kafka.add_acls(deleted)
-            wait_until(lambda: poll_cluster(cluster_id=watch.id).ok, interval=0.5, what="the poll to work again")
+            wait_until(lambda: poll_cluster(cluster_id=watch.id).ok, interval=0.25, what="the poll to work again")
     finally:
         broker.close()
 
 
 @pytest.mark.django_db
 def test_an_oauth_token_is_refreshed_before_it_expires_and_a_disabled_client_is_an_authentication_error(
-    secure_kafka, unique, approver  # noqa: F811
+    secure_kafka, unique, approver, settings  # noqa: F811
 ):
-    """1. A client whose tokens live 10 s: the poller's one librdkafka client
+    """1. A client whose tokens live TOKEN_SECONDS: the poller's one librdkafka client
        (``sasl.oauthbearer.method=oidc``) fetches a new token before each
        expires, and its polls keep working on the broker, which ends each
        session when its token expires.
     2. The client disabled in Keycloak (revoked): the next token is refused,
        the poll fails with an authentication error in words, and nothing
        stored is read as gone; the connection test says the same."""
+    # A refused token leaves requests waiting out their timeout (the connection test's, the failing poll's).
+    settings.KAFKA_TIMEOUT_SECONDS = 4
     kafka, broker = secure_kafka, Broker(secure_kafka.listeners.plaintext)
     client_id, topic = f"refresh-{unique}", f"oauth-{unique}"
-    secret = kafka.keycloak.add_client(client_id, token_seconds=10)
+    secret = kafka.keycloak.add_client(client_id, token_seconds=TOKEN_SECONDS)
     kafka.grant(f"User:{client_id}", WATCH_ACLS)
     fields, secrets = oauth_settings(kafka, client_id, secret)
     cluster = register(approver, f"oauth-refresh-{unique}", fields, secrets)
@@ -373,14 +380,14 @@ def test_an_oauth_token_is_refreshed_before_it_expires_and_a_disabled_client_is_
 
         # 1. Three tokens, each fetched before the one before it expired, one client all along.
         wait_until(lambda: poll(cluster) and len(kafka.keycloak.client_logins(client_id)) >= 3, timeout=60,
-                   interval=1, what="the client's token to be refreshed twice")
+                   interval=0.25, what="the client's token to be refreshed twice")
         issued = kafka.keycloak.client_logins(client_id)
-        assert all(later - earlier < 10_000 for earlier, later in zip(issued, issued[1:])), issued
+        assert all(later - earlier < TOKEN_SECONDS * 1000 for earlier, later in zip(issued, issued[1:])), issued
         assert cluster_adapter(cluster) is adapter, "the same client refreshed its token"
 
         # 2. Revoked: an authentication error, not an empty cluster.
         kafka.keycloak.set_client_enabled(client_id, False)
-        wait_until(lambda: not poll_cluster(cluster_id=cluster.id).ok, timeout=60, interval=1,
+        wait_until(lambda: not poll_cluster(cluster_id=cluster.id).ok, timeout=60, interval=0.25,
                    what="the disabled client's poll to fail")
         cluster.refresh_from_db()
         assert cluster.status == Cluster.Status.UNREACHABLE
