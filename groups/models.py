@@ -65,6 +65,8 @@ class Cluster(models.Model):
     webhook_url = models.URLField(blank=True, default="")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.NEW)
     last_poll_at = models.DateTimeField(null=True, blank=True)
+    # The end of the last poll that succeeded (a failed one sets only last_poll_at): what the pages call current.
+    last_success_at = models.DateTimeField(null=True, blank=True)
     last_poll_duration_ms = models.PositiveIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
     last_test_at = models.DateTimeField(null=True, blank=True)

@@ -8,7 +8,7 @@ an API with a query string can share one selector.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, timedelta
 
 from django.db.models import (
     BooleanField,
@@ -23,6 +23,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from groups.domain.freshness import ClusterFreshness, cluster_freshness
 from groups.domain.triage import ClusterTriage, GroupInfo, OpenFinding, triage
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, JobFinding, PartitionGeneration, Topic
 
@@ -152,6 +153,18 @@ def clusters_list() -> QuerySet[Cluster]:
                      for name in Cluster.SECRETS})
         .order_by("name", "id")
     )
+
+
+def clusters_freshness(*, now: datetime, poll_interval: timedelta) -> list[ClusterFreshness]:
+    """How current each enabled cluster's stored state is (the page header
+    and its banner), by name, in one query of a few columns."""
+    rows = (Cluster.objects.filter(enabled=True).order_by("name", "id")
+            .values_list("name", "status", "last_success_at", "created_at", "last_error"))
+    return [
+        cluster_freshness(name=name, unreachable=status == Cluster.Status.UNREACHABLE, last_success_at=success,
+                          first_seen_at=created, error=error, now=now, poll_interval=poll_interval)
+        for name, status, success, created, error in rows
+    ]
 
 
 def topics_list(

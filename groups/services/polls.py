@@ -153,7 +153,7 @@ def poll_record_success(
         notifications = _write_audit_and_notifications(cluster=cluster, changes=changes, findings=findings)
         new_finding_ids = [findings[key].id for key in changes.new_findings]
         Cluster.objects.filter(id=cluster.id).update(
-            status=Cluster.Status.OK, last_error="", last_poll_at=now,
+            status=Cluster.Status.OK, last_error="", last_poll_at=now, last_success_at=now,
             last_poll_duration_ms=int((kafka_seconds + time.monotonic() - started) * 1000),
             polls_total=F("polls_total") + (1 if snapshot.complete else 0),
         )

@@ -418,9 +418,8 @@ def dismiss_many(request: HttpRequest) -> HttpResponse:
     return redirect(f"{reverse('home')}?view=partitions")
 
 
-@login_required
-@require_GET
-def jobs(request: HttpRequest) -> HttpResponse:
+def _jobs_context(request: HttpRequest) -> dict:
+    """The jobs list, filtered by status and kind, with what a filter hid."""
     status = request.GET.get("status", "")
     kind = request.GET.get("kind", "")
     queryset = (
@@ -428,30 +427,69 @@ def jobs(request: HttpRequest) -> HttpResponse:
         .annotate(finding_count=Count("job_findings"))
         .order_by("-created_at", "-id")
     )
+    filters = {}
     if status in RemediationJob.Status.values:
-        queryset = queryset.filter(status=status)
+        filters["status"] = status
     if kind in RemediationJob.Kind.values:
-        queryset = queryset.filter(kind=kind)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "groups/jobs.html", {
+        filters["kind"] = kind
+    page = Paginator(queryset.filter(**filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    query = urlencode(filters)
+    return {
         "page": page, "statuses": RemediationJob.Status.values, "kinds": RemediationJob.Kind.values,
-        "status": status, "kind": kind, "query": urlencode({k: v for k, v in {"status": status, "kind": kind}.items()
-                                                             if v}),
-    })
+        "status": status, "kind": kind, "query": query, "filters": filters,
+        # Only when the filter shows nothing: how many jobs it hid.
+        "all_jobs": RemediationJob.objects.count() if filters and not page.object_list else None,
+        "live": any(job.status in RemediationJob.ACTIVE for job in page.object_list),
+        "live_url": f"{reverse('jobs_live')}?{request.GET.urlencode()}",
+    }
 
 
 @login_required
 @require_GET
-def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+def jobs(request: HttpRequest) -> HttpResponse:
+    """Jobs, newest first; the table refreshes itself while a job on it is active."""
+    return render(request, "groups/jobs.html", _jobs_context(request))
+
+
+@login_required
+@require_GET
+def jobs_live(request: HttpRequest) -> HttpResponse:
+    """The jobs table alone, for its live refresh."""
+    return render(request, "groups/_jobs_table.html", _jobs_context(request))
+
+
+def _job_context(request: HttpRequest, job_id: int) -> dict:
     job = get_object_or_404(
         RemediationJob.objects.select_related("cluster", "group", "requested_by", "approved_by", "retry_of"),
         id=job_id,
     )
     findings = job.findings.select_related("topic", "generation").order_by("topic__name", "partition")
-    return render(request, "groups/job_detail.html", {
-        "job": job, "findings": findings, "result": job_result_view(job), "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
-        "cancellable": job.status in RemediationJob.CANCELLABLE,
-    })
+    return {
+        "job": job, "findings": findings, "result": job_result_view(job),
+        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        "cancellable": job.status in RemediationJob.CANCELLABLE, "active": job.status in RemediationJob.ACTIVE,
+    }
+
+
+@login_required
+@require_GET
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    """One job; the page refreshes itself while the job is active."""
+    return render(request, "groups/job_detail.html", _job_context(request, job_id))
+
+
+@login_required
+@require_GET
+def job_live(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The job page without its frame, for its live refresh."""
+    return render(request, "groups/_job.html", _job_context(request, job_id))
+
+
+@login_required
+@require_GET
+def freshness(request: HttpRequest) -> HttpResponse:
+    """The header's freshness line and banner alone, for their live refresh."""
+    return render(request, "_freshness.html")
 
 
 def _job_action(request: HttpRequest, job_id: int, action, done: str) -> HttpResponse:

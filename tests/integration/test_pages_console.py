@@ -1,0 +1,159 @@
+"""The console's freshness and one vocabulary (issue 22, items 4 and 8), through
+Django's test client on the real database: the last successful poll per
+cluster in every page's header, the banner for an unreachable or late cluster,
+job pages that refresh while the job is active, one time format, empty states
+that say what a filter hid, and sort links that say their direction."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from groups.models import Cluster, JobFinding, RemediationJob
+from groups.services.polls import cluster_record_failure
+from tests.factories import (
+    HOSTILE_GROUP_ID,
+    make_cluster,
+    make_finding,
+    make_generation,
+    make_group,
+    make_topic,
+)
+from tests.integration.pages_harness import client_for
+
+
+@pytest.fixture
+def viewer_client(viewer):
+    return client_for(viewer)
+
+
+def _polled(cluster: Cluster, *, ago: timedelta) -> None:
+    moment = timezone.now() - ago
+    Cluster.objects.filter(id=cluster.id).update(status=Cluster.Status.OK, last_poll_at=moment,
+                                                 last_success_at=moment)
+
+
+def test_it_shows_the_last_successful_poll_of_each_cluster_in_every_page_header(viewer_client, db):
+    _polled(make_cluster("prod"), ago=timedelta(seconds=4))
+    for path in ("/", "/jobs/", "/clusters/", "/audit/"):
+        body = viewer_client.get(path).content.decode()
+        header = re.search(r'<div id="freshness".*?</div>', body, re.S).group(0)
+        assert 'data-cluster="prod"' in header and "polled" in header, path
+        assert "4 s ago" in header or "5 s ago" in header, header
+        assert 'class="banner"' not in body, path
+
+
+def test_it_warns_on_every_page_when_a_cluster_is_unreachable_naming_its_last_success(viewer_client, db):
+    cluster = make_cluster("prod")
+    _polled(cluster, ago=timedelta(minutes=3))
+    cluster_record_failure(cluster_id=cluster.id, error="KafkaError: <b>broker down</b>", now=timezone.now(),
+                           kafka_seconds=0.1)
+    body = viewer_client.get("/jobs/").content.decode()
+    banner = re.search(r'<div class="banner" role="status">.*?</div>', body, re.S).group(0)
+    assert "Cluster prod is unreachable" in banner
+    assert "&lt;b&gt;broker down&lt;/b&gt;" in banner and "<b>" not in banner
+    # The failed poll did not move the last success: still three minutes ago.
+    assert "Last successful poll" in banner and "3 min ago" in banner
+
+
+def test_it_warns_when_polls_run_late_and_not_for_a_disabled_cluster(viewer_client, settings, db):
+    settings.POLL_INTERVAL_SECONDS = 10
+    _polled(make_cluster("prod"), ago=timedelta(seconds=45))  # late after max(3 × 10 s, 30 s)
+    _polled(make_cluster("stage", enabled=False), ago=timedelta(hours=2))
+    _polled(make_cluster("test"), ago=timedelta(seconds=20))
+    banner = re.search(r'<div class="banner".*?</div>', viewer_client.get("/").content.decode(), re.S).group(0)
+    assert "Polls of cluster prod run late" in banner
+    assert "stage" not in banner and "test" not in banner
+
+
+def test_the_freshness_fragment_is_what_the_header_refreshes_from(viewer_client, client, db):
+    _polled(make_cluster("prod"), ago=timedelta(seconds=2))
+    body = viewer_client.get("/freshness").content.decode()
+    assert 'data-cluster="prod"' in body and "<html" not in body
+    assert client.get("/freshness").status_code == 302  # anonymous: to the login page
+
+
+def test_a_user_without_a_role_sees_no_cluster_names(client, db):
+    from tests.factories import user_with_role
+
+    _polled(make_cluster("secret-cluster"), ago=timedelta(seconds=2))
+    client.force_login(user_with_role("nobody", None))
+    assert "secret-cluster" not in client.get("/").content.decode()
+
+
+@pytest.fixture
+def job(approver, db):
+    cluster = make_cluster("prod")
+    topic = make_topic(cluster, "orders")
+    group = make_group(cluster, HOSTILE_GROUP_ID)
+    finding = make_finding(group, make_generation(topic, 2, (0, 1, 2)), 2)
+    job = RemediationJob.objects.create(cluster=cluster, group=group, kind=RemediationJob.Kind.RESET,
+                                        status=RemediationJob.Status.APPROVED, requested_by=approver,
+                                        params={"target": "earliest", "value": None})
+    job.findings.add(finding, through_defaults={"kind": job.kind})
+    return job
+
+
+def test_an_active_job_page_refreshes_itself_until_the_job_ends(approver, job):
+    client = client_for(approver)
+    page = client.get(f"/jobs/{job.id}/").content.decode()
+    assert f'data-live-url="/jobs/{job.id}/live"' in page
+    live = client.get(f"/jobs/{job.id}/live").content.decode()
+    assert "approved" in live and "data-live-done" not in live and "<html" not in live
+
+    RemediationJob.objects.filter(id=job.id).update(status=RemediationJob.Status.SUCCEEDED,
+                                                    finished_at=timezone.now())
+    live = client.get(f"/jobs/{job.id}/live").content.decode()
+    assert "succeeded" in live and "data-live-done" in live
+    assert '<div id="job">' in client.get(f"/jobs/{job.id}/").content.decode()
+    assert client.get("/jobs/999999/live").status_code == 404
+
+
+def test_the_jobs_list_refreshes_while_a_job_on_it_is_active(approver, job):
+    client = client_for(approver)
+    assert 'data-live-url="/jobs/live?' in client.get("/jobs/").content.decode()
+    assert "data-live-done" not in client.get("/jobs/live").content.decode()
+    RemediationJob.objects.filter(id=job.id).update(status=RemediationJob.Status.FAILED)
+    assert '<div id="jobs-table">' in client.get("/jobs/").content.decode()
+    assert "data-live-done" in client.get("/jobs/live").content.decode()
+
+
+def test_a_filtered_jobs_list_says_how_many_jobs_the_filter_hid(approver, job):
+    body = client_for(approver).get("/jobs/", {"status": "failed", "kind": "backfill"}).content.decode()
+    assert "No jobs yet" not in body
+    assert "No backfill jobs in state failed: the filter hides all 1 job" in body
+
+
+def test_times_are_relative_with_the_absolute_utc_time_on_hover_and_for_screen_readers(approver, job):
+    RemediationJob.objects.filter(id=job.id).update(created_at=timezone.now() - timedelta(minutes=5))
+    body = client_for(approver).get(f"/jobs/{job.id}/").content.decode()
+    moment = re.search(r'<time datetime="([^"]+)" title="([^"]+)">5 min ago'
+                       r'<span class="visually-hidden"> \(([^)]+)\)</span></time>', body)
+    assert moment, body
+    assert moment.group(2) == moment.group(3) and moment.group(2).endswith(" UTC")
+    assert moment.group(1).endswith("+00:00")
+    assert not re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?! UTC)", re.sub(r"<time.*?</time>", "", body, flags=re.S))
+
+
+def test_a_reset_by_time_takes_an_iso_8601_date_time_on_the_page_and_in_the_api(approver, job):
+    client = client_for(approver)
+    finding = job.findings.get()
+    RemediationJob.objects.filter(id=job.id).update(status=RemediationJob.Status.FAILED)
+    JobFinding.objects.filter(job=job).update(active=False)
+    page = client.get("/findings/reset", {"ids": finding.id, "target": "timestamp", "value": "2026-11-25T07:44:00Z"})
+    assert page.status_code == 200, page.content.decode()
+    assert 'title="2026-11-25 07:44:00 UTC"' in page.content.decode()
+    bad = client.get("/findings/reset", {"ids": finding.id, "target": "timestamp", "value": "yesterday"})
+    assert bad.status_code == 400 and "is not an ISO 8601 date-time" in bad.content.decode()
+
+    api = client.post(f"/api/v1/findings/{finding.id}/approve", {"kind": "reset", "target": "timestamp",
+                      "value": "2026-11-25T08:44:00+01:00"}, content_type="application/json")
+    assert api.status_code in (200, 201), api.content.decode()
+    created = RemediationJob.objects.exclude(id=job.id).get()
+    assert created.params["value"] == 1_795_592_640_000  # stored as epoch ms, whatever was typed
+    text_offset = client.post(f"/api/v1/findings/{finding.id}/approve", {"kind": "reset", "target": "offset",
+                              "value": "5"}, content_type="application/json")
+    assert text_offset.status_code == 400 and text_offset.json()["parameter"] == "value"
