@@ -49,3 +49,15 @@ def when(value: datetime | None, precision: str = "") -> str:
     shown = absolute(value, precise=precision == "ms")
     return format_html('<time datetime="{}" title="{}">{}<span class="visually-hidden"> ({})</span></time>',
                        value.astimezone(UTC).isoformat(), shown, relative(value, now=timezone.now()), shown)
+
+
+# An open finding's state "expired" (retention deleted part of its range; the
+# rest is still repairable) is shown apart from the way out "expired" (retention
+# took the whole range: closed).
+_STATE_LABELS = {"expired": "partly expired"}
+
+
+@register.filter
+def state_label(state: str) -> str:
+    """An open finding's state as the pages name it."""
+    return _STATE_LABELS.get(state, state)

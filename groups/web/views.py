@@ -53,6 +53,13 @@ SORTS = {
     "state": ("state", "-created_at", "id"),
 }
 STATES = [choice for choice, _ in Finding.State.choices]
+# The sortable columns of the per-partition list: the sort keys each offers
+# (a second key is the reverse order, offered once the first is in force),
+# and the direction each key orders the column in.
+SORT_COLUMNS = {"topic": ("topic",), "group": ("group",), "found": ("found", "-found"), "lag": ("lag",),
+                "missed": ("missed",), "state": ("state",)}
+SORT_DIRECTIONS = {"found": "descending", "-found": "ascending", "lag": "descending", "missed": "descending",
+                   "group": "ascending", "topic": "ascending", "state": "ascending"}
 
 
 RESOLUTIONS = list(Finding.Resolution.values)
@@ -76,6 +83,18 @@ def findings_filtered(request: HttpRequest) -> tuple[FindingFilterForm, QuerySet
     filters = form.selector_filters() if valid else {"state": None, "include_closed": history}
     findings = findings_list(**filters).order_by(*SORTS[findings_sort(request)])
     return form, findings if valid else findings.none(), filters
+
+
+def sort_columns(sort: str) -> dict[str, dict]:
+    """Per sortable column: the key its link asks for, and its ``aria_sort``
+    ("ascending", "descending" or "none"), so the header shows and announces
+    the order in force."""
+    columns = {}
+    for column, keys in SORT_COLUMNS.items():
+        active = sort in keys
+        following = keys[(keys.index(sort) + 1) % len(keys)] if active else keys[0]
+        columns[column] = {"key": following, "aria_sort": SORT_DIRECTIONS[sort] if active else "none"}
+    return columns
 
 
 def findings_sort(request: HttpRequest) -> str:
@@ -108,8 +127,11 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
         "page": page,
         "filters": raw,
         "filtered": bool(filtered),
+        # Only when the filters show nothing: how many findings they hid.
+        "hidden_total": findings_list(include_closed=history).count() if filtered and not page.object_list else 0,
         "sort": sort,
         "sorts": list(SORTS),
+        "columns": sort_columns(sort),
         "states": STATES,
         "resolutions": RESOLUTIONS,
         "active_statuses": list(RemediationJob.ACTIVE),
@@ -145,6 +167,7 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
         "triage": clusters,
         "filters": raw,
         "filtered": bool(filtered),
+        "hidden_total": findings_list().count() if filtered and not clusters else 0,
         "states": STATES,
         "query": urlencode(filtered),
         "clusters": Cluster.objects.values_list("name", flat=True),

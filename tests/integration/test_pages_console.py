@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from groups.models import Cluster, JobFinding, RemediationJob
+from groups.models import Cluster, Finding, JobFinding, RemediationJob
 from groups.services.polls import cluster_record_failure
 from tests.factories import (
     HOSTILE_GROUP_ID,
@@ -157,3 +157,65 @@ def test_a_reset_by_time_takes_an_iso_8601_date_time_on_the_page_and_in_the_api(
     text_offset = client.post(f"/api/v1/findings/{finding.id}/approve", {"kind": "reset", "target": "offset",
                               "value": "5"}, content_type="application/json")
     assert text_offset.status_code == 400 and text_offset.json()["parameter"] == "value"
+
+
+@pytest.fixture
+def findings(db):
+    """billing: an open gap on orders[2], an open partly-expired one on
+    orders[3], and a closed (dismissed, was pending) one on orders[4]."""
+    cluster = make_cluster("prod")
+    generation = make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2, 3, 4))
+    group = make_group(cluster, "billing")
+    return {
+        "gap": make_finding(group, generation, 2, lag=10),
+        "partly_expired": make_finding(group, generation, 3, lag=99, state=Finding.State.EXPIRED, expired=5),
+        "closed": make_finding(group, generation, 4, state=Finding.State.PENDING, closed_at=timezone.now(),
+                               resolution=Finding.Resolution.DISMISSED, closed_reason="test data"),
+    }
+
+
+def _header(body: str, label: str) -> str:
+    return re.search(rf'<th aria-sort="[a-z]+"[^>]*><a [^>]*>{label}.*?</th>', body, re.S).group(0)
+
+
+def test_sort_links_show_and_announce_the_order_in_force(viewer_client, findings):
+    body = viewer_client.get("/", {"view": "partitions"}).content.decode()
+    found = _header(body, "Found")
+    assert 'aria-sort="descending"' in found and "▼" in found and "sort=-found" in found  # next click: oldest first
+    assert 'aria-sort="none"' in _header(body, "Lag") and "▼" not in _header(body, "Lag")
+
+    body = viewer_client.get("/", {"view": "partitions", "sort": "-found"}).content.decode()
+    assert 'aria-sort="ascending"' in _header(body, "Found") and "▲" in _header(body, "Found")
+    body = viewer_client.get("/", {"view": "partitions", "sort": "lag"}).content.decode()
+    assert 'aria-sort="descending"' in _header(body, "Lag") and 'aria-sort="none"' in _header(body, "Found")
+    rows = re.findall(r'data-finding="(\d+)"', body)
+    assert rows == [str(findings["partly_expired"].id), str(findings["gap"].id)]  # largest lag first
+
+
+def test_an_open_expired_state_and_the_expired_way_out_read_differently(viewer_client, findings):
+    body = viewer_client.get("/", {"view": "partitions"}).content.decode()
+    assert ">partly expired</span>" in body and "partly expired 1" in body
+    history = viewer_client.get("/", {"view": "history"}).content.decode()
+    assert "dismissed" in history and "was pending" in history
+    page = viewer_client.get(f"/findings/{findings['partly_expired'].id}/").content.decode()
+    assert ">partly expired</span>" in page
+
+
+def test_empty_lists_say_how_much_their_filters_hid(viewer_client, findings):
+    for view, expected in (("partitions", "they hide 2 open findings"), ("triage", "they hide 2 open findings"),
+                           ("history", "they hide 3 findings")):
+        body = viewer_client.get("/", {"view": view, "group": "nobody-reads-this"}).content.decode()
+        assert expected in body and "show all" in body, view
+
+
+def test_checkboxes_and_row_actions_are_named_by_what_they_act_on(approver, findings):
+    body = client_for(approver).get("/", {"view": "partitions"}).content.decode()
+    assert 'aria-label="select orders partition 2 of group billing"' in body
+    assert 'aria-label="Reset orders partition 2 of group billing"' in body
+    assert "select finding" not in body
+
+
+def test_the_admin_lists_a_closed_finding_by_its_way_out_not_its_last_state(admin_client, findings):
+    body = admin_client.get("/admin/groups/finding/").content.decode()
+    assert "Dismissed (was pending)" in body and "open: gap" in body and "open: partly expired" in body
+    assert 'field-state"' not in body  # the stored state is no column of its own
