@@ -204,6 +204,12 @@ class GroupTopic(models.Model):
     updated_at = models.DateTimeField()
     # Lag samples are written at most every LAG_SAMPLE_INTERVAL_SECONDS.
     last_sample_at = models.DateTimeField(null=True, blank=True)
+    # Every partition of the topic as the last poll saw it for this group, by
+    # partition id: {"partition", "log_start" (None where the poll did not read
+    # it), "committed" (None: no commit), "high_watermark", "lag", "client_id",
+    # "host"} (client and host of the member that owns it; "" for nobody).
+    # One column, not a row per partition: written with the lag, in the same upsert.
+    partitions = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["group", "topic"], name="group_topic_unique")]

@@ -184,10 +184,12 @@ def topics_list(
 
 
 def groups_list(
-    *, cluster: Cluster | str | None = None, group_id: str | None = None, group_id_contains: str | None = None
+    *, cluster: Cluster | str | None = None, group_id: str | None = None, group_id_contains: str | None = None,
+    with_partitions: bool = False,
 ) -> QuerySet[ConsumerGroup]:
     """Consumer groups by cluster and group id, each with ``open_findings``
-    (a count) and its ``group_topics`` prefetched with their topics, by name.
+    (a count) and its ``group_topics`` prefetched with their topics, by name
+    (their per-partition rows only ``with_partitions``: a group page's).
     ``group_id`` is an exact group id, ``group_id_contains`` part of one,
     ignoring case."""
     open_findings = (
@@ -201,7 +203,8 @@ def groups_list(
         ConsumerGroup.objects.select_related("cluster")
         .annotate(open_findings=Coalesce(Subquery(open_findings, output_field=IntegerField()), 0))
         .prefetch_related(
-            Prefetch("group_topics", queryset=GroupTopic.objects.select_related("topic").order_by("topic__name"))
+            Prefetch("group_topics", queryset=GroupTopic.objects.select_related("topic").order_by("topic__name")
+                     .defer(*(() if with_partitions else ("partitions",))))
         )
     )
     queryset = _by_name(queryset, "cluster", "name", cluster)

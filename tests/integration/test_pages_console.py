@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from groups.models import Cluster, Finding, JobFinding, RemediationJob
+from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, JobFinding, RemediationJob
 from groups.services.polls import cluster_record_failure
 from tests.factories import (
     HOSTILE_GROUP_ID,
@@ -219,3 +219,90 @@ def test_the_admin_lists_a_closed_finding_by_its_way_out_not_its_last_state(admi
     body = admin_client.get("/admin/groups/finding/").content.decode()
     assert "Dismissed (was pending)" in body and "open: gap" in body and "open: partly expired" in body
     assert 'field-state"' not in body  # the stored state is no column of its own
+
+
+# --- Groups and topics lists; every partition on a group page (item 5) -------------------------------------------
+
+
+def test_the_groups_and_topics_lists_search_page_and_escape(viewer_client, db):
+    cluster, other = make_cluster("prod"), make_cluster("stage")
+    topic = make_topic(cluster, "orders")
+    hostile = make_group(cluster, HOSTILE_GROUP_ID)
+    GroupTopic.objects.create(group=hostile, topic=topic, lag=7, first_seen_at=timezone.now(),
+                              updated_at=timezone.now())
+    for n in range(55):
+        make_group(other, f"bulk-{n:02d}")
+    body = viewer_client.get("/groups/", {"q": "<SCRIPT>"}).content.decode()  # part of the id, ignoring case
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "<script>alert(1)" not in body
+    assert re.findall(r'data-group="(\d+)"', body) == [str(hostile.pk)]
+    assert re.search(r'<td class="num">7</td>', body)  # its lag over its topics
+
+    first = viewer_client.get("/groups/", {"cluster": "stage"}).content.decode()
+    assert len(re.findall(r'data-group="', first)) == 50 and "page 1 of 2 · 55 in all" in first
+    second = viewer_client.get("/groups/", {"cluster": "stage", "page": 2}).content.decode()
+    assert len(re.findall(r'data-group="', second)) == 5 and "bulk-54" in second
+
+    empty = viewer_client.get("/groups/", {"q": "nothing-like-this"}).content.decode()
+    assert "No group matches this search: it hides 56 groups" in empty
+
+    topics = viewer_client.get("/topics/", {"q": "ORD"}).content.decode()
+    assert re.findall(r'data-topic="(\d+)"', topics) == [str(topic.pk)]
+    assert viewer_client.get("/topics/", {"q": "bad\x00"}).status_code == 400
+    assert viewer_client.get("/groups/", {"q": "x" * 1001}).status_code == 400
+
+
+def test_a_group_page_shows_every_partition_from_the_last_poll_with_owner_and_lag(viewer_client, db):
+    from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
+    from groups.services.polls import poll_record_success
+
+    cluster = make_cluster("prod")
+    now = timezone.now()
+    member = MemberSnapshot(member_id="m-1", client_id="<b>client</b>", host="/10.0.0.7",
+                            assignment=frozenset({("orders", 0), ("orders", 2)}))
+    group = GroupSnapshot(group_id="billing", state="Stable", type="classic", assignor="range", members=(member,),
+                          committed={("orders", 0): 90, ("orders", 1): 40})
+    orders = TopicSnapshot(name="orders", topic_id="t-1", is_internal=False, partitions=(
+        PartitionOffsets(0, None, 100), PartitionOffsets(1, 10, 50), PartitionOffsets(2, 5, 30)))
+    poll_record_success(cluster_id=cluster.id, snapshot=Snapshot(cluster="prod", taken_at=now, topics=(orders,),
+                        groups=(group,)), now=now, kafka_seconds=0.01)
+
+    stored = ConsumerGroup.objects.get(group_id="billing")
+    body = viewer_client.get(f"/groups/{stored.pk}/").content.decode()
+    rows = dict(re.findall(r'<tr class="partition-row" data-partition="(\d)">(.*?)</tr>', body, re.S))
+    assert sorted(rows) == ["0", "1", "2"]  # every partition, none has a finding
+    cells = {p: re.findall(r'<td class="num">([^<]*)</td>', row) for p, row in rows.items()}
+    assert cells["0"] == ["90", "100", "10"]  # committed, high watermark, lag
+    assert cells["1"] == ["40", "50", "10"]   # nobody owns it
+    assert cells["2"] == ["none", "30", "25"]  # no commit: lag from the log start, never 0
+    assert "&lt;b&gt;client&lt;/b&gt;" in rows["0"] and "nobody" in rows["1"]
+    assert "45" in re.search(r'<tr class="topic-row">.*?</tr>', body, re.S).group(0)  # the topic's total lag
+
+
+def test_the_lag_chart_fits_its_events_labels_them_and_gives_each_value(viewer_client, db):
+    from groups.models import LagSample, PartitionGeneration
+
+    now = timezone.now()
+    cluster = make_cluster("prod")
+    topic = make_topic(cluster, "orders")
+    group = make_group(cluster, "billing")
+    GroupTopic.objects.create(group=group, topic=topic, lag=3, first_seen_at=now, updated_at=now)
+    generation = make_generation(topic, 2, (0, 1, 2))
+    PartitionGeneration.objects.filter(id=generation.id).update(observed_at=now - timedelta(minutes=20),
+                                                                 added_partitions=[2])
+    make_finding(group, generation, 2, missed_definite=72, missed_possible=1,
+                 pickup_before=now - timedelta(minutes=10))
+    LagSample.objects.bulk_create([LagSample(group=group, topic=topic, at=now - timedelta(minutes=m), lag=m)
+                                   for m in (180, 24, 15, 5)])
+
+    body = viewer_client.get(f"/groups/{group.pk}/").content.decode()
+    assert "last 25 min, fitted to its events" in body  # 20 min since the partition was added, and 5 before
+    svg = body[body.index("<svg"):body.index("</svg>")]
+    assert "orders: partition 2 added</text>" in svg
+    assert "orders[2] picked up by the group: 72 missed, 1 possibly" in svg
+    # The samples inside the window, each with its value on hover and in the table; the one 3 h ago is outside.
+    assert len(re.findall(r'<circle class="dot"', svg)) == 3 and "orders: lag 15 at " in svg
+    table = body[body.index('<details class="chart-values">'):body.index("</details>")]
+    assert len(re.findall(r"<tr><td", table)) == 3
+
+    fixed = viewer_client.get(f"/groups/{group.pk}/", {"window": "24h"}).content.decode()
+    assert "last 24h" in fixed and len(re.findall(r'<circle class="dot"', fixed)) == 4

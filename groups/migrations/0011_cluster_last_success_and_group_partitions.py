@@ -20,4 +20,9 @@ class Migration(migrations.Migration):
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.RunPython(from_last_poll, migrations.RunPython.noop),
+        migrations.AddField(
+            model_name='grouptopic',
+            name='partitions',
+            field=models.JSONField(blank=True, default=list),
+        ),
     ]
