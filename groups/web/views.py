@@ -20,7 +20,8 @@ from django.db.models import Count, Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from groups.selectors.finding import (
     finding_audit_events_list,
@@ -38,7 +39,9 @@ from groups.web.forms import FindingFilterForm
 from groups.web.job_result import job_result_view
 from groups.services import previews, remediation
 from groups.services.previews import finding_repair_options
-from groups.services.dispatch import QueueUnavailable
+from groups.domain.records import MAX_RECORDS_PER_END
+from groups.services import records
+from groups.services.dispatch import QueueUnavailable, TaskTimedOut
 from groups.models import Cluster, Finding, JobFinding, RemediationJob
 
 PAGE_SIZE = 50
@@ -202,6 +205,38 @@ def findings_triage_fragment(request: HttpRequest) -> HttpResponse:
     """The triage alone, for the home page's live refresh."""
     context, status = _triage_context(request)
     return render(request, "groups/_triage.html", context, status=status)
+
+
+@login_required
+@never_cache
+@require_http_methods(["GET", "HEAD", "POST"])
+def finding_records(request: HttpRequest, finding_id: int) -> HttpResponse:
+    """The record viewer (approvers only): GET shows what would be read; POST
+    reads the first and last records of the missed range through a worker
+    and shows them, once: the answer is sent with no-store and kept nowhere."""
+    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+        raise PermissionDenied("reading records needs the approver role")
+    try:
+        finding = finding_get(finding_id=finding_id)
+    except Finding.DoesNotExist:
+        raise Http404(f"no finding {finding_id}") from None
+    context = {"finding": finding, "where": records.finding_records_range(finding=finding), "count": 5,
+               "max_count": MAX_RECORDS_PER_END, "records": None, "errors": []}
+    status = 200
+    if request.method == "POST":
+        context["count"] = request.POST.get("count", "")
+        try:
+            _, context["records"] = records.finding_records_read(user=request.user, finding_id=finding.id,
+                                                                 count=context["count"])
+        except ValidationError as error:
+            context["errors"], status = error.messages, 400
+        except records.RecordsUnreadable as error:
+            context["errors"], status = [str(error)], 502
+        except QueueUnavailable as error:
+            context["errors"], status = [str(error)], 503
+        except TaskTimedOut as error:
+            context["errors"], status = [str(error)], 504
+    return render(request, "groups/records.html", context, status=status)
 
 
 @login_required
