@@ -1,5 +1,6 @@
 """The README's screenshots, from a running `make up` stack (with its demo):
-the home page and the finding page of the demo's first gap, taken by headless
+the home page, the finding page of the triage's first partition and its
+missed records, taken by headless
 Chromium through Playwright as the admin.
 
     source scripts/env.sh && $VENV/bin/python scripts/screenshots.py
@@ -37,6 +38,12 @@ def main() -> None:
         page.locator("article.triage-group a.finding-link").first.click()
         page.wait_for_url("**/findings/*/")
         page.screenshot(path=str(OUT / "finding.png"), full_page=True)
+        # Its missed records, read by a worker from the cluster.
+        page.locator("a.records-link").click()
+        page.fill("input[name=count]", "3")
+        page.get_by_role("button", name="Read records").click()
+        page.wait_for_selector("table.records")
+        page.screenshot(path=str(OUT / "records.png"), full_page=True)
         browser.close()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -207,6 +208,19 @@ def findings_triage_fragment(request: HttpRequest) -> HttpResponse:
     return render(request, "groups/_triage.html", context, status=status)
 
 
+def _records_shown(read: list[dict]) -> list[dict]:
+    """The worker's records for the page: timestamps as datetimes, and for
+    each the offsets between it and the one before that are not shown
+    (``skipped``: the middle of the range, or what compaction removed)."""
+    shown, previous = [], None
+    for record in read:
+        at = record["timestamp"]
+        skipped = (previous + 1, record["offset"]) if previous is not None and record["offset"] > previous + 1 else None
+        shown.append({**record, "timestamp": datetime.fromisoformat(at) if at else None, "skipped": skipped})
+        previous = record["offset"]
+    return shown
+
+
 @login_required
 @never_cache
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -226,8 +240,8 @@ def finding_records(request: HttpRequest, finding_id: int) -> HttpResponse:
     if request.method == "POST":
         context["count"] = request.POST.get("count", "")
         try:
-            _, context["records"] = records.finding_records_read(user=request.user, finding_id=finding.id,
-                                                                 count=context["count"])
+            _, read = records.finding_records_read(user=request.user, finding_id=finding.id, count=context["count"])
+            context["records"] = _records_shown(read)
         except ValidationError as error:
             context["errors"], status = error.messages, 400
         except records.RecordsUnreadable as error:

@@ -64,6 +64,7 @@ def test_an_approver_reads_the_first_and_last_records_of_the_missed_range(missed
     assert response.status_code == 200, body
     assert "no-store" in response.headers["Cache-Control"]
     assert re.findall(r'data-offset="(\d+)"', body) == ["0", "1", "2", "27", "28", "29"]
+    assert "… offsets 3 to 26 not shown" in body
     row = re.search(r'data-offset="1">.*?</tr>', body, re.S).group(0)
     assert "00 ff 10 62 69 6e 61 72 79" in row and "(hex)" in row and ">null<" in row  # binary value, null key
     assert "trace</code>: <code class=\"record-bytes\">abc</code>" in row and "fe</code> <span class=\"muted\">(hex)" in row
