@@ -48,7 +48,8 @@ def when(value: datetime | None, precision: str = "") -> str:
         return str(value)
     shown = absolute(value, precise=precision == "ms")
     return format_html('<time datetime="{}" title="{}">{}<span class="visually-hidden"> ({})</span></time>',
-                       value.astimezone(UTC).isoformat(), shown, relative(value, now=timezone.now()), shown)
+                       value.astimezone(UTC).isoformat(timespec="milliseconds" if precision == "ms" else "seconds"),
+                       shown, relative(value, now=timezone.now()), shown)
 
 
 # An open finding's state "expired" (retention deleted part of its range; the

@@ -3,20 +3,22 @@ real Celery worker reading with the cluster's settings, PostgreSQL for the
 audit trail. An approver sees the first and last records of a finding's
 missed range, keys, values and headers as text or hex, hostile text escaped;
 nobody else does; every look is audited without its contents; the records
-are kept nowhere (no-store, no audit detail, not in the worker's log, the
-worker's answer deleted from the result backend)."""
+are kept nowhere (no-store, no audit detail, the worker's answer ciphertext
+for the result backend and Celery's log, and deleted once read)."""
 
 from __future__ import annotations
 
-import logging
+import json
 import re
 
 import pytest
 import redis
+from cryptography.fernet import Fernet, InvalidToken
 from django.conf import settings
 
 from groups.models import AuditEvent, Cluster
 from tests.factories import make_finding, make_generation, make_group, make_topic, user_with_role
+from tasks.records import read_records
 from tests.integration.pages_harness import client_for
 
 SECRET_VALUE = "card=4111-1111-1111-1111"
@@ -47,8 +49,7 @@ def missed_records(broker, unique, kafka_bootstrap, transactional_db):
                         backfill_end=30, missed_definite=28, missed_possible=2)
 
 
-def test_an_approver_reads_the_first_and_last_records_of_the_missed_range(missed_records, celery_worker_thread,
-                                                                           caplog):
+def test_an_approver_reads_the_first_and_last_records_of_the_missed_range(missed_records, celery_worker_thread):
     approver = user_with_role("approver", "approver")
     client = client_for(approver, csrf=True)
     url = f"/findings/{missed_records.id}/records"
@@ -58,8 +59,7 @@ def test_an_approver_reads_the_first_and_last_records_of_the_missed_range(missed
 
     store = redis.Redis.from_url(settings.CELERY_RESULT_BACKEND)
     results_before = set(store.scan_iter("celery-task-meta-*"))
-    with caplog.at_level(logging.INFO):
-        response = client.post(url, {"count": "3", "csrfmiddlewaretoken": token})
+    response = client.post(url, {"count": "3", "csrfmiddlewaretoken": token})
     body = response.content.decode()
     assert response.status_code == 200, body
     assert "no-store" in response.headers["Cache-Control"]
@@ -75,8 +75,18 @@ def test_an_approver_reads_the_first_and_last_records_of_the_missed_range(missed
     event = AuditEvent.objects.get(action="finding.records_viewed")
     assert event.actor == approver and event.object_id == str(missed_records.id)
     assert event.detail == {"topic": missed_records.topic.name, "partition": 0, "range": [0, 30], "first_and_last": 3}
-    assert "gapwatch.read_records" in caplog.text and SECRET_VALUE not in caplog.text
     assert set(store.scan_iter("celery-task-meta-*")) == results_before  # the worker's answer, deleted once read
+
+
+def test_the_workers_answer_is_ciphertext_only_the_request_can_read(missed_records):
+    """What Celery stores as the task's result and logs as its return value."""
+    key = Fernet.generate_key()
+    sealed = read_records(missed_records.cluster_id, missed_records.topic.name, 0, 27, 30, 3, key.decode())
+    assert SECRET_VALUE not in sealed and "order-" not in sealed
+    records = json.loads(Fernet(key).decrypt(sealed.encode()))["records"]
+    assert [r["offset"] for r in records] == [27, 28, 29] and records[-1]["value"]["shown"] == SECRET_VALUE
+    with pytest.raises(InvalidToken):
+        Fernet(Fernet.generate_key()).decrypt(sealed.encode())
 
 
 def test_only_approvers_read_records_and_bad_input_reads_nothing(missed_records):
