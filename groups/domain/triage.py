@@ -10,7 +10,7 @@ re-deliver, from ``planning.plan_reset``), and says why in words.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from groups.domain.planning import PartitionPosition, ResetTarget, backfill_recommended, plan_reset
@@ -222,3 +222,16 @@ def triage(*, findings: Iterable[OpenFinding], groups: dict[int, GroupInfo]) -> 
         clusters.append(ClusterTriage(cluster, Totals.of(f for g in items for t in g.topics for f in t.findings),
                                       tuple(items)))
     return tuple(sorted(clusters, key=lambda c: (c.groups[0].rank, c.cluster)))
+
+
+def triage_slice(clusters: tuple[ClusterTriage, ...], *, start: int, stop: int) -> tuple[ClusterTriage, ...]:
+    """Groups ``start`` to ``stop`` (0-based, half-open) of the triage in its
+    order, each cluster keeping its totals over all its groups: one page of
+    a long triage."""
+    shown, seen = [], 0
+    for cluster in clusters:
+        first, last = max(start - seen, 0), min(stop - seen, len(cluster.groups))
+        if first < last:
+            shown.append(replace(cluster, groups=cluster.groups[first:last]))
+        seen += len(cluster.groups)
+    return tuple(shown)

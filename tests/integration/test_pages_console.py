@@ -306,3 +306,17 @@ def test_the_lag_chart_fits_its_events_labels_them_and_gives_each_value(viewer_c
 
     fixed = viewer_client.get(f"/groups/{group.pk}/", {"window": "24h"}).content.decode()
     assert "last 24h" in fixed and len(re.findall(r'<circle class="dot"', fixed)) == 4
+
+
+def test_a_long_triage_is_paged_by_group_with_each_clusters_totals(viewer_client, db):
+    cluster = make_cluster("prod")
+    generation = make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2))
+    for n in range(55):
+        make_finding(make_group(cluster, f"g-{n:02d}", state="Empty", member_count=0), generation, 2,
+                     missed_definite=100 + n)
+    first = viewer_client.get("/").content.decode()
+    assert first.count('class="triage-group') == 50 and "groups 1–50 of 55" in first
+    assert "6985 definitely missed" in first  # the cluster's total over all 55 groups (100 + … + 154)
+    second = viewer_client.get("/", {"page": 2}).content.decode()
+    assert second.count('class="triage-group') == 5 and "groups 51–55 of 55" in second
+    assert "g-54" in first and "g-00" in second and "g-00" not in first  # the largest loss (g-54) first
