@@ -7,6 +7,7 @@ urlpatterns = [
     path("findings/table", views.findings_table, name="findings_table"),
     path("findings/triage", views.findings_triage_fragment, name="findings_triage"),
     path("findings/<int:finding_id>/", views.finding_detail, name="finding_detail"),
+    path("findings/<int:finding_id>/live", views.finding_live, name="finding_live"),
     path("findings/<int:finding_id>/records", views.finding_records, name="finding_records"),
     path("findings/reset", views.preview_reset, name="preview_reset"),
     path("findings/reset/approve", views.approve_reset, name="approve_reset"),

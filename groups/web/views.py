@@ -262,11 +262,7 @@ def finding_records(request: HttpRequest, finding_id: int) -> HttpResponse:
     return render(request, "groups/records.html", context, status=status)
 
 
-@login_required
-@require_GET
-def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
-    """One finding: the evidence in words and numbers, the group's members,
-    what each repair would do, and its audit trail. Reads stored state only."""
+def _finding_context(request: HttpRequest, finding_id: int) -> dict:
     try:
         finding = finding_get(finding_id=finding_id)
     except Finding.DoesNotExist:
@@ -274,7 +270,7 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
     jobs = list(finding_jobs_list(finding=finding))
     active = next((job for job in jobs if job.status in RemediationJob.ACTIVE), None)
     repair = finding_repair_options(finding=finding, active_job=active.id if active else None)
-    return render(request, "groups/finding.html", {
+    return {
         "finding": finding, "jobs": jobs, "active_job": active,
         "members": finding_group_members(finding=finding),
         "audit": finding_audit_events_list(finding=finding, job_ids=[job.id for job in jobs]),
@@ -284,7 +280,23 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
         "definite_end": finding.first_log_start + finding.missed_definite,
         "possible_end": finding.first_log_start + finding.missed_definite + finding.missed_possible,
         "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
-    })
+    }
+
+
+@login_required
+@require_GET
+def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
+    """One finding: the evidence in words and numbers, the group's members,
+    what each repair would do, and its audit trail. Reads stored state only;
+    refreshes itself while a job works on the finding."""
+    return render(request, "groups/finding.html", _finding_context(request, finding_id))
+
+
+@login_required
+@require_GET
+def finding_live(request: HttpRequest, finding_id: int) -> HttpResponse:
+    """The finding page without its frame, for its live refresh."""
+    return render(request, "groups/_finding.html", _finding_context(request, finding_id))
 
 
 def _selected_ids(request: HttpRequest) -> list[int]:

@@ -112,6 +112,19 @@ def test_an_active_job_page_refreshes_itself_until_the_job_ends(approver, job):
     assert client.get("/jobs/999999/live").status_code == 404
 
 
+def test_a_finding_page_refreshes_itself_while_a_job_works_on_it(approver, job):
+    client = client_for(approver)
+    finding = job.findings.get()
+    assert f'data-live-url="/findings/{finding.id}/live"' in client.get(f"/findings/{finding.id}/").content.decode()
+    live = client.get(f"/findings/{finding.id}/live").content.decode()
+    assert f"reset #{job.id}" in live and "data-live-done" not in live and "<html" not in live
+    RemediationJob.objects.filter(id=job.id).update(status=RemediationJob.Status.SUCCEEDED)
+    JobFinding.objects.filter(job=job).update(active=False)
+    assert "data-live-done" in client.get(f"/findings/{finding.id}/live").content.decode()
+    assert '<div id="finding">' in client.get(f"/findings/{finding.id}/").content.decode()
+    assert client.get("/findings/999999/live").status_code == 404
+
+
 def test_the_jobs_list_refreshes_while_a_job_on_it_is_active(approver, job):
     client = client_for(approver)
     assert 'data-live-url="/jobs/live?' in client.get("/jobs/").content.decode()
