@@ -1,8 +1,9 @@
 """Every page of the console, in a real headless Chromium, checked by
 axe-core (issue 22, item 9): no serious or critical accessibility violation,
 no Content-Security-Policy violation, and at a phone's width (390 px) no page
-wider than the screen (wide tables scroll inside themselves). One browser
-context per width; rows come from the ORM factories, with a hostile group id."""
+wider than the screen (wide tables scroll inside themselves); and a job page
+that follows its job without a reload (issue 22, item 4). Rows come from the
+ORM factories, with a hostile group id."""
 
 from __future__ import annotations
 
@@ -96,3 +97,23 @@ def test_every_page_fits_a_phone_screen(every_page, live_server, chromium):
     finally:
         context.close()
 
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_job_page_follows_its_job_without_a_reload(every_page, live_server, page):
+    """live.js under the real CSP: the page of an approved job shows it
+    succeed with no reload (the header's refresh is the same script on a
+    15 s period; its fragment is tested in test_pages_console.py)."""
+    from django.utils import timezone
+
+    operator, _ = every_page
+    job = RemediationJob.objects.filter(status=RemediationJob.Status.FAILED).get()
+    RemediationJob.objects.filter(id=job.id).update(status=RemediationJob.Status.APPROVED)
+    log_in(page, live_server, operator.username, OPERATOR_PASSWORD)
+    page.goto(f"{live_server.url}/jobs/{job.id}/")
+    assert page.locator("h1 .pill").inner_text() == "approved"
+
+    RemediationJob.objects.filter(id=job.id).update(status=RemediationJob.Status.SUCCEEDED,
+                                                    finished_at=timezone.now())
+    page.wait_for_selector("h1 .pill.job-succeeded", timeout=10_000)
