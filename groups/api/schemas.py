@@ -231,7 +231,9 @@ class ClusterOut(Schema):
     oauth_scope: str
     enabled: bool
     status: Literal[tuple(Cluster.Status.values)]
-    last_poll_at: IsoDateTime | None
+    last_poll_at: IsoDateTime | None = Field(description="The end of the last poll, failed or not.")
+    last_success_at: IsoDateTime | None = Field(description=(
+        "The end of the last successful poll: how current what Gapwatch shows of the cluster is."))
     last_poll_duration_ms: int | None
     last_error: str
     polls_total: int
