@@ -255,7 +255,9 @@ def _write_group_topics(*, snapshot: Snapshot, topics: dict, groups: dict, now: 
     by_name = {t.name: t for t in snapshot.topics}
     stored = {
         (gt.group_id, gt.topic_id): gt
-        for gt in GroupTopic.objects.filter(group__in=groups.values())
+        # Not the per-partition rows: this poll writes them anew.
+        for gt in GroupTopic.objects.filter(group__in=groups.values()).only(
+            "id", "group_id", "topic_id", "first_seen_at", "last_sample_at")
     }
     sample_due = now - timedelta(seconds=settings.LAG_SAMPLE_INTERVAL_SECONDS)
     rows, samples = [], []
