@@ -34,7 +34,8 @@ def every_page(db, live_server):
     job.findings.add(gap, through_defaults={"kind": job.kind, "active": False})
     return operator, [
         "/", "/?view=partitions", "/?view=history", "/?view=partitions&group=nobody", f"/findings/{gap.pk}/",
-        f"/findings/reset?ids={gap.pk}", f"/findings/backfill?ids={gap.pk}", f"/findings/{gap.pk}/dismiss", f"/findings/{gap.pk}/records",
+        f"/findings/reset?ids={gap.pk}", f"/findings/backfill?ids={gap.pk}", f"/findings/{gap.pk}/dismiss",
+        f"/findings/{gap.pk}/records",
         f"/findings/dismiss?ids={gap.pk}", "/jobs/", f"/jobs/{job.pk}/", "/groups/", "/topics/",
         f"/groups/{group.pk}/", f"/topics/{topic.pk}/", "/clusters/", "/clusters/add", "/audit/",
     ]

@@ -67,7 +67,8 @@ def test_an_approver_reads_the_first_and_last_records_of_the_missed_range(missed
     assert "… offsets 3 to 26 not shown" in body
     row = re.search(r'data-offset="1">.*?</tr>', body, re.S).group(0)
     assert "00 ff 10 62 69 6e 61 72 79" in row and "(hex)" in row and ">null<" in row  # binary value, null key
-    assert "trace</code>: <code class=\"record-bytes\">abc</code>" in row and "fe</code> <span class=\"muted\">(hex)" in row
+    assert 'trace</code>: <code class="record-bytes">abc</code>' in row
+    assert 'fe</code> <span class="muted">(hex)' in row
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "<script>alert(1)" not in body
     assert SECRET_VALUE in body
 

@@ -29,7 +29,8 @@ def test_record_slices(start, end, count, slices, why):
     (b"\x00\x01\xffA", 64, "hex", "00 01 ff 41", 0, "bytes that are not UTF-8 are shown as hex"),
     (b"a\x07b", 64, "hex", "61 07 62", 0, "a control character (a bell) is not readable text"),
     (b"x" * 10, 4, "text", "x" * 4, 6, "only the first bytes up to the cap are shown, and the rest counted"),
-    (b"abc" + "é".encode() + b"zz", 4, "text", "abc", 4, "a character cut by the cap is left out whole, not shown as hex"),
+    (b"abc" + "é".encode() + b"zz", 4, "text", "abc", 4,
+     "a character cut by the cap is left out whole, not shown as hex"),
     (b"\xff" * 10, 4, "hex", "ff ff ff ff", 6, "hex is capped too"),
 ])
 def test_shown_bytes(data, cap, encoding, shown, cut, why):
