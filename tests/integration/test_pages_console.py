@@ -40,7 +40,7 @@ def test_it_shows_the_last_successful_poll_of_each_cluster_in_every_page_header(
     _polled(make_cluster("prod"), ago=timedelta(seconds=4))
     for path in ("/", "/jobs/", "/clusters/", "/audit/"):
         body = viewer_client.get(path).content.decode()
-        header = re.search(r'<div id="freshness".*?</div>', body, re.S).group(0)
+        header = re.search(r'<section id="freshness".*?</section>', body, re.S).group(0)
         assert 'data-cluster="prod"' in header and "polled" in header, path
         assert "4 s ago" in header or "5 s ago" in header, header
         assert 'class="banner"' not in body, path
