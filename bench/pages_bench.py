@@ -102,7 +102,11 @@ def main() -> None:
     for label, url in [("home page (first page of 10,000 findings)", "/"),
                        ("home page sorted by lag, page 100", "/?sort=lag&page=100"),
                        ("findings table fragment (live refresh)", "/findings/table"),
-                       ("group page, default 24 h chart", f"/groups/{group.id}/"),
+                       ("group page, default chart (fitted to its events)", f"/groups/{group.id}/"),
+                       ("group page, 24 h chart", f"/groups/{group.id}/?window=24h"),
+                       ("groups list, first page of 1,000", "/groups/"),
+                       ("groups list, searched", "/groups/?q=group-09"),
+                       ("topics list", "/topics/"),
                        (f"group page, {DAYS}-day chart over {DAYS} days of samples", f"/groups/{group.id}/?window=30d")]:
         median, p95, size = measure(client, url)
         print(f"{label}: median {median:.1f} ms, p95 {p95:.1f} ms ({size // 1024} KiB)")

@@ -5,8 +5,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/services.sh start postgres redis
 source scripts/env.sh
-export DATABASE_URL=postgresql://gapwatch:gapwatch@127.0.0.1:$PG_PORT/gapwatch_pages_bench DEBUG=0 SECRET_KEY=bench
-export ALLOWED_HOSTS=testserver
+export DATABASE_URL=postgresql://gapwatch:gapwatch@127.0.0.1:$PG_PORT/gapwatch_pages_bench DEBUG=0
+export ALLOWED_HOSTS=testserver SECURE_SSL_REDIRECT=0
 psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qtAc "select 1 from pg_database where datname='gapwatch_pages_bench'" | grep -q 1 \
   || psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "create database gapwatch_pages_bench owner gapwatch"
 "$VENV/bin/python" manage.py migrate --noinput -v0

@@ -110,7 +110,10 @@ class RoleRequiredMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         user = request.user
-        if user.is_authenticated and not request.path.startswith(_OPEN_PREFIXES) and not has_role(user):
-            return _refuse(request, 403, "no access: your account has no role in Gapwatch; ask an administrator "
-                                         "to add it to the viewer or approver group")
+        if user.is_authenticated and not request.path.startswith(_OPEN_PREFIXES):
+            if not has_role(user):
+                return _refuse(request, 403, "no access: your account has no role in Gapwatch; ask an "
+                                             "administrator to add it to the viewer or approver group")
+            # Checked once per request; the page header reads it (groups.web.context).
+            request.has_gapwatch_role = True
         return self.get_response(request)

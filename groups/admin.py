@@ -116,15 +116,24 @@ class ConsumerGroupAdmin(admin.ModelAdmin):
 
 @admin.register(Finding)
 class FindingAdmin(ReadOnlyAdmin):
-    list_display = ["group", "topic", "partition", "generation_number", "state", "lag", "missed_definite",
+    list_display = ["group", "topic", "partition", "generation_number", "status", "lag", "missed_definite",
                     "missed_possible", "policy_source", "created_at", "closed_at"]
-    list_filter = ["cluster", "state", "policy_source"]
+    list_filter = ["cluster", "resolution", "state", "policy_source"]
     search_fields = ["group__group_id", "topic__name"]
     list_select_related = ["group", "topic", "generation"]
 
     @admin.display(description="generation")
     def generation_number(self, obj: Finding) -> int:
         return obj.generation.number
+
+    @admin.display(description="status", ordering="state")
+    def status(self, obj: Finding) -> str:
+        """Open with its state, or closed with its way out: a closed finding
+        keeps the state it was closed in, which is not what it is now."""
+        if obj.closed_at is None:
+            return f"open: {'partly expired' if obj.state == Finding.State.EXPIRED else obj.state}"
+        way_out = obj.get_resolution_display() if obj.resolution else "closed"
+        return f"{way_out} (was {obj.state})"
 
 
 @admin.register(Notification)

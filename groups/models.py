@@ -65,6 +65,8 @@ class Cluster(models.Model):
     webhook_url = models.URLField(blank=True, default="")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.NEW)
     last_poll_at = models.DateTimeField(null=True, blank=True)
+    # The end of the last poll that succeeded (a failed one sets only last_poll_at): what the pages call current.
+    last_success_at = models.DateTimeField(null=True, blank=True)
     last_poll_duration_ms = models.PositiveIntegerField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
     last_test_at = models.DateTimeField(null=True, blank=True)
@@ -202,6 +204,12 @@ class GroupTopic(models.Model):
     updated_at = models.DateTimeField()
     # Lag samples are written at most every LAG_SAMPLE_INTERVAL_SECONDS.
     last_sample_at = models.DateTimeField(null=True, blank=True)
+    # Every partition of the topic as the last poll saw it for this group, by
+    # partition id: {"partition", "log_start" (None where the poll did not read
+    # it), "committed" (None: no commit), "high_watermark", "lag", "client_id",
+    # "host"} (client and host of the member that owns it; "" for nobody).
+    # One column, not a row per partition: written with the lag, in the same upsert.
+    partitions = models.JSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["group", "topic"], name="group_topic_unique")]

@@ -20,6 +20,8 @@ command -v java >/dev/null || need_packages+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || need_packages+=(maven)
 # The single-reader reference of the backfill benchmark (bench/backfill_bench.py).
 command -v kcat >/dev/null || need_packages+=(kcat)
+# npm installs axe-core, which the browser tests inject into every page (services/npm).
+command -v npm >/dev/null || need_packages+=(npm)
 # promtool checks the shipped alerting rules (tests/integration/test_monitoring.py).
 command -v promtool >/dev/null || need_packages+=(prometheus)
 if [ ${#need_packages[@]} -gt 0 ]; then
@@ -85,6 +87,17 @@ if [ "${SKIP_KEYCLOAK:-0}" != 1 ]; then
       >"$keycloak_dir/build.log" 2>&1 || { echo "setup: kc.sh build failed; see $keycloak_dir/build.log" >&2; exit 1; }
     echo "$keycloak_built" >"$keycloak_dir/.built"
   fi
+fi
+
+npm_stamp=$GAPWATCH_HOME/npm/.stamp
+npm_hash=$(sha256sum services/npm/package.json | cut -c1-16)
+if [ "$(cat "$npm_stamp" 2>/dev/null)" != "$npm_hash" ]; then
+  echo "setup: installing the browser tests' JavaScript (axe-core) with npm"
+  rm -rf "$GAPWATCH_HOME/npm"
+  mkdir -p "$GAPWATCH_HOME/npm"
+  cp services/npm/package.json "$GAPWATCH_HOME/npm/"
+  npm install --prefix "$GAPWATCH_HOME/npm" --no-audit --no-fund --silent
+  echo "$npm_hash" >"$npm_stamp"
 fi
 
 venv_stamp=$VENV/.gapwatch-stamp

@@ -20,12 +20,13 @@ from tasks.executors import EXECUTORS
 from tasks.job_lock import job_lock_free
 from tasks.notifications import send_notification
 from tasks.polling import poll_cluster
+from tasks.records import read_records
 from tasks.watching import observation_step, watch_cluster
 
 # Every task module is imported here, so the worker (autodiscovery of
 # ``tasks.jobs``) registers every name ``groups.services.dispatch`` sends.
 __all__ = ["poll_all_clusters", "poll_cluster_task", "ping", "watch_all_clusters", "watch_cluster_task", "recover_jobs", "run_connection_test",
-           "run_remediation_job", "send_notification"]
+           "read_records", "run_remediation_job", "send_notification"]
 
 log = logging.getLogger(__name__)
 

@@ -231,7 +231,9 @@ class ClusterOut(Schema):
     oauth_scope: str
     enabled: bool
     status: Literal[tuple(Cluster.Status.values)]
-    last_poll_at: IsoDateTime | None
+    last_poll_at: IsoDateTime | None = Field(description="The end of the last poll, failed or not.")
+    last_success_at: IsoDateTime | None = Field(description=(
+        "The end of the last successful poll: how current what Gapwatch shows of the cluster is."))
     last_poll_duration_ms: int | None
     last_error: str
     polls_total: int
@@ -373,7 +375,9 @@ class ApproveIn(Schema):
     kind: JobKind
     # Text fields have no null: a field is either sent as text or left out.
     target: Text = Field(None, description="earliest, offset, timestamp or shift.")
-    value: Int64 | None = Field(None, description="offset, shift, or epoch milliseconds (an integer).")
+    value: Int64 | Text | None = Field(None, description=(
+        "offset or shift: an integer; timestamp: epoch milliseconds (an integer) or an ISO 8601 date-time "
+        "(text, e.g. 2026-11-25T07:44:00Z; UTC unless it names a zone)."))
     sink: Text = Field(None, description=f"{', '.join(JOB_SINKS)}; default: the group's sink.")
     replay_topic: Text = Field(None, description="kafka sink: the replay topic (default: the group's, "
                                                       f"or {replay_topic_for('<topic>')}).")
@@ -383,6 +387,14 @@ class ApproveIn(Schema):
         "(the current end while it has not committed); likely: the likely start, an estimate: the findings "
         "then close as repaired to an estimate."))
     also: list[RowId] = Field([], description="More findings of the same group.")
+
+    @field_validator("value")
+    @classmethod
+    def _text_only_for_a_timestamp(cls, value, info):
+        # Strict as before for offsets and shifts: "5" is not one.
+        if isinstance(value, str) and info.data.get("target") != "timestamp":
+            raise PydanticCustomError("int_type", "must be a whole number")
+        return value
 
 
 class DismissIn(Schema):

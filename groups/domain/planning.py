@@ -8,6 +8,7 @@ Reset planning follows Kafka's own reset tool: a target outside
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 TargetKind = Literal["earliest", "offset", "timestamp", "shift"]
@@ -17,6 +18,19 @@ _ARTICLE = {"earliest": "an", "offset": "an", "timestamp": "a", "shift": "a"}
 
 class PlanError(ValueError):
     """The request cannot be planned; the message says why, for the operator."""
+
+
+def moment_ms(text: str) -> int:
+    """An ISO 8601 date-time (``2026-11-25T07:44:00Z``, ``2026-11-25 08:44+01:00``)
+    as epoch milliseconds; without a zone it is UTC, the zone every page shows."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise PlanError(f"{text!r} is not an ISO 8601 date-time (like 2026-11-25T07:44:00Z) "
+                        "or epoch milliseconds") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
 
 
 @dataclass(frozen=True)
@@ -31,7 +45,8 @@ class PartitionPosition:
 @dataclass(frozen=True)
 class ResetTarget:
     kind: TargetKind
-    # offset: the offset; shift: the signed shift; timestamp: epoch milliseconds.
+    # offset: the offset; shift: the signed shift; timestamp: epoch milliseconds
+    # (given as a number of them, or as an ISO 8601 date-time).
     value: int | None = None
 
     @classmethod
@@ -45,6 +60,8 @@ class ResetTarget:
         # A whole number, or text of one: never a fraction, a boolean or an infinity.
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise PlanError(f"{kind} must be a whole number, got {value!r}")
+        if kind == "timestamp" and isinstance(value, str) and not value.strip().lstrip("-").isdigit():
+            value = moment_ms(value)
         try:
             number = int(value)
         except (TypeError, ValueError):

@@ -10,7 +10,8 @@ re-deliver, from ``planning.plan_reset``), and says why in words.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Literal
 
 from groups.domain.planning import PartitionPosition, ResetTarget, backfill_recommended, plan_reset
@@ -149,12 +150,21 @@ def recommend(*, group: GroupInfo, findings: Iterable[OpenFinding]) -> Recommend
                           "would wait until they stop; a backfill does not disturb them", **numbers)
 
 
+# Recommendations are worked out when first read, not when triaged: the order
+# does not depend on them, and a page shows 50 of perhaps a thousand groups
+# (planning a reset for each took most of the home page's time).
+
+
 @dataclass(frozen=True)
 class TopicTriage:
     topic: str
     totals: Totals
     findings: tuple[OpenFinding, ...]
-    recommendation: Recommendation
+    group: GroupInfo
+
+    @cached_property
+    def recommendation(self) -> Recommendation:
+        return recommend(group=self.group, findings=self.findings)
 
 
 @dataclass(frozen=True)
@@ -165,12 +175,15 @@ class GroupTriage:
     group: GroupInfo
     totals: Totals
     topics: tuple[TopicTriage, ...]
-    recommendation: Recommendation
     rank: int
 
     @property
     def live(self) -> bool:
         return not self.group.empty
+
+    @cached_property
+    def recommendation(self) -> Recommendation:
+        return recommend(group=self.group, findings=[f for topic in self.topics for f in topic.findings])
 
 
 @dataclass(frozen=True)
@@ -209,16 +222,27 @@ def triage(*, findings: Iterable[OpenFinding], groups: dict[int, GroupInfo]) -> 
         for finding in sorted(group_findings, key=lambda f: (f.partition, f.id)):
             by_topic.setdefault(finding.topic, []).append(finding)
         topics = sorted(
-            (TopicTriage(topic, Totals.of(items), tuple(items), recommend(group=group, findings=items))
-             for topic, items in by_topic.items()),
+            (TopicTriage(topic, Totals.of(items), tuple(items), group) for topic, items in by_topic.items()),
             key=lambda t: (*_loss_first(t.totals), t.topic),
         )
         totals = Totals.of(group_findings)
-        triaged.setdefault(group.cluster, []).append(GroupTriage(
-            group, totals, tuple(topics), recommend(group=group, findings=group_findings), _rank(group, totals)))
+        triaged.setdefault(group.cluster, []).append(GroupTriage(group, totals, tuple(topics), _rank(group, totals)))
     clusters = []
     for cluster, items in triaged.items():
         items.sort(key=lambda g: (g.rank, *_loss_first(g.totals), g.group.group_id, g.group.key))
         clusters.append(ClusterTriage(cluster, Totals.of(f for g in items for t in g.topics for f in t.findings),
                                       tuple(items)))
     return tuple(sorted(clusters, key=lambda c: (c.groups[0].rank, c.cluster)))
+
+
+def triage_slice(clusters: tuple[ClusterTriage, ...], *, start: int, stop: int) -> tuple[ClusterTriage, ...]:
+    """Groups ``start`` to ``stop`` (0-based, half-open) of the triage in its
+    order, each cluster keeping its totals over all its groups: one page of
+    a long triage."""
+    shown, seen = [], 0
+    for cluster in clusters:
+        first, last = max(start - seen, 0), min(stop - seen, len(cluster.groups))
+        if first < last:
+            shown.append(replace(cluster, groups=cluster.groups[first:last]))
+        seen += len(cluster.groups)
+    return tuple(shown)

@@ -6,21 +6,68 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db.models import (
+    BigIntegerField,
     Count,
     F,
     FloatField,
     Func,
     IntegerField,
     Max,
+    Min,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
+    Sum,
     Value,
 )
 from django.db.models.functions import Coalesce, Floor
 
 from groups.models import AuditEvent, Cluster, ConsumerGroup, Finding, GroupTopic, LagSample, PartitionGeneration, Topic
+
+
+def _open_findings_count(field: str) -> Coalesce:
+    counts = (Finding.objects.filter(**{field: OuterRef("pk")}, closed_at__isnull=True).order_by().values(field)
+              .annotate(count=Count("id")).values("count"))
+    return Coalesce(Subquery(counts, output_field=IntegerField()), 0)
+
+
+def groups_browse(*, cluster: str | None = None, search: str | None = None) -> QuerySet[ConsumerGroup]:
+    """The groups list page: groups by cluster and id, narrowed to a cluster
+    name and part of a group id (ignoring case), each with ``open_findings``,
+    ``topic_count`` and ``total_lag`` (over its topics at the last poll);
+    no per-partition rows."""
+    lags = (GroupTopic.objects.filter(group=OuterRef("pk")).order_by().values("group")
+            .annotate(total=Sum("lag"), topics=Count("id")))
+    queryset = ConsumerGroup.objects.select_related("cluster").defer("members").annotate(
+        open_findings=_open_findings_count("group"),
+        total_lag=Coalesce(Subquery(lags.values("total"), output_field=BigIntegerField()), 0),
+        topic_count=Coalesce(Subquery(lags.values("topics"), output_field=IntegerField()), 0),
+    )
+    if cluster:
+        queryset = queryset.filter(cluster__name=cluster)
+    if search:
+        queryset = queryset.filter(group_id__icontains=search)
+    return queryset.order_by("cluster__name", "group_id", "id")
+
+
+def topics_browse(*, cluster: str | None = None, search: str | None = None) -> QuerySet[Topic]:
+    """The topics list page: topics by cluster and name, narrowed like
+    ``groups_browse``, each with ``reader_count`` (groups reading it),
+    ``open_findings`` and ``latest_generation``."""
+    readers = (GroupTopic.objects.filter(topic=OuterRef("pk")).order_by().values("topic")
+               .annotate(count=Count("id")).values("count"))
+    latest = PartitionGeneration.objects.filter(topic=OuterRef("pk")).order_by("-number").values("number")[:1]
+    queryset = Topic.objects.select_related("cluster").annotate(
+        open_findings=_open_findings_count("topic"),
+        reader_count=Coalesce(Subquery(readers, output_field=IntegerField()), 0),
+        latest_generation=Subquery(latest),
+    )
+    if cluster:
+        queryset = queryset.filter(cluster__name=cluster)
+    if search:
+        queryset = queryset.filter(name__icontains=search)
+    return queryset.order_by("cluster__name", "name", "id")
 
 
 def topic_generations_list(*, topic: Topic) -> QuerySet[PartitionGeneration]:
@@ -93,17 +140,33 @@ def group_chart_marks(
         Q(pickup_before__gte=start, pickup_before__lte=end)
         | Q(generation__observed_at__gte=start, generation__observed_at__lte=end)
     ).order_by("id").values_list("topic_id", "partition", "pickup_before", "generation_id", "generation__observed_at",
-                                 "generation__added_partitions")
+                                 "generation__added_partitions", "missed_definite", "missed_possible")
     marks, generations = [], {}
-    for topic_id, partition, picked_at, generation_id, observed_at, added in rows:
+    for topic_id, partition, picked_at, generation_id, observed_at, added, definite, possible in rows:
         if start <= observed_at <= end:
             added = sorted(added) or [partition]
             generations[generation_id] = (
                 observed_at, f"{names[topic_id]}: partition{'s' if len(added) > 1 else ''} "
                 f"{', '.join(map(str, added))} added", "added")
         if picked_at is not None and start <= picked_at <= end:
-            marks.append((picked_at, f"{names[topic_id]}[{partition}] picked up by the group", "picked_up"))
+            missed = f": {definite} missed" + (f", {possible} possibly" if possible else "")
+            marks.append((picked_at, f"{names[topic_id]}[{partition}] picked up by the group{missed}", "picked_up"))
     return sorted(generations.values()) + marks
+
+
+def group_chart_extent(*, group: ConsumerGroup, topic_ids: list[int], since: datetime) -> tuple[datetime | None,
+                                                                                           datetime | None]:
+    """(earliest event, earliest lag sample) of the group's chart since
+    ``since``: when a generation that opened one of its findings on these
+    topics was observed, or a pickup; None where there is none."""
+    firsts = Finding.objects.filter(group=group, topic_id__in=topic_ids).aggregate(
+        added=Min("generation__observed_at", filter=Q(generation__observed_at__gte=since)),
+        picked=Min("pickup_before", filter=Q(pickup_before__gte=since)),
+    )
+    added, picked = firsts["added"], firsts["picked"]
+    sampled = LagSample.objects.filter(group=group, topic_id__in=topic_ids, at__gte=since).aggregate(at=Min("at"))["at"]
+    events = [at for at in (added, picked) if at is not None]
+    return (min(events) if events else None), sampled
 
 
 def audit_events_list(

@@ -8,7 +8,7 @@ an API with a query string can share one selector.
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from django.db.models import (
     BooleanField,
@@ -23,6 +23,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
+from groups.domain.freshness import ClusterFreshness, cluster_freshness
 from groups.domain.tls import certificate_expiries, certificates_expiring
 from groups.domain.triage import ClusterTriage, GroupInfo, OpenFinding, triage
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, JobFinding, PartitionGeneration, Topic
@@ -172,6 +173,18 @@ def clusters_list() -> QuerySet[Cluster]:
     )
 
 
+def clusters_freshness(*, now: datetime, poll_interval: timedelta) -> list[ClusterFreshness]:
+    """How current each enabled cluster's stored state is (the page header
+    and its banner), by name, in one query of a few columns."""
+    rows = (Cluster.objects.filter(enabled=True).order_by("name", "id")
+            .values_list("name", "status", "last_success_at", "created_at", "last_error"))
+    return [
+        cluster_freshness(name=name, unreachable=status == Cluster.Status.UNREACHABLE, last_success_at=success,
+                          first_seen_at=created, error=error, now=now, poll_interval=poll_interval)
+        for name, status, success, created, error in rows
+    ]
+
+
 def topics_list(
     *, cluster: Cluster | str | None = None, name: str | None = None, name_contains: str | None = None
 ) -> QuerySet[Topic]:
@@ -189,10 +202,12 @@ def topics_list(
 
 
 def groups_list(
-    *, cluster: Cluster | str | None = None, group_id: str | None = None, group_id_contains: str | None = None
+    *, cluster: Cluster | str | None = None, group_id: str | None = None, group_id_contains: str | None = None,
+    with_partitions: bool = False,
 ) -> QuerySet[ConsumerGroup]:
     """Consumer groups by cluster and group id, each with ``open_findings``
-    (a count) and its ``group_topics`` prefetched with their topics, by name.
+    (a count) and its ``group_topics`` prefetched with their topics, by name
+    (their per-partition rows only ``with_partitions``: a group page's).
     ``group_id`` is an exact group id, ``group_id_contains`` part of one,
     ignoring case."""
     open_findings = (
@@ -206,7 +221,8 @@ def groups_list(
         ConsumerGroup.objects.select_related("cluster")
         .annotate(open_findings=Coalesce(Subquery(open_findings, output_field=IntegerField()), 0))
         .prefetch_related(
-            Prefetch("group_topics", queryset=GroupTopic.objects.select_related("topic").order_by("topic__name"))
+            Prefetch("group_topics", queryset=GroupTopic.objects.select_related("topic").order_by("topic__name")
+                     .defer(*(() if with_partitions else ("partitions",))))
         )
     )
     queryset = _by_name(queryset, "cluster", "name", cluster)

@@ -10,12 +10,14 @@ row its caller has not committed yet, and a rolled-back request starts nothing.
 from __future__ import annotations
 
 from celery import current_app
+from celery.exceptions import TimeoutError as CeleryTimeout
 from django.db import transaction
 
 RUN_REMEDIATION_JOB = "gapwatch.run_remediation_job"
 SEND_NOTIFICATION = "gapwatch.send_notification"
 TEST_CONNECTION = "gapwatch.test_connection"
-TASK_NAMES = (RUN_REMEDIATION_JOB, SEND_NOTIFICATION, TEST_CONNECTION)
+READ_RECORDS = "gapwatch.read_records"
+TASK_NAMES = (RUN_REMEDIATION_JOB, SEND_NOTIFICATION, TEST_CONNECTION, READ_RECORDS)
 
 
 class QueueUnavailable(Exception):
@@ -33,6 +35,27 @@ def queue_check(*, timeout: float = 2.0) -> None:
             f"the task queue (Redis) does not answer ({type(error).__name__}); nothing was created: "
             "try again once it is back"
         ) from None
+
+
+class TaskTimedOut(Exception):
+    """A task whose answer a request waits for did not answer in time."""
+
+
+def task_answer(*, name: str, args: tuple, timeout: float) -> object:
+    """Send task ``name`` now and wait up to ``timeout`` seconds for its
+    return value, which is then deleted from the result backend. For the
+    rare request that needs a worker's answer on the page (the record
+    viewer); raises QueueUnavailable or TaskTimedOut."""
+    if name not in TASK_NAMES:
+        raise ValueError(f"unknown task {name!r}")
+    queue_check()
+    result = current_app.send_task(name, args=args)
+    try:
+        return result.get(timeout=timeout, propagate=True)
+    except CeleryTimeout:
+        raise TaskTimedOut(f"no worker answered within {timeout:g} s; try again") from None
+    finally:
+        result.forget()
 
 
 def task_enqueue_on_commit(name: str, *args: object) -> None:

@@ -80,14 +80,23 @@ class PollSummary:
         }
 
 
-def group_topic_lag(*, group: GroupSnapshot, topic: TopicSnapshot) -> int:
-    """Sum of ``detection.partition_lag`` over the topic's partitions (the adapter
-    reads the log start of every partition a group reads without a commit)."""
-    return sum(
-        detection.partition_lag(high_watermark=offsets.high_watermark, log_start=offsets.log_start,
-                                committed=group.committed.get((topic.name, offsets.partition)))
-        for offsets in topic.partitions
-    )
+def group_topic_partitions(*, group: GroupSnapshot, topic: TopicSnapshot) -> list[dict]:
+    """Every partition of ``topic`` as ``group`` stands on it (``GroupTopic.partitions``):
+    offsets, ``detection.partition_lag`` and the member that owns it."""
+    owners = {partition: member for member in group.members for name, partition in member.assignment
+              if name == topic.name}
+    rows = []
+    for offsets in topic.partitions:
+        committed = group.committed.get((topic.name, offsets.partition))
+        owner = owners.get(offsets.partition)
+        rows.append({
+            "partition": offsets.partition, "log_start": offsets.log_start, "committed": committed,
+            "high_watermark": offsets.high_watermark,
+            "lag": detection.partition_lag(high_watermark=offsets.high_watermark, log_start=offsets.log_start,
+                                           committed=committed),
+            "client_id": owner.client_id if owner else "", "host": owner.host if owner else "",
+        })
+    return rows
 
 
 def cluster_record_failure(*, cluster_id: int, error: str, now: datetime, kafka_seconds: float) -> PollSummary:
@@ -153,7 +162,7 @@ def poll_record_success(
         notifications = _write_audit_and_notifications(cluster=cluster, changes=changes, findings=findings)
         new_finding_ids = [findings[key].id for key in changes.new_findings]
         Cluster.objects.filter(id=cluster.id).update(
-            status=Cluster.Status.OK, last_error="", last_poll_at=now,
+            status=Cluster.Status.OK, last_error="", last_poll_at=now, last_success_at=now,
             last_poll_duration_ms=int((kafka_seconds + time.monotonic() - started) * 1000),
             polls_total=F("polls_total") + (1 if snapshot.complete else 0),
         )
@@ -246,7 +255,9 @@ def _write_group_topics(*, snapshot: Snapshot, topics: dict, groups: dict, now: 
     by_name = {t.name: t for t in snapshot.topics}
     stored = {
         (gt.group_id, gt.topic_id): gt
-        for gt in GroupTopic.objects.filter(group__in=groups.values())
+        # Not the per-partition rows: this poll writes them anew.
+        for gt in GroupTopic.objects.filter(group__in=groups.values()).only(
+            "id", "group_id", "topic_id", "first_seen_at", "last_sample_at")
     }
     sample_due = now - timedelta(seconds=settings.LAG_SAMPLE_INTERVAL_SECONDS)
     rows, samples = [], []
@@ -256,10 +267,11 @@ def _write_group_topics(*, snapshot: Snapshot, topics: dict, groups: dict, now: 
                 continue
             group_row, topic_row = groups[group.group_id], topics[name]
             previous = stored.get((group_row.id, topic_row.id))
-            lag = group_topic_lag(group=group, topic=by_name[name])
+            partitions = group_topic_partitions(group=group, topic=by_name[name])
+            lag = sum(row["lag"] for row in partitions)
             due = previous is None or previous.last_sample_at is None or previous.last_sample_at <= sample_due
             rows.append(GroupTopic(
-                group=group_row, topic=topic_row, lag=lag, updated_at=now,
+                group=group_row, topic=topic_row, lag=lag, updated_at=now, partitions=partitions,
                 first_seen_at=previous.first_seen_at if previous else now,
                 last_sample_at=now if due else previous.last_sample_at,
             ))
@@ -267,7 +279,7 @@ def _write_group_topics(*, snapshot: Snapshot, topics: dict, groups: dict, now: 
                 samples.append(LagSample(group=group_row, topic=topic_row, at=now, lag=lag))
     GroupTopic.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["group", "topic"],
-        update_fields=["lag", "updated_at", "last_sample_at"],
+        update_fields=["lag", "updated_at", "last_sample_at", "partitions"],
     )
     LagSample.objects.bulk_create(samples)
     cutoff = now - timedelta(hours=settings.LAG_SAMPLE_RETENTION_HOURS)

@@ -5,6 +5,7 @@ the job then stores (``remediation.job_request_previewed``). Reads only."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -73,7 +74,9 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
     redelivered = sum(row["redelivered"] for row in plan)
     missed_at_most = sum(f.missed_definite + f.missed_possible for f in findings)
     return {
-        "findings": findings, "group": group, "target": {"kind": target.kind, "value": target.value},
+        "findings": findings, "group": group,
+        "target": {"kind": target.kind, "value": target.value,
+                   "at": datetime.fromtimestamp(target.value / 1000, UTC) if target.kind == "timestamp" else None},
         "params": {"target": target.kind, "value": target.value}, "plan": plan,
         "rows": rows, "redelivered": redelivered, "missed_at_most": missed_at_most,
         "backfill_recommended": backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most),

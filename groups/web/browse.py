@@ -33,11 +33,14 @@ from django.views.decorators.http import require_http_methods
 from groups.selectors.browse import (
     audit_events_list,
     audit_filter_values,
+    group_chart_extent,
     group_chart_marks,
     group_lag_series,
     group_open_findings_list,
+    groups_browse,
     topic_generations_list,
     topic_readers_list,
+    topics_browse,
 )
 from groups.selectors.lists import clusters_list, clusters_with_certificates_list, groups_list, topics_list
 from groups.models import AuditEvent, ConsumerGroup, PartitionGeneration
@@ -51,11 +54,23 @@ from groups.services.clusters import (
     require_manager,
 )
 from groups.text import partition_ranges
-from groups.web.charts import CHART_MAX_POINTS, CHART_MAX_TOPICS, CHART_WINDOWS, chart_window, lag_chart
+from groups.web.charts import (
+    CHART_FIT,
+    CHART_MAX_POINTS,
+    CHART_MAX_TOPICS,
+    CHART_WINDOWS,
+    chart_window,
+    fit_start,
+    lag_chart,
+    span_text,
+)
 from groups.web.exports import detail_text
-from groups.web.forms import AuditFilterForm, ClusterEnabledForm, ClusterForm, GroupSettingsForm
+from groups.web.forms import AuditFilterForm, BrowseFilterForm, ClusterEnabledForm, ClusterForm, GroupSettingsForm
 
 TOPIC_READERS_PER_PAGE = 100
+BROWSE_PER_PAGE = 50
+# Partitions shown per topic on a group page (a topic may have thousands).
+GROUP_PARTITIONS_SHOWN = 1000
 AUDIT_PER_PAGE = 50
 
 
@@ -89,6 +104,34 @@ def _page_query(request: HttpRequest) -> str:
 # --- Topic and group pages ------------------------------------------------
 
 
+def _browse_list(request: HttpRequest, *, template: str, selector: Callable) -> HttpResponse:
+    """A searchable, paged list (groups or topics); bad input is a 400 with the
+    form's errors and no rows."""
+    form = BrowseFilterForm(request.GET)
+    valid = form.is_valid()
+    rows = selector(**form.selector_filters()) if valid else selector().none()
+    page = Paginator(rows, BROWSE_PER_PAGE).get_page(request.GET.get("page"))
+    filtered = valid and any(form.selector_filters().values())
+    return render(request, template, {
+        "form": form, "page": page, "page_query": _page_query(request), "filtered": filtered,
+        "clusters": clusters_list().values_list("name", flat=True),
+        # Only when the filter shows nothing: how many it hid.
+        "hidden_total": selector().count() if filtered and not page.object_list else 0,
+    }, status=200 if valid else 400)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def group_list(request: HttpRequest) -> HttpResponse:
+    return _browse_list(request, template="browse/groups.html", selector=groups_browse)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def topic_list(request: HttpRequest) -> HttpResponse:
+    return _browse_list(request, template="browse/topics.html", selector=topics_browse)
+
+
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def topic_detail(request: HttpRequest, topic_id: int) -> HttpResponse:
@@ -102,6 +145,27 @@ def topic_detail(request: HttpRequest, topic_id: int) -> HttpResponse:
     })
 
 
+def _topic_row(topic, group_topic, findings: list) -> dict:
+    """One topic of a group page: every partition the last poll stored for the
+    group (``GroupTopic.partitions``), each with its open findings; a partition
+    with a finding but no stored row (a topic the group no longer reports, or
+    stored before partitions were) shows the finding's own offsets."""
+    by_partition: dict[int, list] = {}
+    for finding in findings:
+        by_partition.setdefault(finding.partition, []).append(finding)
+    stored = {row["partition"]: row for row in (group_topic.partitions if group_topic else [])}
+    for partition, rows in by_partition.items():
+        if partition not in stored:
+            latest = rows[-1]
+            stored[partition] = {
+                "partition": partition, "committed": latest.committed_offset, "high_watermark": latest.high_watermark,
+                "lag": latest.lag, "client_id": latest.owner_client_id, "host": latest.owner_host,
+            }
+    partitions = [{**stored[p], "findings": by_partition.get(p, [])} for p in sorted(stored)]
+    return {"topic": topic, "group_topic": group_topic, "findings": findings,
+            "partitions": partitions[:GROUP_PARTITIONS_SHOWN], "more": max(0, len(partitions) - GROUP_PARTITIONS_SHOWN)}
+
+
 def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: GroupSettingsForm | None,
                 status: int = 200) -> HttpResponse:
     group_topics = list(group.group_topics.all())
@@ -109,15 +173,21 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
     for finding in group_open_findings_list(group=group):
         findings_by_topic.setdefault(finding.topic_id, []).append(finding)
     # A topic with open findings the group no longer reports still gets its rows.
-    topic_rows = [{"topic": gt.topic, "group_topic": gt, "findings": findings_by_topic.pop(gt.topic_id, [])}
-                  for gt in group_topics]
-    topic_rows += [{"topic": rows[0].topic, "group_topic": None, "findings": rows}
-                   for rows in findings_by_topic.values()]
+    topic_rows = [_topic_row(gt.topic, gt, findings_by_topic.pop(gt.topic_id, [])) for gt in group_topics]
+    topic_rows += [_topic_row(rows[0].topic, None, rows) for rows in findings_by_topic.values()]
 
     window = chart_window(request.GET.get("window"))
     end = timezone.now()
-    start = end - timedelta(hours=CHART_WINDOWS[window])
     charted = sorted(group_topics, key=lambda gt: (-gt.lag, gt.topic.name))[:CHART_MAX_TOPICS]
+    if window == CHART_FIT:
+        first_event, first_sample = group_chart_extent(
+            group=group, topic_ids=[gt.topic_id for gt in charted],
+            since=end - timedelta(hours=max(CHART_WINDOWS.values())))
+        start = fit_start(now=end, first_event=first_event, first_sample=first_sample)
+        window_label = f"last {span_text(end - start)}, fitted to its events"
+    else:
+        start = end - timedelta(hours=CHART_WINDOWS[window])
+        window_label = f"last {window}"
     samples = group_lag_series(group=group, topic_ids=[gt.topic_id for gt in charted], start=start,
                                          end=end, buckets=CHART_MAX_POINTS)
     marks = group_chart_marks(group=group, topics=[gt.topic for gt in charted], start=start, end=end)
@@ -129,8 +199,9 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
         settings_form = GroupSettingsForm(instance=group)
     return render(request, "browse/group.html", {
         "group": group, "topic_rows": topic_rows, "total_lag": sum(gt.lag for gt in group_topics),
-        "chart": chart, "window": window, "windows": list(CHART_WINDOWS), "charted_count": len(charted),
-        "topic_count": len(group_topics), "max_points": CHART_MAX_POINTS,
+        "chart": chart, "window": window, "windows": [CHART_FIT, *CHART_WINDOWS], "window_label": window_label,
+        "charted_count": len(charted),
+        "topic_count": len(group_topics), "max_points": CHART_MAX_POINTS, "max_partitions": GROUP_PARTITIONS_SHOWN,
         "can_manage": can_manage, "settings_form": settings_form,
     }, status=status)
 
@@ -138,7 +209,7 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def group_detail(request: HttpRequest, group_pk: int) -> HttpResponse:
-    group = get_object_or_404(groups_list(), pk=group_pk)
+    group = get_object_or_404(groups_list(with_partitions=True), pk=group_pk)
     return _group_page(request, group, None)
 
 
@@ -167,7 +238,7 @@ _manager_form_view = _manager_only("GET", "HEAD", "POST")
 
 @_manager_post
 def group_settings(request: HttpRequest, group_pk: int) -> HttpResponse:
-    group = get_object_or_404(groups_list(), pk=group_pk)
+    group = get_object_or_404(groups_list(with_partitions=True), pk=group_pk)
     # A copy: the page shows the stored settings next to the rejected input.
     form = GroupSettingsForm(request.POST, instance=copy.copy(group))
     if not form.is_valid():

@@ -84,6 +84,17 @@ class AuditFilterForm(forms.Form):
         }
 
 
+class BrowseFilterForm(forms.Form):
+    """The groups and topics list pages: a cluster (by name) and part of a
+    name (ignoring case)."""
+
+    cluster = forms.CharField(required=False, max_length=100)
+    q = forms.CharField(required=False, max_length=1000, label="Name contains")
+
+    def selector_filters(self) -> dict:
+        return {"cluster": self.cleaned_data.get("cluster") or None, "search": self.cleaned_data.get("q") or None}
+
+
 class FindingFilterForm(forms.Form):
     """Filters of the findings page. Topic and group match part of a name
     (ignoring case); an unknown state or way out is ignored like an empty

@@ -8,6 +8,8 @@ from groups.web import exports
 app_name = "browse"
 
 urlpatterns = [
+    path("topics/", views.topic_list, name="topics"),
+    path("groups/", views.group_list, name="groups"),
     path("topics/<int:topic_id>/", views.topic_detail, name="topic"),
     path("groups/<int:group_pk>/", views.group_detail, name="group"),
     path("groups/<int:group_pk>/settings", views.group_settings, name="group_settings"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -20,7 +21,8 @@ from django.db.models import Count, Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from groups.selectors.finding import (
     finding_audit_events_list,
@@ -34,14 +36,18 @@ from groups.selectors.lists import (
     findings_selected,
     findings_triage,
 )
+from groups.domain.triage import triage_slice
 from groups.web.forms import FindingFilterForm
 from groups.web.job_result import job_result_view
 from groups.services import previews, remediation
 from groups.services.previews import finding_repair_options
-from groups.services.dispatch import QueueUnavailable
+from groups.domain.records import MAX_RECORDS_PER_END
+from groups.services import records
+from groups.services.dispatch import QueueUnavailable, TaskTimedOut
 from groups.models import Cluster, Finding, JobFinding, RemediationJob
 
 PAGE_SIZE = 50
+TRIAGE_GROUPS_PER_PAGE = 50
 # Sort keys a person can choose, and the columns they order by (stable with id).
 SORTS = {
     "found": ("-created_at", "-id"),
@@ -53,6 +59,13 @@ SORTS = {
     "state": ("state", "-created_at", "id"),
 }
 STATES = [choice for choice, _ in Finding.State.choices]
+# The sortable columns of the per-partition list: the sort keys each offers
+# (a second key is the reverse order, offered once the first is in force),
+# and the direction each key orders the column in.
+SORT_COLUMNS = {"topic": ("topic",), "group": ("group",), "found": ("found", "-found"), "lag": ("lag",),
+                "missed": ("missed",), "state": ("state",)}
+SORT_DIRECTIONS = {"found": "descending", "-found": "ascending", "lag": "descending", "missed": "descending",
+                   "group": "ascending", "topic": "ascending", "state": "ascending"}
 
 
 RESOLUTIONS = list(Finding.Resolution.values)
@@ -76,6 +89,18 @@ def findings_filtered(request: HttpRequest) -> tuple[FindingFilterForm, QuerySet
     filters = form.selector_filters() if valid else {"state": None, "include_closed": history}
     findings = findings_list(**filters).order_by(*SORTS[findings_sort(request)])
     return form, findings if valid else findings.none(), filters
+
+
+def sort_columns(sort: str) -> dict[str, dict]:
+    """Per sortable column: the key its link asks for, and its ``aria_sort``
+    ("ascending", "descending" or "none"), so the header shows and announces
+    the order in force."""
+    columns = {}
+    for column, keys in SORT_COLUMNS.items():
+        active = sort in keys
+        following = keys[(keys.index(sort) + 1) % len(keys)] if active else keys[0]
+        columns[column] = {"key": following, "aria_sort": SORT_DIRECTIONS[sort] if active else "none"}
+    return columns
 
 
 def findings_sort(request: HttpRequest) -> str:
@@ -108,8 +133,11 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
         "page": page,
         "filters": raw,
         "filtered": bool(filtered),
+        # Only when the filters show nothing: how many findings they hid.
+        "hidden_total": findings_list(include_closed=history).count() if filtered and not page.object_list else 0,
         "sort": sort,
         "sorts": list(SORTS),
+        "columns": sort_columns(sort),
         "states": STATES,
         "resolutions": RESOLUTIONS,
         "active_statuses": list(RemediationJob.ACTIVE),
@@ -136,15 +164,23 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
     valid = form.is_valid()
     filters = form.selector_filters() if valid else {}
     clusters = findings_triage(**filters) if valid else ()
+    # A page of groups (in the triage's order, clusters keeping their totals): rendering
+    # a thousand group cards took most of a second.
+    page = Paginator(range(sum(len(cluster.groups) for cluster in clusters)), TRIAGE_GROUPS_PER_PAGE).get_page(
+        request.GET.get("page"))
+    shown = triage_slice(clusters, start=page.start_index() - 1, stop=page.end_index()) if clusters else ()
     raw = _filter_values(form)
     filtered = {key: value for key, value in raw.items() if value}
     return {
         "view": "triage",
         "history": False,
         "form": form,
-        "triage": clusters,
+        "triage": shown,
+        "page": page,
+        "page_query": urlencode(filtered),
         "filters": raw,
         "filtered": bool(filtered),
+        "hidden_total": findings_list().count() if filtered and not clusters else 0,
         "states": STATES,
         "query": urlencode(filtered),
         "clusters": Cluster.objects.values_list("name", flat=True),
@@ -181,11 +217,52 @@ def findings_triage_fragment(request: HttpRequest) -> HttpResponse:
     return render(request, "groups/_triage.html", context, status=status)
 
 
+def _records_shown(read: list[dict]) -> list[dict]:
+    """The worker's records for the page: timestamps as datetimes, and for
+    each the offsets between it and the one before that are not shown
+    (``skipped``: the middle of the range, or what compaction removed)."""
+    shown, previous = [], None
+    for record in read:
+        at = record["timestamp"]
+        skipped = (previous + 1, record["offset"]) if previous is not None and record["offset"] > previous + 1 else None
+        shown.append({**record, "timestamp": datetime.fromisoformat(at) if at else None, "skipped": skipped})
+        previous = record["offset"]
+    return shown
+
+
 @login_required
-@require_GET
-def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
-    """One finding: the evidence in words and numbers, the group's members,
-    what each repair would do, and its audit trail. Reads stored state only."""
+@never_cache
+@require_http_methods(["GET", "HEAD", "POST"])
+def finding_records(request: HttpRequest, finding_id: int) -> HttpResponse:
+    """The record viewer (approvers only): GET shows what would be read; POST
+    reads the first and last records of the missed range through a worker
+    and shows them, once: the answer is sent with no-store and kept nowhere."""
+    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+        raise PermissionDenied("reading records needs the approver role")
+    try:
+        finding = finding_get(finding_id=finding_id)
+    except Finding.DoesNotExist:
+        raise Http404(f"no finding {finding_id}") from None
+    context = {"finding": finding, "where": records.finding_records_range(finding=finding), "count": 5,
+               "max_count": MAX_RECORDS_PER_END, "records": None, "errors": []}
+    status = 200
+    if request.method == "POST":
+        context["count"] = request.POST.get("count", "")
+        try:
+            _, read = records.finding_records_read(user=request.user, finding_id=finding.id, count=context["count"])
+            context["records"] = _records_shown(read)
+        except ValidationError as error:
+            context["errors"], status = error.messages, 400
+        except records.RecordsUnreadable as error:
+            context["errors"], status = [str(error)], 502
+        except QueueUnavailable as error:
+            context["errors"], status = [str(error)], 503
+        except TaskTimedOut as error:
+            context["errors"], status = [str(error)], 504
+    return render(request, "groups/records.html", context, status=status)
+
+
+def _finding_context(request: HttpRequest, finding_id: int) -> dict:
     try:
         finding = finding_get(finding_id=finding_id)
     except Finding.DoesNotExist:
@@ -193,7 +270,7 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
     jobs = list(finding_jobs_list(finding=finding))
     active = next((job for job in jobs if job.status in RemediationJob.ACTIVE), None)
     repair = finding_repair_options(finding=finding, active_job=active.id if active else None)
-    return render(request, "groups/finding.html", {
+    return {
         "finding": finding, "jobs": jobs, "active_job": active,
         "members": finding_group_members(finding=finding),
         "audit": finding_audit_events_list(finding=finding, job_ids=[job.id for job in jobs]),
@@ -203,7 +280,23 @@ def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
         "definite_end": finding.first_log_start + finding.missed_definite,
         "possible_end": finding.first_log_start + finding.missed_definite + finding.missed_possible,
         "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
-    })
+    }
+
+
+@login_required
+@require_GET
+def finding_detail(request: HttpRequest, finding_id: int) -> HttpResponse:
+    """One finding: the evidence in words and numbers, the group's members,
+    what each repair would do, and its audit trail. Reads stored state only;
+    refreshes itself while a job works on the finding."""
+    return render(request, "groups/finding.html", _finding_context(request, finding_id))
+
+
+@login_required
+@require_GET
+def finding_live(request: HttpRequest, finding_id: int) -> HttpResponse:
+    """The finding page without its frame, for its live refresh."""
+    return render(request, "groups/_finding.html", _finding_context(request, finding_id))
 
 
 def _selected_ids(request: HttpRequest) -> list[int]:
@@ -418,9 +511,8 @@ def dismiss_many(request: HttpRequest) -> HttpResponse:
     return redirect(f"{reverse('home')}?view=partitions")
 
 
-@login_required
-@require_GET
-def jobs(request: HttpRequest) -> HttpResponse:
+def _jobs_context(request: HttpRequest) -> dict:
+    """The jobs list, filtered by status and kind, with what a filter hid."""
     status = request.GET.get("status", "")
     kind = request.GET.get("kind", "")
     queryset = (
@@ -428,30 +520,69 @@ def jobs(request: HttpRequest) -> HttpResponse:
         .annotate(finding_count=Count("job_findings"))
         .order_by("-created_at", "-id")
     )
+    filters = {}
     if status in RemediationJob.Status.values:
-        queryset = queryset.filter(status=status)
+        filters["status"] = status
     if kind in RemediationJob.Kind.values:
-        queryset = queryset.filter(kind=kind)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "groups/jobs.html", {
+        filters["kind"] = kind
+    page = Paginator(queryset.filter(**filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    query = urlencode(filters)
+    return {
         "page": page, "statuses": RemediationJob.Status.values, "kinds": RemediationJob.Kind.values,
-        "status": status, "kind": kind, "query": urlencode({k: v for k, v in {"status": status, "kind": kind}.items()
-                                                             if v}),
-    })
+        "status": status, "kind": kind, "query": query, "filters": filters,
+        # Only when the filter shows nothing: how many jobs it hid.
+        "all_jobs": RemediationJob.objects.count() if filters and not page.object_list else None,
+        "live": any(job.status in RemediationJob.ACTIVE for job in page.object_list),
+        "live_url": f"{reverse('jobs_live')}?{request.GET.urlencode()}",
+    }
 
 
 @login_required
 @require_GET
-def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+def jobs(request: HttpRequest) -> HttpResponse:
+    """Jobs, newest first; the table refreshes itself while a job on it is active."""
+    return render(request, "groups/jobs.html", _jobs_context(request))
+
+
+@login_required
+@require_GET
+def jobs_live(request: HttpRequest) -> HttpResponse:
+    """The jobs table alone, for its live refresh."""
+    return render(request, "groups/_jobs_table.html", _jobs_context(request))
+
+
+def _job_context(request: HttpRequest, job_id: int) -> dict:
     job = get_object_or_404(
         RemediationJob.objects.select_related("cluster", "group", "requested_by", "approved_by", "retry_of"),
         id=job_id,
     )
     findings = job.findings.select_related("topic", "generation").order_by("topic__name", "partition")
-    return render(request, "groups/job_detail.html", {
-        "job": job, "findings": findings, "result": job_result_view(job), "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
-        "cancellable": job.status in RemediationJob.CANCELLABLE,
-    })
+    return {
+        "job": job, "findings": findings, "result": job_result_view(job),
+        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        "cancellable": job.status in RemediationJob.CANCELLABLE, "active": job.status in RemediationJob.ACTIVE,
+    }
+
+
+@login_required
+@require_GET
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    """One job; the page refreshes itself while the job is active."""
+    return render(request, "groups/job_detail.html", _job_context(request, job_id))
+
+
+@login_required
+@require_GET
+def job_live(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The job page without its frame, for its live refresh."""
+    return render(request, "groups/_job.html", _job_context(request, job_id))
+
+
+@login_required
+@require_GET
+def freshness(request: HttpRequest) -> HttpResponse:
+    """The header's freshness line and banner alone, for their live refresh."""
+    return render(request, "_freshness.html")
 
 
 def _job_action(request: HttpRequest, job_id: int, action, done: str) -> HttpResponse:

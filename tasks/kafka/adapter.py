@@ -7,6 +7,8 @@ adapter, so callers keep one import and one constructor.
 - ``describe_topic``, ``create_topic``, ``partition_offsets``,
   ``offsets_for_times``, ``topic_compacted``, ``visible_runs``: topics, for
   resets and backfills (tasks/kafka/topics.py);
+- ``read_records``: records of a partition for the record viewer
+  (tasks/kafka/records.py);
 - ``ping``, the lazy admin client and the error handling they share
   (tasks/kafka/client.py, tasks/kafka/errors.py).
 
@@ -22,6 +24,7 @@ from groups.domain.cluster_config import ClusterConfig
 from tasks.kafka.client import TopicDetails
 from tasks.kafka.errors import AccessRefused, GroupNotEmpty, KafkaUnavailable, missing_acl
 from tasks.kafka.groups import GroupOperations, GroupStatus
+from tasks.kafka.records import RecordReads
 from tasks.kafka.snapshot import SnapshotReads
 from tasks.kafka.topics import TopicOperations
 
@@ -31,7 +34,7 @@ __all__ = [
 ]
 
 
-class KafkaAdapter(SnapshotReads, GroupOperations, TopicOperations):
+class KafkaAdapter(SnapshotReads, GroupOperations, TopicOperations, RecordReads):
     """Reads (and, for resets and replay topics, writes) one cluster.
     ``KafkaAdapter(config, timeout=..., max_in_flight=...)``: every request
     carries ``timeout``; at most ``max_in_flight`` admin calls are outstanding."""

@@ -43,3 +43,20 @@ def approver_operator(username: str = "operator"):
     user = User.objects.create_user(username, password=OPERATOR_PASSWORD)
     user.groups.add(Group.objects.get(name="approver"))
     return user
+
+
+# axe-core, installed by scripts/setup.sh from npm (services/npm/package.json); nothing is fetched at run time.
+AXE_SCRIPT = ROOT / ".gapwatch" / "npm" / "node_modules" / "axe-core" / "axe.min.js"
+
+
+def axe_violations(page, *, impacts=("serious", "critical")) -> list[str]:
+    """Run axe-core on the page as it is and return its violations of these
+    impacts, one line per offending element (rule, impact, the element). The
+    script is evaluated through the DevTools protocol, which the page's CSP
+    does not govern, so the page itself stays under its real policy."""
+    page.evaluate(AXE_SCRIPT.read_text())
+    results = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"{page.url}: {v['id']} ({v['impact']}): {v['help']} — {node['html'][:200]}"
+        for v in results["violations"] if v["impact"] in impacts for node in v["nodes"]
+    ]

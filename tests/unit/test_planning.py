@@ -127,6 +127,9 @@ def test_a_timestamp_target_needs_the_broker_answer():
         ("shift", float("inf"), "whole number"),  # JSON 1e400: int() would raise OverflowError
         ("timestamp", float("-inf"), "whole number"),
         ("offset", "2.7", "whole number"),
+        ("timestamp", "yesterday", "not an ISO 8601 date-time"),
+        ("timestamp", "2026-13-01T00:00:00Z", "not an ISO 8601 date-time"),
+        ("offset", "2026-11-25T07:44:00Z", "whole number"),  # only a time may be a date-time
         ("offset", ["1"], "whole number"),
     ],
 )
@@ -233,6 +236,13 @@ def test_a_plan_survives_its_json_form():
         ("offset", "0", ResetTarget("offset", 0), "offset 0 is the first offset of a partition, a valid position"),
         ("timestamp", 0, ResetTarget("timestamp", 0), "timestamp 0 (the epoch) is a valid, if early, instant"),
         ("shift", 4, ResetTarget("shift", 4), "a shift forward"),
+        ("timestamp", "2026-11-25T07:44:00Z", ResetTarget("timestamp", 1_795_592_640_000),
+         "an ISO 8601 date-time is read as epoch milliseconds"),
+        ("timestamp", "2026-11-25 08:44:00.250+01:00", ResetTarget("timestamp", 1_795_592_640_250),
+         "its zone is honoured, and so are its milliseconds"),
+        ("timestamp", "2026-11-25T07:44", ResetTarget("timestamp", 1_795_592_640_000),
+         "without a zone it is UTC, the zone every page shows (as the CLI's --to-datetime)"),
+        ("timestamp", "1795592640000", ResetTarget("timestamp", 1_795_592_640_000), "epoch milliseconds as text"),
     ],
 )
 def test_it_parses_each_valid_target(kind, value, target, why):

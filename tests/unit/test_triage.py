@@ -162,3 +162,18 @@ def test_clusters_come_by_their_most_urgent_group_then_name():
 
 def test_no_open_findings_is_an_empty_triage():
     assert triage(findings=[], groups={}) == ()
+
+
+def test_a_slice_of_the_triage_keeps_its_order_and_each_clusters_totals():
+    from groups.domain.triage import ClusterTriage, Totals, triage_slice
+
+    def cluster(name: str, groups: int) -> ClusterTriage:
+        return ClusterTriage(cluster=name, totals=Totals(missed_definite=groups, missed_possible=0, partitions=groups,
+                                                         covered=0), groups=tuple(f"{name}-{n}" for n in range(groups)))
+
+    clusters = (cluster("a", 3), cluster("b", 2), cluster("c", 4))
+    page = triage_slice(clusters, start=2, stop=6)
+    assert [(c.cluster, c.groups) for c in page] == [("a", ("a-2",)), ("b", ("b-0", "b-1")), ("c", ("c-0",))]
+    assert page[1].totals == clusters[1].totals  # totals over the whole cluster, not the page
+    assert triage_slice(clusters, start=0, stop=9) == clusters
+    assert triage_slice(clusters, start=9, stop=12) == ()

@@ -8,13 +8,11 @@ audited job (a system action, "cli") and runs it at once.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup, RemediationJob
-from groups.domain.planning import PlanError, PlannedReset, ResetTarget, plan_reset
+from groups.domain.planning import PlanError, PlannedReset, ResetTarget, moment_ms, plan_reset
 from groups.services.remediation import SOURCE_CLI, DuplicateJob
 from groups.services.resets import reset_job_create
 from groups.text import text_table
@@ -44,14 +42,12 @@ def parse_topic(spec: str) -> tuple[str, list[int] | None]:
 
 
 def parse_datetime_ms(text: str) -> int:
-    """An ISO 8601 date-time as epoch milliseconds; without an offset it is UTC."""
+    """An ISO 8601 date-time as epoch milliseconds; without an offset it is UTC
+    (the pages and the API read it the same way: ``planning.moment_ms``)."""
     try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
+        return moment_ms(text)
+    except PlanError:
         raise CommandError(f"--to-datetime {text!r} is not an ISO 8601 date-time, like 2025-03-01T12:00:00Z") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
 
 
 class Command(BaseCommand):

@@ -1,0 +1,64 @@
+"""The pages' one way to show a time: relative ("5 min ago"), with the
+absolute UTC time on hover (``title``), for screen readers (a visually
+hidden copy) and for machines (``datetime``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django import template
+from django.utils import timezone
+from django.utils.html import format_html
+
+register = template.Library()
+
+# (seconds in the unit, its short name): "12 s", "5 min", "3 h", "2 d".
+_UNITS = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
+
+
+def relative(moment: datetime, *, now: datetime) -> str:
+    """``moment`` relative to ``now`` in its largest whole unit: "just now",
+    "12 s ago", "5 min ago", "in 3 h"."""
+    seconds = int((now - moment).total_seconds())
+    if abs(seconds) < 1:
+        return "just now"
+    for size, name in _UNITS:
+        if abs(seconds) >= size:
+            amount = abs(seconds) // size
+            return f"{amount} {name} ago" if seconds > 0 else f"in {amount} {name}"
+    return "just now"
+
+
+def absolute(moment: datetime, *, precise: bool = False) -> str:
+    """``2026-11-25 08:01:40 UTC`` (with milliseconds when ``precise``)."""
+    moment = moment.astimezone(UTC)
+    text = moment.strftime("%Y-%m-%d %H:%M:%S")
+    if precise:
+        text += f".{moment.microsecond // 1000:03d}"
+    return f"{text} UTC"
+
+
+@register.filter
+def when(value: datetime | None, precision: str = "") -> str:
+    """``{{ job.created_at|when }}``; ``|when:"ms"`` keeps milliseconds in
+    the absolute time (the pickup evidence); None shows as "—"."""
+    if value is None or value == "":
+        return "—"
+    if not isinstance(value, datetime):
+        return str(value)
+    shown = absolute(value, precise=precision == "ms")
+    return format_html('<time datetime="{}" title="{}">{}<span class="visually-hidden"> ({})</span></time>',
+                       value.astimezone(UTC).isoformat(timespec="milliseconds" if precision == "ms" else "seconds"),
+                       shown, relative(value, now=timezone.now()), shown)
+
+
+# An open finding's state "expired" (retention deleted part of its range; the
+# rest is still repairable) is shown apart from the way out "expired" (retention
+# took the whole range: closed).
+_STATE_LABELS = {"expired": "partly expired"}
+
+
+@register.filter
+def state_label(state: str) -> str:
+    """An open finding's state as the pages name it."""
+    return _STATE_LABELS.get(state, state)

@@ -1,0 +1,51 @@
+"""The README's screenshots, from a running `make up` stack (with its demo):
+the home page, the finding page of the triage's first partition and its
+missed records, taken by headless
+Chromium through Playwright as the admin.
+
+    source scripts/env.sh && $VENV/bin/python scripts/screenshots.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.integration.browser_harness import launch  # noqa: E402
+
+OUT = ROOT / "docs" / "screenshots"
+
+
+def main() -> None:
+    base = f"http://127.0.0.1:{os.environ.get('WEB_PORT', '8000')}"
+    password = (Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch")) / "admin-password").read_text().strip()
+    OUT.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = launch(playwright)
+        page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+        page.goto(f"{base}/accounts/login/")
+        page.fill("input[name=username]", os.environ.get("ADMIN_USERNAME", "admin"))
+        page.fill("input[name=password]", password)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{base}/")
+        page.screenshot(path=str(OUT / "home.png"), full_page=True)
+        # The finding page of the triage's first partition: the group with the worst loss comes first.
+        page.locator("article.triage-group a.finding-link").first.click()
+        page.wait_for_url("**/findings/*/")
+        page.screenshot(path=str(OUT / "finding.png"), full_page=True)
+        # Its missed records, read by a worker from the cluster.
+        page.locator("a.records-link").click()
+        page.fill("input[name=count]", "3")
+        page.get_by_role("button", name="Read records").click()
+        page.wait_for_selector("table.records")
+        page.screenshot(path=str(OUT / "records.png"), full_page=True)
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
