@@ -147,7 +147,11 @@ def test_a_watcher_tick_observes_only_changed_topics_and_opens_the_findings(brok
         wait_until(lambda: consumer.count(0) == 3, what="the group to read partition 0")
         wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok and cluster.groups.filter(
             group_id=group_id, group_topics__topic__name=topic).exists(), interval=0.5, what="a poll to see it")
-        assert watch_cluster_task(cluster.id)["observed"] == [], "nothing changed: one metadata request only"
+        # Topics of other tests on the shared broker (a parallel run's other
+        # worker) may change meanwhile: the claims are about this one.
+        quiet = watch_cluster_task(cluster.id)
+        assert topic not in quiet["observed"], "nothing changed here: the topic is not observed"
+        assert len(quiet["observed"]) < cluster.topics.count(), "a tick observes changed topics, not all"
 
         broker.raise_partitions(topic, 3)
         broker.produce(topic, 2, 4)
@@ -155,9 +159,9 @@ def test_a_watcher_tick_observes_only_changed_topics_and_opens_the_findings(brok
     finally:
         consumer.close()
 
-    assert (tick["observed"], tick["changed"]) == ([topic], [topic])
+    assert topic in tick["observed"] and topic in tick["changed"]
     assert 1 <= len(tick["later"]) < settings.WATCH_OBSERVATIONS_PER_TICK, "observed again within its interval"
-    assert all(observed == [topic] for observed in tick["later"])
+    assert all(topic in observed for observed in tick["later"])
     rows = {f.partition: f for f in Finding.objects.filter(topic__name=topic, group__group_id=group_id)}
     assert sorted(rows) == [1, 2]
     assert (rows[2].state, rows[2].pre_pickup_high_watermark, rows[2].first_log_start) == ("pending", 4, 0)

@@ -1,0 +1,38 @@
+"""How a parallel run hands out its tests (tests/xdist_schedule.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.xdist_schedule import UNITS, unit_of, units_in_order
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_it_puts_the_modules_of_a_shared_server_in_one_unit_and_any_other_module_in_its_own():
+    assert unit_of("tests/faults/test_kafka_faults.py::test_a") == "kafka-fault-clusters"
+    assert unit_of("tests/faults/test_worker_faults.py::test_b[x]") == "kafka-fault-clusters"
+    assert unit_of("tests/integration/test_api.py::test_c") == "tests/integration/test_api.py"
+
+
+def test_it_queues_the_named_units_first_longest_first_then_the_rest_as_collected():
+    nodeids = [
+        "tests/unit/test_core.py::test_1",
+        "tests/integration/test_backfill.py::test_2",
+        "tests/faults/test_replicated_backfill.py::test_3",
+        "tests/unit/test_core.py::test_4",
+        "tests/faults/test_kafka_faults.py::test_5",
+        "tests/integration/test_api.py::test_6",
+    ]
+    queue = units_in_order(nodeids)
+    assert list(queue) == ["kafka-fault-clusters", "spark-process", "tests/unit/test_core.py",
+                           "tests/integration/test_api.py"]
+    assert queue["kafka-fault-clusters"] == {"tests/faults/test_replicated_backfill.py::test_3": False,
+                                             "tests/faults/test_kafka_faults.py::test_5": False}
+    assert sorted(n for unit in queue.values() for n in unit) == sorted(nodeids), "every test once"
+
+
+def test_every_module_it_names_exists():
+    """A renamed module would silently leave its unit (and start its server on both workers)."""
+    missing = [module for modules in UNITS.values() for module in modules if not (ROOT / module).is_file()]
+    assert missing == []
