@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, OffsetSpec
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -64,8 +64,8 @@ class PartitionGuard:
     them start at ``auto.offset.reset``, as without a guard.
 
     ``kafka_config``: the consumer's configuration (its connection and
-    security settings are used): the guard reads topic metadata with a client
-    of its own (see ``_topic_metadata``).
+    security settings are used): the guard reads topic metadata and log starts
+    with a client of its own (see ``_topic_metadata``).
 
     ``rebalance_protocol``: ``"auto"`` finds out per consumer whether to call
     ``assign`` (eager) or ``incremental_assign`` (cooperative-sticky, KIP-848);
@@ -216,11 +216,13 @@ class PartitionGuard:
         flake, issue 20). Another client keeps a call state of its own. (Asked
         from another thread instead, ``list_topics`` waits forever on the
         consumer inside its rebalance.)"""
+        return self._client().list_topics(topic, timeout=self.kafka_timeout).topics.get(topic)
+
+    def _client(self) -> AdminClient:
         with self._lock:
             if self._metadata_client is None:
                 self._metadata_client = AdminClient(self._metadata_config)
-            client = self._metadata_client
-        return client.list_topics(topic, timeout=self.kafka_timeout).topics.get(topic)
+            return self._metadata_client
 
     def _topic_partitions(self, consumer, topic: str) -> frozenset:
         metadata = self._topic_metadata(topic)
@@ -243,19 +245,21 @@ class PartitionGuard:
         return starts
 
     def _log_start(self, consumer, topic: str, partition: int) -> int:
-        """The partition's log start. The group leader may know a new partition
-        before this consumer's metadata does (``_UNKNOWN_PARTITION``): then
-        refresh the topic's metadata and ask again."""
+        """The partition's log start, asked with the guard's own client (see
+        ``_topic_metadata``): the consumer's metadata may not know a partition
+        the group leader just assigned (``_UNKNOWN_PARTITION``), and refreshing
+        it would take the consumer's ``list_topics``. The guard's client may
+        not know it either ("No leaders found"): then its metadata is
+        refreshed and it is asked again, twice at most."""
         attempts = 0
         while True:
+            futures = self._client().list_offsets({TopicPartition(topic, partition): OffsetSpec.earliest()},
+                                                  request_timeout=self.kafka_timeout)
             try:
-                low, _high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=self.kafka_timeout, cached=False
-                )
-                return low
-            except KafkaException as error:
+                return next(iter(futures.values())).result(timeout=self.kafka_timeout).offset
+            except KafkaException:
                 attempts += 1
-                if error.args[0].code() != KafkaError._UNKNOWN_PARTITION or attempts == 3:
+                if attempts == 3:
                     raise
                 self._topic_metadata(topic)
                 time.sleep(0.1 * attempts)
