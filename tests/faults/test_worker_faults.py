@@ -14,7 +14,6 @@ import pytest
 from django.db import connection
 
 from groups.models import RemediationJob
-from tests.faults.procs import wait_for
 from tests.integration.kafka_harness import wait_until
 from tests.integration.backfill_harness import BIG, ROOT, Scenario, alive, parquet_rows
 
@@ -133,8 +132,9 @@ def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
         # The broker returns; the operator retries once the cluster answers again.
         kafka1.start_node(1)
         admin = AdminClient({"bootstrap.servers": kafka1.bootstrap, "log_level": 0})
-        wait_for(lambda: admin.describe_topics(TopicCollection([scenario.topic]))[scenario.topic].result(timeout=10),
-                 timeout=120, interval=1, what="the restarted broker to describe the topic")
+        wait_until(lambda: admin.describe_topics(TopicCollection([scenario.topic]))[scenario.topic].result(timeout=10),
+                   timeout=120, interval=1, what="the restarted broker to describe the topic",
+                   retry_on=(Exception,))
         job = job_retry(user=approver, job_id=job.id)
         run_remediation_job(job.id)
         job = RemediationJob.objects.get(id=job.id)

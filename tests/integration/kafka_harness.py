@@ -14,10 +14,18 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 
-def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what: str = "condition"):
+def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what: str = "condition",
+               retry_on: tuple[type[Exception], ...] = ()):
+    """``predicate``'s first true answer, asked every ``interval`` seconds, or an
+    AssertionError naming ``what`` after ``timeout``. The one wait of the tests
+    and benches; ``retry_on`` are the errors that mean "not yet" (a server
+    still starting answers with errors), any other fails the wait at once."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        result = predicate()
+        try:
+            result = predicate()
+        except retry_on:
+            result = None
         if result:
             return result
         time.sleep(interval)
