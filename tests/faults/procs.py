@@ -205,6 +205,9 @@ class KafkaCluster:
 
 
 class RedisServer:
+    """A redis-server of a test's own on a free loopback port, to stop and
+    start again at will; it keeps nothing on disk."""
+
     def __init__(self) -> None:
         self.port = free_ports(1)[0]
         self.url = f"redis://127.0.0.1:{self.port}/0"
