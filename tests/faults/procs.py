@@ -59,6 +59,18 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
+def end_processes(processes: list[subprocess.Popen], *, grace: float = 30) -> None:
+    """SIGTERM to every process first, so they shut down side by side; then
+    each gets ``grace`` seconds to exit before a SIGKILL."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
 def random_cluster_id() -> str:
     """What ``StorageTool random-uuid`` prints (Kafka's ``Uuid.randomUuid``:
     16 random bytes, URL-safe base64 without padding, never starting with

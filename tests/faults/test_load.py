@@ -24,7 +24,7 @@ from django.utils import timezone
 from groups.models import Cluster, RemediationJob
 from groups.services.tokens import api_token_create
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic, user_with_role
-from tests.faults.procs import RedisServer, free_ports
+from tests.faults.procs import RedisServer, end_processes, free_ports
 from tests.integration.kafka_harness import Broker, wait_until
 from tests.integration.backfill_harness import Scenario, parquet_rows
 
@@ -120,13 +120,7 @@ def test_fifty_users_during_a_backfill_get_no_error_and_polls_keep_their_interva
         wait_until(lambda: RemediationJob.objects.get(id=job_id).status in RemediationJob.FINISHED, timeout=600,
                    interval=1, what="the backfill to finish", retry_on=(Exception,))
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        end_processes(processes)
         redis_server.stop()
 
     with open(tmp_path / "load_stats.csv") as stats_file:

@@ -12,7 +12,7 @@ import time
 import psycopg
 import pytest
 
-from tests.faults.procs import Postgres, RedisServer
+from tests.faults.procs import Postgres, RedisServer, end_processes
 from tests.integration.kafka_harness import wait_until
 
 pytestmark = pytest.mark.timeout(600)
@@ -71,12 +71,6 @@ def test_a_postgres_restart_fails_one_poll_and_the_next_ones_succeed(tmp_path, k
         assert orphans == 0
         assert _count(postgres.url, "select count(*) from groups_topic") > 0
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        end_processes(processes)
         redis_server.stop()
         postgres.close()
