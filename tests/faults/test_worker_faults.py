@@ -15,7 +15,7 @@ from django.db import connection
 
 from groups.models import RemediationJob
 from tests.integration.kafka_harness import wait_until
-from tests.integration.backfill_harness import BIG, ROOT, Scenario, alive, parquet_rows
+from tests.integration.backfill_harness import BIG, ROOT, Scenario, alive, parquet_rows, run_retry
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -101,7 +101,6 @@ def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
     from confluent_kafka import TopicCollection
     from confluent_kafka.admin import AdminClient
 
-    from groups.services.remediation import job_retry
     from tasks.jobs import run_remediation_job
     from tests.integration.kafka_harness import Broker
 
@@ -135,9 +134,7 @@ def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
         wait_until(lambda: admin.describe_topics(TopicCollection([scenario.topic]))[scenario.topic].result(timeout=10),
                    timeout=120, interval=1, what="the restarted broker to describe the topic",
                    retry_on=(Exception,))
-        job = job_retry(user=approver, job_id=job.id)
-        run_remediation_job(job.id)
-        job = RemediationJob.objects.get(id=job.id)
+        job = run_retry(user=approver, job_id=job.id)
         output = tmp_path / "backfills" / str(job.id)
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert job.result["delivered"] == job.result["expected"] == 2 * BIG
