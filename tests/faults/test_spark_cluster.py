@@ -72,8 +72,7 @@ def test_it_replays_exactly_the_range_to_a_replay_topic_on_both_workers_of_a_clu
     broker, unique, approver, enqueued, on_cluster
 ):
     scenario = Scenario(broker, f"sc-{unique}", f"cluster-{unique}", K, sink="kafka")
-    replay = f"{scenario.topic}.replay"
-    broker.topics.append(replay)  # created by the job; deleted after the test
+    replay = scenario.replay_topic()
 
     job = run_job(scenario.request_job(approver, "kafka").id)
 

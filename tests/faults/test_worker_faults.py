@@ -153,17 +153,13 @@ def test_a_worker_sigkilled_inside_a_reset_is_recovered_and_the_reset_is_exact(k
     from groups.models import Cluster, Finding
     from groups.services.remediation import job_request
     from tasks.polling import poll_cluster
-    from tests.faults.cluster_harness import group_reading
+    from tests.faults.cluster_harness import group_left_behind
     from tests.integration.kafka_harness import Broker
 
     broker = Broker(kafka1.bootstrap)
     cluster = Cluster.objects.create(name=f"kill-{unique}", bootstrap_servers=kafka1.bootstrap)
     topic, group_id = f"orders-{unique}", f"latest-{unique}"
-    broker.create_topic(topic, 2)
-    consumer = group_reading(kafka1.bootstrap, cluster, topic, group_id, lambda p, n: broker.produce(topic, p, n))
-    broker.raise_partitions(topic, 3)
-    broker.produce(topic, 2, 9)
-    consumer.close()
+    group_left_behind(broker, cluster, topic, group_id, missed=9)
     wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok and Finding.objects.filter(
         topic__name=topic, partition=2, closed_at__isnull=True).exists()
         and cluster.groups.get(group_id=group_id).state == "Empty", what="an Empty group with a finding")

@@ -83,6 +83,13 @@ class Scenario:
             for partition in (2, 3)
         ]
 
+    def replay_topic(self) -> str:
+        """The replay topic a ``kafka`` job creates (``<topic>.replay``),
+        deleted after the test with the broker's own topics."""
+        replay = f"{self.topic}.replay"
+        self.broker.topics.append(replay)
+        return replay
+
     def request_job(self, user, sink: str) -> RemediationJob:
         return job_request(user=user, finding_ids=[f.id for f in self.findings], kind="backfill",
                            params={"sink": sink})
