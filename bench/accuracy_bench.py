@@ -54,6 +54,7 @@ from confluent_kafka.admin import NewPartitions  # noqa: E402
 
 from groups.models import Cluster  # noqa: E402
 from tasks.polling import poll_cluster  # noqa: E402
+from tests.faults.procs import end_processes  # noqa: E402
 from tests.integration.kafka_harness import Broker, wait_until  # noqa: E402
 from tests.integration.pickup_scenarios import SCENARIOS, Driver, Outcome, run_scenarios  # noqa: E402
 
@@ -74,13 +75,7 @@ def control_plane():
         time.sleep(3)  # beat's first watcher ticks through
         yield
     finally:
-        for process in (beat, worker):
-            process.terminate()
-        for process in (beat, worker):
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        end_processes([beat, worker])
 
 
 def _answers(ping) -> bool:

@@ -38,10 +38,8 @@ with the bench if the bench is killed.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import secrets
 import shutil
 import signal
 import statistics
@@ -71,8 +69,10 @@ from tasks.spark.backfill_job import session_parallelism  # noqa: E402
 from tasks.spark.connect import connect_session  # noqa: E402
 from tasks.spark.reader import kafka_options, read_ranges  # noqa: E402
 from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec  # noqa: E402
-# A plain module (no pytest): a standalone master and workers from the pyspark install.
-from tests.faults.procs import SparkStandalone, free_ports  # noqa: E402
+# Plain modules (no pytest): a standalone master and workers from the pyspark
+# install, and the Connect server the tests start.
+from tests.faults.procs import SparkStandalone  # noqa: E402
+from tests.integration.connect_harness import READY_LINE, ConnectServer  # noqa: E402
 
 VALUE_BYTES = 200
 # Unmeasured reads in a session before the measured ones (the JIT settles
@@ -99,7 +99,6 @@ SERVER_START_SECONDS = 180
 MEMORY_INTERVAL = 0.5
 TARGET_READ_VS_KCAT = 0.5
 TARGET_FIXED_SECONDS = 2.0
-READY_LINE = "Spark Connect server started at"
 
 
 def prepare(admin: AdminClient, bootstrap: str, topic: str, partitions: int, records: int) -> None:
@@ -150,61 +149,12 @@ def say(message: str) -> None:
 # -- processes --------------------------------------------------------------------------------
 
 
-def die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when the bench dies, even by
-    SIGKILL (the signal follows the thread that started the child: the
-    bench starts its processes from its main thread)."""
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def stop_group(process: subprocess.Popen, grace: float = 10.0) -> None:
-    """SIGTERM to the process group (a driver then leaves its cluster
-    cleanly), SIGKILL after ``grace`` seconds."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 30.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    process.poll()
-
-
-class ConnectServer:
-    """``python -m tasks.spark.connect`` (it execs spark-submit: the pid is
-    the server's JVM) on a free loopback port, with a token of the bench's
-    own, in a process group of its own; ready when Spark logs READY_LINE."""
-
-    def __init__(self, workdir: Path, name: str, *, master: str, extra_env: dict | None = None) -> None:
-        (self.port,) = free_ports(1)
-        self.token = secrets.token_urlsafe(24)
-        self.url = f"sc://localhost:{self.port}"
-        self.name = name
-        self.log = workdir / f"connect-{name}.log"
-        environment = {**os.environ, "SPARK_CONNECT_TOKEN": self.token, **(extra_env or {})}
-        spawned = time.monotonic()
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "tasks.spark.connect", "--port", str(self.port), "--master", master,
-                 "--jars-dir", str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", SERVER_MEMORY],
-                cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=die_with_parent)
-        self.pid = self.process.pid
-        deadline = time.monotonic() + SERVER_START_SECONDS
-        while READY_LINE not in self.log.read_text(errors="replace"):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                tail = self.log.read_text(errors="replace")[-3000:]
-                self.stop()
-                raise RuntimeError(f"the Spark Connect server ({name}) did not start:\n{tail}")
-            time.sleep(0.2)
-        self.startup = time.monotonic() - spawned
-
-    def stop(self) -> None:
-        stop_group(self.process)
+def connect_server(workdir: Path, name: str, *, master: str, extra_env: dict | None = None) -> ConnectServer:
+    """The tests' Connect server with the bench's driver memory (SERVER_MEMORY)
+    and patience (SERVER_START_SECONDS), logging to ``connect-<name>.log``;
+    the bench ends it with ``shut_down`` (its driver leaves a cluster cleanly)."""
+    return ConnectServer(workdir / f"connect-{name}.log", master=master, driver_memory=SERVER_MEMORY,
+                         extra_env=extra_env, start_timeout=SERVER_START_SECONDS)
 
 
 def standalone_cluster(workdir: Path) -> SparkStandalone:
@@ -530,14 +480,14 @@ def main() -> None:
     sampler: MemorySampler | None = None
     try:
         # 1. Connect on local[*]: kcat beside it, then the same jobs in their own processes.
-        server = ConnectServer(workdir, "local", master=args.master)
+        server = connect_server(workdir, "local", master=args.master)
         servers.append(server)
         sampler = MemorySampler(local_parts(server))
         report["local"] = measure_server("Connect local", server, layouts, args, output, kcat=report["kcat_raw"])
         report["local"]["memory"] = sampler.finish()
         sampler = None
         report["kcat"] = {topic: median(seconds) for topic, seconds in report["kcat_raw"].items()}
-        server.stop()
+        server.shut_down()
         own: dict = {"layouts": {}}
         for topic, partitions in layouts:
             say(f"own process {topic}: {args.runs} jobs")
@@ -554,7 +504,7 @@ def main() -> None:
         if not args.no_cluster:
             say(f"standalone cluster: master + {CLUSTER_WORKERS} workers")
             cluster = standalone_cluster(workdir / "standalone")
-            server = ConnectServer(workdir, "standalone", master=cluster.url,
+            server = connect_server(workdir, "standalone", master=cluster.url,
                                    extra_env=cluster_client_env(workdir))
             servers.append(server)
             sampler = MemorySampler(cluster_parts(server, cluster))
@@ -570,7 +520,7 @@ def main() -> None:
         if sampler is not None:
             sampler.stopped.set()
         for server in servers:
-            server.stop()
+            server.shut_down()
         if cluster is not None:
             cluster.close()
         shutil.rmtree(workdir, ignore_errors=True)

@@ -1,5 +1,5 @@
 """What the Kafka fault tests share: quiet clients, where a partition's
-leader is, whether a topic is in sync, and a `latest` group a poll has seen."""
+leader is, whether a topic is in sync, and `latest` groups a poll has seen."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from confluent_kafka.admin import AdminClient
 
 from groups.models import Cluster
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import GroupConsumer, wait_until
+from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
 
 QUIET = {"log_level": 0}  # the clients' own logs of a dead broker would drown the test output
 
@@ -31,6 +31,17 @@ def group_reading(bootstrap: str, cluster: Cluster, topic: str, group_id: str, p
     wait_until(lambda: poll_ok(cluster) and cluster.groups.filter(group_id=group_id).exists(),
                interval=0.5, what="a poll to see the group")
     return consumer
+
+
+def group_left_behind(broker: Broker, cluster: Cluster, topic: str, group_id: str, *, missed: int) -> None:
+    """A `latest` group that read partitions 0 and 1 of a new ``topic`` and
+    left it (Empty: a reset may commit) once partition 2 was added and got
+    ``missed`` messages."""
+    broker.create_topic(topic, 2)
+    consumer = group_reading(broker.bootstrap, cluster, topic, group_id, lambda p, n: broker.produce(topic, p, n))
+    broker.raise_partitions(topic, 3)
+    broker.produce(topic, 2, missed)
+    consumer.close()
 
 
 def leader_of(admin: AdminClient, topic: str, partition: int) -> int:

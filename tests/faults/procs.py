@@ -30,6 +30,8 @@ import pyspark
 import redis
 from confluent_kafka.admin import AdminClient
 
+from tests.integration.kafka_harness import wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
 
@@ -57,17 +59,16 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
-def wait_for(predicate, *, timeout: float, what: str, interval: float = 0.25):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def end_processes(processes: list[subprocess.Popen], *, grace: float = 30) -> None:
+    """SIGTERM to every process first, so they shut down side by side; then
+    each gets ``grace`` seconds to exit before a SIGKILL."""
+    for process in processes:
+        process.terminate()
+    for process in processes:
         try:
-            result = predicate()
-        except Exception:  # noqa: BLE001 - a service still starting answers with errors
-            result = None
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 def random_cluster_id() -> str:
@@ -169,15 +170,16 @@ class KafkaCluster:
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
         )
         if wait:
-            wait_for(lambda: _port_open(self.broker_ports[node_id - 1]), timeout=120, what=f"Kafka node {node_id}")
+            wait_until(lambda: _port_open(self.broker_ports[node_id - 1]), timeout=120,
+                       what=f"Kafka node {node_id}", retry_on=(Exception,))
             self.wait_ready()
 
     def wait_ready(self, timeout: float = 120) -> None:
         """Every running node is registered and serves metadata."""
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         running = {n for n, p in self.processes.items() if p.poll() is None}
-        wait_for(lambda: {b.id for b in admin.list_topics(timeout=5).brokers.values()} >= running,
-                 timeout=timeout, what=f"Kafka nodes {sorted(running)} to serve metadata")
+        wait_until(lambda: {b.id for b in admin.list_topics(timeout=5).brokers.values()} >= running,
+                   timeout=timeout, what=f"Kafka nodes {sorted(running)} to serve metadata", retry_on=(Exception,))
 
     def stop_node(self, node_id: int, *, kill: bool = False) -> None:
         process = self.processes.pop(node_id, None)
@@ -215,6 +217,9 @@ class KafkaCluster:
 
 
 class RedisServer:
+    """A redis-server of a test's own on a free loopback port, to stop and
+    start again at will; it keeps nothing on disk."""
+
     def __init__(self) -> None:
         self.port = free_ports(1)[0]
         self.url = f"redis://127.0.0.1:{self.port}/0"
@@ -226,7 +231,7 @@ class RedisServer:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent,
         )
         client = redis.Redis(port=self.port, socket_connect_timeout=1)
-        wait_for(client.ping, timeout=15, what=f"redis-server on port {self.port}")
+        wait_until(client.ping, timeout=15, what=f"redis-server on port {self.port}", retry_on=(Exception,))
         return self
 
     def start_again(self) -> "RedisServer":
@@ -387,8 +392,8 @@ class SparkStandalone:
             return json.load(answer)
 
     def wait_workers(self, count: int, timeout: float = 120) -> None:
-        wait_for(lambda: sum(w["state"] == "ALIVE" for w in self.state()["workers"]) == count,
-                 timeout=timeout, what=f"{count} Spark workers alive at {self.url}")
+        wait_until(lambda: sum(w["state"] == "ALIVE" for w in self.state()["workers"]) == count,
+                   timeout=timeout, what=f"{count} Spark workers alive at {self.url}", retry_on=(Exception,))
 
     def worker_of_executor(self, log_url: str) -> str | None:
         """The worker whose web UI serves an executor's log (``Log Urls`` of its event)."""

@@ -17,7 +17,7 @@ from django.db import connection
 from groups.models import Cluster, Finding, PartitionGeneration
 from tasks.jobs import poll_cluster_task, poll_lock_key
 from tasks.polling import poll_cluster
-from tests.faults.cluster_harness import QUIET, group_reading, in_sync, leader_of, poll_ok
+from tests.faults.cluster_harness import QUIET, group_left_behind, group_reading, in_sync, leader_of, poll_ok
 from tests.integration.kafka_harness import Broker, wait_until
 
 def open_findings(topic: str) -> dict[int, Finding]:
@@ -192,11 +192,7 @@ def test_a_reset_meeting_a_dead_broker_waits_and_completes_exactly_when_it_retur
     broker = Broker(kafka1.bootstrap)
     cluster = Cluster.objects.create(name=f"reset-{unique}", bootstrap_servers=kafka1.bootstrap)
     topic, group_id = f"orders-{unique}", f"latest-{unique}"
-    broker.create_topic(topic, 2)
-    consumer = group_reading(kafka1.bootstrap, cluster, topic, group_id, lambda p, n: broker.produce(topic, p, n))
-    broker.raise_partitions(topic, 3)
-    broker.produce(topic, 2, 12)
-    consumer.close()  # the group is Empty: a reset may commit
+    group_left_behind(broker, cluster, topic, group_id, missed=12)
     wait_until(lambda: poll_ok(cluster) and 2 in open_findings(topic)
                and cluster.groups.get(group_id=group_id).state == "Empty", what="an Empty group with a finding")
 

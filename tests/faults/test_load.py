@@ -24,8 +24,8 @@ from django.utils import timezone
 from groups.models import Cluster, RemediationJob
 from groups.services.tokens import api_token_create
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic, user_with_role
-from tests.faults.procs import RedisServer, free_ports, wait_for
-from tests.integration.kafka_harness import Broker
+from tests.faults.procs import RedisServer, end_processes, free_ports
+from tests.integration.kafka_harness import Broker, wait_until
 from tests.integration.backfill_harness import Scenario, parquet_rows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,8 +93,10 @@ def test_fifty_users_during_a_backfill_get_no_error_and_polls_keep_their_interva
     ]
     host = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: requests.get(f"{host}/accounts/login/", timeout=2).ok, timeout=60, what="gunicorn")
-        wait_for(lambda: Cluster.objects.get(id=local.id).polls_total > 0, timeout=60, what="a first poll")
+        wait_until(lambda: requests.get(f"{host}/accounts/login/", timeout=2).ok, timeout=60,
+                   what="gunicorn", retry_on=(Exception,))
+        wait_until(lambda: Cluster.objects.get(id=local.id).polls_total > 0, timeout=60,
+                   what="a first poll", retry_on=(Exception,))
 
         locust = subprocess.Popen(
             [sys.executable, "-m", "locust", "-f", str(ROOT / "bench" / "load" / "locustfile.py"), "--headless",
@@ -115,16 +117,10 @@ def test_fifty_users_during_a_backfill_get_no_error_and_polls_keep_their_interva
             time.sleep(0.5)
         assert locust.returncode == 0, locust.stderr.read()[-2000:]
         load_ended = timezone.now()
-        wait_for(lambda: RemediationJob.objects.get(id=job_id).status in RemediationJob.FINISHED, timeout=600,
-                 interval=1, what="the backfill to finish")
+        wait_until(lambda: RemediationJob.objects.get(id=job_id).status in RemediationJob.FINISHED, timeout=600,
+                   interval=1, what="the backfill to finish", retry_on=(Exception,))
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        end_processes(processes)
         redis_server.stop()
 
     with open(tmp_path / "load_stats.csv") as stats_file:

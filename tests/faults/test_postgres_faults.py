@@ -12,7 +12,8 @@ import time
 import psycopg
 import pytest
 
-from tests.faults.procs import Postgres, RedisServer, wait_for
+from tests.faults.procs import Postgres, RedisServer, end_processes
+from tests.integration.kafka_harness import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -51,13 +52,14 @@ def test_a_postgres_restart_fails_one_poll_and_the_next_ones_succeed(tmp_path, k
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
         polls = lambda: _count(postgres.url, "select coalesce(sum(polls_total), 0) from groups_cluster")  # noqa: E731
-        wait_for(lambda: polls() >= 2, timeout=120, what="beat-driven polls to succeed")
+        wait_until(lambda: polls() >= 2, timeout=120, what="beat-driven polls to succeed", retry_on=(Exception,))
 
         postgres.stop()
         time.sleep(4)  # polls meet a database that is away
         postgres.start()
         before = polls()
-        wait_for(lambda: polls() >= before + 3, timeout=120, what="polls to succeed after the restart")
+        wait_until(lambda: polls() >= before + 3, timeout=120,
+                   what="polls to succeed after the restart", retry_on=(Exception,))
 
         text = worker_log.read_text(errors="replace")
         assert "OperationalError" in text, "the failing poll must be reported in the worker's log"
@@ -69,12 +71,6 @@ def test_a_postgres_restart_fails_one_poll_and_the_next_ones_succeed(tmp_path, k
         assert orphans == 0
         assert _count(postgres.url, "select count(*) from groups_topic") > 0
     finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        end_processes(processes)
         redis_server.stop()
         postgres.close()

@@ -17,7 +17,8 @@ from django.db import connection
 from groups.models import AuditEvent, RemediationJob
 from groups.services.tokens import api_token_create
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic, user_with_role
-from tests.faults.procs import RedisServer, free_ports, wait_for
+from tests.faults.procs import RedisServer, free_ports
+from tests.integration.kafka_harness import wait_until
 
 
 def _app_env(redis_url: str, **extra: str) -> dict[str, str]:
@@ -49,8 +50,8 @@ def web(redis_server, transactional_db):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: requests.get(f"{url}/accounts/login/", timeout=2).status_code == 200,
-                 timeout=60, what="gunicorn")
+        wait_until(lambda: requests.get(f"{url}/accounts/login/", timeout=2).status_code == 200,
+                   timeout=60, what="gunicorn", retry_on=(Exception,))
         yield url
     finally:
         process.terminate()
@@ -110,14 +111,14 @@ def test_beat_publishes_again_when_redis_returns(redis_server):
     )
     client = redis.Redis.from_url(redis_server.url, socket_connect_timeout=1)
     try:
-        wait_for(lambda: client.llen("celery") > 0, timeout=60, what="beat to publish a poll")
+        wait_until(lambda: client.llen("celery") > 0, timeout=60, what="beat to publish a poll", retry_on=(Exception,))
         redis_server.stop()
-        wait_for(lambda: beat.poll() is None, timeout=3, what="beat to keep running")
+        wait_until(lambda: beat.poll() is None, timeout=3, what="beat to keep running", retry_on=(Exception,))
         time.sleep(5)  # beat's ticks fail while Redis is away
         assert beat.poll() is None, "beat exited while Redis was away"
         redis_server.start_again()
         client = redis.Redis.from_url(redis_server.url, socket_connect_timeout=1)
-        wait_for(lambda: client.llen("celery") > 0, timeout=60, what="beat to publish again")
+        wait_until(lambda: client.llen("celery") > 0, timeout=60, what="beat to publish again", retry_on=(Exception,))
     finally:
         beat.terminate()
         beat.wait(timeout=30)

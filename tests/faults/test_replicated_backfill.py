@@ -5,22 +5,18 @@ exact (on the first attempt, or on the retry once the cluster is whole)."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
-from django.db import connection
 
 from groups.models import RemediationJob
-from groups.services.remediation import job_retry
-from tasks.jobs import run_remediation_job
 from tests.faults.cluster_harness import QUIET
 from tests.faults.cluster_harness import in_sync as in_sync_or_raise
 from tests.faults.cluster_harness import leader_of as leader_or_raise
 from tests.integration.kafka_harness import Broker, wait_until
-from tests.integration.backfill_harness import BIG, Scenario, parquet_rows
+from tests.integration.backfill_harness import BIG, JobThread, Scenario, parquet_rows, run_retry
 
 # Enough to stop the leader of each partition the job reads (2, then 3) once while it runs.
 RESTARTS = 2
@@ -59,20 +55,9 @@ def test_leaders_restarted_during_a_backfill_leave_the_range_exact(
     wait_until(lambda: in_sync(admin, scenario.topic, 3), timeout=90, what="the topic in sync")
     job = scenario.request_job(approver, "parquet")
     during_job: list[tuple[int, int]] = []  # (partition whose leader was stopped, that leader)
-    failures: list[BaseException] = []
-
-    def run_job() -> None:
-        try:
-            run_remediation_job(job.id)
-        except BaseException as error:  # noqa: BLE001 - reported by the test's thread below
-            failures.append(error)
-        finally:
-            connection.close()
-
     # The job runs in a thread and the brokers restart from the main thread:
     # a broker started from a thread would die with it (see procs._die_with_parent).
-    worker = threading.Thread(target=run_job)
-    worker.start()
+    worker = JobThread(job.id)
     wait_until(lambda: (RemediationJob.objects.get(id=job.id).result or {}).get("attempts") or _finished(job.id),
                timeout=300, interval=0.1, what="the Spark job to start")
     for number in range(RESTARTS):
@@ -91,16 +76,14 @@ def test_leaders_restarted_during_a_backfill_leave_the_range_exact(
         wait_until(lambda: in_sync(admin, scenario.topic, 3), timeout=180, interval=0.25,
                    what="the restarted broker back in sync")
     worker.join()
-    assert not failures, failures
+    assert not worker.failures, worker.failures
     assert during_job, "no leader was stopped while the job ran"
     job = RemediationJob.objects.get(id=job.id)
     output = tmp_path / "backfills" / str(job.id)
     if job.status == RemediationJob.Status.FAILED:
         assert not output.exists(), "a failed job published output"
         wait_until(lambda: in_sync(admin, scenario.topic, 3), timeout=180, interval=1, what="the cluster whole")
-        job = job_retry(user=approver, job_id=job.id)
-        run_remediation_job(job.id)
-        job = RemediationJob.objects.get(id=job.id)
+        job = run_retry(user=approver, job_id=job.id)
         output = tmp_path / "backfills" / str(job.id)
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert job.result["delivered"] == job.result["expected"] == 2 * BIG

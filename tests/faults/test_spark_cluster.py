@@ -10,21 +10,19 @@ succeeds, and the range is still exact."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connection
 
 from groups.models import RemediationJob
 from tasks.backfill import runner as backfill
-from tasks.jobs import run_remediation_job
 from tests.integration.kafka_harness import wait_until
 from tests.integration.backfill_harness import (
     BIG,
     K,
+    JobThread,
     Scenario,
     parquet_rows,
     replayed_rows,
+    run_job,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
@@ -40,11 +38,6 @@ def on_cluster(spark_cluster, settings, monkeypatch, tmp_path):
     monkeypatch.setenv("SPARK_CONF_DIR", str(spark_cluster.conf_dir))
     spark_cluster.wait_workers(2)
     return spark_cluster
-
-
-def run_job(job_id: int) -> RemediationJob:
-    run_remediation_job(job_id)
-    return RemediationJob.objects.get(id=job_id)
 
 
 def output_of(job: RemediationJob) -> str:
@@ -79,8 +72,7 @@ def test_it_replays_exactly_the_range_to_a_replay_topic_on_both_workers_of_a_clu
     broker, unique, approver, enqueued, on_cluster
 ):
     scenario = Scenario(broker, f"sc-{unique}", f"cluster-{unique}", K, sink="kafka")
-    replay = f"{scenario.topic}.replay"
-    broker.topics.append(replay)  # created by the job; deleted after the test
+    replay = scenario.replay_topic()
 
     job = run_job(scenario.request_job(approver, "kafka").id)
 
@@ -100,20 +92,9 @@ def test_a_worker_killed_mid_job_leaves_its_task_to_the_other_worker_and_the_ran
     scenario = Scenario(broker, f"sc-{unique}", f"cluster-kill-{unique}", BIG)
     job = scenario.request_job(approver, "parquet")
     victim, survivor = sorted(on_cluster.workers)
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            run_remediation_job(job.id)
-        except BaseException as error:  # noqa: BLE001 - reported by the test's thread below
-            failures.append(error)
-        finally:
-            connection.close()
-
     # The job runs in a thread; workers are killed and started from the main
     # thread (a process started from a thread dies with it: procs._die_with_parent).
-    worker = threading.Thread(target=run)
-    worker.start()
+    worker = JobThread(job.id)
     try:
         app_id = wait_until(lambda: [app["id"] for app in on_cluster.applications(f"gapwatch-backfill-{job.id}")],
                             timeout=180, what="the job's Spark application at the master")[0]
@@ -122,7 +103,7 @@ def test_a_worker_killed_mid_job_leaves_its_task_to_the_other_worker_and_the_ran
         worker.join()
         on_cluster.start_worker()  # two workers again for the tests after this one
 
-    assert not failures, failures
+    assert not worker.failures, worker.failures
     job = RemediationJob.objects.get(id=job.id)
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert [a["outcome"] for a in job.result["attempts"]] == ["published"]  # Spark recovered, not our re-run

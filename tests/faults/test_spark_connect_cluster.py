@@ -88,8 +88,7 @@ def test_a_connect_server_on_the_cluster_replays_exactly_the_range_on_both_worke
 ):
     monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 10)
     scenario = Scenario(broker, f"cc-{unique}", f"connect-cluster-{unique}", K, sink="kafka")
-    replay = f"{scenario.topic}.replay"
-    broker.topics.append(replay)
+    replay = scenario.replay_topic()
     job_id = scenario.request_job(approver, "kafka").id
     jobs: list[RemediationJob] = []
 

@@ -14,9 +14,8 @@ import pytest
 from django.db import connection
 
 from groups.models import RemediationJob
-from tests.faults.procs import wait_for
 from tests.integration.kafka_harness import wait_until
-from tests.integration.backfill_harness import BIG, ROOT, Scenario, alive, parquet_rows
+from tests.integration.backfill_harness import BIG, ROOT, Scenario, alive, parquet_rows, run_retry
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -102,7 +101,6 @@ def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
     from confluent_kafka import TopicCollection
     from confluent_kafka.admin import AdminClient
 
-    from groups.services.remediation import job_retry
     from tasks.jobs import run_remediation_job
     from tests.integration.kafka_harness import Broker
 
@@ -133,11 +131,10 @@ def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
         # The broker returns; the operator retries once the cluster answers again.
         kafka1.start_node(1)
         admin = AdminClient({"bootstrap.servers": kafka1.bootstrap, "log_level": 0})
-        wait_for(lambda: admin.describe_topics(TopicCollection([scenario.topic]))[scenario.topic].result(timeout=10),
-                 timeout=120, interval=1, what="the restarted broker to describe the topic")
-        job = job_retry(user=approver, job_id=job.id)
-        run_remediation_job(job.id)
-        job = RemediationJob.objects.get(id=job.id)
+        wait_until(lambda: admin.describe_topics(TopicCollection([scenario.topic]))[scenario.topic].result(timeout=10),
+                   timeout=120, interval=1, what="the restarted broker to describe the topic",
+                   retry_on=(Exception,))
+        job = run_retry(user=approver, job_id=job.id)
         output = tmp_path / "backfills" / str(job.id)
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
     assert job.result["delivered"] == job.result["expected"] == 2 * BIG
@@ -156,17 +153,13 @@ def test_a_worker_sigkilled_inside_a_reset_is_recovered_and_the_reset_is_exact(k
     from groups.models import Cluster, Finding
     from groups.services.remediation import job_request
     from tasks.polling import poll_cluster
-    from tests.faults.cluster_harness import group_reading
+    from tests.faults.cluster_harness import group_left_behind
     from tests.integration.kafka_harness import Broker
 
     broker = Broker(kafka1.bootstrap)
     cluster = Cluster.objects.create(name=f"kill-{unique}", bootstrap_servers=kafka1.bootstrap)
     topic, group_id = f"orders-{unique}", f"latest-{unique}"
-    broker.create_topic(topic, 2)
-    consumer = group_reading(kafka1.bootstrap, cluster, topic, group_id, lambda p, n: broker.produce(topic, p, n))
-    broker.raise_partitions(topic, 3)
-    broker.produce(topic, 2, 9)
-    consumer.close()
+    group_left_behind(broker, cluster, topic, group_id, missed=9)
     wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok and Finding.objects.filter(
         topic__name=topic, partition=2, closed_at__isnull=True).exists()
         and cluster.groups.get(group_id=group_id).state == "Empty", what="an Empty group with a finding")

@@ -2,12 +2,13 @@
 topic raised from 2 to 4 partitions with known missed ranges and gap findings
 on them (``Scenario``), readers of what a job delivered (Parquet through
 pyarrow, as any Parquet user would read it; the replay topic through a
-consumer), and waits on a running job's attempts."""
+consumer), and jobs run to their end, in a thread, or waited on part-way."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,10 +16,11 @@ from pathlib import Path
 import pyarrow
 import pyarrow.dataset
 from confluent_kafka import Consumer, KafkaError, Producer, TopicCollection, TopicPartition
+from django.db import connection
 
 from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration, RemediationJob, Topic
 from groups.domain.planning import BackfillRange
-from groups.services.remediation import job_request
+from groups.services.remediation import job_request, job_retry
 from tasks.backfill.runner import BackfillRequest
 from tasks.jobs import run_remediation_job
 from tasks.spark.sinks.records import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
@@ -81,6 +83,13 @@ class Scenario:
             for partition in (2, 3)
         ]
 
+    def replay_topic(self) -> str:
+        """The replay topic a ``kafka`` job creates (``<topic>.replay``),
+        deleted after the test with the broker's own topics."""
+        replay = f"{self.topic}.replay"
+        self.broker.topics.append(replay)
+        return replay
+
     def request_job(self, user, sink: str) -> RemediationJob:
         return job_request(user=user, finding_ids=[f.id for f in self.findings], kind="backfill",
                            params={"sink": sink})
@@ -108,6 +117,34 @@ def parquet_rows(path: str) -> list[tuple]:
 def run_job(job_id: int) -> RemediationJob:
     run_remediation_job(job_id)
     return RemediationJob.objects.get(id=job_id)
+
+
+def run_retry(*, user, job_id: int) -> RemediationJob:
+    """The operator's retry of a failed job, run to its end."""
+    return run_job(job_retry(user=user, job_id=job_id).id)
+
+
+class JobThread:
+    """``run_remediation_job`` in a thread of its own, so that the test's main
+    thread can stop and start servers meanwhile (a process started from a
+    thread dies with it: procs._die_with_parent). ``failures`` holds what the
+    job raised, for the test to assert on after ``join``."""
+
+    def __init__(self, job_id: int) -> None:
+        self.failures: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(job_id,))
+        self._thread.start()
+
+    def _run(self, job_id: int) -> None:
+        try:
+            run_remediation_job(job_id)
+        except BaseException as error:  # noqa: BLE001 - reported by the test's thread
+            self.failures.append(error)
+        finally:
+            connection.close()
+
+    def join(self) -> None:
+        self._thread.join()
 
 
 def staging_leftovers(settings) -> list[Path]:

@@ -1,5 +1,5 @@
-"""A Spark Connect server for tests: ``python -m tasks.spark.connect`` as
-``scripts/app.sh`` starts it, on a free loopback port, with a token of its
+"""A Spark Connect server for tests and benches: ``python -m tasks.spark.connect``
+as ``scripts/app.sh`` starts it, on a free loopback port, with a token of its
 own, in a session of its own (so stopping it also ends its JVM)."""
 
 from __future__ import annotations
@@ -7,46 +7,54 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from django.conf import settings
 
+from tests.faults.procs import _die_with_parent, free_ports
 from tests.integration.kafka_harness import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+READY_LINE = "Spark Connect server started at"
 
 
 class ConnectServer:
+    """Started by the constructor and ready once Spark logs READY_LINE (the
+    pid is the server's JVM: the module execs spark-submit); ``startup`` is
+    the seconds that took. It dies with the process that started it (start
+    it from the main thread: see ``procs._die_with_parent``)."""
+
     def __init__(self, log_path: Path, *, master: str = "local[2]", driver_memory: str = "768m",
-                 extra_env: dict | None = None) -> None:
-        self.port = free_port()
+                 extra_env: dict | None = None, start_timeout: float = 120) -> None:
+        self.port = free_ports(1)[0]
         self.token = secrets.token_urlsafe(24)
         self.url = f"sc://localhost:{self.port}"
         self.log = log_path
         self.master = master
         environment = {**os.environ, "SPARK_CONNECT_TOKEN": self.token, **(extra_env or {})}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tasks.spark.connect", "--port", str(self.port), "--master", master,
-             "--jars-dir", str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", driver_memory],
-            cwd=ROOT, env=environment, stdout=open(log_path, "ab"), stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        spawned = time.monotonic()
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tasks.spark.connect", "--port", str(self.port), "--master", master,
+                 "--jars-dir", str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", driver_memory],
+                cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_die_with_parent,
+            )
         self.pid = self.process.pid
 
         def ready() -> bool:
-            assert self.process.poll() is None, f"the Connect server exited: {log_path.read_text()[-3000:]}"
-            return "Spark Connect server started at" in log_path.read_text()
+            assert self.process.poll() is None, f"the Connect server exited: {self.log_text()[-3000:]}"
+            return READY_LINE in self.log_text()
 
-        wait_until(ready, timeout=120, interval=0.2, what="the Spark Connect server to start")
+        try:
+            wait_until(ready, timeout=start_timeout, interval=0.2, what="the Spark Connect server to start")
+        except BaseException:
+            self.stop()  # a server that never got ready is no one's to stop later
+            raise
+        self.startup = time.monotonic() - spawned
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
@@ -58,3 +66,15 @@ class ConnectServer:
         except ProcessLookupError:
             pass
         self.process.wait(timeout=30)
+
+    def shut_down(self, grace: float = 10.0) -> None:
+        """SIGTERM to the server's session (a driver then leaves its cluster
+        cleanly), SIGKILL after ``grace`` seconds."""
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            self.stop()

@@ -14,10 +14,18 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaExcepti
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 
-def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what: str = "condition"):
+def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what: str = "condition",
+               retry_on: tuple[type[Exception], ...] = ()):
+    """``predicate``'s first true answer, asked every ``interval`` seconds, or an
+    AssertionError naming ``what`` after ``timeout``. The one wait of the tests
+    and benches; ``retry_on`` are the errors that mean "not yet" (a server
+    still starting answers with errors), any other fails the wait at once."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        result = predicate()
+        try:
+            result = predicate()
+        except retry_on:
+            result = None
         if result:
             return result
         time.sleep(interval)
@@ -63,7 +71,24 @@ class Broker:
                     pass
 
 
-class GroupConsumer:
+class ReadOffsets:
+    """What a consumer running in a thread read: ``received``, the offsets
+    per partition in the order read, guarded by ``_lock``."""
+
+    def __init__(self) -> None:
+        self.received: dict[int, list[int]] = defaultdict(list)
+        self._lock = threading.Lock()
+
+    def count(self, partition: int) -> int:
+        with self._lock:
+            return len(self.received[partition])
+
+    def offsets(self, partition: int) -> list[int]:
+        with self._lock:
+            return list(self.received[partition])
+
+
+class GroupConsumer(ReadOffsets):
     """One member of a consumer group, polling in a thread and committing.
 
     ``delay`` slows consumption (seconds per message) and commits after each
@@ -99,11 +124,10 @@ class GroupConsumer:
         self.commit_every = commit_every
         self.assign_work_s = assign_work_s
         self.commit_errors = 0
-        self.received: dict[int, list[int]] = defaultdict(list)
+        super().__init__()
         self.assigned: set[int] = set()
         self._uncommitted = 0
         self._stop = threading.Event()
-        self._lock = threading.Lock()
         self.consumer.subscribe([topic], on_assign=self._on_assign)
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -134,14 +158,6 @@ class GroupConsumer:
             if self.delay:
                 time.sleep(self.delay)
 
-    def count(self, partition: int) -> int:
-        with self._lock:
-            return len(self.received[partition])
-
-    def offsets(self, partition: int) -> list[int]:
-        with self._lock:
-            return list(self.received[partition])
-
     def committed(self, partitions: list[int]) -> dict[int, int]:
         result = self.consumer.committed([TopicPartition(self.topic, p) for p in partitions], timeout=10)
         return {tp.partition: tp.offset for tp in result}
@@ -161,7 +177,7 @@ def kafka_jars() -> str:
 _PRINTED = re.compile(r"Partition:(\d+)\tOffset:(\d+)")
 
 
-class JavaConsoleConsumer:
+class JavaConsoleConsumer(ReadOffsets):
     """Kafka's own console consumer in a JVM of its own: an independent client
     that refreshes metadata on its own timer (``metadata.max.age.ms``).
     Without ``--from-beginning`` a new group starts at latest. Auto-commit is
@@ -179,9 +195,8 @@ class JavaConsoleConsumer:
             "--command-property", f"client.id={group_id}-java",
             "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
         ]
+        super().__init__()
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.received: dict[int, list[int]] = defaultdict(list)
-        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
@@ -191,14 +206,6 @@ class JavaConsoleConsumer:
             if match:
                 with self._lock:
                     self.received[int(match.group(1))].append(int(match.group(2)))
-
-    def count(self, partition: int) -> int:
-        with self._lock:
-            return len(self.received[partition])
-
-    def offsets(self, partition: int) -> list[int]:
-        with self._lock:
-            return list(self.received[partition])
 
     def close(self) -> None:
         if self.process.poll() is None:

@@ -25,7 +25,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from tests.faults.procs import free_ports, wait_for
+from tests.faults.procs import free_ports
+from tests.integration.kafka_harness import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
@@ -98,7 +99,7 @@ class Keycloak:
             with urllib.request.urlopen(f"{self.url}/realms/master/.well-known/openid-configuration", timeout=5):
                 return True
 
-        wait_for(serving, timeout=timeout, what="Keycloak to serve OpenID discovery")
+        wait_until(serving, timeout=timeout, what="Keycloak to serve OpenID discovery", retry_on=(Exception,))
         return self
 
     def import_realm(self) -> None:

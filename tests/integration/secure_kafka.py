@@ -46,7 +46,8 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from tests.faults.procs import _die_with_parent, free_ports, random_cluster_id, wait_for
+from tests.faults.procs import _die_with_parent, free_ports, random_cluster_id
+from tests.integration.kafka_harness import wait_until
 from tests.integration.keycloak import AUDIENCE, Keycloak
 from tests.pki import CertificateAuthority, Issued
 
@@ -219,7 +220,7 @@ class SecureKafka:
         self.process = subprocess.Popen(self._java("kafka.Kafka", str(config)), stdout=log,
                                         stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent)
         self.admin = AdminClient({"bootstrap.servers": self.listeners.plaintext})
-        wait_for(self._serving, timeout=120, what="the secured broker to serve metadata")
+        wait_until(self._serving, timeout=120, what="the secured broker to serve metadata", retry_on=(Exception,))
         return self
 
     def _serving(self) -> bool:

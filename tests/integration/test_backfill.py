@@ -134,8 +134,7 @@ def test_it_replays_exactly_the_range_to_the_replay_topic_with_origin_headers(
     broker, unique, approver, backfill_settings, enqueued
 ):
     scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K, sink="kafka")
-    replay = f"{scenario.topic}.replay"
-    broker.topics.append(replay)  # created by the job; deleted after the test
+    replay = scenario.replay_topic()
     job = run_job(scenario.request_job(approver, "kafka").id)
 
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)

@@ -73,7 +73,7 @@ def test_a_connect_server_replays_exactly_the_range_to_the_replay_topic(
 ):
     connect_settings(backfill_settings, connect_server)
     scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K, sink="kafka")
-    broker.topics.append(f"{scenario.topic}.replay")
+    replay = scenario.replay_topic()
 
     job = run_job(scenario.request_job(approver, "kafka").id)
 
@@ -81,7 +81,6 @@ def test_a_connect_server_replays_exactly_the_range_to_the_replay_topic(
     assert job.result["attempts"][0]["mode"] == "connect"
     assert [(p["partition"], p["delivered"], p["unexplained"]) for p in job.result["partitions"]] \
         == [(2, K, 0), (3, K, 0)]
-    replay = f"{scenario.topic}.replay"
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"reader-{unique}",
                          "enable.auto.commit": False})
     try:

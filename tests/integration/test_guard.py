@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import signal
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import redis
 from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from gapwatch_guard import GuardUnavailableError, PartitionGuard
 
+from tests.faults.procs import RedisServer
 from tests.integration.kafka_harness import Broker, wait_until
 
 K = 30  # messages produced to each new partition
@@ -217,42 +217,10 @@ def groups(broker):
                 pass
 
 
-class ThrowawayRedis:
-    """A redis-server of this test's own, on a free loopback port, to stop at will."""
-
-    def __init__(self) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis(port=self.port, socket_connect_timeout=1)
-
-        def answers() -> bool:
-            try:
-                return client.ping()
-            except redis.ConnectionError:
-                return False
-
-        wait_until(answers, timeout=15, what=f"redis-server on port {self.port}")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
 @pytest.fixture
 def throwaway_redis():
-    server = ThrowawayRedis()
-    server.start()
+    """A redis-server of this test's own, to stop at will."""
+    server = RedisServer().start()
     yield server
     server.stop()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 import redis
@@ -16,34 +15,7 @@ from groups.models import Cluster, Finding, Notification
 from tasks.jobs import poll_all_clusters, poll_cluster_task, poll_lock_key, watch_cluster_task
 from tests.integration.kafka_harness import wait_until
 from tests.integration.scenarios import poll, start_consuming_group
-
-
-class WebhookReceiver:
-    """A local HTTP server standing in for a remote webhook receiver."""
-
-    def __init__(self, *, fail: bool = False) -> None:
-        self.received: list[dict] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server's naming
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                if fail:
-                    self.send_response(500)
-                else:
-                    receiver.received.append(json.loads(body))
-                    self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
+from tests.integration.webhook_harness import WebhookReceiver
 
 
 @pytest.fixture

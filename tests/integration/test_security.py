@@ -4,15 +4,13 @@ resolves elsewhere at send time, and a readable lockout page."""
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
 import pytest
 from django.contrib.auth import get_user_model
 
 from groups.models import Cluster, Notification
 from tasks.notifications import send_notification
 from tests.factories import user_with_role
+from tests.integration.webhook_harness import WebhookReceiver
 
 
 @pytest.mark.django_db
@@ -32,45 +30,13 @@ def test_a_logged_in_user_with_a_nul_cookie_beside_the_session_keeps_working(cli
     assert client.get("/").status_code == 200
 
 
-class Receiver:
-    """A local HTTP server standing in for a webhook receiver; ``redirect_to``
-    makes it answer 302 to that URL."""
-
-    def __init__(self, redirect_to: str | None = None) -> None:
-        self.hits: list[str] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                receiver.hits.append(self.command)
-                if redirect_to:
-                    self.send_response(302)
-                    self.send_header("Location", redirect_to)
-                else:
-                    self.send_response(204)
-                self.end_headers()
-
-            do_GET = do_POST = _answer  # noqa: N815 - http.server's naming
-
-            def log_message(self, *args):
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.mark.django_db
 def test_a_webhook_redirect_is_not_followed(settings):
     settings.WEBHOOK_ALLOW_PRIVATE = True  # both servers listen on loopback
     settings.WEBHOOK_MAX_ATTEMPTS = 1
-    inside, outside = Receiver(), None
+    inside, outside = WebhookReceiver(), None
     try:
-        outside = Receiver(redirect_to=inside.url)
+        outside = WebhookReceiver(redirect_to=inside.url)
         cluster = Cluster.objects.create(name="local", bootstrap_servers="127.0.0.1:9092")
         notification = Notification.objects.create(cluster=cluster, event="finding.created", url=outside.url,
                                                    payload={"x": 1})
@@ -90,7 +56,7 @@ def test_the_connected_address_is_checked_not_only_the_resolved_one():
     from tasks.notifications import _public_peer_connection
 
     # A name checked as public may resolve to loopback when the connection is made (DNS rebinding).
-    receiver = Receiver()
+    receiver = WebhookReceiver()
     try:
         with pytest.raises(OSError, match="public addresses only"):
             _public_peer_connection(("127.0.0.1", receiver.server.server_port), timeout=5)

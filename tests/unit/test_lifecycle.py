@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from groups.domain.lifecycle import backfill_recovery, reset_recovery, sink_description
-from tests.unit.test_core import NEW_PARTITION, Step, billing_reading, billing_store, key, orders, poll
+from tests.unit.core_stories import NEW_PARTITION, Step, billing_reading, billing_store, key, orders, poll
 
 RESET_CASES = [
     pytest.param(
