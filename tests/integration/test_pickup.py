@@ -156,12 +156,18 @@ def test_a_watcher_tick_observes_only_changed_topics_and_opens_the_findings(brok
         broker.raise_partitions(topic, 3)
         broker.produce(topic, 2, 4)
         tick = watch_cluster_task(cluster.id)
+        next_tick = watch_cluster_task(cluster.id)
     finally:
         consumer.close()
 
     assert topic in tick["observed"] and topic in tick["changed"]
-    assert 1 <= len(tick["later"]) < settings.WATCH_OBSERVATIONS_PER_TICK, "observed again within its interval"
-    assert all(topic in observed for observed in tick["later"])
+    # While its new partitions are picked up the topic stays observed: again within the
+    # tick when the first observation left room for it (under a parallel run's load it may
+    # not), never past the interval, and at the next tick, though nothing changed since.
+    later = tick.get("later", [])
+    assert len(later) < settings.WATCH_OBSERVATIONS_PER_TICK, "never observed past its interval"
+    assert all(topic in observed for observed in later)
+    assert topic in next_tick["observed"] and topic not in next_tick.get("changed", []), "watched, not changed"
     rows = {f.partition: f for f in Finding.objects.filter(topic__name=topic, group__group_id=group_id)}
     assert sorted(rows) == [1, 2]
     assert (rows[2].state, rows[2].pre_pickup_high_watermark, rows[2].first_log_start) == ("pending", 4, 0)
