@@ -6,8 +6,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
-from groups.domain.tls import certificate_expiries, certificates_expiring
+from groups.domain.tls import ConnectionSettings, certificate_expiries, certificates_expiring, connection_problems
 from tests.pki import CertificateAuthority
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -49,3 +52,25 @@ def test_days_left_counts_whole_days_and_goes_negative_once_expired():
 
 def test_unreadable_or_empty_pem_gives_nothing():
     assert certificate_expiries(ssl_ca_pem="not pem", ssl_certificate_pem="") == ()
+
+
+def _without_subject(*, not_after: datetime) -> str:
+    """A certificate with an empty subject (RFC 5280 allows it when the name is in a SAN), signed by CA."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    certificate = (
+        x509.CertificateBuilder().subject_name(x509.Name([])).issuer_name(CA.issued.certificate.subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(NOW - timedelta(days=10)).not_valid_after(not_after)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("nameless.example")]), critical=True)
+        .sign(CA.issued.key, hashes.SHA256())
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def test_a_certificate_without_a_subject_is_named_as_such():
+    # An empty name would leave the page's list and its message with nothing to point at.
+    nameless = _without_subject(not_after=NOW + timedelta(days=2))
+    assert [e.subject for e in certificate_expiries(ssl_ca_pem=nameless, ssl_certificate_pem="")] == ["(no subject)"]
+    expired = _without_subject(not_after=NOW - timedelta(days=1))
+    assert connection_problems(ConnectionSettings(security_protocol="SSL", ssl_ca_pem=expired), now=NOW) == {
+        "ssl_ca_pem": "The CA bundle certificate “(no subject)” expired on 2026-11-24 12:00 UTC."}

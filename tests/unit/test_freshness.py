@@ -23,12 +23,14 @@ S = timedelta(seconds=1)
     (True, NOW - 5 * S, NOW - timedelta(days=1), "unreachable", "the last poll failed, however recent a success"),
     (True, None, NOW - 5 * S, "unreachable", "a new cluster whose first poll failed"),
     (False, None, NOW - 5 * S, "waiting", "registered seconds ago: its first poll is not due yet"),
+    (False, None, NOW - 30 * S, "waiting", "registered exactly three intervals ago: overdue only past the limit"),
     (False, None, NOW - timedelta(minutes=5), "late", "registered long ago and never polled: beat is not running"),
 ])
 def test_cluster_freshness(unreachable, last_success, registered, expected, why):
     answer = cluster_freshness(name="prod", unreachable=unreachable, last_success_at=last_success,
                                first_seen_at=registered, error="down", now=NOW, poll_interval=INTERVAL)
     assert answer.freshness == expected, why
+    assert (answer.name, answer.last_success_at) == ("prod", last_success), "the header names it and its last success"
     assert answer.needs_attention == (expected in ("late", "unreachable")), why
     assert answer.error == ("down" if unreachable else ""), "only an unreachable cluster shows its error"
 

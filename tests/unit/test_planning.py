@@ -129,6 +129,10 @@ def test_a_timestamp_target_needs_the_broker_answer():
         ("offset", "2.7", "whole number"),
         ("timestamp", "yesterday", "not an ISO 8601 date-time"),
         ("timestamp", "2026-13-01T00:00:00Z", "not an ISO 8601 date-time"),
+        ("timestamp", "-5", "timestamp must not be negative, got -5"),  # a negative number as text is a number
+        # A mistyped number is not read as a whole number with its letters dropped: the message names both forms.
+        ("timestamp", "X1795592640000", r"^'X1795592640000' is not an ISO 8601 date-time \(like "
+         r"2026-11-25T07:44:00Z\) or epoch milliseconds$"),
         ("offset", "2026-11-25T07:44:00Z", "whole number"),  # only a time may be a date-time
         ("offset", ["1"], "whole number"),
     ],
@@ -396,3 +400,17 @@ def test_a_negative_partition_is_no_backfill_range():
     with pytest.raises(PlanError) as refused:
         plan_backfill(ranges=[("orders", -1, 0, 10)])
     assert str(refused.value) == "orders[-1]: partition -1 does not exist: partitions are never negative"
+
+
+def test_a_date_time_without_a_zone_is_utc_whatever_the_machines_zone(monkeypatch):
+    """The pages show UTC: a worker in another local zone must read the same instant."""
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        assert ResetTarget.parse(kind="timestamp", value="2026-11-25T07:44") == ResetTarget("timestamp",
+                                                                                           1_795_592_640_000)
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -14,6 +14,7 @@ from groups.domain.records import record_slices, shown_bytes
     (10, 20, 5, [(10, 20)], "the two ends meet: one range"),
     (10, 10, 5, [], "an empty range reads nothing"),
     (10, 12, 0, [], "no records asked for"),
+    (0, 100, 1, [(0, 1), (99, 100)], "one record asked for: the first and the last"),
     (0, 3, 5, [(0, 3)], "fewer records than asked for at each end"),
 ])
 def test_record_slices(start, end, count, slices, why):
@@ -32,6 +33,11 @@ def test_record_slices(start, end, count, slices, why):
     (b"abc" + "é".encode() + b"zz", 4, "text", "abc", 4,
      "a character cut by the cap is left out whole, not shown as hex"),
     (b"\xff" * 10, 4, "hex", "ff ff ff ff", 6, "hex is capped too"),
+    (b"a" + "🦄".encode() + b"z", 4, "text", "a", 5,
+     "a four-byte character cut after three of its bytes is left out whole too: the longest a cut can be"),
+    (b"abc\xc3", 4, "hex", "61 62 63 c3", 0,
+     "all the bytes fit under the cap and the last character is broken: the data is not UTF-8, nothing was cut"),
+    (b"abc\xc3", 64, "hex", "61 62 63 c3", 0, "a broken last character well under the cap is not UTF-8 either"),
 ])
 def test_shown_bytes(data, cap, encoding, shown, cut, why):
     answer = shown_bytes(data, cap=cap)

@@ -59,6 +59,8 @@ def test_it_decides_the_sink_once_and_the_params_keep_the_decision(chosen, param
     ({"sink": "s3"}, "unknown sink 's3': use parquet, kafka or handler", "not a sink name"),
     ({"sink": "handler", "handler": "os.system"}, "Choose a handler listed in BACKFILL_HANDLERS (pkg.handle).",
      "only what an administrator listed runs in Spark's workers"),
+    ({"sink": "handler", "handler": "os.system", "handlers": ("pkg.a", "pkg.b")},
+     "Choose a handler listed in BACKFILL_HANDLERS (pkg.a, pkg.b).", "every listed handler is offered"),
     ({"sink": "handler", "handler": "pkg.handle", "handlers": ()},
      "Choose a handler listed in BACKFILL_HANDLERS (none is configured).", "no handler is listed at all"),
     ({"sink": "kafka", "replay_topic": "orders"}, "The replay topic must not be the topic the records come from.",
@@ -81,3 +83,9 @@ def test_a_job_row_without_a_whole_sink_is_refused_not_completed_from_the_group(
     with pytest.raises(PlanError) as refused:
         BackfillSink.from_params(params)
     assert str(refused.value) == message, why
+
+
+def test_a_job_row_keeps_only_what_its_sink_uses():
+    # A row's params may carry a replay topic or a handler left from an edit: a parquet job ignores them.
+    params = {"sink": "parquet", "replay_topic": "orders.mine", "handler": "pkg.handle"}
+    assert BackfillSink.from_params(params) == BackfillSink("parquet")

@@ -36,7 +36,11 @@ class Case:
     action: str
     finding_ids: tuple[int, ...] = ()
     jobs: tuple[int, ...] = ()
+    # The reason shown on the page, word for word: its numbers and its plurals are part of the answer.
+    reason: str = ""
 
+
+ONE_MEMBER = replace(LIVE, member_count=1)
 
 CASES = [
     Case("covered only", "the group started at earliest: there is nothing to repair, so no repair is offered",
@@ -66,7 +70,50 @@ CASES = [
     Case("undecided, no commit yet", "no commit: a reset re-delivers nothing, and with live members it would "
          "wait; a backfill to the current end does not disturb them", LIVE,
          (finding(state="undecided", possible=0, committed=None),), "backfill", (1,)),
+    Case("two jobs on two partitions", "each partition has its own job: both are named, in order, and the "
+         "reason speaks of jobs and of them", LIVE, (finding(1, active_job=8), finding(2, partition=3, active_job=7)),
+         "job", (), (7, 8), reason="jobs already working on them"),
+    Case("one job on one partition", "one job, one finding: a job, working on it", LIVE,
+         (finding(active_job=7),), "job", (), (7,), reason="a job already working on it"),
+    Case("nobody took two partitions, empty group", "both untaken partitions are counted, and the empty group "
+         "accepts the reset now", EMPTY,
+         (finding(1, group=EMPTY, state="pending", definite=0, possible=0, committed=None),
+          finding(2, group=EMPTY, partition=3, state="unowned", definite=0, possible=0, committed=None)),
+         "reset", (1, 2)),
+    Case("live group of one member, reset re-delivers little", "one live member, in the singular; the reset "
+         "would wait for it to stop", ONE_MEMBER, (finding(committed=45),), "backfill", (1,)),
 ]
+
+# The reasons of the cases above, word for word (a case without its own ``reason``).
+REASONS = {
+    "covered only": "covered: the group read the new partition from its start; nothing to repair",
+    "covered beside a gap": "a reset would re-deliver 600 records to recover at most 40: replay only the missed "
+                            "ranges",
+    "reset re-delivers far more": "a reset would re-deliver 600 records to recover at most 40: replay only the "
+                                  "missed ranges",
+    "a Dead group counts as empty": "the group is empty: a reset to earliest recovers at most 40 and re-delivers "
+                                    "45, no Spark job needed",
+    "a job works on one of two": "a reset would re-deliver 600 records to recover at most 40: replay only the "
+                                 "missed ranges",
+    "undecided, no commit yet": "the group has 2 live members: a reset would wait until they stop; a backfill does "
+                                "not disturb them",
+    "empty group, reset re-delivers little": "the group is empty: a reset to earliest recovers at most 40 and "
+                                             "re-delivers 45, no Spark job needed",
+    "live group, reset re-delivers little": "the group has 2 live members: a reset would wait until they stop; a "
+                                            "backfill does not disturb them",
+    "nobody took the partition, empty group": "nobody has taken 1 new partition yet: reset to earliest now, while "
+                                              "the group is empty; a backfill cannot cover what the group skips "
+                                              "later",
+    "nobody took one of two partitions": "nobody has taken 1 new partition yet: reset to earliest (the job waits "
+                                         "until the group is empty); a backfill cannot cover what the group skips "
+                                         "later",
+    "a job works on every repairable one": "a job already working on them",
+    "nobody took two partitions, empty group": "nobody has taken 2 new partitions yet: reset to earliest now, "
+                                               "while the group is empty; a backfill cannot cover what the group "
+                                               "skips later",
+    "live group of one member, reset re-delivers little": "the group has 1 live member: a reset would wait until "
+                                                          "they stop; a backfill does not disturb them",
+}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
@@ -74,7 +121,7 @@ def test_it_recommends_one_repair_with_its_reason(case: Case):
     recommendation = recommend(group=case.group, findings=case.findings)
     assert (recommendation.action, recommendation.finding_ids, recommendation.jobs) == (
         case.action, case.finding_ids, case.jobs), case.why
-    assert recommendation.reason
+    assert recommendation.reason == (case.reason or REASONS[case.name]), case.why
 
 
 def test_a_recommendation_carries_the_numbers_it_was_made_from():
@@ -104,6 +151,14 @@ def test_totals_add_up_per_topic_group_and_cluster():
         ("orders", Totals(35, 10, 2, 0)), ("payments", Totals(0, 0, 1, 1))]
     assert [f.partition for f in group.topics[0].findings] == [2, 3]
     assert group.topics[1].recommendation.action == "none"
+
+def test_a_topics_repair_weighs_its_groups_members():
+    # 45 re-delivered for 40 missed: the group decides; its 2 live members make it a backfill, per topic too.
+    [cluster] = triage(findings=[finding(committed=45)], groups={LIVE.key: LIVE})
+    [topic] = cluster.groups[0].topics
+    assert topic.recommendation == cluster.groups[0].recommendation == recommend(group=LIVE, findings=[
+        finding(committed=45)])
+    assert topic.recommendation.reason.startswith("the group has 2 live members")
 
 
 @dataclass(frozen=True)
@@ -151,6 +206,14 @@ def test_within_a_rank_the_bigger_loss_comes_first():
     findings = [finding(1, group=small, definite=5), finding(2, group=big, definite=50)]
     [cluster] = triage(findings=findings, groups={1: small, 2: big})
     assert [g.group.group_id for g in cluster.groups] == ["b", "a"]
+
+
+def test_one_record_definitely_missed_is_a_definite_loss():
+    # The smallest definite loss still ranks above a larger possible one: a record is known to be lost.
+    one, possible = _group(1, "b-one", members=1), _group(2, "a-possible", members=1)
+    findings = [finding(1, group=one, definite=1, possible=0), finding(2, group=possible, definite=0, possible=90)]
+    [cluster] = triage(findings=findings, groups={1: one, 2: possible})
+    assert [(g.group.group_id, g.rank) for g in cluster.groups] == [("b-one", 0), ("a-possible", 2)]
 
 
 def test_clusters_come_by_their_most_urgent_group_then_name():
