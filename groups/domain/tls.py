@@ -164,12 +164,14 @@ def _certificates_problem(pem: str, what: str, now: datetime) -> str | None:
         certificates = x509.load_pem_x509_certificates(pem.encode())
     except ValueError as error:
         return f"The {what} could not be read as PEM certificates ({error})."
+    # "The CA bundle certificate …", but "The client certificate …", not "certificate certificate".
+    one = what if what.endswith("certificate") else f"{what} certificate"
     for certificate in certificates:
         subject = certificate.subject.rfc4514_string() or "(no subject)"
         if certificate.not_valid_after_utc < now:
-            return f"The {what} certificate “{subject}” expired on {certificate.not_valid_after_utc:%Y-%m-%d %H:%M} UTC."
+            return f"The {one} “{subject}” expired on {certificate.not_valid_after_utc:%Y-%m-%d %H:%M} UTC."
         if certificate.not_valid_before_utc > now:
-            return (f"The {what} certificate “{subject}” is not valid before "
+            return (f"The {one} “{subject}” is not valid before "
                     f"{certificate.not_valid_before_utc:%Y-%m-%d %H:%M} UTC.")
     return None
 
