@@ -231,38 +231,41 @@ class PartitionGuard:
         return frozenset(metadata.partitions)
 
     def _log_starts(self, consumer, plans: List[TopicPlan]) -> Dict[Tuple[str, int], int]:
-        """The log start of each partition to rewind; a failed lookup only costs the report."""
-        starts = {}
-        for plan in plans:
-            for partition in sorted(plan.rewind):
+        """The log start of each partition to rewind, in one request, asked with
+        the guard's own client (see ``_topic_metadata``): the consumer's
+        metadata may not know a partition the group leader just assigned
+        (``_UNKNOWN_PARTITION``), and refreshing it would take the consumer's
+        ``list_topics``. The guard's client may not know it either ("No leaders
+        found"): then its metadata of those topics is refreshed and the
+        partitions it failed on are asked again, twice at most. A failed
+        lookup only costs that partition's report."""
+        pending = sorted((plan.topic, partition) for plan in plans for partition in plan.rewind)
+        starts: Dict[Tuple[str, int], int] = {}
+        errors: Dict[Tuple[str, int], Exception] = {}
+        for attempt in range(3):
+            if not pending:
+                break
+            if attempt:
+                for topic in sorted({topic for topic, _ in pending}):
+                    try:
+                        self._topic_metadata(topic)
+                    except KafkaException:
+                        pass  # asked again below all the same; its error is the one reported
+                time.sleep(0.1 * attempt)
+            futures = self._client().list_offsets(
+                {TopicPartition(topic, partition): OffsetSpec.earliest() for topic, partition in pending},
+                request_timeout=self.kafka_timeout)
+            errors = {}
+            for tp, future in futures.items():
                 try:
-                    low = self._log_start(consumer, plan.topic, partition)
+                    starts[(tp.topic, tp.partition)] = future.result(timeout=self.kafka_timeout).offset
                 except KafkaException as error:
-                    log.warning("gapwatch-guard: could not look up the log start of %s[%d]; starting it at the "
-                                "beginning without a report: %s", plan.topic, partition, error)
-                    continue
-                starts[(plan.topic, partition)] = low
+                    errors[(tp.topic, tp.partition)] = error
+            pending = sorted(errors)
+        for (topic, partition), error in sorted(errors.items()):
+            log.warning("gapwatch-guard: could not look up the log start of %s[%d]; starting it at the "
+                        "beginning without a report: %s", topic, partition, error)
         return starts
-
-    def _log_start(self, consumer, topic: str, partition: int) -> int:
-        """The partition's log start, asked with the guard's own client (see
-        ``_topic_metadata``): the consumer's metadata may not know a partition
-        the group leader just assigned (``_UNKNOWN_PARTITION``), and refreshing
-        it would take the consumer's ``list_topics``. The guard's client may
-        not know it either ("No leaders found"): then its metadata is
-        refreshed and it is asked again, twice at most."""
-        attempts = 0
-        while True:
-            futures = self._client().list_offsets({TopicPartition(topic, partition): OffsetSpec.earliest()},
-                                                  request_timeout=self.kafka_timeout)
-            try:
-                return next(iter(futures.values())).result(timeout=self.kafka_timeout).offset
-            except KafkaException:
-                attempts += 1
-                if attempts == 3:
-                    raise
-                self._topic_metadata(topic)
-                time.sleep(0.1 * attempts)
 
     def _record(self, plans: List[TopicPlan], starts: Dict[Tuple[str, int], int]) -> None:
         pipe = self._redis.pipeline(transaction=False)
