@@ -44,3 +44,25 @@ def test_the_rule_decides_each_case_for_its_reason(why, observed, rewind, defaul
     plan = plan_topic(observed)
     assert (set(plan.rewind), set(plan.default), set(plan.remember), plan.basis) == (
         rewind, default, remember, basis), why
+
+
+def test_the_guard_refuses_a_kafka_config_without_bootstrap_servers():
+    import pytest
+
+    from gapwatch_guard import PartitionGuard
+
+    with pytest.raises(ValueError, match="bootstrap.servers"):
+        PartitionGuard(redis_url="redis://127.0.0.1:1/0", cluster="prod", group_id="billing",
+                       kafka_config={"group.id": "billing"})
+
+
+def test_the_guards_own_client_gets_the_consumers_connection_settings_only():
+    from gapwatch_guard.guard import connection_settings
+
+    consumer = {"bootstrap.servers": "k:9092", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.password": "pw", "ssl.ca.location": "/ca.pem", "client.id": "billing-1",
+                "group.id": "billing", "auto.offset.reset": "latest", "enable.auto.commit": False,
+                "partition.assignment.strategy": "range", "on_commit": print}
+    assert connection_settings(consumer) == {
+        "bootstrap.servers": "k:9092", "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.password": "pw", "ssl.ca.location": "/ca.pem", "client.id": "billing-1"}
