@@ -53,13 +53,10 @@ def forget_adapter(cluster_id: int) -> None:
 
 def poll_cluster(
     *, cluster_id: int, adapter: KafkaAdapter | None = None, topics: Collection[str] | None = None,
-    groups: Collection[str] | None = None, new_groups_besides: Collection[str] | None = None,
+    groups: Collection[str] | None = None,
 ) -> PollSummary:
-    """A full poll, or (``topics``, ``groups``) the watcher's targeted one;
-    ``new_groups_besides`` (the stored group ids) adds every group the cluster
-    lists that is not among them, for a targeted snapshot that finds new
-    partitions (a group that joined since the last full poll may have read
-    the topic before the change).
+    """A full poll, or (``topics``) the watcher's targeted one, of ``groups``
+    or (None) of every group the cluster lists.
 
     1. Resolve likely starts that are due (time index, see ``likely_starts``).
     2. Snapshot: log starts only of topics with open findings or a changed
@@ -78,7 +75,7 @@ def poll_cluster(
         likely = likely_starts(cluster_id=cluster.id, adapter=adapter)
         snapshot = adapter.snapshot(
             cluster=cluster.name, now=timezone.now(), log_starts_for=open_topics | watched,
-            known_counts=known_counts, topics=topics, groups=groups, new_groups_besides=new_groups_besides,
+            known_counts=known_counts, topics=topics, groups=groups,
         )
     except KafkaUnavailable as error:
         forget_adapter(cluster.id)

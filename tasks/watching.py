@@ -22,7 +22,7 @@ import time
 
 from django.conf import settings
 
-from groups.selectors.watcher import cluster_group_ids, cluster_watch_state
+from groups.selectors.watcher import cluster_watch_state
 from groups.models import Cluster
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.polling import cluster_adapter, forget_adapter, poll_cluster
@@ -39,8 +39,8 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
     1. one metadata request: the partition count of every topic;
     2. topics to observe: those whose count differs from the stored one,
        plus topics of findings still being picked up;
-    3. if any: a targeted snapshot of them and the groups that read them
-       (when the count changed, also every group no poll stored yet);
+    3. if any: a targeted snapshot of them and the groups that read them;
+       when a count changed, of every group the cluster lists (see ``_tick``);
     4. while a new partition is being picked up, further targeted snapshots
        at every 1/WATCH_OBSERVATIONS_PER_TICK of the interval (never past
        it, so the next tick is not skipped): the pickup bracket, and so the
@@ -85,12 +85,16 @@ def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
     topics = (changed | watched) & set(counts)
     if not topics:
         return {"cluster": cluster.name, "ok": True, "observed": []}
-    groups = set().union(*(readers.get(topic, set()) for topic in topics))
-    # New partitions: also the groups no poll stored yet, which may have read
-    # the topic before the change (joined since the last full poll).
-    besides = cluster_group_ids(cluster_id=cluster.id) if changed else None
-    summary = poll_cluster(cluster_id=cluster.id, adapter=adapter, topics=topics, groups=groups,
-                           new_groups_besides=besides)
+    # New partitions: every group the cluster lists, not only the stored
+    # readers. A group may have started reading the topic since the last full
+    # poll (a new group, or a known one that subscribed to it meanwhile), and
+    # only this snapshot, the first to see the added partitions, can show that
+    # it read the topic before them. Reading fewer groups here (e.g. only the
+    # ones not stored yet) lost a group whose row an earlier tick had written
+    # for another topic: a silent miss. A changing tick costs a full poll's
+    # group reads, once per change; observations in between read the readers.
+    groups = None if changed else set().union(*(readers.get(topic, set()) for topic in topics))
+    summary = poll_cluster(cluster_id=cluster.id, adapter=adapter, topics=topics, groups=groups)
     _, _, still_watched = cluster_watch_state(cluster_id=cluster.id)
     return {**summary.as_dict(), "observed": sorted(topics), "changed": sorted(changed),
             "watched": sorted(still_watched)}

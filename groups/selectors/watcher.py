@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from groups.models import ConsumerGroup, Finding, GroupTopic, Topic
+from groups.models import Finding, GroupTopic, Topic
 
 
 def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], dict[str, set[str]], set[str]]:
@@ -39,11 +39,6 @@ def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], dict[str, s
         ).exclude(state="unowned").values_list("topic__name", flat=True)
     )
     return counts, readers, watched
-
-
-def cluster_group_ids(*, cluster_id: int) -> set[str]:
-    """Every group id stored for the cluster."""
-    return set(ConsumerGroup.objects.filter(cluster_id=cluster_id).values_list("group_id", flat=True))
 
 
 def findings_awaiting_likely_start(*, cluster_id: int, taken_before: datetime) -> list[dict]:

@@ -63,7 +63,6 @@ class SnapshotReads(KafkaClient):
         self, *, cluster: str, now: datetime, log_starts_for: Collection[str] = (),
         known_counts: Mapping[str, int] | None = None,
         topics: Collection[str] | None = None, groups: Collection[str] | None = None,
-        new_groups_besides: Collection[str] | None = None,
     ) -> Snapshot:
         """Read everything one poll needs, in this order:
 
@@ -80,11 +79,10 @@ class SnapshotReads(KafkaClient):
            None: reading all 10k log starts every poll was a third of the
            poll's cost (issue 11). Without ``known_counts``, all are read.
 
-        ``topics`` and ``groups`` make it a targeted snapshot (the watcher's):
-        only those topics (all their partitions' log starts are read) and
-        those groups, with ``scope`` set so nothing outside is read as gone.
-        ``new_groups_besides`` adds every listed group not named in it (the
-        caller's stored groups): one list request, then only the new ones.
+        ``topics`` makes it a targeted snapshot (the watcher's): only those
+        topics (all their partitions' log starts are read), with ``scope`` set
+        so nothing outside is read as gone; ``groups`` names the groups to read
+        (default: every group the cluster lists).
 
         Watermarks are read before groups on purpose: when steps 3 and 4 see
         no owner and no commit on a partition, a group that picks it up later
@@ -118,9 +116,6 @@ class SnapshotReads(KafkaClient):
             high_watermarks = self._list_offsets(described, _partitions(described), OffsetSpec.latest(), gone, deadline)
         groups_from = datetime.now(timezone.utc)
         with self._stage("groups"):
-            if groups is not None and new_groups_besides is not None:
-                known = set(new_groups_besides)
-                groups = set(groups) | {group_id for group_id in self._list_group_ids() if group_id not in known}
             found = self._read_groups(None if groups is None else sorted(groups))
             if topics is None:
                 self._check_assigned_topics(described, found)

@@ -17,7 +17,7 @@ from django.db import connection
 from groups.models import AuditEvent, Cluster, Finding
 from tasks.jobs import poll_cluster_task, watch_cluster_task
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import Broker, GroupConsumer, Ticker, wait_until
+from tests.integration.kafka_harness import Broker, GroupConsumer, Ticker, group_committed, wait_until
 from tests.integration.pickup_scenarios import SCENARIOS, Driver, Outcome, run_scenarios
 
 
@@ -172,3 +172,39 @@ def test_a_watcher_tick_observes_only_changed_topics_and_opens_the_findings(brok
     assert sorted(rows) == [1, 2]
     assert (rows[2].state, rows[2].pre_pickup_high_watermark, rows[2].first_log_start) == ("pending", 4, 0)
     assert rows[2].pickup_after is not None and rows[2].pickup_before is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_known_group_that_took_up_a_topic_since_the_last_poll_gets_findings_at_its_change(
+        broker, cluster, unique):
+    """The watcher's changing tick reads every listed group, not only the
+    stored readers of the topic nor only the groups no poll stored: a group a
+    poll stored reading another topic, which subscribed to this one since,
+    read it before the change and loses what a latest client loses."""
+    first, taken_up, group_id = f"first-{unique}", f"taken-up-{unique}", f"switcher-{unique}"
+    broker.create_topic(first, 1)
+    broker.create_topic(taken_up, 1)
+    broker.produce(first, 0, 2)
+    broker.produce(taken_up, 0, 5)
+    consumer = GroupConsumer(broker.bootstrap, group_id, first, offset_reset="earliest")
+    try:
+        wait_until(lambda: consumer.count(0) == 2, what="the group to read the first topic")
+        wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok and cluster.groups.filter(
+            group_id=group_id, group_topics__topic__name=first).exists(), interval=0.5, what="a poll to see it")
+    finally:
+        consumer.close()
+    consumer = GroupConsumer(broker.bootstrap, group_id, taken_up, offset_reset="earliest")
+    try:
+        wait_until(lambda: consumer.count(0) == 5 and group_committed(broker.admin, group_id, taken_up, [0])[0] == 5,
+                   what="the group to read and commit the topic it took up")
+        assert not cluster.groups.filter(group_id=group_id, group_topics__topic__name=taken_up).exists(), \
+            "the precondition: no poll saw it reading the topic it took up"
+        broker.raise_partitions(taken_up, 2)
+        broker.produce(taken_up, 1, 3)
+        tick = wait_until(lambda: taken_up in (t := watch_cluster_task(cluster.id)).get("changed", []) and t,
+                          what="a tick to see the change")
+    finally:
+        consumer.close()
+    assert taken_up in tick["changed"]
+    finding = Finding.objects.get(topic__name=taken_up, group__group_id=group_id)
+    assert finding.partition == 1 and finding.first_log_start == 0
