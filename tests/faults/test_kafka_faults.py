@@ -18,7 +18,7 @@ from groups.models import Cluster, Finding, PartitionGeneration
 from tasks.jobs import poll_cluster_task, poll_lock_key
 from tasks.polling import poll_cluster
 from tests.faults.cluster_harness import QUIET, group_left_behind, group_reading, in_sync, leader_of, poll_ok
-from tests.integration.kafka_harness import Broker, wait_until
+from tests.integration.kafka_harness import EXACTLY_ONCE_WRITES, Broker, wait_until
 
 def open_findings(topic: str) -> dict[int, Finding]:
     return {f.partition: f for f in Finding.objects.filter(topic__name=topic, closed_at__isnull=True)}
@@ -126,7 +126,7 @@ def test_leaders_restarted_during_polls_keep_watermarks_and_findings_exact(kafka
     stopped and restarted twice; every successful poll stores exactly
     the number of messages produced, and the findings stay the same ones."""
     admin = AdminClient({"bootstrap.servers": kafka3.bootstrap, **QUIET})
-    producer = Producer({"bootstrap.servers": kafka3.bootstrap, "acks": "all", "linger.ms": 5, **QUIET})
+    producer = Producer({"bootstrap.servers": kafka3.bootstrap, "linger.ms": 5, **EXACTLY_ONCE_WRITES, **QUIET})
     topic = f"replicated-{unique}"
     admin.create_topics([NewTopic(topic, 2, replication_factor=3, config={"min.insync.replicas": "2"})])[
         topic].result(timeout=60)

@@ -25,7 +25,7 @@ from tasks.backfill.runner import BackfillRequest
 from tasks.jobs import run_remediation_job
 from tasks.spark.sinks.records import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
 from tests.integration.connect_harness import ConnectServer
-from tests.integration.kafka_harness import Broker, wait_until
+from tests.integration.kafka_harness import EXACTLY_ONCE_WRITES, Broker, wait_until
 
 K = 50  # messages missed on each new partition
 LATER = 5  # messages the group did read after it picked the partition up: not part of the range
@@ -49,7 +49,7 @@ class Scenario:
         broker.produce(topic, 0, 3)
         broker.produce(topic, 1, 3)
         broker.raise_partitions(topic, 4)
-        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20})
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20, **EXACTLY_ONCE_WRITES})
         # A new producer learns the new partitions from its own metadata (on several brokers, not at once).
         wait_until(lambda: len(producer.list_topics(topic, timeout=10).topics[topic].partitions) == 4,
                    what=f"the producer to see 4 partitions of {topic}")

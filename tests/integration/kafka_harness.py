@@ -13,6 +13,11 @@ from collections import defaultdict
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+# What a test writes lands once and in order: librdkafka's producer is not
+# idempotent by default, and a retry after a timeout under load (or a leader
+# change) can write a batch twice and shift every later offset.
+EXACTLY_ONCE_WRITES = {"enable.idempotence": True}
+
 
 def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what: str = "condition",
                retry_on: tuple[type[Exception], ...] = ()):
@@ -37,7 +42,7 @@ class Broker:
         self.bootstrap = bootstrap
         self.replication_factor = replication_factor
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **EXACTLY_ONCE_WRITES})
         self.topics: list[str] = []
 
     def create_topic(self, name: str, partitions: int, config: dict | None = None) -> None:
