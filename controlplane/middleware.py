@@ -99,7 +99,7 @@ class ApiAuthenticationMiddleware:
         if _is_api(request) and request.method not in ("GET", "HEAD", "OPTIONS") \
                 and not request.user.is_authenticated:
             return JsonResponse(
-                {"error": "authentication required: log in or send Authorization: Token <key>"}, status=401
+                {"error": "authentication required: log in or send Authorization: Bearer <token>"}, status=401
             )
         return None
 

@@ -83,6 +83,10 @@ WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 5, minimum=1)
 # loopback and private ones (checked when saved and again when sent).
 WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+# Personal API tokens (each user's "API tokens" page): the expiry offered by
+# default and the longest allowed, in days.
+API_TOKEN_MAX_DAYS = env_int("API_TOKEN_MAX_DAYS", 365, minimum=1)
+API_TOKEN_DEFAULT_DAYS = min(env_int("API_TOKEN_DEFAULT_DAYS", 30, minimum=1), API_TOKEN_MAX_DAYS)
 # Reverse proxies (addresses or networks) whose X-Forwarded-For is believed;
 # empty: no forwarding header is, and a request carrying one is not "loopback".
 TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")

@@ -1,4 +1,5 @@
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 
 from groups.cluster_forms import ClusterForm
@@ -23,7 +24,7 @@ from groups.services.clusters import (
     cluster_update,
     group_declare_policy,
 )
-from groups.services.tokens import api_token_create
+from groups.services.tokens import api_token_create, api_token_revoke
 
 
 class ClusterAdminForm(ClusterForm):
@@ -171,27 +172,50 @@ class RemediationJobAdmin(ReadOnlyAdmin):
 
 
 class ApiTokenAdminForm(forms.ModelForm):
+    days = forms.IntegerField(min_value=1, help_text="valid for this many days (at most API_TOKEN_MAX_DAYS)")
+
     class Meta:
         model = ApiToken
-        fields = ["user", "name"]
+        fields = ["user", "name", "read_only"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["days"].initial = settings.API_TOKEN_DEFAULT_DAYS
+
+    def clean_days(self) -> int:
+        days = self.cleaned_data["days"]
+        if days > settings.API_TOKEN_MAX_DAYS:
+            raise forms.ValidationError(f"at most {settings.API_TOKEN_MAX_DAYS} days")
+        return days
 
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    """Tokens are created here (shown once, then only their prefix) and revoked by deleting them."""
+    """Tokens are created here (shown once, then only their prefix) or by each
+    user on their own page, and revoked with the list's action (the row stays,
+    for the audit log)."""
 
     form = ApiTokenAdminForm
-    list_display = ["name", "user", "prefix", "created_at", "last_used_at"]
-    readonly_fields = ["prefix", "created_at", "last_used_at"]
+    list_display = ["name", "user", "prefix", "read_only", "created_at", "expires_at", "last_used_at", "revoked_at"]
+    list_filter = ["read_only"]
+    readonly_fields = ["prefix", "created_at", "expires_at", "last_used_at", "revoked_at"]
+    actions = ["revoke"]
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
 
     def save_model(self, request, obj, form, change):
         token, key = api_token_create(user=form.cleaned_data["user"], name=form.cleaned_data["name"],
+                                      days=form.cleaned_data["days"], read_only=form.cleaned_data["read_only"],
                                       created_by=request.user)
         obj.pk, obj.key_hash, obj.prefix = token.pk, token.key_hash, token.prefix
         messages.warning(request, f"API token for {token.user}: {key} (copy it now; it is not shown again)")
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset):
+        for token_id in queryset.values_list("id", flat=True):
+            api_token_revoke(token_id=token_id, by=request.user)
+        messages.success(request, f"{queryset.count()} token(s) revoked")
 
 
 @admin.register(GroupTopic)

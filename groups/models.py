@@ -445,8 +445,10 @@ class JobFinding(models.Model):
 
 
 class ApiToken(models.Model):
-    """A token for scripts using the JSON API as ``user`` (same permissions).
-    Only a SHA-256 of the token is stored; the token is shown once."""
+    """A personal token for scripts using the JSON API and /metrics as ``user``
+    (the user's permissions, or fewer: ``read_only``). Only a SHA-256 of the
+    token is stored; the token is shown once. It stops working at
+    ``expires_at`` or when revoked (``revoked_at``); the row stays for the audit."""
 
     user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100)
@@ -454,6 +456,9 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=8, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    read_only = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

@@ -2,7 +2,7 @@
 authentication, and the error bodies every endpoint shares.
 
 Authentication: a session (CSRF checked on unsafe requests) or
-``Authorization: Token <key>`` (checked by groups.services.tokens.ApiTokenMiddleware,
+``Authorization: Bearer <token>`` (or ``Token <token>``; checked by groups.services.tokens.ApiTokenMiddleware,
 which sets ``request.user``). Errors are JSON ``{"error"}``, plus
 ``"parameter"`` naming the input at fault on a 400: 401 without credentials,
 403 without the approver role, 404 unknown, 409 duplicate (with ``"job"``) or
@@ -28,16 +28,18 @@ from groups.api import read, write
 from groups.api.schemas import Error
 from groups.services.dispatch import QueueUnavailable
 from groups.services.remediation import Conflict, DuplicateJob, FindingNotFound
+from groups.services.tokens import presented_key
 
 
 class TokenAuth(APIKeyHeader):
-    """`Token <key>`; create keys in the admin or with manage.py create_api_token."""
+    """`Bearer <token>` (or the older `Token <token>`): a personal token made on
+    the user's "API tokens" page, in the admin or with manage.py create_api_token."""
 
     param_name = "Authorization"
 
     def authenticate(self, request: HttpRequest, key: str | None):
         # The middleware already turned a good key into request.user (a wrong one into a 401).
-        if key and key.startswith("Token ") and request.user.is_authenticated:
+        if key and presented_key(key) and request.user.is_authenticated:
             return request.user
         return None
 
@@ -130,7 +132,7 @@ def _invalid(request: HttpRequest, error: ValidationError) -> HttpResponse:
 def _anonymous(request: HttpRequest, error: AuthenticationError) -> HttpResponse:
     if request.method in ("GET", "HEAD"):
         return _error(request, 401, "authentication required: log in first")
-    return _error(request, 401, "authentication required: log in or send Authorization: Token <key>")
+    return _error(request, 401, "authentication required: log in or send Authorization: Bearer <token>")
 
 
 @api.exception_handler(HttpError)

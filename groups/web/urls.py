@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from groups.web import exports, views
+from groups.web import account, exports, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -28,5 +28,8 @@ urlpatterns = [
     path("jobs/<int:job_id>/retry", views.job_retry, name="job_retry"),
     path("jobs/<int:job_id>/approve", views.job_approve, name="job_approve"),
     path("jobs/<int:job_id>/export.csv", exports.job_export_csv, name="job_export_csv"),
+    path("account/tokens/", account.tokens, name="account_tokens"),
+    path("account/tokens/new", account.token_create, name="account_token_create"),
+    path("account/tokens/<int:token_id>/revoke", account.token_revoke, name="account_token_revoke"),
     path("", include("groups.web.urls_browse")),
 ]

@@ -65,7 +65,8 @@ def test_findings_cannot_be_edited_in_the_admin(admin_client):
 def test_an_api_token_is_shown_once_and_stored_only_as_a_hash(admin_client, admin_user):
     from groups.models import ApiToken
 
-    response = admin_client.post("/admin/groups/apitoken/add/", {"user": admin_user.id, "name": "ci"}, follow=True)
+    response = admin_client.post("/admin/groups/apitoken/add/", {"user": admin_user.id, "name": "ci", "days": 7},
+                                 follow=True)
     body = response.content.decode()
     token = ApiToken.objects.get()
     key = body.split("API token for admin: ")[1].split(" ")[0]

@@ -1,7 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from groups.services.tokens import api_token_create
+from groups.services.tokens import TokenRefused, api_token_create
 
 
 class Command(BaseCommand):
@@ -10,10 +10,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--user", required=True)
         parser.add_argument("--name", default="cli")
+        parser.add_argument("--days", type=int, default=None,
+                            help="valid for this many days (default API_TOKEN_DEFAULT_DAYS, at most API_TOKEN_MAX_DAYS)")
+        parser.add_argument("--read-only", action="store_true", help="may read, never change anything")
 
     def handle(self, *args, **options):
         user = get_user_model().objects.filter(username=options["user"]).first()
         if user is None:
             raise CommandError(f"no user named {options['user']!r}")
-        _, key = api_token_create(user=user, name=options["name"])
+        try:
+            _, key = api_token_create(user=user, name=options["name"], days=options["days"],
+                                      read_only=options["read_only"])
+        except TokenRefused as error:
+            raise CommandError(str(error)) from None
         self.stdout.write(key)
