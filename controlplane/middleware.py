@@ -22,7 +22,7 @@ from groups.roles import has_role
 
 # Paths a user without a role may still reach: logging in and out, static files, health.
 # The admin is not among them: a staff account in no role would read every finding there.
-_OPEN_PREFIXES = ("/accounts/", "/static/", "/healthz", "/admin/login/", "/admin/logout/")
+_OPEN_PREFIXES = ("/accounts/", "/oidc/", "/static/", "/healthz", "/admin/login/", "/admin/logout/")
 
 
 def _is_api(request: HttpRequest) -> bool:

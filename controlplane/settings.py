@@ -120,6 +120,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_celery_beat",
     "axes",
+    "mozilla_django_oidc",
     # django-ninja's templates and static copy of Swagger UI, for /api/v1/docs (no CDN).
     "ninja",
     "groups",
@@ -141,6 +142,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # After CSP's (so before it on the answer): the OpenID provider in form-action.
+    "groups.web.sso.ProviderFormAction",
     # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
     "axes.middleware.AxesMiddleware",
 ]
@@ -148,7 +151,32 @@ MIDDLEWARE = [
 # Brute-force protection for /accounts/login/ and /admin/login/ (django-axes):
 # after LOGIN_FAILURE_LIMIT wrong passwords for one user from one address,
 # that pair is locked out (even the right password fails) for the cool-off.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "groups.web.sso.OidcBackend",  # does nothing unless OIDC_ISSUER is set
+    "groups.web.sso.LocalBackend",  # Gapwatch's own passwords, unless LOCAL_LOGIN=0
+]
+
+# Single sign-on through OpenID Connect (groups/web/sso.py; README, "Single
+# sign-on"): off while OIDC_ISSUER is empty. The provider's endpoints come from
+# its discovery document; the client is confidential and uses PKCE (S256).
+OIDC_ISSUER = env_str("OIDC_ISSUER", "").rstrip("/") or ""
+OIDC_RP_CLIENT_ID = env_str("OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET", "")
+OIDC_RP_SCOPES = env_str("OIDC_SCOPES", "openid email profile")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_SIGN_ALGORITHM", "RS256")
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_USERNAME_CLAIM = env_str("OIDC_USERNAME_CLAIM", "preferred_username")
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+OIDC_USE_PKCE = True
+OIDC_STORE_ID_TOKEN = True  # for the provider's logout (id_token_hint)
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_SECONDS", 10, minimum=1)
+OIDC_VERIFY_SSL = env_str("OIDC_CA_BUNDLE", "") or True
+OIDC_OP_LOGOUT_URL_METHOD = "groups.web.sso.provider_logout_url"
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_callback"
+# Local accounts (passwords kept by Gapwatch): for break-glass use once a
+# directory is configured; LOCAL_LOGIN=0 switches their login off.
+LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -189,6 +217,7 @@ STATIC_ROOT = BASE_DIR / ".gapwatch" / "static"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 SESSION_COOKIE_HTTPONLY = True
 # Cookies only over HTTPS in production; turn off only to try a production

@@ -1,16 +1,18 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from controlplane.health import healthz
 from controlplane.metrics import metrics
+from groups.web import sso
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics, name="metrics"),
     path("api/v1/", include("groups.api.urls")),
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/login/", sso.Login.as_view(), name="login"),
+    path("accounts/logout/", sso.Logout.as_view(), name="logout"),
+    path("oidc/authenticate/", sso.LoginStart.as_view(), name="oidc_authentication_init"),
+    path("oidc/callback/", sso.LoginCallback.as_view(), name="oidc_callback"),
     path("", include("groups.web.urls")),
 ]

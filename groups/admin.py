@@ -5,6 +5,8 @@ from django.contrib import admin, messages
 from groups.cluster_forms import ClusterForm
 from groups.models import (
     ApiToken,
+    DirectoryIdentity,
+    RoleMapping,
     AuditEvent,
     Cluster,
     ConsumerGroup,
@@ -24,6 +26,7 @@ from groups.services.clusters import (
     cluster_update,
     group_declare_policy,
 )
+from groups.services.identity import role_mapping_delete, role_mapping_save
 from groups.services.tokens import api_token_create, api_token_revoke
 
 
@@ -232,3 +235,33 @@ class LagSampleAdmin(ReadOnlyAdmin):
     search_fields = ["group__group_id", "topic__name"]
     list_select_related = ["group", "topic"]
     date_hierarchy = "at"
+
+
+@admin.register(RoleMapping)
+class RoleMappingAdmin(admin.ModelAdmin):
+    """Directory group -> role, re-applied at each person's next login; every
+    change is in the audit log."""
+
+    list_display = ["directory_group", "role"]
+    list_filter = ["role"]
+    search_fields = ["directory_group"]
+
+    def save_model(self, request, obj, form, change):
+        role_mapping_save(mapping=obj, by=request.user)
+
+    def delete_model(self, request, obj):
+        role_mapping_delete(mapping=obj, by=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for mapping in queryset:
+            role_mapping_delete(mapping=mapping, by=request.user)
+
+
+@admin.register(DirectoryIdentity)
+class DirectoryIdentityAdmin(ReadOnlyAdmin):
+    """Who each person is at the provider that last logged them in (written at login)."""
+
+    list_display = ["user", "source", "subject", "issuer", "last_login_at"]
+    list_filter = ["source"]
+    search_fields = ["user__username", "subject"]
+    list_select_related = ["user"]

@@ -462,3 +462,45 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class DirectoryIdentity(models.Model):
+    """Who a user is at the identity provider that last logged them in
+    (OpenID Connect or LDAP), and the directory groups it gave then. Roles
+    are re-applied from ``groups`` at every login (``RoleMapping``)."""
+
+    class Source(models.TextChoices):
+        OIDC = "oidc", "OpenID Connect"
+        LDAP = "ldap", "LDAP"
+
+    user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="directory_identity")
+    source = models.CharField(max_length=8, choices=Source.choices)
+    issuer = models.CharField(max_length=500, help_text="the OpenID issuer, or the LDAP server's URI")
+    subject = models.CharField(max_length=500, help_text="the OpenID subject (sub), or the LDAP entry's DN")
+    groups = models.JSONField(default=list, blank=True, help_text="directory groups at the last login")
+    last_login_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name_plural = "directory identities"
+        constraints = [models.UniqueConstraint(fields=["source", "issuer", "subject"], name="one_user_per_identity")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} ({self.get_source_display()})"
+
+
+class RoleMapping(models.Model):
+    """A directory group (OpenID groups claim or LDAP group) gives its members
+    a Gapwatch role, re-applied at every login."""
+
+    class Role(models.TextChoices):
+        VIEWER = "viewer", "viewer (reads)"
+        APPROVER = "approver", "approver (approves, dismisses, manages clusters)"
+
+    directory_group = models.CharField(max_length=255, help_text="the group's name as the provider gives it")
+    role = models.CharField(max_length=16, choices=Role.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["directory_group", "role"], name="one_mapping_per_group_role")]
+
+    def __str__(self) -> str:
+        return f"{self.directory_group} → {self.role}"

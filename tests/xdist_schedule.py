@@ -24,7 +24,8 @@ UNITS: dict[str, tuple[str, ...]] = {
         "tests/faults/test_worker_faults.py",
         "tests/faults/test_replicated_backfill.py",
     ),
-    "secured-broker": ("tests/integration/test_secured_clusters.py",),
+    # One Keycloak (the session's) for both.
+    "secured-broker": ("tests/integration/test_secured_clusters.py", "tests/integration/test_sso_oidc.py"),
     "spark-standalone": (
         "tests/faults/test_spark_cluster.py",
         "tests/faults/test_spark_connect_cluster.py",

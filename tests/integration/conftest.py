@@ -25,6 +25,22 @@ def viewer(db):
 
 
 @pytest.fixture(scope="session")
+def keycloak():
+    """One Keycloak per session (tests/integration/keycloak.py; about 20 s to
+    start on two cores), its test realm imported: the OAuth issuer of the
+    secured broker and the OpenID provider people log in through."""
+    from tests.integration.keycloak import Keycloak
+
+    server = Keycloak().start()
+    try:
+        server.wait()
+        server.import_realm()
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
 def chromium():
     """One headless Chromium for the whole session (starting one takes seconds)."""
     from playwright.sync_api import sync_playwright

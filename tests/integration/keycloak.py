@@ -129,6 +129,50 @@ class Keycloak:
         })
         return secret
 
+    def add_login_client(self, client_id: str, *, base_url: str, groups_claim: str = "groups") -> str:
+        """A confidential client for people logging in to Gapwatch at
+        ``base_url`` (authorization code with PKCE S256 required), whose ID
+        token and userinfo carry the person's group names in ``groups_claim``;
+        returns its secret."""
+        secret = secrets.token_urlsafe(24)
+        self._admin("POST", f"/admin/realms/{REALM}/clients", {
+            "clientId": client_id, "enabled": True, "publicClient": False, "secret": secret,
+            "clientAuthenticatorType": "client-secret", "standardFlowEnabled": True,
+            "directAccessGrantsEnabled": False, "serviceAccountsEnabled": False,
+            "redirectUris": [f"{base_url}/oidc/callback/"], "webOrigins": [base_url],
+            "attributes": {"pkce.code.challenge.method": "S256",
+                           "post.logout.redirect.uris": f"{base_url}/accounts/login/"},
+            "protocolMappers": [{
+                "name": "groups", "protocol": "openid-connect", "protocolMapper": "oidc-group-membership-mapper",
+                "config": {"claim.name": groups_claim, "full.path": "false", "id.token.claim": "true",
+                           "access.token.claim": "true", "userinfo.token.claim": "true"},
+            }],
+        })
+        return secret
+
+    def add_user(self, username: str, password: str, *, groups: tuple[str, ...] = (), email: str = "") -> str:
+        """A person of the realm with a password and membership of ``groups``
+        (made when missing); returns their subject (the user's id)."""
+        self._admin("POST", f"/admin/realms/{REALM}/users", {
+            "username": username, "enabled": True, "emailVerified": True, "email": email or f"{username}@example.test",
+            "firstName": username.title(), "lastName": "Tester",
+            "credentials": [{"type": "password", "value": password, "temporary": False}],
+        })
+        subject = self._admin("GET", f"/admin/realms/{REALM}/users?exact=true&username={urllib.parse.quote(username)}")[0]["id"]
+        for group in groups:
+            self.set_membership(subject, group, member=True)
+        return subject
+
+    def set_membership(self, subject: str, group: str, *, member: bool) -> None:
+        """Adds the user to ``group`` (made when missing) or removes them from it."""
+        found = [g for g in self._admin("GET", f"/admin/realms/{REALM}/groups?search={urllib.parse.quote(group)}")
+                 if g["name"] == group]
+        if not found:
+            self._admin("POST", f"/admin/realms/{REALM}/groups", {"name": group})
+            found = [g for g in self._admin("GET", f"/admin/realms/{REALM}/groups?search={urllib.parse.quote(group)}")
+                     if g["name"] == group]
+        self._admin("PUT" if member else "DELETE", f"/admin/realms/{REALM}/users/{subject}/groups/{found[0]['id']}")
+
     def set_client_enabled(self, client_id: str, enabled: bool) -> None:
         """Disable (revoke) or enable a client: a disabled one gets no token."""
         found = self._admin("GET", f"/admin/realms/{REALM}/clients?clientId={urllib.parse.quote(client_id)}")

@@ -266,19 +266,16 @@ OAUTH_CLIENT = "gapwatch"
 
 
 @pytest.fixture(scope="session")
-def secure_kafka():
+def secure_kafka(keycloak):
     """One secured broker for the session, its OAuth issuer (``.keycloak``:
-    one Keycloak, tests/integration/keycloak.py), a SCRAM user, a client
-    certificate name and an OAuth client (``.oauth_client_secret``) granted
-    ``GAPWATCH_ACLS``; both stopped at the end."""
-    keycloak = Keycloak().start()
+    the session's Keycloak, tests/integration/conftest.py), a SCRAM user, a
+    client certificate name and an OAuth client (``.oauth_client_secret``)
+    granted ``GAPWATCH_ACLS``; stopped at the end."""
     broker = None
     try:
         broker = SecureKafka(oauth=OAuthIssuer(issuer=keycloak.issuer, jwks_url=keycloak.jwks_url,
                                                audience=AUDIENCE))
-        broker.format()  # while Keycloak starts
-        keycloak.wait()
-        keycloak.import_realm()
+        broker.format()
         broker.launch()
         broker.keycloak = keycloak
         broker.oauth_client_secret = keycloak.add_client(OAUTH_CLIENT)
@@ -290,4 +287,3 @@ def secure_kafka():
     finally:
         if broker is not None:
             broker.close()
-        keycloak.close()

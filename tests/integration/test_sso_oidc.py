@@ -1,0 +1,147 @@
+"""Single sign-on through a real OpenID provider (Keycloak, the session's;
+tests/integration/conftest.py) in a real Chromium: the authorization-code
+flow with PKCE (the client requires S256), roles from the groups claim
+re-applied at every login, logout ending the provider's session, and local
+logins that can be switched off (issue 23, items 1 and 3)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from groups.models import AuditEvent, DirectoryIdentity, RoleMapping
+from groups.roles import ensure_roles
+from groups.web import sso
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+def provider(keycloak, live_server, settings):
+    """Gapwatch configured for the session's Keycloak through a client of its
+    own (its redirect URI is this live server's)."""
+    client_id = f"gapwatch-web-{uuid.uuid4().hex[:8]}"
+    secret = keycloak.add_login_client(client_id, base_url=live_server.url)
+    settings.OIDC_ISSUER = keycloak.issuer
+    settings.OIDC_RP_CLIENT_ID, settings.OIDC_RP_CLIENT_SECRET = client_id, secret
+    settings.OIDC_PROVIDER_NAME = "Keycloak"
+    ensure_roles()
+    RoleMapping.objects.create(directory_group="gapwatch-approvers", role="approver")
+    RoleMapping.objects.create(directory_group="gapwatch-viewers", role="viewer")
+    return keycloak
+
+
+def person(keycloak, *groups: str) -> tuple[str, str]:
+    """A new person of the realm in ``groups``: (username, subject)."""
+    username = f"p-{uuid.uuid4().hex[:8]}"
+    return username, keycloak.add_user(username, PASSWORD, groups=groups)
+
+
+def log_in_at_the_provider(page, base_url: str, username: str) -> float:
+    """From Gapwatch's login page through the provider's; returns the seconds it took."""
+    began = time.monotonic()
+    page.goto(f"{base_url}/accounts/login/")
+    page.click("text=Log in with Keycloak")
+    page.wait_for_selector("#username")
+    page.fill("#username", username)
+    page.fill("#password", PASSWORD)
+    page.click("#kc-login")
+    page.wait_for_url(f"{base_url}/**")
+    page.wait_for_selector("h1")
+    return time.monotonic() - began
+
+
+def test_a_person_logs_in_through_the_provider_with_the_role_their_group_maps_to(provider, live_server, page):
+    username, subject = person(provider, "gapwatch-approvers", "unmapped-team")
+    took = log_in_at_the_provider(page, live_server.url, username)
+    print(f"OpenID login through Keycloak's page: {took:.2f} s")
+    assert page.locator("h1").inner_text() == "New partitions"
+    assert page.locator("header .muted").inner_text() == username
+    user = get_user_model().objects.get(directory_identity__subject=subject)
+    assert user.username == username and not user.has_usable_password()
+    identity = user.directory_identity
+    assert (identity.source, identity.issuer) == ("oidc", provider.issuer)
+    assert identity.groups == ["gapwatch-approvers", "unmapped-team"]
+    assert set(user.groups.values_list("name", flat=True)) == {"approver"}
+    audit = AuditEvent.objects.get(action="identity.roles_changed", object_id=str(user.id))
+    assert (audit.detail["subject"], audit.detail["issuer"], audit.detail["username"]) == (
+        subject, provider.issuer, username)
+    assert (audit.detail["before"], audit.detail["after"]) == ([], ["approver"])
+
+    # Logging out ends the provider's session too: the next login asks for the password again.
+    page.click("header button:has-text('Log out')")
+    page.wait_for_url(f"{live_server.url}/accounts/login/**")
+    page.goto(f"{live_server.url}/")
+    assert "/accounts/login/" in page.url
+    page.click("text=Log in with Keycloak")
+    page.wait_for_selector("#username")
+
+
+def test_a_person_removed_from_the_directory_group_loses_the_role_at_the_next_login(provider, live_server, page):
+    username, subject = person(provider, "gapwatch-approvers")
+    log_in_at_the_provider(page, live_server.url, username)
+    user = get_user_model().objects.get(directory_identity__subject=subject)
+    assert set(user.groups.values_list("name", flat=True)) == {"approver"}
+    provider.set_membership(subject, "gapwatch-approvers", member=False)
+    provider.set_membership(subject, "gapwatch-viewers", member=True)
+    page.click("header button:has-text('Log out')")
+    page.wait_for_url(f"{live_server.url}/accounts/login/**")
+    log_in_at_the_provider(page, live_server.url, username)
+    assert set(user.groups.values_list("name", flat=True)) == {"viewer"}
+    provider.set_membership(subject, "gapwatch-viewers", member=False)
+    page.click("header button:has-text('Log out')")
+    page.wait_for_url(f"{live_server.url}/accounts/login/**")
+    log_in_at_the_provider(page, live_server.url, username)
+    assert "no access" in page.content()
+    assert not user.groups.exists()
+    assert [e.detail["after"] for e in AuditEvent.objects.filter(
+        action="identity.roles_changed", object_id=str(user.id)).order_by("id")] == [["approver"], ["viewer"], []]
+
+
+def test_a_local_account_of_the_same_name_is_not_taken_over(provider, live_server, page):
+    username, subject = person(provider, "gapwatch-viewers")
+    local = get_user_model().objects.create_user(username, password="local secret")
+    log_in_at_the_provider(page, live_server.url, username)
+    user = get_user_model().objects.get(directory_identity__subject=subject)
+    assert user.id != local.id and user.username.startswith(f"{username}-")
+    assert not DirectoryIdentity.objects.filter(user=local).exists()
+
+
+def test_local_logins_can_be_switched_off(provider, live_server, page, settings):
+    ensure_roles()
+    get_user_model().objects.create_user("breakglass", password="local secret")
+    settings.LOCAL_LOGIN = False
+    page.goto(f"{live_server.url}/accounts/login/")
+    assert page.locator("input[name=password]").count() == 0
+    assert page.locator("text=Log in with Keycloak").is_visible()
+    client = Client()
+    refused = client.post("/accounts/login/", {"username": "breakglass", "password": "local secret"})
+    assert refused.status_code == 200 and "_auth_user_id" not in client.session
+    settings.LOCAL_LOGIN = True
+    client = Client()
+    assert client.post("/accounts/login/", {"username": "breakglass", "password": "local secret"}).status_code == 302
+
+
+def test_an_unreachable_provider_is_a_message_on_the_login_page_and_local_login_still_works(settings, db):
+    settings.OIDC_ISSUER = "http://127.0.0.1:9/realms/nowhere"  # the discard port: nothing answers
+    settings.OIDC_RP_CLIENT_ID, settings.OIDC_RP_CLIENT_SECRET = "gapwatch", "secret"
+    sso._discovery.clear()
+    client = Client()
+    response = client.get("/oidc/authenticate/")
+    assert response.status_code == 302 and response["Location"].endswith("/accounts/login/?sso=unreachable")
+    assert "cannot be reached" in client.get(response["Location"]).content.decode()
+    get_user_model().objects.create_user("local", password="local secret")
+    assert client.post("/accounts/login/", {"username": "local", "password": "local secret"}).status_code == 302
+
+
+def test_without_an_issuer_single_sign_on_is_off(settings, db):
+    settings.OIDC_ISSUER = ""
+    client = Client()
+    assert client.get("/oidc/authenticate/").status_code == 404
+    assert client.get("/oidc/callback/?code=x&state=y").status_code == 404
+    assert "Log in with" not in client.get("/accounts/login/").content.decode()
