@@ -28,40 +28,45 @@ TOPIC = "demo.orders"
 INITIAL_PARTITIONS = 2
 RAISED_PARTITIONS = 4
 CONSUMER_REFRESH_MS = 90_000
+# The two groups: their auto.offset.reset and seconds of work per message.
+# demo-earliest reads slowly (0.1 s a message), so its backlog on the new
+# partitions takes several polls to drain: the evidence that it is covered.
+GROUPS = {"demo-latest": ("latest", 0.0), "demo-earliest": ("earliest", 0.1)}
 log = logging.getLogger("gapwatch.demo")
 stopping = threading.Event()
 
 
-def ensure_topic(admin: AdminClient) -> int:
+def ensure_topic(admin: AdminClient, topic: str = TOPIC) -> int:
     topics = admin.list_topics(timeout=10).topics
-    if TOPIC not in topics:
-        future = admin.create_topics([NewTopic(TOPIC, num_partitions=INITIAL_PARTITIONS, replication_factor=1)])
-        future[TOPIC].result()
-        log.info("created %s with %d partitions", TOPIC, INITIAL_PARTITIONS)
+    if topic not in topics:
+        future = admin.create_topics([NewTopic(topic, num_partitions=INITIAL_PARTITIONS, replication_factor=1)])
+        future[topic].result()
+        log.info("created %s with %d partitions", topic, INITIAL_PARTITIONS)
         return INITIAL_PARTITIONS
-    return len(topics[TOPIC].partitions)
+    return len(topics[topic].partitions)
 
 
-def produce_forever(bootstrap: str) -> None:
+def produce_forever(bootstrap: str, topic: str = TOPIC, stop: threading.Event = stopping) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "topic.metadata.refresh.interval.ms": 5000, "linger.ms": 50})
     sequence = 0
-    while not stopping.is_set():
+    while not stop.is_set():
         try:
-            partitions = producer.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
+            partitions = producer.list_topics(topic, timeout=10).topics[topic].partitions
             for partition in sorted(partitions):
-                producer.produce(TOPIC, key=f"order-{sequence}", value=f'{{"order": {sequence}}}',
+                producer.produce(topic, key=f"order-{sequence}", value=f'{{"order": {sequence}}}',
                                  partition=partition)
                 sequence += 1
             producer.poll(0)
         except (KafkaException, BufferError) as error:
             # A broker restart (the test suite does one) must not end the demo.
             log.warning("producer: %s; retrying", error)
-        stopping.wait(1.0)
+        stop.wait(1.0)
     producer.flush(10)
 
 
 def consume_forever(bootstrap: str, group_id: str, offset_reset: str, committed: threading.Event,
-                    seconds_per_message: float) -> None:
+                    seconds_per_message: float, topic: str = TOPIC, stop: threading.Event = stopping,
+                    refresh_ms: int = CONSUMER_REFRESH_MS) -> None:
     """Consume and commit after every message; a slow consumer lets a poll see
     a commit in the middle of its backlog (Gapwatch's evidence of `earliest`)."""
     consumer = Consumer(
@@ -71,12 +76,12 @@ def consume_forever(bootstrap: str, group_id: str, offset_reset: str, committed:
             "client.id": f"{group_id}-client",
             "auto.offset.reset": offset_reset,
             "enable.auto.commit": False,
-            "topic.metadata.refresh.interval.ms": CONSUMER_REFRESH_MS,
+            "topic.metadata.refresh.interval.ms": refresh_ms,
         }
     )
-    consumer.subscribe([TOPIC])
+    consumer.subscribe([topic])
     try:
-        while not stopping.is_set():
+        while not stop.is_set():
             message = consumer.poll(1.0)
             if message is None or message.error():
                 continue
@@ -86,18 +91,45 @@ def consume_forever(bootstrap: str, group_id: str, offset_reset: str, committed:
                 log.warning("%s: commit failed: %s", group_id, error)
                 continue
             committed.set()
-            stopping.wait(seconds_per_message)
+            stop.wait(seconds_per_message)
     finally:
         consumer.close()
+
+
+def start_clients(bootstrap: str, *, topic: str = TOPIC, groups: dict[str, str] | None = None,
+                  stop: threading.Event = stopping, refresh_ms: int = CONSUMER_REFRESH_MS,
+                  ) -> tuple[list[threading.Thread], dict[str, threading.Event]]:
+    """Steps 1 and 2: the producer and the two consumer groups, each in a
+    daemon thread until ``stop`` is set. ``groups`` maps each of ``GROUPS``
+    to the group id to use (tests sharing a broker give theirs unique ids).
+    Returns the threads and, per group id, an event set at its first commit."""
+    names = groups or {name: name for name in GROUPS}
+    committed = {names[name]: threading.Event() for name in GROUPS}
+    threads = [threading.Thread(target=produce_forever, args=(bootstrap, topic, stop), daemon=True)]
+    threads += [
+        threading.Thread(
+            target=consume_forever, daemon=True,
+            args=(bootstrap, names[name], offset_reset, committed[names[name]], pace, topic, stop, refresh_ms),
+        )
+        for name, (offset_reset, pace) in GROUPS.items()
+    ]
+    for thread in threads:
+        thread.start()
+    return threads, committed
+
+
+def raise_partitions(admin: AdminClient, topic: str = TOPIC) -> None:
+    """Step 3: the topic raised to RAISED_PARTITIONS (nothing if it has them)."""
+    current = len(admin.list_topics(topic, timeout=10).topics[topic].partitions)
+    if current < RAISED_PARTITIONS:
+        admin.create_partitions([NewPartitions(topic, RAISED_PARTITIONS)])[topic].result()
+        log.info("raised %s from %d to %d partitions", topic, current, RAISED_PARTITIONS)
 
 
 def raise_partitions_once(admin: AdminClient, marker: Path) -> None:
     if marker.exists():
         return
-    current = len(admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
-    if current < RAISED_PARTITIONS:
-        admin.create_partitions([NewPartitions(TOPIC, RAISED_PARTITIONS)])[TOPIC].result()
-        log.info("raised %s from %d to %d partitions", TOPIC, current, RAISED_PARTITIONS)
+    raise_partitions(admin)
     marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n")
 
 
@@ -114,20 +146,7 @@ def main() -> None:
 
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     ensure_topic(admin)
-    committed = {name: threading.Event() for name in ("demo-latest", "demo-earliest")}
-    threads = [threading.Thread(target=produce_forever, args=(args.bootstrap,), daemon=True)]
-    # demo-earliest reads slowly (0.1 s a message), so its backlog on the new
-    # partitions takes several polls to drain: the evidence that it is covered.
-    pace = {"demo-latest": 0.0, "demo-earliest": 0.1}
-    threads += [
-        threading.Thread(
-            target=consume_forever, args=(args.bootstrap, name, name.split("-")[1], committed[name], pace[name]),
-            daemon=True,
-        )
-        for name in committed
-    ]
-    for thread in threads:
-        thread.start()
+    threads, committed = start_clients(args.bootstrap)
     # The gap needs groups that already consumed the topic before it grows.
     deadline = time.monotonic() + 120
     while not stopping.is_set() and not all(e.is_set() for e in committed.values()) and time.monotonic() < deadline:

@@ -410,14 +410,42 @@ class DismissManyIn(Schema):
 class RefusedOut(Schema):
     model_config = _CLOSED
     id: int
-    error: str = Field(description="Why this finding was not dismissed: unknown, closed already, or a job "
-                       "active on it.")
+    error: str = Field(description="Why this finding was left as it was: unknown, closed already, a job "
+                       "active on it; for an approval also covered (nothing to repair), its plan refused, or a "
+                       "job of this kind created for it already.")
 
 
 class DismissedManyOut(Schema):
     model_config = _CLOSED
     dismissed: list[int] = Field(description="The findings dismissed by this request, by id.")
     refused: list[RefusedOut] = Field(description="The findings left as they were, by id, each with why.")
+
+    @staticmethod
+    def resolve_refused(result) -> list[dict]:
+        return [{"id": finding_id, "error": why} for finding_id, why in result.refused]
+
+
+class ApproveManyIn(Schema):
+    kind: JobKind = Field(description="reset (to earliest) or backfill (to the first commit, a bound, into each "
+                          "group's own sink), the same for every finding.")
+    ids: list[RowId] = Field(min_length=1, max_length=MAX_BULK_FINDINGS,
+                             description=f"The findings, of any groups (at most {MAX_BULK_FINDINGS}): one job each.")
+
+
+class ApprovedJobOut(Schema):
+    model_config = _CLOSED
+    finding: int
+    job: JobOut
+
+
+class ApprovedManyOut(Schema):
+    model_config = _CLOSED
+    jobs: list[ApprovedJobOut] = Field(description="The jobs this request created, one per finding.")
+    refused: list[RefusedOut] = Field(description="The findings left as they were, by id, each with why.")
+
+    @staticmethod
+    def resolve_jobs(result) -> list[dict]:
+        return [{"finding": finding_id, "job": job} for finding_id, job in result.jobs]
 
     @staticmethod
     def resolve_refused(result) -> list[dict]:

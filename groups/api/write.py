@@ -7,7 +7,7 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from groups.api.schemas import (
-    ApproveIn, DismissedManyOut, DismissedOut, DismissIn, DismissManyIn, DuplicateError, Error, JobOut, PathId,
+    ApprovedManyOut, ApproveIn, ApproveManyIn, DismissedManyOut, DismissedOut, DismissIn, DismissManyIn, DuplicateError, Error, JobOut, PathId,
 )
 from groups.models import RemediationJob
 from groups.services import remediation
@@ -43,3 +43,13 @@ def dismiss(request: HttpRequest, id: PathId, payload: DismissIn):
              "id that is no id, no reason) is a 400 and dismisses nothing.")
 def dismiss_many(request: HttpRequest, payload: DismissManyIn):
     return remediation.findings_dismiss(user=request.user, finding_ids=payload.ids, reason=payload.reason)
+
+
+@router.post("findings/approve", response={200: ApprovedManyOut, 400: Error, 401: Error, 403: Error, 503: Error},
+             operation_id="findings_approve",
+             summary="Request (and, without four-eyes, approve) one job of one kind per finding, of any groups; "
+             "needs the approver role. Each is planned and audited as its own approval would be; one that is "
+             "unknown, closed, covered, under an active job (a repeated request) or that its plan refuses is "
+             "refused with why, and the others get their job. Bad input is a 400 and creates nothing.")
+def approve_many(request: HttpRequest, payload: ApproveManyIn):
+    return remediation.findings_approve(user=request.user, finding_ids=payload.ids, kind=payload.kind)

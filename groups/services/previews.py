@@ -5,12 +5,14 @@ the job then stores (``remediation.job_request_previewed``). Reads only."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from groups.domain.approval import approval_fingerprint, bulk_refusal
 from groups.domain.planning import (
     PartitionPosition,
     PlanError,
@@ -21,7 +23,7 @@ from groups.domain.planning import (
 )
 from groups.domain.sinks import HANDLER, KAFKA, backfill_sink_for
 from groups.domain.triage import GroupInfo, OpenFinding, group_is_empty, recommend
-from groups.models import Finding, RemediationJob, Topic
+from groups.models import Finding, JobFinding, RemediationJob, Topic
 from groups.services.lifecycle import Conflict, FindingNotFound, finding_require_open, missed_range_of
 
 
@@ -138,6 +140,57 @@ def job_preview(*, finding_ids: Iterable[int], kind: str, params: dict) -> dict:
                                 replay_topic=params.get("replay_topic", ""), handler=params.get("handler", ""),
                                 until=params.get("until", "bound"))
     raise ValidationError(f"unknown remediation kind {kind!r}")
+
+
+# What a bulk approval asks of each finding: the repair the home page
+# recommends, with the group's own defaults (its backfill sink).
+BULK_PARAMS = {RemediationJob.Kind.RESET: {"target": "earliest"}, RemediationJob.Kind.BACKFILL: {}}
+
+
+@dataclass(frozen=True)
+class BulkPlan:
+    """One finding of a bulk approval's preview: its own ``job_preview``
+    and that preview's fingerprint, or why it is refused (``refused``)."""
+
+    finding_id: int
+    finding: Finding | None
+    preview: dict | None
+    fingerprint: str
+    refused: str
+
+
+def findings_bulk_preview(*, finding_ids: Iterable[int], kind: str) -> tuple[BulkPlan, ...]:
+    """What a bulk approval of ``kind`` would do to each finding (of any
+    groups and clusters), in id order: each planned on its own by
+    ``job_preview``, exactly as its single approval would be, or refused
+    with why (unknown, closed, covered, a job active on it, or what its own
+    preview refuses). Reads only; the caller has checked the ids."""
+    if kind not in BULK_PARAMS:
+        raise ValidationError(f"unknown remediation kind {kind!r}: reset or backfill")
+    ids = sorted(set(finding_ids))
+    rows = {f.id: f for f in Finding.objects.filter(id__in=ids).select_related("cluster", "group", "topic")}
+    active = {link.finding_id: (link.job_id, link.job.kind, link.job.status)
+              for link in JobFinding.objects.filter(finding_id__in=ids, active=True).select_related("job")}
+    plans = []
+    for finding_id in ids:
+        finding = rows.get(finding_id)
+        if finding is None:
+            plans.append(BulkPlan(finding_id, None, None, "", "no such finding"))
+            continue
+        refused = bulk_refusal(state=finding.state, active_job=active.get(finding_id),
+                               closed_reason=(finding.closed_reason or finding.resolution)
+                               if finding.closed_at is not None else None)
+        preview = None
+        if not refused:
+            preview, refused = _option_or_refusal(
+                lambda finding_id=finding_id: job_preview(finding_ids=[finding_id], kind=kind,
+                                                          params=dict(BULK_PARAMS[kind])))
+        fingerprint = approval_fingerprint(
+            kind=kind, finding_id=finding_id, params=preview["params"], plan=preview["plan"], state=finding.state,
+            missed_definite=finding.missed_definite, missed_possible=finding.missed_possible,
+        ) if preview else ""
+        plans.append(BulkPlan(finding_id, finding, preview, fingerprint, refused))
+    return tuple(plans)
 
 
 def _option_or_refusal(plan) -> tuple[dict | None, str]:

@@ -511,6 +511,84 @@ def dismiss_many(request: HttpRequest) -> HttpResponse:
     return redirect(f"{reverse('home')}?view=partitions")
 
 
+def _render_approve_many(request: HttpRequest, *, kind: str, ids: list[int], errors=(),
+                         status: int = 200) -> HttpResponse:
+    """The bulk approval's preview: each finding's own plan (or why it is
+    refused), and a form carrying each plan's fingerprint."""
+    plans = previews.findings_bulk_preview(finding_ids=ids, kind=kind) if ids and not errors else ()
+    accepted = [plan for plan in plans if not plan.refused]
+    return render(request, "groups/approve_many.html", {
+        "kind": kind, "other_kind": "backfill" if kind == "reset" else "reset", "plans": plans,
+        "accepted": accepted, "ids_csv": ",".join(map(str, ids)), "errors": list(errors),
+        "total_definite": sum(plan.finding.missed_definite for plan in accepted),
+        "total_possible": sum(plan.finding.missed_possible for plan in accepted),
+        "four_eyes": settings.FOUR_EYES,
+    }, status=status)
+
+
+def _bulk_kind(source) -> str:
+    kind = source.get("kind", "")
+    if kind not in previews.BULK_PARAMS:
+        raise ValidationError(f"choose reset or backfill, not {kind[:40]!r}")
+    return kind
+
+
+@login_required
+@require_GET
+def approve_many_form(request: HttpRequest) -> HttpResponse:
+    """The preview of approving one job of a kind per selected finding (of
+    any groups): what each would plan, exactly as its own approve page would,
+    and what is refused and why. Approvers only; changes nothing."""
+    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+        raise PermissionDenied("approving remediations needs the approver role")
+    kind = request.GET.get("kind", "") if request.GET.get("kind") in previews.BULK_PARAMS else "reset"
+    try:
+        kind = _bulk_kind(request.GET)
+        ids = _selected_ids(request)
+        if not ids:
+            raise ValidationError("Select one or more findings first.")
+        ids = remediation.bulk_ids(ids, verb="approve")
+    except ValidationError as error:
+        return _render_approve_many(request, kind=kind, ids=_whole_numbers(request.GET.getlist("ids")),
+                                    errors=error.messages, status=400)
+    return _render_approve_many(request, kind=kind, ids=ids)
+
+
+@login_required
+@require_POST
+def approve_many(request: HttpRequest) -> HttpResponse:
+    """Approve the previewed jobs (``remediation.findings_approve``), one per
+    finding, each only if its plan is still the one the preview showed (the
+    form's fingerprints). Bad input is shown on the form and creates nothing;
+    otherwise the list says which jobs were created and what was refused, and why."""
+    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+        raise PermissionDenied("approving remediations needs the approver role")
+    kind = request.POST.get("kind", "") if request.POST.get("kind") in previews.BULK_PARAMS else "reset"
+    try:
+        kind = _bulk_kind(request.POST)
+        ids = _selected_ids(request)
+        previewed = {i: request.POST.get(f"previewed-{i}", "") for i in ids}
+        result = remediation.findings_approve(user=request.user, finding_ids=ids, kind=kind, previewed=previewed)
+    except ValidationError as error:
+        return _render_approve_many(request, kind=kind, ids=_whole_numbers(request.POST.getlist("ids")),
+                                    errors=error.messages, status=400)
+    except QueueUnavailable as error:
+        return _render_approve_many(request, kind=kind, ids=_whole_numbers(request.POST.getlist("ids")),
+                                    errors=[str(error)], status=503)
+    asked = len(result.jobs) + len(result.refused)
+    if result.jobs:
+        verb = "Requested (each needs a second approver)" if settings.FOUR_EYES else "Approved"
+        messages.success(request, f"{verb} {len(result.jobs)} {kind} job{'s' if len(result.jobs) > 1 else ''} "
+                                  f"for {len(result.jobs)} of {asked} findings: "
+                                  + ", ".join(f"job {job.id} for finding {finding_id}"
+                                              for finding_id, job in result.jobs) + ".")
+    else:
+        messages.warning(request, f"Approved nothing for the {asked} findings.")
+    for finding_id, why in result.refused:
+        messages.warning(request, f"Not approved: finding {finding_id}: {why}")
+    return redirect(f"{reverse('home')}?view=partitions")
+
+
 def _jobs_context(request: HttpRequest) -> dict:
     """The jobs list, filtered by status and kind, with what a filter hid."""
     status = request.GET.get("status", "")

@@ -69,3 +69,31 @@ def stored_state(db):
     from tests.factories import make_metrics_state
 
     make_metrics_state()
+
+
+@pytest.fixture(scope="session")
+def demo_stack(django_db_setup, django_db_blocker, kafka_bootstrap, tmp_path_factory):
+    """The demo's state on the test broker, built once per session
+    (tests.integration.demo_harness); its rows are dumped, then flushed."""
+    from django.core.management import call_command
+
+    from tests.integration.demo_harness import DemoStack
+
+    stack = DemoStack(kafka_bootstrap, tmp_path_factory.mktemp("demo") / "demo.json")
+    with django_db_blocker.unblock():
+        try:
+            stack.build()
+        except BaseException:
+            stack.close()
+            raise
+        finally:
+            call_command("flush", interactive=False, verbosity=0)
+    yield stack
+    stack.close()
+
+
+@pytest.fixture
+def demo_state(transactional_db, demo_stack):
+    """The demo's stored state in this test's database."""
+    demo_stack.load()
+    return demo_stack

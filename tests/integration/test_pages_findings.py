@@ -333,7 +333,7 @@ def test_the_job_page_lists_each_attempt_and_where_it_ran(approver, gap_findings
     ]}
     job.save()
     body = client.get(f"/jobs/{job.id}/").content.decode()
-    table = body[body.index('<table class="attempts">'):body.index("</table>", body.index('<table class="attempts">'))]
+    table = body[body.index('<table class="attempts" tabindex="0">'):body.index("</table>", body.index('<table class="attempts" tabindex="0">'))]
     assert "Spark Connect localhost:15002" in table and "own Spark process" in table and "Spark host" in table
     assert "5e55-10n" in table and "5151" in table and "4242" in table and "10.1" in table
     assert "no Spark Connect server at &lt;srv&gt;" in table and "<srv>" not in table

@@ -173,7 +173,7 @@ def test_the_finding_page_shows_the_evidence_in_words_and_numbers(viewer, work):
     assert f'/findings/backfill?ids={finding.id}&amp;until=likely' in likely
     assert "<strong>Recommended:</strong>\n  backfill — a reset would re-deliver 600 records" in body
     # The audit trail: the named row and the older unnamed one of this partition, not partition 3's.
-    trail = re.search(r'<table class="audit">.*?</table>', body, re.S).group(0)
+    trail = re.search(r'<table class="audit" tabindex="0">.*?</table>', body, re.S).group(0)
     assert trail.count("<code>finding.") == 2 and "partition=3" not in trail
 
 
