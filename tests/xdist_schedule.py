@@ -33,6 +33,9 @@ UNITS: dict[str, tuple[str, ...]] = {
     "spark-connect": ("tests/integration/test_backfill_connect.py",),
     "spark-process": ("tests/integration/test_backfill.py",),
     "chromium": (
+        # These two share the demo's state too (tests/integration/demo_harness.py).
+        "tests/integration/test_browser_access.py",
+        "tests/integration/test_browser_bulk_approve.py",
         "tests/integration/test_browser_approve.py",
         "tests/integration/test_browser_console.py",
         "tests/integration/test_browser_csp.py",

@@ -45,7 +45,7 @@ def every_page(demo_state):
         f"/findings/{gap.pk}/records", f"/findings/dismiss?{selection}",
         f"/findings/approve?kind=reset&{selection}", f"/findings/approve?kind=backfill&{selection}",
         "/jobs/", f"/jobs/{job.pk}/", "/groups/", "/topics/", f"/groups/{group.pk}/", f"/topics/{topic.pk}/",
-        "/clusters/", "/clusters/add", "/audit/",
+        "/clusters/", "/clusters/add", "/audit/", "/account/tokens/",
     ]
 
 
