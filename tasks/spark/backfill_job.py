@@ -58,7 +58,7 @@ from tasks.spark.handshake import (
     write_json,
 )
 from tasks.spark.progress import tracked
-from tasks.spark.reader import REDACTION_REGEX, kafka_options, read_ranges
+from tasks.spark.reader import REDACTION_REGEX, SESSION_REDACTION, kafka_options, read_ranges
 from tasks.spark.session import is_connect, sql_api
 from tasks.spark.spec import SECRETS_ENV, JobSpec, KafkaSecrets, min_partitions, parse_spec
 
@@ -161,6 +161,9 @@ def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, secrets: Kafk
             # Every operation of this attempt, so the executor can interrupt them.
             spark.addTag(tag)
         spark.conf.set("spark.sql.session.timeZone", "UTC")
+        # Before any operation carries the options: a Connect server prints each plan whole.
+        for key, value in SESSION_REDACTION.items():
+            spark.conf.set(key, value)
         parallelism = session_parallelism(spark)
         result["min_partitions"] = min_partitions(spec, parallelism)
         timings["session_ready"] = time.time()

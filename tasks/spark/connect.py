@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
-from tasks.spark.reader import REDACTION_REGEX
+from tasks.spark.reader import REDACTION_REGEX, STRING_REDACTION_REGEX
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 # The variable both sides of Spark read the token from (server: its
@@ -60,9 +60,33 @@ SERVER_CONF = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
-    # Options holding secrets (JAAS, the client key and its password) redacted wherever Spark prints options.
+    # Options holding secrets (JAAS, the client key and its password) redacted wherever Spark prints
+    # options, and in the plans it prints as text (every backfill sets both on its session, too).
     "spark.redaction.regex": REDACTION_REGEX,
+    "spark.sql.redaction.string.regex": STRING_REDACTION_REGEX,
 }
+
+
+# The server's logging: Spark's defaults (INFO to stderr), except the logger
+# that prints, at INFO, each operation of a closing session with its whole
+# plan, options included and unredacted (SparkConnectExecutionManager's
+# "Execution ExecuteInfo(...) removed in removeSessionExecutions"): a
+# backfill's JAAS config and client key would stand in the server's log.
+LOG_CONFIG = """\
+rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = warn
+logger.executions.name = org.apache.spark.sql.connect.service.SparkConnectExecutionManager
+logger.executions.level = warn
+logger.parquet.name = org.apache.parquet.CorruptStatistics
+logger.parquet.level = error
+"""
 
 
 class ConnectUnavailable(Exception):
@@ -168,10 +192,11 @@ def local_cores(master: str) -> int:
 
 
 def server_command(*, master: str, host: str, port: int, jars: list[str], driver_memory: str,
-                   spark_home: str) -> list[str]:
+                   spark_home: str, log_config: Path | None = None) -> list[str]:
     """``spark-submit`` of the Connect server with our settings. A local
     master binds the driver to loopback and sets its parallelism (a client
-    cannot ask a Connect session for it)."""
+    cannot ask a Connect session for it). ``log_config``: the file
+    ``LOG_CONFIG`` was written to, for the driver's log4j."""
     from tasks.spark.session import V1_SOURCES
 
     conf = {
@@ -181,6 +206,8 @@ def server_command(*, master: str, host: str, port: int, jars: list[str], driver
         # Batch reads of "kafka" through the DataSource V2 reader, as in a job's own session.
         "spark.sql.sources.useV1SourceList": V1_SOURCES,
     }
+    if log_config is not None:
+        conf["spark.driver.extraJavaOptions"] += f" -Dlog4j2.configurationFile={log_config}"
     if master.startswith("local"):
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
@@ -223,8 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     directory = spark_dir()
     directory.mkdir(parents=True, exist_ok=True)
     os.chdir(directory)  # Spark's run-time files (spark-warehouse/, ...) stay out of the repository
+    log_config = directory / "connect-log4j2.properties"
+    log_config.write_text(LOG_CONFIG)
     command = server_command(master=args.master, host=args.host, port=args.port, jars=jars,
-                             driver_memory=args.driver_memory, spark_home=spark_home)
+                             driver_memory=args.driver_memory, spark_home=spark_home, log_config=log_config)
     sys.stdout.write(f"starting the Spark Connect server on {args.host}:{args.port} (master {args.master})\n")
     sys.stdout.flush()
     os.execvpe(command[0], command, environment)

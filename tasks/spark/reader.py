@@ -33,12 +33,34 @@ LOGIN_MODULES = {
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
     "OAUTHBEARER": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
 }
-# Spark's spark.redaction.regex (set on every session and the Connect server):
+# The names of options that hold a secret: every option kafka_options gives a
+# secret (the JAAS config: SASL password, OAuth client secret;
+# ssl.key.password; the key itself, ssl.keystore.key) and the usual others.
+SECRET_OPTION_NAMES = "secret|password|token|access[.]?key|jaas|keystore[.]key|private.key"
+# Spark's spark.redaction.regex (set on every session and the Connect server;
+# spark.sql.redaction.options.regex on a Connect session, ``SESSION_REDACTION``):
 # an option is redacted in Spark's logs, UI, plans and event log when its name
-# or value matches. Covers every option kafka_options gives a secret: the JAAS
-# config (SASL password, OAuth client secret), ssl.key.password and the key
-# itself (ssl.keystore.key, and any value holding a PEM private key).
-REDACTION_REGEX = "(?i)secret|password|token|access[.]?key|jaas|keystore[.]key|private.key"
+# or value matches (a value holding a PEM private key matches too).
+REDACTION_REGEX = f"(?i){SECRET_OPTION_NAMES}"
+# Spark's spark.sql.redaction.string.regex: redacts what it matches in text
+# Spark prints whole. A Spark Connect server prints each operation's plan as
+# protobuf text (the Connect tab of its UI, and SparkListenerConnectOperationStarted
+# in its event log), options included, where spark.redaction.regex never looks:
+# without this, the JAAS config stood there in clear. Matches such an option's
+# whole value (protobuf text escapes quotes and backslashes), and a PEM private
+# key in any text.
+STRING_REDACTION_REGEX = (
+    rf'(?i)key:\s*"[^"]*(?:{SECRET_OPTION_NAMES})[^"]*"\s*value:\s*"(?:[^"\\]|\\.)*"'
+    r"|-----BEGIN[A-Z ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\n)*"
+)
+# What a backfill sets on its Spark Connect session before any operation, so
+# that its options are redacted on any server, also one started without
+# ``tasks.spark.connect.SERVER_CONF`` (runtime SQL settings of the session).
+SESSION_REDACTION = {
+    # Spark's default ("(?i)url") kept.
+    "spark.sql.redaction.options.regex": f"(?i)url|{SECRET_OPTION_NAMES}",
+    "spark.sql.redaction.string.regex": STRING_REDACTION_REGEX,
+}
 # The Java client's OIDC client-credentials flow (KIP-768).
 OAUTH_LOGIN_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 

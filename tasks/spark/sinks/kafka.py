@@ -4,13 +4,14 @@ counts this attempt's own."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 
 from groups.domain.planning import BackfillRange
 from tasks.spark.reader import kafka_reader
-from tasks.spark.session import sql_api
+from tasks.spark.session import V1_SOURCES, sql_api
 from tasks.spark.sinks.records import (
     ATTEMPT_HEADER,
     HEADER_TYPE,
@@ -63,18 +64,19 @@ class KafkaSink:
             header(ATTEMPT_HEADER, F.lit(self.attempt)),
         )
         original = F.coalesce(F.col("headers"), F.array().cast(HEADER_TYPE))
-        (
-            records.select(
-                replay_topic.alias("topic"), F.col("partition"), F.col("key"), F.col("value"),
-                F.concat(original, added).alias("headers"),
+        with _v1_kafka_writer(self.spark):
+            (
+                records.select(
+                    replay_topic.alias("topic"), F.col("partition"), F.col("key"), F.col("value"),
+                    F.concat(original, added).alias("headers"),
+                )
+                # append: the one save mode both Kafka writers share.
+                .write.format("kafka").mode("append").options(**self.kafka_options)
+                # Idempotent producer: no duplicates from retries, order kept per partition.
+                .option("kafka.enable.idempotence", "true").option("kafka.acks", "all")
+                .option("kafka.linger.ms", "20").option("kafka.batch.size", str(512 * 1024))
+                .save()
             )
-            # append: the only save mode of the DataSource V2 Kafka writer (session.V1_SOURCES).
-            .write.format("kafka").mode("append").options(**self.kafka_options)
-            # Idempotent producer: no duplicates from retries, order kept per partition.
-            .option("kafka.enable.idempotence", "true").option("kafka.acks", "all")
-            .option("kafka.linger.ms", "20").option("kafka.batch.size", str(512 * 1024))
-            .save()
-        )
 
     def summarize(self, ranges: Sequence[BackfillRange]) -> list[dict]:
         F, _ = sql_api(self.spark)  # noqa: N806
@@ -109,3 +111,24 @@ class KafkaSink:
 
     def discard(self) -> None:
         pass
+
+
+USE_V1_SOURCES = "spark.sql.sources.useV1SourceList"
+
+
+@contextmanager
+def _v1_kafka_writer(spark) -> Iterator[None]:
+    """The write through Spark's DataSource V1 Kafka writer: its plan node
+    prints the options redacted (``spark.redaction.regex``), where the V2
+    writer's (``KafkaWrite``) prints the producer's settings, JAAS config and
+    client key included, in clear in the SQL tab and the event log
+    (``sparkPlanInfo``, which nothing redacts). A local session resolved the
+    read already (it stays V2); a Spark Connect server resolves the whole
+    plan at the write, so there the read goes through V1 as well (slower
+    per record, the same records)."""
+    before = spark.conf.get(USE_V1_SOURCES, V1_SOURCES)
+    spark.conf.set(USE_V1_SOURCES, f"{before},kafka")
+    try:
+        yield
+    finally:
+        spark.conf.set(USE_V1_SOURCES, before)
