@@ -5,7 +5,8 @@ Spark job (``tasks.backfill.runner`` runs the job between the two):
    plan was made for), every range ends at or below the high watermark; the
    log starts say which offsets already expired (reported, not read);
 2. **replay topics** (kafka sink): created when missing, with the source's
-   partition count, and where each of their partitions ends before the write;
+   partition count; the principal may Write them (the replay) and Read them
+   (the count); where each of their partitions ends before the write;
 3. **explaining**: each offset the sink does not hold is labelled
    (``groups.domain.backfill.explain_missing``) from the log start after the
    job and, above it, what a read_committed and a read_uncommitted reader see.
@@ -96,6 +97,7 @@ class ClusterChecks:
                 self.adapter.create_topic(replay, partitions=source_details.partitions,
                                           replication_factor=source_details.replication_factor)
                 details = self._wait_for_topic(replay)
+            _may_replay_to(replay, details)
             if details.partitions < needed:
                 raise PlanError(f"replay topic {replay!r} has {details.partitions} partitions; partition "
                                 f"{needed - 1} of {source!r} needs at least {needed}: raise its partition count")
@@ -172,6 +174,18 @@ class ClusterChecks:
             prepared = PreparedRange(r, log_start=offsets[(r.topic, r.partition)], high_watermark=r.end)
             report.append(partition_report(prepared, None, log_start_after=prepared.log_start, labelled=[]))
         return sorted(report, key=lambda p: (p["topic"], p["partition"]))
+
+
+def _may_replay_to(replay: str, details: TopicDetails) -> None:
+    """Refuse, in words and before Spark starts, a replay topic the principal
+    may not Write (Spark's producer would fail its first request with
+    "Cluster authorization failed", the idempotent producer's refusal) or
+    may not Read (the job counts its records by reading them back)."""
+    for operation, allowed, why in (("Write", details.may_write, "the backfill writes the replay to it"),
+                                    ("Read", details.may_read, "the backfill reads the replay back to count it")):
+        if allowed is False:
+            raise AccessRefused(f"replay topic {replay!r}: {missing_acl(operation, 'topic', replay)} ({why})",
+                                stage="backfill")
 
 
 def _patiently(call: Callable, *, seconds: float = KAFKA_PATIENCE_SECONDS):

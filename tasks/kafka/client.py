@@ -49,6 +49,8 @@ class TopicDetails:
     # Whether the principal may Read the topic (fetch its records, commit
     # offsets on it), when the broker was asked for its authorized operations.
     may_read: bool | None = None
+    # Whether it may Write the topic (produce to it: a backfill's replay topic), likewise.
+    may_write: bool | None = None
 
     @property
     def partitions(self) -> int:
@@ -223,6 +225,7 @@ def topic_details(name: str, description: Any) -> TopicDetails:
         partition_ids=tuple(sorted(partition.id for partition in partitions)),
         replication_factor=max((len(partition.replicas) for partition in partitions), default=1),
         may_read=None if operations is None else bool({AclOperation.READ, AclOperation.ALL} & set(operations)),
+        may_write=None if operations is None else bool({AclOperation.WRITE, AclOperation.ALL} & set(operations)),
     )
 
 
