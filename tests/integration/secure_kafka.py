@@ -287,3 +287,61 @@ def secure_kafka(keycloak):
     finally:
         if broker is not None:
             broker.close()
+
+
+def replay_acls(replay: str, *, create: bool = True, write: bool = True) -> tuple:
+    """What a backfill to the replay topic ``replay`` needs beyond ``BACKFILL_ACLS``
+    (README's ACL table): Create (when Gapwatch makes the topic) and Write; Describe
+    and Read come with the watch and backfill sets' ``*``."""
+    return (*([(ResourceType.TOPIC, replay, AclOperation.CREATE)] if create else []),
+            *([(ResourceType.TOPIC, replay, AclOperation.WRITE)] if write else []))
+
+
+def connect_through(cluster, kafka: SecureKafka, listener: str, *, user: str = SCRAM_USER, password: str = "",
+                    client: Issued | None = None):
+    """``cluster`` (a test scenario's row, made on the PLAINTEXT listener)
+    connecting through a secured listener instead, trusting the test CA:
+    ``scram`` (SCRAM-SHA-512 as ``user``; ``password`` defaults to the
+    broker's ``scram_password``) or ``mtls`` (``client``'s certificate and its
+    key, stored encrypted with a password). Saved; returns it."""
+    cluster.security_protocol = "SASL_SSL" if listener == "scram" else "SSL"
+    cluster.bootstrap_servers = kafka.listeners.sasl_ssl if listener == "scram" else kafka.listeners.mtls
+    cluster.ssl_ca_pem = kafka.ca.certificate_pem
+    if listener == "scram":
+        cluster.sasl_mechanism, cluster.sasl_username = "SCRAM-SHA-512", user
+        cluster.set_secret("sasl_password", password or kafka.scram_password)
+    else:
+        cluster.ssl_certificate_pem = client.certificate_pem
+        cluster.set_secret("ssl_key_pem", client.key_pem("key-pass-never-shown"))
+        cluster.set_secret("ssl_key_password", "key-pass-never-shown")
+    cluster.save()
+    return cluster
+
+
+def secret_fragments(secrets) -> list[str]:
+    """What to look for to find any of ``secrets`` written down: each
+    one-line secret, and each line of a PEM key's body (a log may escape its
+    line breaks, or cut it)."""
+    fragments = []
+    for secret in secrets:
+        lines = [line for line in secret.splitlines() if line and not line.startswith("-----")]
+        fragments += lines if len(lines) > 1 else [secret]
+    return fragments
+
+
+@pytest.fixture(scope="module")
+def secure_broker():
+    """A secured broker of the module's own without the OAuth listener (so
+    without Keycloak: it starts in seconds), for modules that run beside
+    another session server (a Spark cluster) on one xdist worker: the SCRAM
+    user and the client certificate's principal hold ``GAPWATCH_ACLS``."""
+    broker = SecureKafka()
+    try:
+        broker.start()
+        broker.scram_password = f"scram-{uuid.uuid4().hex}"
+        broker.add_scram_user(SCRAM_USER, broker.scram_password)
+        for principal in (f"User:{SCRAM_USER}", f"User:CN={CLIENT_NAME}"):
+            broker.grant(principal)
+        yield broker
+    finally:
+        broker.close()

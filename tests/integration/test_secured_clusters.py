@@ -35,6 +35,8 @@ from tasks import connection
 from tasks.backfill import runner
 from tasks.jobs import run_remediation_job
 from tasks.polling import cluster_adapter, poll_cluster
+from tests.integration.backfill_harness import K as BACKFILL_K
+from tests.integration.backfill_harness import Scenario, replayed_rows, run_job
 from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
 from tests.integration.scenarios import committed, findings, poll, start_consuming_group
 from tests.integration.pages_harness import client_for
@@ -46,6 +48,8 @@ from tests.integration.secure_kafka import (  # noqa: F401 - secure_kafka is a f
     SCRAM_USER,
     WATCH_ACLS,
     acl,
+    connect_through,
+    replay_acls,
     secure_kafka,
 )
 from tests.pki import CertificateAuthority
@@ -398,5 +402,49 @@ def test_an_oauth_token_is_refreshed_before_it_expires_and_a_disabled_client_is_
         assert not answer["ok"] and "Failed to acquire SASL OAUTHBEARER token" in answer["message"], answer["message"]
         assert "revoked OAuth client" in answer["message"], answer["message"]
         assert secret not in cluster.last_error + answer["message"]
+    finally:
+        broker.close()
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_replay_topic_backfill_needs_create_and_write_on_it_and_says_so(
+    secure_kafka, unique, approver, backfill_settings, enqueued, job_files  # noqa: F811
+):
+    """The kafka sink on the SCRAM listener, as a principal holding the watch
+    and backfill ACLs, then the replay topic's (README's ACL table):
+
+    1. Without Create on the replay topic: the job fails before Spark starts,
+       naming the ACL, and no topic is made.
+    2. With Create, without Write: the topic is made, the job fails before
+       Spark starts naming Write, and the topic holds nothing.
+    3. With Write: exactly the range is replayed."""
+    kafka, broker = secure_kafka, Broker(secure_kafka.listeners.plaintext)
+    principal, password = f"replay-{unique}", f"pw-{uuid.uuid4().hex}"
+    kafka.add_scram_user(principal, password)
+    kafka.grant(f"User:{principal}", WATCH_ACLS + BACKFILL_ACLS)
+    try:
+        scenario = Scenario(broker, f"replay-acl-{unique}", f"replay-acl-{unique}", BACKFILL_K, sink="kafka")
+        cluster = connect_through(scenario.cluster, kafka, "scram", user=principal, password=password)
+        replay = scenario.replay_topic()
+
+        for grant, words in ((replay_acls(replay, create=False, write=False), f"missing ACL: Create on topic {replay!r}"),
+                             (replay_acls(replay, write=False), f"missing ACL: Write on topic {replay!r}")):
+            if grant:
+                kafka.grant(f"User:{principal}", grant)
+            job = run_job(scenario.request_job(approver, "kafka").id)
+            assert job.status == RemediationJob.Status.FAILED and words in job.error, (job.status, job.error)
+            assert not job_files["specs"], "refused before Spark started"
+            if "Create" in words:
+                assert replay not in broker.admin.list_topics(timeout=10).topics
+            else:
+                assert replayed_rows(broker, scenario.topic, replay) == [], "nothing replayed"
+
+        kafka.grant(f"User:{principal}", replay_acls(replay))
+        adapter = cluster_adapter(cluster)
+        wait_until(lambda: adapter.describe_topic(replay).may_write, what="the Write ACL to apply")
+        job = run_job(scenario.request_job(approver, "kafka").id)
+        assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+        assert sorted(replayed_rows(broker, scenario.topic, replay)) == scenario.expected_rows()
     finally:
         broker.close()
