@@ -29,6 +29,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     "spark-standalone": (
         "tests/faults/test_spark_cluster.py",
         "tests/faults/test_spark_connect_cluster.py",
+        "tests/faults/test_secured_spark_cluster.py",
     ),
     "spark-connect": ("tests/integration/test_backfill_connect.py",),
     "spark-process": ("tests/integration/test_backfill.py",),

@@ -13,6 +13,9 @@ def test_it_puts_the_modules_of_a_shared_server_in_one_unit_and_any_other_module
     assert unit_of("tests/faults/test_kafka_faults.py::test_a") == "kafka-fault-clusters"
     assert unit_of("tests/faults/test_worker_faults.py::test_b[x]") == "kafka-fault-clusters"
     assert unit_of("tests/integration/test_api.py::test_c") == "tests/integration/test_api.py"
+    # The standalone cluster's modules, the secured backfills on it among them (its broker is its own).
+    assert unit_of("tests/faults/test_secured_spark_cluster.py::test_d[scram-kafka]") == "spark-standalone"
+    assert unit_of("tests/faults/test_spark_cluster.py::test_e") == "spark-standalone"
 
 
 def test_it_queues_the_named_units_first_longest_first_then_the_rest_as_collected():
