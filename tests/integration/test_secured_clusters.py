@@ -11,6 +11,10 @@ Least privilege (``test_least_privilege``): one principal per capability
 (watch, watch + reset, watch + backfill) holding exactly its documented ACLs,
 and each ACL of the watch set taken away in turn (a DENY, or the ACL deleted):
 the cluster page and the finding say which ACL is missing on which resource.
+The replay-topic sink (``test_a_replay_topic_backfill_needs_create_and_write_on_it_and_says_so``):
+Create and Write on the replay topic, each refused in words when missing.
+Backfills on Spark Connect and the standalone cluster from a secured broker:
+tests/faults/test_secured_spark_cluster.py.
 
 One broker and one Keycloak for the whole module (session fixtures).
 """

@@ -8,6 +8,7 @@ import json
 import os
 import zipfile
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -68,6 +69,17 @@ def test_the_server_command_runs_sparks_own_connect_server_with_the_jars_and_cac
     assert conf["spark.driver.host"] == "127.0.0.1"  # a local master binds its driver to loopback
     assert conf["spark.default.parallelism"] == "2"  # a Connect client cannot ask the SparkContext
     assert not any("token" in arg.lower() and "=" in arg and "redaction" not in arg for arg in command)
+    assert conf["spark.sql.redaction.string.regex"], "plans printed as text are redacted too"
+
+
+def test_the_server_logs_with_a_configuration_that_keeps_closed_sessions_plans_out_of_its_log():
+    command = connect.server_command(master="local[2]", host="127.0.0.1", port=15099, jars=["/j/a.jar"],
+                                     driver_memory="1g", spark_home="/spark", log_config=Path("/h/log4j2.properties"))
+    assert conf_of(command)["spark.driver.extraJavaOptions"] == (
+        "-XX:+UseParallelGC -Dlog4j2.configurationFile=/h/log4j2.properties")
+    assert ("logger.executions.name = org.apache.spark.sql.connect.service.SparkConnectExecutionManager\n"
+            "logger.executions.level = warn\n") in connect.LOG_CONFIG
+    assert "rootLogger.level = info" in connect.LOG_CONFIG, "the server's start line stays in its log"
 
 
 @pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[3]", 3), ("local[3,2]", 3),

@@ -11,7 +11,7 @@ import pytest
 
 from groups.domain.cluster_config import ClusterConfig
 from tasks.backfill.runner import job_secrets, job_settings
-from tasks.spark.reader import REDACTION_REGEX, kafka_options
+from tasks.spark.reader import REDACTION_REGEX, SESSION_REDACTION, STRING_REDACTION_REGEX, kafka_options
 from tasks.spark.spec import SECRETS_ENV, JobSpec, KafkaSecrets, KafkaSettings, SinkSpec, SpecError
 from groups.domain.planning import BackfillRange
 from tests.pki import CertificateAuthority
@@ -141,3 +141,32 @@ def test_the_kafka_source_gives_up_after_the_specs_timeout(timeout_ms, request_m
     options = read_ranges(RecordingReader(), spec, {}, parallelism=2)
     assert (options["kafkaConsumer.pollTimeoutMs"], options["kafka.default.api.timeout.ms"],
             options["kafka.request.timeout.ms"]) == (str(timeout_ms), str(timeout_ms), str(request_ms))
+
+
+def proto_text(options: dict[str, str]) -> str:
+    """The options as a Spark Connect server prints a plan (protobuf text: quotes and backslashes escaped)."""
+    def quoted(text: str) -> str:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    return "".join(f"options {{\n  key: {quoted(k)}\n  value: {quoted(v)}\n}}\n" for k, v in options.items())
+
+
+def test_the_string_rule_redacts_each_secret_option_of_a_plan_printed_as_protobuf_text_and_nothing_else():
+    """Spark Connect prints an operation's plan whole; spark.redaction.regex never looks at that text."""
+    ca = CertificateAuthority()
+    client = ca.issue("gapwatch", client=True)
+    secrets = KafkaSecrets(sasl_password='p"w\\;}', ssl_key_pem=client.key_pem(), oauth_client_secret="cs-1")
+    for settings in (KafkaSettings("b:1", "SASL_SSL", "SCRAM-SHA-512", "gw", ssl_ca_pem=ca.certificate_pem,
+                                   ssl_certificate_pem=client.certificate_pem),
+                     KafkaSettings("b:1", "SASL_SSL", "OAUTHBEARER", oauth_client_id="gw",
+                                   oauth_token_endpoint="https://idp/token")):
+        options = kafka_options(settings, secrets)
+        text = proto_text(options)
+        redacted = re.sub(STRING_REDACTION_REGEX, "*********(redacted)", text)
+        for secret in (*secrets.values, *client.key_pem().splitlines()[1:-1]):
+            assert secret not in redacted and secret.replace('"', '\\"') not in redacted
+        # The options spark.redaction.regex names (the token endpoint's URL among them), no other.
+        kept = [k for k in options if not re.search(REDACTION_REGEX, k)]
+        assert kept and all(f'key: "{k}"' in redacted for k in kept), "only the options the key rule names go"
+    assert re.search(STRING_REDACTION_REGEX, client.key_pem()), "a PEM key is redacted in any text"
+    assert SESSION_REDACTION["spark.sql.redaction.string.regex"] == STRING_REDACTION_REGEX
+    assert re.search(SESSION_REDACTION["spark.sql.redaction.options.regex"], "jdbc.url"), "Spark's default kept"
