@@ -21,6 +21,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from controlplane.client_address import client_address
+from groups.domain.scopes import VIEWER
+from groups.selectors.access import Scope, scope_of
 from groups.selectors.lists import clusters_with_certificates_list
 from groups.selectors.metrics import (
     findings_open_lag_list,
@@ -31,11 +33,21 @@ from groups.selectors.metrics import (
 from groups.models import Cluster, Finding, RemediationJob
 
 class GapwatchCollector:
-    """Evaluated per scrape; five queries whatever the number of clusters."""
+    """Evaluated per scrape; five queries whatever the number of clusters.
+
+    ``scope`` (a person scraping with their session or API token, limited to
+    a team scope): only the clusters it lets them read, and of the per-group
+    series only the groups and topics it covers."""
+
+    def __init__(self, scope: Scope | None = None) -> None:
+        self.scope = scope
+
+    def _reads(self, cluster: str, group: str | None = None, topic: str | None = None) -> bool:
+        return self.scope is None or self.scope.may(VIEWER, cluster=cluster, group=group, topic=topic) is not None
 
     def collect(self) -> Iterator[Metric]:
-        clusters = clusters_with_certificates_list(now=timezone.now(),
-                                                   within_days=settings.CERTIFICATE_EXPIRY_WARNING_DAYS)
+        clusters = [cluster for cluster in clusters_with_certificates_list(
+            now=timezone.now(), within_days=settings.CERTIFICATE_EXPIRY_WARNING_DAYS) if self._reads(cluster.name)]
         yield from self._cluster_metrics(clusters)
         yield from self._certificate_metrics(clusters)
         names, summary = [cluster.name for cluster in clusters], findings_summary_by_cluster()
@@ -158,6 +170,8 @@ class GapwatchCollector:
             labels=["cluster", "group", "topic", "partition", "state"],
         )
         for row in findings_open_lag_list():
+            if not self._reads(row["cluster"], row["group"], row["topic"]):
+                continue
             finding_lag.add_metric(
                 [row["cluster"], row["group"], row["topic"], str(row["partition"]), row["state"]], row["lag"]
             )
@@ -167,6 +181,8 @@ class GapwatchCollector:
             labels=["cluster", "group", "topic"],
         )
         for row in group_topics_lag_list():
+            if not self._reads(row["cluster"], row["group"], row["topic"]):
+                continue
             group_lag.add_metric([row["cluster"], row["group"], row["topic"]], row["lag"])
         yield from (finding_lag, group_lag)
 
@@ -201,4 +217,9 @@ def may_scrape(request: HttpRequest) -> bool:
 def metrics(request: HttpRequest) -> HttpResponse:
     if not may_scrape(request):
         return HttpResponse("forbidden\n", status=403, content_type="text/plain; charset=utf-8")
+    scope = scope_of(request.user) if request.user.is_authenticated else None
+    if scope is not None and not scope.everything:
+        scoped = CollectorRegistry(auto_describe=False)
+        scoped.register(GapwatchCollector(scope))
+        return HttpResponse(generate_latest(scoped), content_type=CONTENT_TYPE_LATEST)
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

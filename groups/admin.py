@@ -26,8 +26,20 @@ from groups.services.clusters import (
     cluster_update,
     group_declare_policy,
 )
+from groups.selectors.access import scope_of
 from groups.services.identity import role_mapping_delete, role_mapping_save
 from groups.services.tokens import api_token_create, api_token_revoke
+
+
+class ScopedAdmin:
+    """Lists and pages limited to what the person's team scope lets them read
+    (``groups.selectors.access``), as on the console's pages. ``scope_fields``:
+    the row's paths to its cluster's name, group id and topic name."""
+
+    scope_fields: dict[str, str] = {}
+
+    def get_queryset(self, request):
+        return scope_of(request.user).rows(super().get_queryset(request), **self.scope_fields)
 
 
 class ClusterAdminForm(ClusterForm):
@@ -38,8 +50,10 @@ class ClusterAdminForm(ClusterForm):
 
 
 @admin.register(Cluster)
-class ClusterAdmin(admin.ModelAdmin):
+class ClusterAdmin(ScopedAdmin, admin.ModelAdmin):
     """Saved through the same audited services as the cluster pages."""
+
+    scope_fields = {"cluster": "name"}
 
     form = ClusterAdminForm
     list_display = ["name", "bootstrap_servers", "security_protocol", "enabled", "status", "last_poll_at"]
@@ -81,14 +95,16 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Topic)
-class TopicAdmin(ReadOnlyAdmin):
+class TopicAdmin(ScopedAdmin, ReadOnlyAdmin):
+    scope_fields = {"cluster": "cluster__name", "topic": "name"}
     list_display = ["name", "cluster", "partition_count", "kafka_topic_id", "deleted", "is_internal", "updated_at"]
     list_filter = ["cluster", "deleted", "is_internal"]
     search_fields = ["name"]
 
 
 @admin.register(PartitionGeneration)
-class PartitionGenerationAdmin(ReadOnlyAdmin):
+class PartitionGenerationAdmin(ScopedAdmin, ReadOnlyAdmin):
+    scope_fields = {"cluster": "topic__cluster__name", "topic": "topic__name"}
     list_display = ["topic", "number", "partition_count", "added_partitions", "is_new_lineage", "observed_at"]
     list_filter = ["topic__cluster", "is_new_lineage"]
     search_fields = ["topic__name"]
@@ -100,8 +116,10 @@ class PartitionGenerationAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ConsumerGroup)
-class ConsumerGroupAdmin(admin.ModelAdmin):
+class ConsumerGroupAdmin(ScopedAdmin, admin.ModelAdmin):
     """Only the declared offset-reset policy is a person's to change."""
+
+    scope_fields = {"cluster": "cluster__name", "group": "group_id"}
 
     list_display = ["group_id", "cluster", "state", "type", "member_count", "declared_policy", "present"]
     list_filter = ["cluster", "state", "declared_policy", "present"]
@@ -119,7 +137,8 @@ class ConsumerGroupAdmin(admin.ModelAdmin):
 
 
 @admin.register(Finding)
-class FindingAdmin(ReadOnlyAdmin):
+class FindingAdmin(ScopedAdmin, ReadOnlyAdmin):
+    scope_fields = {"cluster": "cluster__name", "group": "group__group_id", "topic": "topic__name"}
     list_display = ["group", "topic", "partition", "generation_number", "status", "lag", "missed_definite",
                     "missed_possible", "policy_source", "created_at", "closed_at"]
     list_filter = ["cluster", "resolution", "state", "policy_source"]
@@ -163,8 +182,10 @@ class JobFindingInline(admin.TabularInline):
 
 
 @admin.register(RemediationJob)
-class RemediationJobAdmin(ReadOnlyAdmin):
+class RemediationJobAdmin(ScopedAdmin, ReadOnlyAdmin):
     """Jobs move only through the services (compare-and-set, audited)."""
+
+    scope_fields = {"cluster": "cluster__name", "group": "group__group_id"}
 
     list_display = ["id", "kind", "status", "cluster", "group", "requested_by", "approved_by", "created_at",
                     "finished_at"]
@@ -222,7 +243,8 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(GroupTopic)
-class GroupTopicAdmin(ReadOnlyAdmin):
+class GroupTopicAdmin(ScopedAdmin, ReadOnlyAdmin):
+    scope_fields = {"cluster": "topic__cluster__name", "group": "group__group_id", "topic": "topic__name"}
     list_display = ["group", "topic", "lag", "updated_at"]
     list_filter = ["topic__cluster"]
     search_fields = ["group__group_id", "topic__name"]
@@ -230,7 +252,8 @@ class GroupTopicAdmin(ReadOnlyAdmin):
 
 
 @admin.register(LagSample)
-class LagSampleAdmin(ReadOnlyAdmin):
+class LagSampleAdmin(ScopedAdmin, ReadOnlyAdmin):
+    scope_fields = {"cluster": "group__cluster__name", "group": "group__group_id", "topic": "topic__name"}
     list_display = ["group", "topic", "at", "lag"]
     search_fields = ["group__group_id", "topic__name"]
     list_select_related = ["group", "topic"]
@@ -242,7 +265,7 @@ class RoleMappingAdmin(admin.ModelAdmin):
     """Directory group -> role, re-applied at each person's next login; every
     change is in the audit log."""
 
-    list_display = ["directory_group", "role"]
+    list_display = ["directory_group", "role", "clusters", "group_pattern", "topic_pattern"]
     list_filter = ["role"]
     search_fields = ["directory_group"]
 

@@ -490,7 +490,8 @@ class DirectoryIdentity(models.Model):
 
 class RoleMapping(models.Model):
     """A directory group (OpenID groups claim or LDAP group) gives its members
-    a Gapwatch role, re-applied at every login."""
+    a Gapwatch role, re-applied at every login, limited to a team scope:
+    clusters, and group-id and topic patterns (``groups.domain.scopes``)."""
 
     class Role(models.TextChoices):
         VIEWER = "viewer", "viewer (reads)"
@@ -498,9 +499,22 @@ class RoleMapping(models.Model):
 
     directory_group = models.CharField(max_length=255, help_text="the group's name as the provider gives it")
     role = models.CharField(max_length=16, choices=Role.choices)
+    clusters = models.CharField(
+        max_length=500, blank=True,
+        help_text="cluster names or patterns, comma separated (* any run of characters, ? one); empty: every cluster")
+    group_pattern = models.CharField(max_length=255, default="*",
+                                     help_text="consumer group ids it covers, e.g. payments-* (* = all)")
+    topic_pattern = models.CharField(max_length=255, default="*",
+                                     help_text="topic names it covers, e.g. payments.* (* = all)")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["directory_group", "role"], name="one_mapping_per_group_role")]
+        constraints = [models.UniqueConstraint(
+            fields=["directory_group", "role", "clusters", "group_pattern", "topic_pattern"],
+            name="one_mapping_per_group_role_scope")]
 
     def __str__(self) -> str:
         return f"{self.directory_group} → {self.role}"
+
+    @property
+    def cluster_patterns(self) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.clusters.split(",") if part.strip())

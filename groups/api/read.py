@@ -6,6 +6,7 @@ from django.http import Http404, HttpRequest
 from ninja import Query, Router
 from ninja.pagination import paginate
 
+from groups.selectors.access import scope_of, visible_clusters, visible_groups, visible_jobs, visible_topics
 from groups.selectors.finding import finding_audit_events_list, finding_get, finding_group_members, finding_jobs_list
 from groups.selectors.lists import clusters_list, findings_list, groups_list, topics_list
 from groups.services.previews import finding_repair_options
@@ -25,7 +26,7 @@ _ERRORS = {400: Error, 401: Error, 403: Error}
             summary="Findings, newest first.")
 @paginate(PageNumbers)
 def findings(request: HttpRequest, filters: Query[FindingFilters]):
-    return findings_list(**filters.selector_filters())
+    return findings_list(**filters.selector_filters(), scope=scope_of(request.user))
 
 
 @router.get("findings/{id}", response={200: FindingDetailOut, **_ERRORS, 404: Error}, operation_id="finding_get",
@@ -36,6 +37,8 @@ def finding(request: HttpRequest, id: PathId):
         row = finding_get(finding_id=id)
     except Finding.DoesNotExist:
         raise Http404(f"no finding {id}") from None
+    if scope_of(request.user).may_read_finding(row) is None:
+        raise Http404(f"no finding {id}")  # outside the caller's scope: not shown to exist
     jobs = list(finding_jobs_list(finding=row))
     active = next((job.id for job in jobs if job.status in RemediationJob.ACTIVE), None)
     repair = finding_repair_options(finding=row, active_job=active)
@@ -50,29 +53,32 @@ def finding(request: HttpRequest, id: PathId):
             summary="Clusters by name.")
 @paginate(PageNumbers)
 def clusters(request: HttpRequest):
-    return clusters_list()
+    return visible_clusters(scope_of(request.user), clusters_list())
 
 
 @router.get("topics", response={200: list[TopicOut], **_ERRORS}, operation_id="topics_list",
             summary="Topics by cluster and name.")
 @paginate(PageNumbers)
 def topics(request: HttpRequest, filters: Query[TopicFilters]):
-    return topics_list(cluster=filters.cluster, name=filters.topic, name_contains=filters.topic_contains)
+    return visible_topics(scope_of(request.user), topics_list(
+        cluster=filters.cluster, name=filters.topic, name_contains=filters.topic_contains))
 
 
 @router.get("groups", response={200: list[GroupOut], **_ERRORS}, operation_id="groups_list",
             summary="Consumer groups by cluster and group id.")
 @paginate(PageNumbers)
 def groups(request: HttpRequest, filters: Query[GroupFilters]):
-    return groups_list(cluster=filters.cluster, group_id=filters.group, group_id_contains=filters.group_contains)
+    return visible_groups(scope_of(request.user), groups_list(
+        cluster=filters.cluster, group_id=filters.group, group_id_contains=filters.group_contains))
 
 
 @router.get("jobs", response={200: list[JobOut], **_ERRORS}, operation_id="jobs_list",
             summary="Remediation jobs, newest first.")
 @paginate(PageNumbers)
 def jobs(request: HttpRequest, filters: Query[JobFilters]):
-    queryset = RemediationJob.objects.select_related("cluster", "group", "requested_by", "approved_by")
-    queryset = queryset.prefetch_related("job_findings")
+    queryset = visible_jobs(scope_of(request.user), RemediationJob.objects.all())
+    queryset = queryset.select_related("cluster", "group", "requested_by", "approved_by").prefetch_related(
+        "job_findings")
     if filters.status:
         queryset = queryset.filter(status=filters.status)
     if filters.kind:

@@ -27,6 +27,7 @@ from groups.domain.freshness import ClusterFreshness, cluster_freshness
 from groups.domain.tls import certificate_expiries, certificates_expiring
 from groups.domain.triage import ClusterTriage, GroupInfo, OpenFinding, triage
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, JobFinding, PartitionGeneration, Topic
+from groups.selectors.access import Scope, visible_findings
 
 
 def _by_name(queryset: QuerySet, field: str, name_field: str, value: object) -> QuerySet:
@@ -49,6 +50,7 @@ def findings_list(
     resolution: str | None = None,
     found_since: date | None = None,
     found_until: date | None = None,
+    scope: Scope | None = None,
 ) -> QuerySet[Finding]:
     """Findings, newest first, then by id so pages are stable.
 
@@ -59,12 +61,15 @@ def findings_list(
     Closed findings only with ``include_closed``; ``resolution`` "open" or
     one of ``Finding.Resolution`` narrows by the way out. ``found_since`` and
     ``found_until`` are inclusive dates (UTC) of the finding's creation.
+    ``scope``: only the findings it lets its holder read (team scopes).
     """
     if state is not None and state not in Finding.State.values:
         raise ValueError(f"unknown finding state {state!r}")
     if resolution is not None and resolution not in ("open", *Finding.Resolution.values):
         raise ValueError(f"unknown resolution {resolution!r}")
     queryset = Finding.objects.select_related("cluster", "topic", "group", "generation", "closed_by")
+    if scope is not None:
+        queryset = visible_findings(scope, queryset)
     queryset = _by_name(queryset, "cluster", "name", cluster)
     queryset = _by_name(queryset, "topic", "name", topic)
     queryset = _by_name(queryset, "group", "group_id", group)
@@ -104,6 +109,7 @@ def findings_triage(
     state: str | None = None,
     topic_contains: str | None = None,
     group_contains: str | None = None,
+    scope: Scope | None = None,
 ) -> tuple[ClusterTriage, ...]:
     """Open findings (narrowed like ``findings_list``) by cluster, group and
     topic, most urgent first, each with totals and a recommended repair
@@ -111,7 +117,8 @@ def findings_triage(
     the findings' few columns (with the active job of each), then their groups."""
     active_job = JobFinding.objects.filter(finding=OuterRef("pk"), active=True).order_by("job_id").values("job_id")[:1]
     rows = (
-        findings_list(cluster=cluster, state=state, topic_contains=topic_contains, group_contains=group_contains)
+        findings_list(cluster=cluster, state=state, topic_contains=topic_contains, group_contains=group_contains,
+                      scope=scope)
         .order_by()
         .annotate(active_job=Subquery(active_job))
         .values_list("id", "group_id", "topic__name", "partition", "state", "missed_definite", "missed_possible",

@@ -16,7 +16,9 @@ from django.utils import timezone
 from groups.domain.tls import ConnectionSettings, connection_problems
 from groups.models import Cluster, ConsumerGroup
 from groups.services import dispatch
+from groups.services.access import scope_require_cluster_manager, scope_require_group
 from groups.services.audit import audit_record
+
 
 MANAGE_PERMISSION = "groups.manage_clusters"
 # The fields a person edits; what the audit compares before and after.
@@ -30,9 +32,15 @@ GROUP_SETTINGS_FIELDS = ("declared_policy", "auto_repair", "backfill_sink", "rep
 TEST_MESSAGE_MAX_CHARS = 1000
 
 
-def require_manager(user) -> None:
+def require_manager(user, *, group: ConsumerGroup | None = None) -> None:
+    """Clusters: the approver role limited to no team scope. A group's
+    settings: an approver role whose scope covers the group."""
     if not (user and user.is_authenticated and user.has_perm(MANAGE_PERMISSION)):
         raise PermissionDenied("changing clusters and group settings needs the approver role")
+    if group is None:
+        scope_require_cluster_manager(user)
+    else:
+        scope_require_group(user, cluster=group.cluster.name, group=group.group_id)
 
 
 def _changes(before: dict, after: dict) -> tuple[dict, dict]:
@@ -214,7 +222,7 @@ def cluster_request_test(*, user, cluster_id: int) -> None:
 def group_declare_policy(*, user, group_id: int, policy: str) -> bool:
     """The admin's one editable group field: the declared ``auto.offset.reset``
     (compare-and-set: a repeated request writes nothing). Returns whether it changed."""
-    require_manager(user)
+    require_manager(user, group=ConsumerGroup.objects.select_related("cluster").get(id=group_id))
     with transaction.atomic():
         group = ConsumerGroup.objects.select_related("cluster").get(id=group_id)
         if not ConsumerGroup.objects.filter(id=group_id).exclude(declared_policy=policy).update(
@@ -228,7 +236,7 @@ def group_declare_policy(*, user, group_id: int, policy: str) -> bool:
 def group_update_settings(*, user, group_id: int, data: dict) -> bool:
     """Change a group's declared policy and repair defaults; audited with the
     changed fields before and after. Returns False when nothing changed."""
-    require_manager(user)
+    require_manager(user, group=ConsumerGroup.objects.select_related("cluster").get(id=group_id))
     with transaction.atomic():
         group = ConsumerGroup.objects.select_for_update().select_related("cluster").get(id=group_id)
         before, after = _changes({name: getattr(group, name) for name in GROUP_SETTINGS_FIELDS},

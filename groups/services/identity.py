@@ -101,15 +101,6 @@ def identity_login(*, user, identity: Identity) -> set[str]:
     return roles
 
 
-def identity_of(user) -> dict:
-    """The identity an audit row names: the provider's, or the local account's."""
-    found = DirectoryIdentity.objects.filter(user=user).first() if user is not None and user.pk else None
-    if found is None:
-        return {"source": "local", "username": user.get_username() if user is not None else ""}
-    return {"source": found.source, "issuer": found.issuer, "subject": found.subject,
-            "username": user.get_username()}
-
-
 def role_mapping_save(*, mapping: RoleMapping, by) -> RoleMapping:
     """Saves a mapping (made or changed in the admin), audited: it grants roles."""
     with transaction.atomic():
@@ -117,7 +108,9 @@ def role_mapping_save(*, mapping: RoleMapping, by) -> RoleMapping:
         mapping.save()
         audit_record(action="role_mapping.created" if created else "role_mapping.changed", actor=by,
                      object_type="role_mapping", object_id=mapping.pk,
-                     detail={"directory_group": mapping.directory_group, "role": mapping.role})
+                     detail={"directory_group": mapping.directory_group, "role": mapping.role,
+                             "clusters": mapping.clusters, "groups": mapping.group_pattern,
+                             "topics": mapping.topic_pattern})
     return mapping
 
 

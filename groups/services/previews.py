@@ -25,6 +25,8 @@ from groups.domain.sinks import HANDLER, KAFKA, backfill_sink_for
 from groups.domain.triage import GroupInfo, OpenFinding, group_is_empty, recommend
 from groups.models import Finding, JobFinding, RemediationJob, Topic
 from groups.services.lifecycle import Conflict, FindingNotFound, finding_require_open, missed_range_of
+from groups.selectors.access import scope_of
+from groups.services.access import scope_refusal
 
 
 def _open_findings_of_one_group(finding_ids: Iterable[int]) -> list[Finding]:
@@ -159,12 +161,14 @@ class BulkPlan:
     refused: str
 
 
-def findings_bulk_preview(*, finding_ids: Iterable[int], kind: str) -> tuple[BulkPlan, ...]:
+def findings_bulk_preview(*, finding_ids: Iterable[int], kind: str, user=None) -> tuple[BulkPlan, ...]:
     """What a bulk approval of ``kind`` would do to each finding (of any
     groups and clusters), in id order: each planned on its own by
     ``job_preview``, exactly as its single approval would be, or refused
     with why (unknown, closed, covered, a job active on it, or what its own
-    preview refuses). Reads only; the caller has checked the ids."""
+    preview refuses). With ``user``: a finding their scope does not let
+    them read is unknown, one it does not let them act on refused.
+    Reads only; the caller has checked the ids."""
     if kind not in BULK_PARAMS:
         raise ValidationError(f"unknown remediation kind {kind!r}: reset or backfill")
     ids = sorted(set(finding_ids))
@@ -174,10 +178,10 @@ def findings_bulk_preview(*, finding_ids: Iterable[int], kind: str) -> tuple[Bul
     plans = []
     for finding_id in ids:
         finding = rows.get(finding_id)
-        if finding is None:
+        if finding is None or (user is not None and scope_of(user).may_read_finding(finding) is None):
             plans.append(BulkPlan(finding_id, None, None, "", "no such finding"))
             continue
-        refused = bulk_refusal(state=finding.state, active_job=active.get(finding_id),
+        refused = (scope_refusal(user, finding) if user is not None else "") or bulk_refusal(state=finding.state, active_job=active.get(finding_id),
                                closed_reason=(finding.closed_reason or finding.resolution)
                                if finding.closed_at is not None else None)
         preview = None

@@ -17,6 +17,7 @@ from django.db import transaction
 
 from groups.domain.records import MAX_RECORDS_PER_END
 from groups.models import Finding
+from groups.services.access import scope_require_act
 from groups.services.audit import audit_record
 from groups.services.dispatch import READ_RECORDS, task_answer
 from groups.services.lifecycle import missed_range_of
@@ -67,6 +68,7 @@ def finding_records_read(*, user, finding_id: int, count: object) -> tuple[Recor
         raise ValidationError(f"count is a whole number from 1 to {MAX_RECORDS_PER_END}, got {count!r}")
     count = int(text)
     finding = Finding.objects.select_related("cluster", "topic", "group").get(id=finding_id)
+    scope_require_act(user, [finding])
     where = finding_records_range(finding=finding)
     with transaction.atomic():
         audit_record(action="finding.records_viewed", actor=user, cluster=finding.cluster, object_type="finding",

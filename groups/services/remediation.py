@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from groups.models import Finding, JobFinding, Notification, RemediationJob
 from groups.services import dispatch
+from groups.services.access import OutOfScope, act_detail, same_person, scope_require_act
 from groups.services.audit import audit_record
 from groups.services.lifecycle import (
     Conflict,
@@ -44,6 +45,12 @@ class DuplicateJob(Conflict):
     def __init__(self, job: RemediationJob) -> None:
         super().__init__(f"{job.kind} job {job.id} is already {job.status} for these findings")
         self.job = job
+
+
+def _with_names(findings) -> list[Finding]:
+    """The findings with what a scope is checked against (cluster, group, topic)."""
+    ids = [f.id for f in findings]
+    return list(Finding.objects.select_related("cluster", "group", "topic").filter(id__in=ids).order_by("id"))
 
 
 def _require_approver(user) -> None:
@@ -94,8 +101,11 @@ def job_create(
         dispatch.queue_check()  # an approved job nobody can run is not written
     try:
         with transaction.atomic():
-            for finding in findings_lock(Finding.objects.filter(id__in=[f.id for f in findings])):
+            locked = findings_lock(Finding.objects.filter(id__in=[f.id for f in findings]))
+            for finding in locked:
                 finding_require_open(finding)
+            acted = {} if requested_by is None else act_detail(
+                requested_by, scope_require_act(requested_by, _with_names(locked)))
             existing = RemediationJob.objects.filter(
                 job_findings__finding__in=findings, job_findings__active=True, kind=kind
             ).first()
@@ -114,10 +124,10 @@ def job_create(
             JobFinding.objects.bulk_create(JobFinding(job=job, finding=f, kind=kind) for f in findings)
             audit_record(action="job.requested", actor=requested_by, cluster=cluster, object_type="job",
                          object_id=job.id, detail={"kind": kind, "group": group.group_id, "params": params, **via,
-                                                   "findings": sorted(f.id for f in findings)})
+                                                   "findings": sorted(f.id for f in findings), **acted})
             if not four_eyes:
                 audit_record(action="job.approved", actor=requested_by, cluster=cluster, object_type="job",
-                             object_id=job.id, detail={"from": None, "to": "approved", **via})
+                             object_id=job.id, detail={"from": None, "to": "approved", **via, **acted})
                 if enqueue:
                     _enqueue_on_commit(job.id)
     except IntegrityError:
@@ -202,9 +212,11 @@ def _notify_job_outcome(job: RemediationJob, *, repaired: list[int]) -> None:
 def job_approve(*, user, job_id: int) -> RemediationJob:
     """Four-eyes approval: an approver other than the requester."""
     _require_approver(user)
-    job = RemediationJob.objects.get(id=job_id)
-    if settings.FOUR_EYES and job.requested_by_id == user.id:
-        raise PermissionDenied("four-eyes: the person who requested a remediation cannot approve it")
+    job = RemediationJob.objects.select_related("requested_by").get(id=job_id)
+    scope_require_act(user, _with_names(job.findings.all()))
+    if settings.FOUR_EYES and same_person(job.requested_by, user):
+        raise PermissionDenied("four-eyes: the person who requested a remediation cannot approve it "
+                               "(not from another account of theirs either)")
     dispatch.queue_check()
     with transaction.atomic():
         if not job_transition(job_id=job_id, from_statuses=[RemediationJob.Status.REQUESTED],
@@ -223,6 +235,7 @@ def job_cancel(*, user, job_id: int, seen_status: str | None = None) -> Remediat
     job is cancelled only from that status, so a cancel racing an approval of
     the same request loses (Conflict) instead of undoing it unseen."""
     _require_approver(user)
+    scope_require_act(user, _with_names(Finding.objects.filter(job_findings__job_id=job_id)))
     from_statuses = list(RemediationJob.CANCELLABLE)
     if seen_status is not None:
         from_statuses = [seen_status] if seen_status in from_statuses else []
@@ -273,6 +286,7 @@ def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
         if not locked:
             raise FindingNotFound(f"no finding {finding_id}")
         finding_require_open(locked[0])
+        acted = act_detail(user, scope_require_act(user, _with_names(locked)))
         active = finding_active_job(finding_id)
         if active is not None:
             raise Conflict(f"{active.kind} job {active.id} is {active.status} on finding {finding_id}: "
@@ -284,7 +298,8 @@ def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
         finding = Finding.objects.select_related("cluster", "group", "topic").get(id=finding_id)
         audit_record(action="finding.dismissed", actor=user, cluster=finding.cluster, object_type="finding",
                      object_id=finding_id, detail={"group": finding.group.group_id, "topic": finding.topic.name,
-                                                   "partition": finding.partition, "reason": reason[:1000]})
+                                                   "partition": finding.partition, "reason": reason[:1000],
+                                                   **acted})
     return finding
 
 
@@ -336,7 +351,7 @@ def findings_dismiss(*, user, finding_ids: Iterable[int], reason: str) -> BulkDi
         for finding_id in ids:
             try:
                 finding_dismiss(user=user, finding_id=finding_id, reason=reason)
-            except (FindingNotFound, Conflict) as error:
+            except (FindingNotFound, Conflict, OutOfScope) as error:
                 refused.append((finding_id, " ".join(error.messages) if isinstance(error, ValidationError)
                                 else str(error)))
             else:
@@ -388,14 +403,14 @@ def findings_approve(
     refused: list[tuple[int, str]] = []
     with transaction.atomic():
         findings_lock(Finding.objects.filter(id__in=ids))
-        for plan in findings_bulk_preview(finding_ids=ids, kind=kind):
+        for plan in findings_bulk_preview(finding_ids=ids, kind=kind, user=user):
             why = _approval_refusal(plan, previewed)
             if why:
                 refused.append((plan.finding_id, why))
                 continue
             try:
                 jobs.append((plan.finding_id, job_request_previewed(user=user, kind=kind, preview=plan.preview)))
-            except Conflict as error:
+            except (Conflict, OutOfScope) as error:
                 refused.append((plan.finding_id, str(error)))
     return BulkApproval(jobs=tuple(jobs), refused=tuple(refused))
 

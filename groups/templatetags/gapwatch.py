@@ -59,6 +59,13 @@ _STATE_LABELS = {"expired": "partly expired"}
 
 
 @register.filter
+def all_in(items, collection) -> bool:
+    """``{% if r.finding_ids|all_in:actable %}``: every item is in the collection
+    (the person may act on every finding a button would act on)."""
+    return all(item in collection for item in items or ())
+
+
+@register.filter
 def state_label(state: str) -> str:
     """An open finding's state as the pages name it."""
     return _STATE_LABELS.get(state, state)

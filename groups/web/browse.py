@@ -30,6 +30,15 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
+from groups.domain.scopes import APPROVER, VIEWER
+from groups.selectors.access import (
+    scope_of,
+    visible_audit_events,
+    visible_clusters,
+    visible_findings,
+    visible_groups,
+    visible_topics,
+)
 from groups.selectors.browse import (
     audit_events_list,
     audit_filter_values,
@@ -104,40 +113,43 @@ def _page_query(request: HttpRequest) -> str:
 # --- Topic and group pages ------------------------------------------------
 
 
-def _browse_list(request: HttpRequest, *, template: str, selector: Callable) -> HttpResponse:
-    """A searchable, paged list (groups or topics); bad input is a 400 with the
-    form's errors and no rows."""
+def _browse_list(request: HttpRequest, *, template: str, selector: Callable, visible: Callable) -> HttpResponse:
+    """A searchable, paged list (groups or topics) of what the person's scope
+    lets them read; bad input is a 400 with the form's errors and no rows."""
     form = BrowseFilterForm(request.GET)
     valid = form.is_valid()
-    rows = selector(**form.selector_filters()) if valid else selector().none()
+    scope = scope_of(request.user)
+    rows = visible(scope, selector(**form.selector_filters())) if valid else selector().none()
     page = Paginator(rows, BROWSE_PER_PAGE).get_page(request.GET.get("page"))
     filtered = valid and any(form.selector_filters().values())
     return render(request, template, {
         "form": form, "page": page, "page_query": _page_query(request), "filtered": filtered,
-        "clusters": clusters_list().values_list("name", flat=True),
+        "clusters": visible_clusters(scope, clusters_list()).values_list("name", flat=True),
         # Only when the filter shows nothing: how many it hid.
-        "hidden_total": selector().count() if filtered and not page.object_list else 0,
+        "hidden_total": visible(scope, selector()).count() if filtered and not page.object_list else 0,
     }, status=200 if valid else 400)
 
 
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def group_list(request: HttpRequest) -> HttpResponse:
-    return _browse_list(request, template="browse/groups.html", selector=groups_browse)
+    return _browse_list(request, template="browse/groups.html", selector=groups_browse, visible=visible_groups)
 
 
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def topic_list(request: HttpRequest) -> HttpResponse:
-    return _browse_list(request, template="browse/topics.html", selector=topics_browse)
+    return _browse_list(request, template="browse/topics.html", selector=topics_browse, visible=visible_topics)
 
 
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def topic_detail(request: HttpRequest, topic_id: int) -> HttpResponse:
-    topic = get_object_or_404(topics_list(), pk=topic_id)
+    scope = scope_of(request.user)
+    topic = get_object_or_404(visible_topics(scope, topics_list()), pk=topic_id)
     timeline = generation_timeline(topic_generations_list(topic=topic))
-    readers = Paginator(topic_readers_list(topic=topic), TOPIC_READERS_PER_PAGE).get_page(
+    readers = scope.rows(topic_readers_list(topic=topic), cluster="topic__cluster__name", group="group__group_id")
+    readers = Paginator(readers, TOPIC_READERS_PER_PAGE).get_page(
         request.GET.get("page")
     )
     return render(request, "browse/topic.html", {
@@ -170,7 +182,7 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
                 status: int = 200) -> HttpResponse:
     group_topics = list(group.group_topics.all())
     findings_by_topic: dict[int, list] = {}
-    for finding in group_open_findings_list(group=group):
+    for finding in visible_findings(scope_of(request.user), group_open_findings_list(group=group)):
         findings_by_topic.setdefault(finding.topic_id, []).append(finding)
     # A topic with open findings the group no longer reports still gets its rows.
     topic_rows = [_topic_row(gt.topic, gt, findings_by_topic.pop(gt.topic_id, [])) for gt in group_topics]
@@ -194,7 +206,8 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
     chart = lag_chart(series=[(gt.topic.name, samples.get(gt.topic_id, [])) for gt in charted], start=start, end=end,
                       marks=marks)
 
-    can_manage = request.user.has_perm(MANAGE_PERMISSION)
+    can_manage = request.user.has_perm(MANAGE_PERMISSION) and scope_of(request.user).may(
+        APPROVER, cluster=group.cluster.name, group=group.group_id) is not None
     if settings_form is None and can_manage:
         settings_form = GroupSettingsForm(instance=group)
     return render(request, "browse/group.html", {
@@ -209,7 +222,7 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def group_detail(request: HttpRequest, group_pk: int) -> HttpResponse:
-    group = get_object_or_404(groups_list(with_partitions=True), pk=group_pk)
+    group = get_object_or_404(visible_groups(scope_of(request.user), groups_list(with_partitions=True)), pk=group_pk)
     return _group_page(request, group, None)
 
 
@@ -236,9 +249,12 @@ _manager_post = _manager_only("POST")
 _manager_form_view = _manager_only("GET", "HEAD", "POST")
 
 
-@_manager_post
+@login_required
+@require_http_methods(["POST"])
 def group_settings(request: HttpRequest, group_pk: int) -> HttpResponse:
-    group = get_object_or_404(groups_list(with_partitions=True), pk=group_pk)
+    """A group's settings: an approver whose scope covers the group."""
+    group = get_object_or_404(visible_groups(scope_of(request.user), groups_list(with_partitions=True)), pk=group_pk)
+    require_manager(request.user, group=group)
     # A copy: the page shows the stored settings next to the rejected input.
     form = GroupSettingsForm(request.POST, instance=copy.copy(group))
     if not form.is_valid():
@@ -254,10 +270,12 @@ def group_settings(request: HttpRequest, group_pk: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def cluster_list(request: HttpRequest) -> HttpResponse:
+    scope = scope_of(request.user)
     return render(request, "browse/clusters.html", {
-        "clusters": clusters_with_certificates_list(now=timezone.now(),
-                                                    within_days=settings.CERTIFICATE_EXPIRY_WARNING_DAYS),
-        "can_manage": request.user.has_perm(MANAGE_PERMISSION),
+        "clusters": [cluster for cluster in clusters_with_certificates_list(
+            now=timezone.now(), within_days=settings.CERTIFICATE_EXPIRY_WARNING_DAYS)
+            if scope.may(VIEWER, cluster=cluster.name) is not None],
+        "can_manage": request.user.has_perm(MANAGE_PERMISSION) and scope.manages_clusters,
         "expiry_warning_days": settings.CERTIFICATE_EXPIRY_WARNING_DAYS,
     })
 
@@ -355,7 +373,9 @@ def _object_link(object_type: str, object_id: str) -> str:
 @require_http_methods(["GET", "HEAD"])
 def audit_list(request: HttpRequest) -> HttpResponse:
     form = AuditFilterForm(request.GET)
-    events = audit_events_list(**form.selector_filters()) if form.is_valid() else AuditEvent.objects.none()
+    events = (visible_audit_events(scope_of(request.user), audit_events_list(**form.selector_filters()),
+                                   user=request.user)
+              if form.is_valid() else AuditEvent.objects.none())
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     for event in page.object_list:
         event.detail_lines = _detail_lines(event.detail)

@@ -12,6 +12,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
 
+from groups.domain.scopes import VIEWER
+from groups.selectors.access import scope_of
 from groups.selectors.lists import clusters_freshness
 
 
@@ -23,7 +25,11 @@ def freshness(request: HttpRequest) -> dict:
     # RoleRequiredMiddleware checked the role already; paths it leaves open show no clusters.
     if not getattr(request, "has_gapwatch_role", False):
         return {}
-    clusters = SimpleLazyObject(current_freshness)
+    def visible_freshness():
+        scope = scope_of(request.user)
+        return [c for c in current_freshness() if scope.may(VIEWER, cluster=c.name) is not None]
+
+    clusters = SimpleLazyObject(visible_freshness)
     return {
         "freshness": clusters,
         "stale_clusters": SimpleLazyObject(lambda: [c for c in clusters if c.needs_attention]),

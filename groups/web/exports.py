@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_http_methods
 
+from groups.selectors.access import scope_of, visible_audit_events, visible_jobs
 from groups.selectors.browse import audit_events_list
 from groups.models import Finding, RemediationJob
 from groups.text import csv_cell
@@ -146,7 +147,8 @@ def audit_export(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest("bad filter: " + "; ".join(
             f"{name}: {' '.join(errors)}" for name, errors in form.errors.items()
         ), content_type="text/plain; charset=utf-8")
-    events = audit_events_list(**form.selector_filters())
+    events = visible_audit_events(scope_of(request.user), audit_events_list(**form.selector_filters()),
+                                  user=request.user)
     response = StreamingHttpResponse(audit_csv_rows(events), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="gapwatch-audit.csv"'
     return response
@@ -155,7 +157,8 @@ def audit_export(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET"])
 def job_export_csv(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = get_object_or_404(RemediationJob.objects.select_related("group"), id=job_id)
+    job = get_object_or_404(visible_jobs(scope_of(request.user), RemediationJob.objects.select_related("group")),
+                            id=job_id)
     if job.kind != RemediationJob.Kind.RESET:
         raise Http404("only offset-reset jobs have an offset export")
     response = HttpResponse(content_type="text/csv; charset=utf-8")

@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from groups.selectors.access import actable_finding_ids, scope_of, visible_clusters, visible_findings, visible_jobs
 from groups.selectors.finding import (
     finding_audit_events_list,
     finding_get,
@@ -87,7 +88,7 @@ def findings_filtered(request: HttpRequest) -> tuple[FindingFilterForm, QuerySet
     form = FindingFilterForm(request.GET, history=history)
     valid = form.is_valid()
     filters = form.selector_filters() if valid else {"state": None, "include_closed": history}
-    findings = findings_list(**filters).order_by(*SORTS[findings_sort(request)])
+    findings = findings_list(**filters, scope=scope_of(request.user)).order_by(*SORTS[findings_sort(request)])
     return form, findings if valid else findings.none(), filters
 
 
@@ -119,8 +120,9 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
     page = Paginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
     for finding in page.object_list:
         finding.shown_job = _shown_job(finding)
+    scope = scope_of(request.user)
     counts = findings_count_by_state_and_resolution(
-        findings_list(**{**filters, "state": None, "include_closed": True, "resolution": None})
+        findings_list(**{**filters, "state": None, "include_closed": True, "resolution": None}, scope=scope)
     )
     raw = _filter_values(form)
     filtered = {key: value for key, value in raw.items() if value}
@@ -134,7 +136,8 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
         "filters": raw,
         "filtered": bool(filtered),
         # Only when the filters show nothing: how many findings they hid.
-        "hidden_total": findings_list(include_closed=history).count() if filtered and not page.object_list else 0,
+        "hidden_total": (findings_list(include_closed=history, scope=scope).count()
+                         if filtered and not page.object_list else 0),
         "sort": sort,
         "sorts": list(SORTS),
         "columns": sort_columns(sort),
@@ -147,8 +150,10 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
                               for resolution in RESOLUTIONS],
         "query": urlencode(query),
         "query_with_sort": urlencode({**query, "sort": sort}),
-        "clusters": Cluster.objects.values_list("name", flat=True),
+        "clusters": visible_clusters(scope, Cluster.objects.all()).values_list("name", flat=True),
         "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        # The rows whose action links are shown: those the person's scope lets them act on.
+        "actable": actable_finding_ids(scope, (f.id for f in page.object_list)),
     }, 200 if valid else 400
 
 
@@ -163,7 +168,8 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
     form = FindingFilterForm(request.GET, history=False)
     valid = form.is_valid()
     filters = form.selector_filters() if valid else {}
-    clusters = findings_triage(**filters) if valid else ()
+    scope = scope_of(request.user)
+    clusters = findings_triage(**filters, scope=scope) if valid else ()
     # A page of groups (in the triage's order, clusters keeping their totals): rendering
     # a thousand group cards took most of a second.
     page = Paginator(range(sum(len(cluster.groups) for cluster in clusters)), TRIAGE_GROUPS_PER_PAGE).get_page(
@@ -180,11 +186,13 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
         "page_query": urlencode(filtered),
         "filters": raw,
         "filtered": bool(filtered),
-        "hidden_total": findings_list().count() if filtered and not clusters else 0,
+        "hidden_total": findings_list(scope=scope).count() if filtered and not clusters else 0,
         "states": STATES,
         "query": urlencode(filtered),
-        "clusters": Cluster.objects.values_list("name", flat=True),
+        "clusters": visible_clusters(scope, Cluster.objects.all()).values_list("name", flat=True),
         "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        "actable": actable_finding_ids(scope, (f.id for c in shown for g in c.groups for t in g.topics
+                                               for f in t.findings)),
     }, 200 if valid else 400
 
 
@@ -239,10 +247,9 @@ def finding_records(request: HttpRequest, finding_id: int) -> HttpResponse:
     and shows them, once: the answer is sent with no-store and kept nowhere."""
     if not request.user.has_perm(remediation.APPROVE_PERMISSION):
         raise PermissionDenied("reading records needs the approver role")
-    try:
-        finding = finding_get(finding_id=finding_id)
-    except Finding.DoesNotExist:
-        raise Http404(f"no finding {finding_id}") from None
+    finding = _readable_finding(request, finding_id)
+    if scope_of(request.user).may_act_on_finding(finding) is None:
+        raise PermissionDenied("reading records needs an approver role whose scope covers this finding")
     context = {"finding": finding, "where": records.finding_records_range(finding=finding), "count": 5,
                "max_count": MAX_RECORDS_PER_END, "records": None, "errors": []}
     status = 200
@@ -262,11 +269,20 @@ def finding_records(request: HttpRequest, finding_id: int) -> HttpResponse:
     return render(request, "groups/records.html", context, status=status)
 
 
-def _finding_context(request: HttpRequest, finding_id: int) -> dict:
+def _readable_finding(request: HttpRequest, finding_id: int) -> Finding:
+    """The finding, if the person's scope lets them read it; else a 404 (not a
+    403: a finding outside one's scope is not shown to exist)."""
     try:
         finding = finding_get(finding_id=finding_id)
     except Finding.DoesNotExist:
         raise Http404(f"no finding {finding_id}") from None
+    if scope_of(request.user).may_read_finding(finding) is None:
+        raise Http404(f"no finding {finding_id}")
+    return finding
+
+
+def _finding_context(request: HttpRequest, finding_id: int) -> dict:
+    finding = _readable_finding(request, finding_id)
     jobs = list(finding_jobs_list(finding=finding))
     active = next((job for job in jobs if job.status in RemediationJob.ACTIVE), None)
     repair = finding_repair_options(finding=finding, active_job=active.id if active else None)
@@ -279,7 +295,8 @@ def _finding_context(request: HttpRequest, finding_id: int) -> dict:
         if finding.pickup_before and finding.pickup_after else None,
         "definite_end": finding.first_log_start + finding.missed_definite,
         "possible_end": finding.first_log_start + finding.missed_definite + finding.missed_possible,
-        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION)
+        and scope_of(request.user).may_act_on_finding(finding) is not None,
     }
 
 
@@ -321,6 +338,9 @@ def _preview(request: HttpRequest, *, kind: str, source) -> tuple[list[int], dic
         params = {"sink": source.get("sink", ""), "replay_topic": source.get("replay_topic", ""),
                   "handler": source.get("handler", ""), "until": source.get("until", "") or "bound"}
     preview = previews.job_preview(finding_ids=ids, kind=kind, params=params)
+    scope = scope_of(request.user)
+    if any(scope.may_read_finding(finding) is None for finding in preview["findings"]):
+        raise Http404("no such finding")  # outside the person's scope: not shown to exist
     if kind == RemediationJob.Kind.BACKFILL:
         params["sink"] = preview["sink"]  # the group's default sink when none was chosen
     return ids, params, preview
@@ -347,8 +367,9 @@ def _render_approve(request: HttpRequest, *, kind: str, ids, params, preview, er
     return render(request, f"groups/approve_{kind}.html", {
         "ids_csv": ",".join(map(str, ids)), "params": params, "preview": preview, "kind": kind,
         "previewed": _previewed(kind=kind, preview=preview) if preview else "",
-        "errors": list(errors), "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
-        "handlers": settings.BACKFILL_HANDLERS,
+        "errors": list(errors), "handlers": settings.BACKFILL_HANDLERS,
+        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION) and not (preview and any(
+            scope_of(request.user).may_act_on_finding(finding) is None for finding in preview["findings"])),
     }, status=status)
 
 
@@ -434,7 +455,8 @@ def approve_backfill(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def dismiss_form(request: HttpRequest, finding_id: int) -> HttpResponse:
-    finding = get_object_or_404(Finding.objects.select_related("group", "topic", "cluster"), id=finding_id)
+    finding = get_object_or_404(visible_findings(scope_of(request.user), Finding.objects.select_related(
+        "group", "topic", "cluster")), id=finding_id)
     return render(request, "groups/dismiss.html", {"finding": finding})
 
 
@@ -443,7 +465,8 @@ def dismiss_form(request: HttpRequest, finding_id: int) -> HttpResponse:
 def dismiss(request: HttpRequest, finding_id: int) -> HttpResponse:
     if not request.user.has_perm(remediation.APPROVE_PERMISSION):
         raise PermissionDenied("dismissing findings needs the approver role")
-    finding = get_object_or_404(Finding.objects.select_related("group", "topic", "cluster"), id=finding_id)
+    finding = get_object_or_404(visible_findings(scope_of(request.user), Finding.objects.select_related(
+        "group", "topic", "cluster")), id=finding_id)
     try:
         remediation.finding_dismiss(user=request.user, finding_id=finding.id, reason=request.POST.get("reason", ""))
     except ValidationError as error:
@@ -455,7 +478,7 @@ def dismiss(request: HttpRequest, finding_id: int) -> HttpResponse:
 
 
 def _render_dismiss_many(request: HttpRequest, *, ids: list[int], errors=(), status: int = 200) -> HttpResponse:
-    findings = list(findings_selected(finding_ids=ids))
+    findings = list(visible_findings(scope_of(request.user), findings_selected(finding_ids=ids)))
     found = {finding.id for finding in findings}
     return render(request, "groups/dismiss_many.html", {
         "findings": findings, "unknown": [i for i in ids if i not in found], "errors": list(errors),
@@ -515,7 +538,7 @@ def _render_approve_many(request: HttpRequest, *, kind: str, ids: list[int], err
                          status: int = 200) -> HttpResponse:
     """The bulk approval's preview: each finding's own plan (or why it is
     refused), and a form carrying each plan's fingerprint."""
-    plans = previews.findings_bulk_preview(finding_ids=ids, kind=kind) if ids and not errors else ()
+    plans = previews.findings_bulk_preview(finding_ids=ids, kind=kind, user=request.user) if ids and not errors else ()
     accepted = [plan for plan in plans if not plan.refused]
     return render(request, "groups/approve_many.html", {
         "kind": kind, "other_kind": "backfill" if kind == "reset" else "reset", "plans": plans,
@@ -594,7 +617,8 @@ def _jobs_context(request: HttpRequest) -> dict:
     status = request.GET.get("status", "")
     kind = request.GET.get("kind", "")
     queryset = (
-        RemediationJob.objects.select_related("cluster", "group", "requested_by", "approved_by")
+        visible_jobs(scope_of(request.user), RemediationJob.objects.all())
+        .select_related("cluster", "group", "requested_by", "approved_by")
         .annotate(finding_count=Count("job_findings"))
         .order_by("-created_at", "-id")
     )
@@ -609,7 +633,8 @@ def _jobs_context(request: HttpRequest) -> dict:
         "page": page, "statuses": RemediationJob.Status.values, "kinds": RemediationJob.Kind.values,
         "status": status, "kind": kind, "query": query, "filters": filters,
         # Only when the filter shows nothing: how many jobs it hid.
-        "all_jobs": RemediationJob.objects.count() if filters and not page.object_list else None,
+        "all_jobs": (visible_jobs(scope_of(request.user), RemediationJob.objects.all()).count()
+                     if filters and not page.object_list else None),
         "live": any(job.status in RemediationJob.ACTIVE for job in page.object_list),
         "live_url": f"{reverse('jobs_live')}?{request.GET.urlencode()}",
     }
@@ -631,13 +656,17 @@ def jobs_live(request: HttpRequest) -> HttpResponse:
 
 def _job_context(request: HttpRequest, job_id: int) -> dict:
     job = get_object_or_404(
-        RemediationJob.objects.select_related("cluster", "group", "requested_by", "approved_by", "retry_of"),
+        visible_jobs(scope_of(request.user), RemediationJob.objects.all())
+        .select_related("cluster", "group", "requested_by", "approved_by", "retry_of"),
         id=job_id,
     )
-    findings = job.findings.select_related("topic", "generation").order_by("topic__name", "partition")
+    findings = job.findings.select_related("topic", "generation", "cluster", "group").order_by("topic__name",
+                                                                                              "partition")
+    scope = scope_of(request.user)
     return {
         "job": job, "findings": findings, "result": job_result_view(job),
-        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION)
+        and all(scope.may_act_on_finding(finding) is not None for finding in findings),
         "cancellable": job.status in RemediationJob.CANCELLABLE, "active": job.status in RemediationJob.ACTIVE,
     }
 

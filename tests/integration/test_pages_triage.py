@@ -70,8 +70,8 @@ def article(body: str, group_pk: int) -> str:
     return re.search(rf'<article [^>]*data-group="{group_pk}".*?</article>', body, re.S).group(0)
 
 
-def test_it_triages_open_work_live_groups_with_definite_loss_first(viewer, work):
-    body = client_for(viewer).get("/").content.decode()
+def test_it_triages_open_work_live_groups_with_definite_loss_first(approver, viewer, work):
+    body = client_for(approver).get("/").content.decode()
     order = [(int(rank), int(pk)) for rank, pk in group_order(body)]
     assert order == [(0, work["live_2"].group_id), (1, work["empty"].group_id), (2, work["maybe"].group_id),
                      (3, work["covered"].group_id)]
@@ -86,6 +86,10 @@ def test_it_triages_open_work_live_groups_with_definite_loss_first(viewer, work)
     empty = article(body, work["empty"].group_id)
     assert f'href="/findings/reset?ids={work["empty"].id}">Reset 1 partition…</a>' in empty
     assert "the group is empty" in empty
+    # A viewer reads the same recommendation, without the buttons that act on it.
+    seen = article(client_for(viewer).get("/").content.decode(), work["live_2"].group_id)
+    assert "<strong>backfill 2 partitions</strong>" in seen and "/findings/backfill" not in seen
+    assert "a reset would re-deliver 1100 records to recover at most 45" in seen
 
 
 def test_covered_findings_are_good_news_without_repair_buttons(approver, work):
@@ -135,7 +139,8 @@ def test_the_triage_reads_in_a_few_queries_whatever_the_number_of_findings(viewe
     group, generation = work["maybe"].group, work["maybe"].generation
     for partition in range(10, 30):
         make_finding(group, generation, partition)
-    with django_assert_max_num_queries(8) as few:
+    # 9: the page's, and the person's team scope (their directory identity).
+    with django_assert_max_num_queries(9) as few:
         client.get("/findings/triage")
     for partition in range(30, 200):
         make_finding(group, generation, partition)
