@@ -173,6 +173,7 @@ def test_a_certificate_from_an_unknown_ca_is_refused_in_words(directory, setting
 
 def test_with_the_directory_down_local_login_still_works_and_the_page_says_so(directory, settings):
     (settings.LDAP_SERVER_URI,) = [f"ldap://127.0.0.1:{port}" for port in free_ports(1)]  # nothing listens
+    settings.LDAP_TIMEOUT = 30
     get_user_model().objects.create_user("breakglass", password="local secret")
     uid, _ = person(directory, "gapwatch-approvers")
     client = Client()
@@ -180,7 +181,7 @@ def test_with_the_directory_down_local_login_still_works_and_the_page_says_so(di
     assert response.status_code == 200 and "the directory cannot be reached" in response.content.decode()
     began = time.monotonic()
     assert log_in(client, "breakglass", "local secret").status_code == 302
-    assert time.monotonic() - began < 2, "a refused connection must not hold local logins up"
+    assert time.monotonic() - began < 15, "a refused connection must not hold local logins up for LDAP_TIMEOUT"
 
 
 def test_a_refused_service_account_is_said_without_its_password(directory, settings, caplog):
