@@ -33,7 +33,9 @@ ENV PYSPARK_PYTHON=/opt/gapwatch/python/bin/python
 USER spark
 
 FROM python:3.11-slim
+# python-ldap (LDAP login, under django-auth-ldap) has no wheel: it is built against OpenLDAP's and SASL's headers.
 RUN apt-get update && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+    gcc libc6-dev libldap2-dev libsasl2-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml README.md ./

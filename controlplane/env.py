@@ -75,6 +75,77 @@ def env_networks(name: str) -> tuple:
     return tuple(networks)
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = env_str(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def env_secret(name: str) -> str:
+    """A secret from ``NAME``, or from the file named by ``NAME_FILE`` (one
+    trailing newline dropped), as Docker and Kubernetes secrets are mounted;
+    empty when neither is set. The value is never part of an error message."""
+    file_name = os.environ.get(f"{name}_FILE", "")
+    if not file_name:
+        return os.environ.get(name, "")
+    if os.environ.get(name):
+        raise ImproperlyConfigured(f"set {name} or {name}_FILE, not both")
+    try:
+        with open(file_name, encoding="utf-8") as secret:
+            return secret.read().removesuffix("\n")
+    except OSError as error:
+        raise ImproperlyConfigured(f"{name}_FILE: cannot read {file_name!r} ({error.strerror})") from None
+
+
+def env_file(name: str) -> str:
+    """Empty, or the path of a file that exists and can be read."""
+    path = os.environ.get(name, "").strip()
+    if path and not os.access(path, os.R_OK):
+        raise ImproperlyConfigured(f"{name}: {path!r} is not a readable file")
+    return path
+
+
+def env_ldap_uris(name: str) -> str:
+    """Empty, or one or more (space-separated, tried in order) ``ldap://host:port``
+    or ``ldaps://host:port`` URIs of one scheme."""
+    uris = os.environ.get(name, "").split()
+    schemes = set()
+    for uri in uris:
+        url = urlparse(uri)
+        try:
+            url.port  # noqa: B018 - a bad port raises
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {uri!r} has an invalid port") from None
+        if url.scheme not in {"ldap", "ldaps"} or not url.hostname or url.path.strip("/") or url.query:
+            raise ImproperlyConfigured(f"{name} must be ldap://host[:port] or ldaps://host[:port], got {uri!r}")
+        schemes.add(url.scheme)
+    if len(schemes) > 1:
+        raise ImproperlyConfigured(f"{name}: use ldap:// (with LDAP_START_TLS) or ldaps:// for every server, not both")
+    return " ".join(uris)
+
+
+def env_ldap_user_filter(name: str, default: str) -> str:
+    """An LDAP filter in parentheses naming the login's username as ``%(user)s``
+    (django-auth-ldap escapes it), e.g. ``(sAMAccountName=%(user)s)``."""
+    value = env_str(name, default).strip()
+    if not (value.startswith("(") and value.endswith(")")) or "%(user)s" not in value:
+        raise ImproperlyConfigured(f"{name} must be an LDAP filter in parentheses with %(user)s, "
+                                   f"like (uid=%(user)s), got {value!r}")
+    try:
+        value % {"user": "x"}
+    except (KeyError, ValueError, TypeError):
+        raise ImproperlyConfigured(f"{name}: only %(user)s may follow a %, got {value!r}") from None
+    return value
+
+
+def require_set(because: str, **values: str) -> None:
+    """Each of ``values`` (a setting's name and value) must be non-empty, ``because`` it is needed."""
+    for name, value in values.items():
+        if not value:
+            raise ImproperlyConfigured(f"{name} must be set when {because} is")
+
+
 def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
 

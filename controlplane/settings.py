@@ -9,16 +9,22 @@ from csp.constants import NONE, SELF
 
 from controlplane.env import (
     env_bool,
+    env_choice,
     env_database,
     env_dotted_paths,
+    env_file,
     env_int,
+    env_ldap_uris,
+    env_ldap_user_filter,
     env_list,
     env_networks,
     env_redis,
+    env_secret,
     env_spark_connect_url,
     env_spark_master,
     env_str,
     require_production_secrets,
+    require_set,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -154,6 +160,7 @@ MIDDLEWARE = [
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "groups.web.sso.OidcBackend",  # does nothing unless OIDC_ISSUER is set
+    "groups.web.ldap_login.DirectoryBackend",  # does nothing unless LDAP_SERVER_URI is set
     "groups.web.sso.LocalBackend",  # Gapwatch's own passwords, unless LOCAL_LOGIN=0
 ]
 
@@ -174,6 +181,27 @@ OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_SECONDS", 10, minimum=1)
 OIDC_VERIFY_SSL = env_str("OIDC_CA_BUNDLE", "") or True
 OIDC_OP_LOGOUT_URL_METHOD = "groups.web.sso.provider_logout_url"
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_callback"
+# LDAP / Active Directory login (groups/web/ldap_login.py; README, "LDAP /
+# Active Directory"): off while LDAP_SERVER_URI is empty. People are found by
+# LDAP_USER_FILTER under LDAP_USER_SEARCH_BASE as LDAP_BIND_DN, then bind with
+# their own password; their groups are found under LDAP_GROUP_SEARCH_BASE.
+LDAP_SERVER_URI = env_ldap_uris("LDAP_SERVER_URI")
+LDAP_BIND_DN = env_str("LDAP_BIND_DN", "")
+LDAP_BIND_PASSWORD = env_secret("LDAP_BIND_PASSWORD")
+LDAP_USER_SEARCH_BASE = env_str("LDAP_USER_SEARCH_BASE", "")
+LDAP_USER_FILTER = env_ldap_user_filter("LDAP_USER_FILTER", "(uid=%(user)s)")
+LDAP_GROUP_SEARCH_BASE = env_str("LDAP_GROUP_SEARCH_BASE", "")
+LDAP_GROUP_TYPE = env_choice("LDAP_GROUP_TYPE", "groupOfNames", ("groupOfNames", "posix", "activedirectory"))
+# The group search's filter for each LDAP_GROUP_TYPE, unless LDAP_GROUP_FILTER says otherwise.
+LDAP_GROUP_FILTERS = {"groupOfNames": "(objectClass=groupOfNames)", "posix": "(objectClass=posixGroup)",
+                      "activedirectory": "(objectClass=group)"}
+LDAP_GROUP_FILTER = env_str("LDAP_GROUP_FILTER", "")
+LDAP_START_TLS = env_bool("LDAP_START_TLS", True)  # ldap:// only; ldaps:// is TLS already
+LDAP_CA_FILE = env_file("LDAP_CA_FILE")  # empty: the system's CAs
+LDAP_TIMEOUT = env_int("LDAP_TIMEOUT_SECONDS", 5, minimum=1)
+if LDAP_SERVER_URI:
+    require_set("LDAP_SERVER_URI", LDAP_USER_SEARCH_BASE=LDAP_USER_SEARCH_BASE,
+                LDAP_GROUP_SEARCH_BASE=LDAP_GROUP_SEARCH_BASE)
 # Local accounts (passwords kept by Gapwatch): for break-glass use once a
 # directory is configured; LOCAL_LOGIN=0 switches their login off.
 LOCAL_LOGIN = env_bool("LOCAL_LOGIN", True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the stack and the tests need, once; quick when done.
-#  1. Debian packages (PostgreSQL, Redis, Chromium for browser tests) when
-#     missing and running as root.
+#  1. Debian packages (PostgreSQL, Redis, Chromium for browser tests, slapd
+#     and python-ldap's build headers) when missing and running as root.
 #  2. Kafka broker/tools jars and the Spark Kafka connector jars, with Maven;
 #     Keycloak (the OpenID provider of the OAuth tests), with Maven too, and
 #     the Java 21+ it needs, built once for the tests (SKIP_KEYCLOAK=1: neither).
@@ -24,6 +24,12 @@ command -v kcat >/dev/null || need_packages+=(kcat)
 command -v npm >/dev/null || need_packages+=(npm)
 # promtool checks the shipped alerting rules (tests/integration/test_monitoring.py).
 command -v promtool >/dev/null || need_packages+=(prometheus)
+# python-ldap (under django-auth-ldap: LDAP login) builds against OpenLDAP's and SASL's headers.
+[ -f /usr/include/ldap.h ] || need_packages+=(libldap2-dev)
+[ -f /usr/include/sasl/sasl.h ] || need_packages+=(libsasl2-dev)
+# The LDAP server of the LDAP login tests (tests/integration/slapd.py) and its ldapmodify.
+[ -x /usr/sbin/slapd ] || need_packages+=(slapd)
+command -v ldapmodify >/dev/null || need_packages+=(ldap-utils)
 if [ ${#need_packages[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: missing ${need_packages[*]}; install them (apt-get install ${need_packages[*]}) or run as root" >&2
@@ -34,6 +40,7 @@ if [ ${#need_packages[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_packages[@]}" >/dev/null
   # The Debian packages start their own servers where they can; ours run under .gapwatch/.
   service redis-server stop >/dev/null 2>&1 || true
+  service slapd stop >/dev/null 2>&1 || true
 fi
 
 jars_stamp=$GAPWATCH_HOME/lib/.stamp

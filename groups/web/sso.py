@@ -48,6 +48,7 @@ from mozilla_django_oidc.views import (
 
 from groups.models import DirectoryIdentity
 from groups.services.identity import Identity, directory_user_create, identity_login
+from groups.web.ldap_login import ldap_enabled, login_problem
 
 log = logging.getLogger("gapwatch.sso")
 
@@ -254,13 +255,16 @@ _SSO_MESSAGES = {
 
 class Login(LoginView):
     """/accounts/login/: the provider's button (when configured) beside the
-    local form (unless LOCAL_LOGIN=0)."""
+    password form, for directory (LDAP) and local accounts (unless neither is on)."""
 
     def get_context_data(self, **kwargs):
+        accounts = [name for name, on in (("directory (LDAP)", ldap_enabled()), ("local", settings.LOCAL_LOGIN)) if on]
         return {
             **super().get_context_data(**kwargs),
             "oidc_enabled": oidc_enabled(), "oidc_provider_name": settings.OIDC_PROVIDER_NAME,
-            "local_login": settings.LOCAL_LOGIN, "sso_message": _SSO_MESSAGES.get(self.request.GET.get("sso", "")),
+            "password_login": bool(accounts), "password_accounts": " or ".join(accounts).capitalize() + " account",
+            "sso_message": _SSO_MESSAGES.get(self.request.GET.get("sso", "")),
+            "ldap_message": login_problem(self.request),
         }
 
 

@@ -1,5 +1,7 @@
 """Typed environment readers refuse bad values, naming the variable."""
 
+import re
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
@@ -62,3 +64,61 @@ def test_it_reads_a_spark_connect_url_and_never_echoes_a_token(monkeypatch):
     with pytest.raises(ImproperlyConfigured) as refused:
         env_spark_connect_url("X_CONNECT")
     assert "s3cret" not in str(refused.value) and "sc://spark:15002/;..." in str(refused.value)
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ("ldap://dc1.corp.example:389 ldaps://dc2.corp.example", "use ldap:// (with LDAP_START_TLS) or ldaps://"),
+    ("http://dc1.corp.example", "must be ldap://host[:port] or ldaps://host[:port]"),
+    ("ldap://", "must be ldap://host[:port]"),
+    ("ldap://dc1.corp.example:port", "invalid port"),
+    ("ldaps://dc1.corp.example/dc=corp", "must be ldap://host[:port]"),
+])
+def test_it_refuses_ldap_uris_that_are_not_one_scheme_of_hosts(monkeypatch, value, why):
+    from controlplane.env import env_ldap_uris
+
+    monkeypatch.setenv("X_LDAP", value)
+    with pytest.raises(ImproperlyConfigured, match=f"X_LDAP.*{re.escape(why)}"):
+        env_ldap_uris("X_LDAP")
+
+
+def test_it_reads_ldap_uris_tried_in_order(monkeypatch):
+    from controlplane.env import env_ldap_uris
+
+    monkeypatch.setenv("X_LDAP", " ldaps://dc1.corp.example  ldaps://dc2.corp.example:636 ")
+    assert env_ldap_uris("X_LDAP") == "ldaps://dc1.corp.example ldaps://dc2.corp.example:636"
+    monkeypatch.delenv("X_LDAP")
+    assert env_ldap_uris("X_LDAP") == ""
+
+
+@pytest.mark.parametrize("value", ["uid=%(user)s", "(uid=%s)", "(cn=admin)", "(&(uid=%(user)s)(x=100%))"])
+def test_it_refuses_a_user_filter_without_the_username_in_parentheses(monkeypatch, value):
+    from controlplane.env import env_ldap_user_filter
+
+    monkeypatch.setenv("X_FILTER", value)
+    with pytest.raises(ImproperlyConfigured, match="X_FILTER"):
+        env_ldap_user_filter("X_FILTER", "(uid=%(user)s)")
+
+
+def test_it_reads_a_secret_from_its_variable_or_its_file_and_never_says_it(monkeypatch, tmp_path):
+    from controlplane.env import env_secret
+
+    monkeypatch.setenv("X_SECRET", "in-the-environment")
+    assert env_secret("X_SECRET") == "in-the-environment"
+    (tmp_path / "secret").write_text("in-a-file\n")
+    monkeypatch.setenv("X_SECRET_FILE", str(tmp_path / "secret"))
+    with pytest.raises(ImproperlyConfigured, match="set X_SECRET or X_SECRET_FILE, not both") as refused:
+        env_secret("X_SECRET")
+    assert "in-the-environment" not in str(refused.value)
+    monkeypatch.delenv("X_SECRET")
+    assert env_secret("X_SECRET") == "in-a-file"
+    monkeypatch.setenv("X_SECRET_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ImproperlyConfigured, match="X_SECRET_FILE: cannot read"):
+        env_secret("X_SECRET")
+
+
+def test_it_refuses_a_choice_outside_the_list(monkeypatch):
+    from controlplane.env import env_choice
+
+    monkeypatch.setenv("X_TYPE", "groupofnames")
+    with pytest.raises(ImproperlyConfigured, match="X_TYPE must be one of groupOfNames, posix, activedirectory"):
+        env_choice("X_TYPE", "groupOfNames", ("groupOfNames", "posix", "activedirectory"))
