@@ -145,3 +145,43 @@ def test_without_an_issuer_single_sign_on_is_off(settings, db):
     assert client.get("/oidc/authenticate/").status_code == 404
     assert client.get("/oidc/callback/?code=x&state=y").status_code == 404
     assert "Log in with" not in client.get("/accounts/login/").content.decode()
+
+
+def test_a_team_approver_approves_inside_the_scope_and_is_refused_outside(provider, live_server, page):
+    """Logged in through the provider's page as a member of payments-oncall:
+    the console shows the team's finding with its buttons and approves it; a
+    finding of another team is not shown to exist, and the API refuses to act on
+    one the team may only read."""
+    from groups.models import Finding, RemediationJob
+    from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic
+
+    RoleMapping.objects.create(directory_group="payments-oncall", role="approver", clusters="prod-eu",
+                               group_pattern="payments-*", topic_pattern="*")
+    RoleMapping.objects.create(directory_group="payments-oncall", role="viewer", clusters="prod-eu",
+                               group_pattern="orders-*", topic_pattern="*")
+    cluster = make_cluster("prod-eu")
+    findings = {}
+    for group_id, topic in (("payments-api", "payments"), ("orders-api", "orders"), ("billing", "ledger")):
+        findings[group_id] = make_finding(make_group(cluster, group_id, member_count=0, state="Empty"),
+                                          make_generation(make_topic(cluster, topic)))
+    username, _ = person(provider, "payments-oncall")
+    log_in_at_the_provider(page, live_server.url, username)
+    page.goto(f"{live_server.url}/?view=partitions")
+    rows = page.locator("tr[data-finding]")
+    assert sorted(int(rows.nth(i).get_attribute("data-finding")) for i in range(rows.count())) == sorted(
+        [findings["payments-api"].id, findings["orders-api"].id])
+    assert page.locator(f'tr[data-finding="{findings["orders-api"].id}"] td.row-actions a').count() == 0
+    page.click(f'tr[data-finding="{findings["payments-api"].id}"] td.row-actions >> text=Reset')
+    page.click("button:text('Approve reset')")
+    page.wait_for_url(f"{live_server.url}/jobs/**")
+    job = RemediationJob.objects.get()
+    assert list(job.findings.values_list("id", flat=True)) == [findings["payments-api"].id]
+    assert page.goto(f"{live_server.url}/findings/{findings['billing'].id}/").status == 404
+    # The page's own session, through the API: acting on the read-only finding is a 403 in JSON.
+    answer = page.request.post(f"{live_server.url}/api/v1/findings/{findings['orders-api'].id}/dismiss",
+                               data={"reason": "not ours"},
+                               headers={"X-CSRFToken": next(c["value"] for c in page.context.cookies()
+                                                            if c["name"] == "csrftoken"),
+                                        "Referer": live_server.url})
+    assert answer.status == 403 and "outside your scope" in answer.json()["error"]
+    assert Finding.objects.get(id=findings["orders-api"].id).closed_at is None
