@@ -97,3 +97,25 @@ def approver(db):
     from tests.factories import user_with_role
 
     return user_with_role("approver", "approver")
+
+
+@pytest.fixture
+def job_files(monkeypatch):
+    """The spec file and the whole log of every backfill attempt, as written
+    (what the tests of secrets grep)."""
+    from tasks.backfill import runner
+
+    seen = {"specs": [], "logs": []}
+    real_launch, real_tail = runner.launch, runner._tail
+
+    def launch(spec, *, spec_path, **kwargs):
+        seen["specs"].append(Path(spec_path).read_text())
+        return real_launch(spec, spec_path=spec_path, **kwargs)
+
+    def tail(path, *args, **kwargs):
+        seen["logs"].append(Path(path).read_text(errors="replace") if Path(path).exists() else "")
+        return real_tail(path, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "launch", launch)
+    monkeypatch.setattr(runner, "_tail", tail)
+    return seen

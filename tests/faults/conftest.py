@@ -51,3 +51,15 @@ def spark_cluster(tmp_path_factory):
         yield cluster.start()
     finally:
         cluster.close()
+
+
+@pytest.fixture
+def on_server(cluster_server, settings, tmp_path):
+    """Backfills of this test run on ``cluster_server`` (a module's Connect
+    server on the standalone cluster), never in a process of their own."""
+    settings.SPARK_CONNECT_URL = cluster_server.url
+    settings.SPARK_CONNECT_TOKEN = cluster_server.token
+    settings.SPARK_MASTER = "local[1]"  # never used: the job must run on the server
+    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
+    settings.BACKFILL_TIMEOUT_SECONDS = 300
+    return cluster_server

@@ -43,25 +43,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 
 @pytest.fixture
-def job_files(monkeypatch):
-    """The spec file and the whole log of every backfill attempt, as written."""
-    seen = {"specs": [], "logs": []}
-    real_launch, real_tail = runner.launch, runner._tail
-
-    def launch(spec, *, spec_path, **kwargs):
-        seen["specs"].append(Path(spec_path).read_text())
-        return real_launch(spec, spec_path=spec_path, **kwargs)
-
-    def tail(path, *args, **kwargs):
-        seen["logs"].append(Path(path).read_text(errors="replace") if Path(path).exists() else "")
-        return real_tail(path, *args, **kwargs)
-
-    monkeypatch.setattr(runner, "launch", launch)
-    monkeypatch.setattr(runner, "_tail", tail)
-    return seen
-
-
-@pytest.fixture
 def on_cluster(spark_cluster, settings, monkeypatch, tmp_path):
     """Backfills in processes of their own on the standalone cluster."""
     settings.SPARK_MASTER = spark_cluster.url
@@ -82,16 +63,6 @@ def cluster_server(spark_cluster, tmp_path_factory):
                            extra_env={"SPARK_CONF_DIR": str(spark_cluster.conf_dir)})
     yield server
     server.stop()
-
-
-@pytest.fixture
-def on_server(cluster_server, settings, tmp_path):
-    settings.SPARK_CONNECT_URL = cluster_server.url
-    settings.SPARK_CONNECT_TOKEN = cluster_server.token
-    settings.SPARK_MASTER = "local[1]"  # never used: the job must run on the server
-    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
-    settings.BACKFILL_TIMEOUT_SECONDS = 300
-    return cluster_server
 
 
 def written_by_spark(cluster) -> dict[str, str]:

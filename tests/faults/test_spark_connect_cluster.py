@@ -40,16 +40,6 @@ def cluster_server(spark_cluster, tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture
-def on_server(cluster_server, settings, tmp_path):
-    settings.SPARK_CONNECT_URL = cluster_server.url
-    settings.SPARK_CONNECT_TOKEN = cluster_server.token
-    settings.SPARK_MASTER = "local[1]"  # never used: the job must run on the server
-    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
-    settings.BACKFILL_TIMEOUT_SECONDS = 300
-    return cluster_server
-
-
 def the_server_application(cluster) -> str:
     (application,) = [app for app in cluster.applications("gapwatch-spark-connect") if app["state"] == "RUNNING"]
     return application["id"]

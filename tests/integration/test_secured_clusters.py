@@ -81,25 +81,6 @@ def enqueued(monkeypatch):
     return job_ids
 
 
-@pytest.fixture
-def job_files(monkeypatch):
-    """The spec file and the whole log of every backfill attempt, as written."""
-    seen = {"specs": [], "logs": []}
-    real_launch, real_tail = runner.launch, runner._tail
-
-    def launch(spec, *, spec_path, **kwargs):
-        seen["specs"].append(Path(spec_path).read_text())
-        return real_launch(spec, spec_path=spec_path, **kwargs)
-
-    def tail(path, *args, **kwargs):
-        seen["logs"].append(Path(path).read_text(errors="replace") if Path(path).exists() else "")
-        return real_tail(path, *args, **kwargs)
-
-    monkeypatch.setattr(runner, "launch", launch)
-    monkeypatch.setattr(runner, "_tail", tail)
-    return seen
-
-
 def register(user, name: str, fields: dict, secrets: dict) -> Cluster:
     """Through the cluster form (its checks) and the audited service, as the pages do."""
     form = ClusterForm(data={"name": name, "sasl_mechanism": "", "sasl_username": "", **fields, **secrets})
