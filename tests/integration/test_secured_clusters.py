@@ -146,10 +146,17 @@ def two_groups_missing_k(broker: Broker, cluster: Cluster, topic: str, group_ids
 
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("listener", ["ssl", "mtls", "scram", "oauth"])
+@pytest.mark.parametrize("listener", ["ssl", "mtls", "scram", "oauth", "oauth-on-connect"])
 def test_a_secured_cluster_is_polled_reset_and_backfilled(
-    secure_kafka, listener, unique, approver, backfill_settings, enqueued, job_files  # noqa: F811
+    secure_kafka, listener, unique, approver, backfill_settings, enqueued, job_files, request  # noqa: F811
 ):
+    """Each listener; ``-on-connect``: the backfill runs on the session's Spark
+    Connect server (the Java client's OIDC flow in the server's JVM), as `make up` runs it."""
+    on_connect = listener.endswith("-on-connect")
+    listener = listener.removesuffix("-on-connect")
+    if on_connect:
+        server = request.getfixturevalue("connect_server")
+        backfill_settings.SPARK_CONNECT_URL, backfill_settings.SPARK_CONNECT_TOKEN = server.url, server.token
     fields, secrets = listener_settings(secure_kafka, listener)
     cluster = register(approver, f"secure-{listener}-{unique}", fields, secrets)
     broker = Broker(secure_kafka.listeners.plaintext)
@@ -174,6 +181,7 @@ def test_a_secured_cluster_is_polled_reset_and_backfilled(
         run_remediation_job(job.id)
         job = RemediationJob.objects.get(id=job.id)
         assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+        assert [a["mode"] for a in job.result["attempts"]] == ["connect" if on_connect else "process"]
         assert [(p["partition"], p["delivered"], p["unexplained"]) for p in job.result["partitions"]] == [
             (2, backfilled.backfill_end - backfilled.backfill_start, 0)]
         rows = pyarrow.dataset.dataset(Path(backfill_settings.BACKFILL_OUTPUT) / str(job.id),
@@ -309,6 +317,7 @@ def test_least_privilege(secure_kafka, unique, approver, backfill_settings, enqu
         run_remediation_job(job.id)
         job.refresh_from_db()
         assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+        assert [a["mode"] for a in job.result["attempts"]] == ["connect" if on_connect else "process"]
         assert [(p["partition"], p["delivered"], p["unexplained"]) for p in job.result["partitions"]] == [(2, K, 0)]
         job = job_request(user=approver, finding_ids=[found[reset.name].id], kind="reset",
                           params={"target": "earliest"})
