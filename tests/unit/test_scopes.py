@@ -84,4 +84,5 @@ def test_matching(pattern, name, expected):
 def test_a_grant_says_what_it_allows():
     assert PAYMENTS.describe() == "approver on prod-eu, groups payments-*, topics *"
     assert Grant(VIEWER).describe() == "viewer on every cluster, groups *, topics *"
+    assert READ_ORDERS.describe() == "viewer on prod-*, stage, groups *, topics orders.?"
     assert Grant(VIEWER).unlimited and not PAYMENTS.unlimited
