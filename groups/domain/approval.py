@@ -44,4 +44,5 @@ def approval_fingerprint(
     decided = [dict(row) if kind == "backfill" else {key: row.get(key) for key in RESET_DECIDES} for row in plan]
     shown = {"kind": kind, "finding": finding_id, "params": dict(params), "plan": decided, "state": state,
              "missed": [missed_definite, missed_possible]}
-    return hashlib.sha256(json.dumps(shown, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+    # Plain JSON, as the job row stores its params and plan (a value JSON cannot hold is a bug, not hashed text).
+    return hashlib.sha256(json.dumps(shown, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
