@@ -223,6 +223,42 @@ class JavaConsoleConsumer(ReadOffsets):
         self._thread.join(timeout=5)
 
 
+class JavaConsoleShareConsumer(ReadOffsets):
+    """Kafka's own share consumer (``ConsoleShareConsumer``, KIP-932) in a JVM
+    of its own, in share group ``group_id``: the coordinator assigns it
+    partitions, and it starts a partition the group has not initialised where
+    the group's ``share.auto.offset.reset`` says (``latest`` by default).
+    Records are acknowledged as printed. ``received`` holds the offsets it
+    printed, per partition."""
+
+    def __init__(self, bootstrap: str, group_id: str, topic: str, *, refresh_ms: int = 5000) -> None:
+        command = [
+            "java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", kafka_jars(),
+            "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+            "--bootstrap-server", bootstrap, "--topic", topic, "--group", group_id,
+            "--command-property", f"metadata.max.age.ms={refresh_ms}",
+            "--command-property", f"client.id={group_id}-java",
+            "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
+        ]
+        super().__init__()
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    _read = JavaConsoleConsumer._read
+    close = JavaConsoleConsumer.close
+
+
+def kafka_tool(*args: str, timeout: float = 60.0) -> str:
+    """One of Kafka's command-line tools (a class in the broker's jars, run
+    with ``args``); its standard output. Fails the test with its output when
+    it exits non-zero."""
+    command = ["java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", kafka_jars(), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"{args[0]} exited {done.returncode}: {done.stdout}{done.stderr}"
+    return done.stdout
+
+
 class RateProducer:
     """Produces ``rate`` messages a second to each partition in ``partitions``,
     as a steady application would; ``add`` starts writing to more partitions

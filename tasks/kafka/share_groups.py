@@ -1,0 +1,394 @@
+"""Share groups (KIP-932) as the cluster describes them, read with Kafka's
+own Java ``Admin`` client in this process's JVM (``tasks.kafka.jvm``).
+
+Why the Java client: confluent-kafka (librdkafka) has a ``ShareConsumer``
+but no share-group admin call. Kafka's ``Admin`` has them all
+(``listGroups`` by type, ``describeShareGroups``, ``listShareGroupOffsets``
+with each partition's start offset and lag, ``describeConfigs`` on the
+GROUP resource), is maintained with the broker and follows each new
+protocol version, and does TLS with PEM stores, SASL PLAIN/SCRAM and OIDC
+OAUTHBEARER the way the Spark job's client already does (the same option
+mapping, ``tasks.spark.reader.kafka_options``). A protocol library such as
+kio would mean owning the request plumbing (coordinator lookup, retries,
+SASL and OAuth login) that the Java client already gets right; py4j comes
+with PySpark, so nothing is added to the install.
+
+What a start offset means: the share-partition start offset (SPSO), the
+lowest offset the group may still deliver; every record below it has been
+delivered and acknowledged, or skipped. A partition the group has not
+initialised has none. A new partition initialised under the default
+``share.auto.offset.reset=latest`` starts at the log end of that moment:
+the records written before are never delivered (issue 25).
+
+Not here yet (issue 25, the next steps): share groups in the poll's
+snapshot, the detection core, findings, repairs and pages.
+
+Creating a reader opens no connection and starts no JVM; the first call
+does. Every error is a ``KafkaUnavailable`` (``AccessRefused`` for a refused
+ACL or login), its message worded and free of secrets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
+
+from groups.domain.cluster_config import ClusterConfig
+from groups.domain.secrets import secret_redact
+from groups.domain.tls import key_as_pkcs8
+from tasks.kafka.errors import AccessRefused, KafkaUnavailable, missing_acl
+from tasks.kafka.jvm import JvmUnavailable, gateway_discard, java_gateway
+from tasks.spark.reader import kafka_options
+from tasks.spark.spec import KafkaSecrets, KafkaSettings
+
+AUTO_OFFSET_RESET = "share.auto.offset.reset"
+# The broker's default when a group has no value of its own (KIP-932).
+DEFAULT_AUTO_OFFSET_RESET = "latest"
+# Only guards against a future the client never completes: every call carries
+# the timeout itself.
+WAIT_GRACE_SECONDS = 5.0
+CLIENT_ID = "gapwatch-share-groups"
+
+_ERRORS = "org.apache.kafka.common.errors."
+# Refusals asking again cannot change until an operator does.
+_LOGIN_REFUSED = {
+    _ERRORS + "SaslAuthenticationException":
+        "the cluster refused Gapwatch's SASL login (user name, password, mechanism, or a disabled OAuth client)",
+    _ERRORS + "SslAuthenticationException":
+        "the TLS handshake failed (the broker's certificate is not trusted by the CA given, names another host, "
+        "or the broker refused Gapwatch's client certificate)",
+    _ERRORS + "AuthenticationException": "authentication failed",
+}
+
+
+@dataclass(frozen=True)
+class ShareMember:
+    member_id: str
+    client_id: str
+    host: str
+    # (topic, partition) pairs the coordinator assigned this member.
+    assignment: frozenset[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class ShareGroupDescription:
+    group_id: str
+    # The broker's words: "Stable", "Empty", "Dead", "Unknown".
+    state: str
+    group_epoch: int
+    members: tuple[ShareMember, ...]
+
+
+@dataclass(frozen=True)
+class SharePartitionStart:
+    """One partition's share state: ``start_offset`` is the lowest offset the
+    group may still deliver (every record below was delivered or skipped);
+    ``lag`` the records from there to the log end, as the broker computed it
+    (None when it did not)."""
+
+    start_offset: int
+    lag: int | None
+
+
+@dataclass(frozen=True)
+class AutoOffsetReset:
+    """The group's ``share.auto.offset.reset``: ``latest``, ``earliest`` or
+    ``by_duration:<ISO-8601 duration>`` (kept as the broker's text);
+    ``explicit`` when it was set on the group, not the broker's default."""
+
+    value: str
+    explicit: bool
+
+
+@dataclass(frozen=True)
+class ShareGroupState:
+    """Everything read about one share group in one ``read_all``."""
+
+    description: ShareGroupDescription
+    auto_offset_reset: AutoOffsetReset
+    start_offsets: Mapping[tuple[str, int], SharePartitionStart]
+
+
+def java_client_properties(config: ClusterConfig) -> dict[str, str]:
+    """The Java client's settings of a cluster: the options the Spark job's
+    Kafka source gets (PEM trust and key stores, JAAS from the secrets, the
+    OAuth login handler), without its ``kafka.`` prefix. The key is given as
+    unencrypted PKCS#8, the form the Java client reads."""
+    settings = KafkaSettings(
+        bootstrap_servers=config.bootstrap_servers, security_protocol=config.security_protocol,
+        sasl_mechanism=config.sasl_mechanism, sasl_username=config.sasl_username, ssl_ca_pem=config.ssl_ca_pem,
+        ssl_certificate_pem=config.ssl_certificate_pem, ssl_endpoint_identification=config.ssl_endpoint_identification,
+        oauth_token_endpoint=config.oauth_token_endpoint, oauth_client_id=config.oauth_client_id,
+        oauth_scope=config.oauth_scope)
+    key = key_as_pkcs8(config.ssl_key_pem, config.ssl_key_password) if config.ssl_key_pem else ""
+    secrets = KafkaSecrets(sasl_password=config.sasl_password, ssl_key_pem=key,
+                           oauth_client_secret=config.oauth_client_secret)
+    return {name.removeprefix("kafka."): value for name, value in kafka_options(settings, secrets).items()}
+
+
+class ShareGroupReader:
+    """Reads the share groups of one cluster. Every request carries
+    ``timeout`` (seconds) as its deadline. ``close`` releases the Java
+    client; the JVM stays for the process's next reader."""
+
+    def __init__(self, config: ClusterConfig, *, timeout: float = 10.0) -> None:
+        self._config = config
+        self._timeout_ms = int(timeout * 1000)
+        self._gateway = None
+        self._admin = None
+
+    # -- reads ---------------------------------------------------------------
+
+    def list_group_ids(self) -> tuple[str, ...]:
+        """Every share group the principal may Describe, sorted. The broker
+        leaves out the groups it may not see: no ACL reads as no group."""
+        with self._calls("list share groups"):
+            options = self._jvm.org.apache.kafka.clients.admin.ListGroupsOptions.forShareGroups()
+            listings = self._get(self._client.listGroups(options.timeoutMs(self._timeout_ms)).all())
+            return tuple(sorted(str(listing.groupId()) for listing in _items(listings)))
+
+    def describe(self, group_ids: Sequence[str]) -> dict[str, ShareGroupDescription]:
+        """Each group's state and members, with each member's assignment. A
+        group deleted since it was listed is left out."""
+        if not group_ids:
+            return {}
+        with self._calls("describe share groups"):
+            options = self._jvm.org.apache.kafka.clients.admin.DescribeShareGroupsOptions().timeoutMs(self._timeout_ms)
+            futures = self._client.describeShareGroups(list(group_ids), options).describedGroups()
+            described = {}
+            for group_id in group_ids:
+                try:
+                    description = self._get(futures.get(group_id))
+                except Py4JJavaError as error:
+                    if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
+                        continue
+                    raise _GroupError(group_id, error) from None
+                described[group_id] = _description(group_id, description)
+            return described
+
+    def start_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[tuple[str, int], SharePartitionStart]]:
+        """Each group's start offset and lag on every partition it has
+        initialised, in one request per coordinator."""
+        if not group_ids:
+            return {}
+        with self._calls("share group start offsets"):
+            admin_package = self._jvm.org.apache.kafka.clients.admin
+            specs = {group_id: admin_package.ListShareGroupOffsetsSpec() for group_id in group_ids}
+            options = admin_package.ListShareGroupOffsetsOptions().timeoutMs(self._timeout_ms)
+            result = self._client.listShareGroupOffsets(specs, options)
+            offsets = {}
+            for group_id in group_ids:
+                try:
+                    partitions = self._get(result.partitionsToOffsetInfo(group_id))
+                except Py4JJavaError as error:
+                    if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
+                        continue
+                    raise _GroupError(group_id, error) from None
+                offsets[group_id] = _start_offsets(partitions)
+            return offsets
+
+    def auto_offset_resets(self, group_ids: Sequence[str]) -> dict[str, AutoOffsetReset]:
+        """Each group's ``share.auto.offset.reset`` (the GROUP config
+        resource; a group without its own value has the broker's default)."""
+        if not group_ids:
+            return {}
+        with self._calls("share group configs"):
+            config_resource = self._jvm.org.apache.kafka.common.config.ConfigResource
+            group_type = getattr(self._jvm, "org.apache.kafka.common.config.ConfigResource$Type").GROUP
+            resources = {group_id: config_resource(group_type, group_id) for group_id in group_ids}
+            options = self._jvm.org.apache.kafka.clients.admin.DescribeConfigsOptions().timeoutMs(self._timeout_ms)
+            futures = self._client.describeConfigs(list(resources.values()), options).values()
+            found = {}
+            for group_id, resource in resources.items():
+                try:
+                    entry = self._get(futures.get(resource)).get(AUTO_OFFSET_RESET)
+                except Py4JJavaError as error:
+                    raise _GroupError(group_id, error) from None
+                if entry is None or entry.value() is None:
+                    found[group_id] = AutoOffsetReset(DEFAULT_AUTO_OFFSET_RESET, explicit=False)
+                else:
+                    explicit = str(entry.source().name()) == "DYNAMIC_GROUP_CONFIG"
+                    found[group_id] = AutoOffsetReset(str(entry.value()), explicit=explicit)
+            return found
+
+    def read_all(self) -> tuple[ShareGroupState, ...]:
+        """Every share group with its description, start offsets and reset
+        policy: four requests whatever the number of groups (list, describe,
+        offsets, configs; the last three batched over all groups)."""
+        group_ids = self.list_group_ids()
+        described = self.describe(group_ids)
+        present = [group_id for group_id in group_ids if group_id in described]
+        offsets = self.start_offsets(present)
+        resets = self.auto_offset_resets(present)
+        return tuple(
+            ShareGroupState(description=described[group_id], auto_offset_reset=resets[group_id],
+                            start_offsets=offsets.get(group_id, {}))
+            for group_id in present
+        )
+
+    def close(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            try:
+                admin.close(self._jvm.java.time.Duration.ofMillis(self._timeout_ms))
+            except Py4JError:
+                pass  # the JVM is gone, and the client with it
+
+    def __enter__(self) -> ShareGroupReader:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- plumbing --------------------------------------------------------------
+
+    @property
+    def _jvm(self):
+        if self._gateway is None:
+            try:
+                self._gateway = java_gateway()
+            except JvmUnavailable as error:
+                raise self._unavailable("start", str(error)) from None
+        return self._gateway.jvm
+
+    @property
+    def _client(self):
+        """The Java ``Admin``, made on first use: its settings travel as
+        gateway calls (``Properties.setProperty``), secrets included."""
+        if self._admin is None:
+            properties = self._jvm.java.util.Properties()
+            settings = {**java_client_properties(self._config), "client.id": CLIENT_ID,
+                        "request.timeout.ms": str(self._timeout_ms),
+                        "default.api.timeout.ms": str(self._timeout_ms)}
+            for name, value in settings.items():
+                properties.setProperty(name, value)
+            self._admin = self._jvm.org.apache.kafka.clients.admin.Admin.create(properties)
+        return self._admin
+
+    def _get(self, future):
+        """A KafkaFuture's value; the call's own deadline ends it first."""
+        unit = self._jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+        return future.get(self._timeout_ms + int(WAIT_GRACE_SECONDS * 1000), unit)
+
+    def _calls(self, stage: str):
+        return _Calls(self, stage)
+
+    def _unavailable(self, stage: str, detail: str, *, refused: bool = False) -> KafkaUnavailable:
+        message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}", *self._config.secrets)
+        kind = AccessRefused if refused else KafkaUnavailable
+        return kind(message, bootstrap_servers=self._config.bootstrap_servers, stage=f"share groups: {stage}")
+
+    def _lost_jvm(self) -> None:
+        gateway, self._gateway, self._admin = self._gateway, None, None
+        if gateway is not None:
+            gateway_discard(gateway)
+
+
+class _GroupError(Exception):
+    """A Java error on one group's request, to be worded with the group's name."""
+
+    def __init__(self, group_id: str, error: Py4JJavaError) -> None:
+        super().__init__(group_id)
+        self.group_id = group_id
+        self.error = error
+
+
+class _Calls:
+    """Turns whatever a block of Java calls raises into a worded ``KafkaUnavailable``."""
+
+    def __init__(self, reader: ShareGroupReader, stage: str) -> None:
+        self.reader, self.stage = reader, stage
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if error is None or isinstance(error, KafkaUnavailable):
+            return False
+        group_id = None
+        if isinstance(error, _GroupError):
+            group_id, error = error.group_id, error.error
+        if isinstance(error, Py4JJavaError):
+            detail, refused = _worded(error, group_id=group_id, timeout_ms=self.reader._timeout_ms)
+            raise self.reader._unavailable(self.stage, detail, refused=refused) from None
+        if isinstance(error, Py4JNetworkError):
+            self.reader._lost_jvm()
+            raise self.reader._unavailable(self.stage, "the JVM running Kafka's Java client stopped answering "
+                                                       "(it is started again on the next call)") from None
+        return False
+
+
+def _cause(error: Py4JJavaError):
+    """The Java exception that says what happened: the cause under the
+    ExecutionException (or a KafkaException of Admin.create) wrapping it."""
+    exception = error.java_exception
+    while exception.getCause() is not None and str(exception.getClass().getName()) in (
+        "java.util.concurrent.ExecutionException", "java.util.concurrent.CompletionException",
+        "org.apache.kafka.common.KafkaException",
+    ):
+        exception = exception.getCause()
+    return exception
+
+
+def _cause_class(error: Py4JJavaError) -> str:
+    return str(_cause(error).getClass().getName())
+
+
+def _worded(error: Py4JJavaError, *, group_id: str | None, timeout_ms: int) -> tuple[str, bool]:
+    """What a Java error means in words, and whether it is a lasting refusal."""
+    cause = _cause(error)
+    name = str(cause.getClass().getName())
+    text = f"{name.rsplit('.', 1)[-1]}: {cause.getMessage()}"
+    if name in (_ERRORS + "TimeoutException", "java.util.concurrent.TimeoutException"):
+        return f"no answer within {timeout_ms / 1000:g}s: no broker reachable, or none answered ({text})", False
+    if name == _ERRORS + "GroupAuthorizationException":
+        return f"{text} ({missing_acl('Describe', 'group', group_id or str(cause.groupId()))})", True
+    if name == _ERRORS + "TopicAuthorizationException":
+        topics = ", ".join(sorted(str(topic) for topic in _items(cause.unauthorizedTopics())))
+        return f"{text} ({missing_acl('Describe', 'topic', topics)})", True
+    if name == _ERRORS + "ClusterAuthorizationException":
+        return f"{text} ({missing_acl('Describe', 'cluster')})", True
+    if name in _LOGIN_REFUSED:
+        return f"login refused: {text} ({_LOGIN_REFUSED[name]})", name != _ERRORS + "AuthenticationException"
+    if name == "org.apache.kafka.common.config.ConfigException":
+        if "resolvable" in text:
+            return f"no address in bootstrap.servers resolves ({text})", False
+        return f"the client settings were refused ({text})", False
+    if name == _ERRORS + "UnsupportedVersionException":
+        return f"the cluster does not serve share groups ({text}; Kafka 4.1+ with share.version=1)", False
+    return text, False
+
+
+def _items(collection) -> Iterable:
+    """A Java collection's elements (py4j iterates lists and sets, not every Collection)."""
+    return list(collection.toArray())
+
+
+def _description(group_id: str, description) -> ShareGroupDescription:
+    members = []
+    for member in _items(description.members()):
+        assignment = member.assignment()
+        partitions = _items(assignment.topicPartitions()) if assignment is not None else []
+        members.append(ShareMember(
+            member_id=str(member.consumerId()), client_id=str(member.clientId() or ""), host=str(member.host() or ""),
+            assignment=frozenset((str(tp.topic()), int(tp.partition())) for tp in partitions),
+        ))
+    return ShareGroupDescription(
+        group_id=group_id, state=str(description.groupState().toString()), group_epoch=int(description.groupEpoch()),
+        members=tuple(sorted(members, key=lambda member: member.member_id)),
+    )
+
+
+def _start_offsets(partitions) -> dict[tuple[str, int], SharePartitionStart]:
+    found = {}
+    for entry in _items(partitions.entrySet()):
+        info = entry.getValue()
+        if info is None:
+            continue  # a partition the group has not initialised
+        partition = entry.getKey()
+        lag = info.lag()
+        found[(str(partition.topic()), int(partition.partition()))] = SharePartitionStart(
+            start_offset=int(info.startOffset()), lag=int(lag.get()) if lag.isPresent() else None)
+    return found

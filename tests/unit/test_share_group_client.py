@@ -1,0 +1,37 @@
+"""The Java client settings the share-group reader gives Kafka's Admin: the
+Spark job's mapping of a cluster's settings, without its ``kafka.`` prefix."""
+
+from __future__ import annotations
+
+from groups.domain.cluster_config import ClusterConfig
+from tasks.kafka.share_groups import ShareGroupReader, java_client_properties
+
+
+def test_it_maps_sasl_scram_over_tls_with_a_pem_trust_store():
+    properties = java_client_properties(ClusterConfig(
+        "b:9093", security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", sasl_username="gap",
+        sasl_password='p"w', ssl_ca_pem="-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n"))
+    assert properties["bootstrap.servers"] == "b:9093"
+    assert properties["security.protocol"] == "SASL_SSL"
+    assert properties["ssl.truststore.type"] == "PEM"
+    assert properties["ssl.endpoint.identification.algorithm"] == "https"
+    assert properties["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert properties["sasl.jaas.config"] == (
+        'org.apache.kafka.common.security.scram.ScramLoginModule required username="gap" password="p\\"w";')
+    assert not any(name.startswith("kafka.") for name in properties)
+
+
+def test_it_maps_oauthbearer_to_the_java_clients_oidc_login():
+    properties = java_client_properties(ClusterConfig(
+        "b:9093", security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER", ssl_endpoint_identification=False,
+        oauth_token_endpoint="https://idp/token", oauth_client_id="gapwatch", oauth_client_secret="s3cret"))
+    assert properties["sasl.login.callback.handler.class"].endswith("OAuthBearerLoginCallbackHandler")
+    assert properties["sasl.oauthbearer.token.endpoint.url"] == "https://idp/token"
+    assert 'clientSecret="s3cret"' in properties["sasl.jaas.config"]
+    assert properties["ssl.endpoint.identification.algorithm"] == ""
+
+
+def test_it_starts_no_jvm_and_opens_no_connection_when_created():
+    reader = ShareGroupReader(ClusterConfig("127.0.0.1:1"))
+    assert reader._gateway is None and reader._admin is None
+    reader.close()
