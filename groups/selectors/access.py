@@ -8,7 +8,8 @@
   mappings of their directory groups, read at each request (a mapping
   changed in the admin applies at once; their directory groups are those
   of their last login);
-- a local account: one unlimited grant per role group it is in.
+- a local account: one unlimited grant per role group it is in (or, in
+  none, approver when the account itself holds the approver's permission).
 
 ``Scope.rows(queryset, ...)`` filters a queryset in the database to what the
 grants let the person read; with an unlimited grant it is the queryset
@@ -26,6 +27,7 @@ from groups.domain.scopes import APPROVER, VIEWER, Grant, covering, glob_to_rege
 from groups.models import Cluster, DirectoryIdentity, Finding, RemediationJob, RoleMapping
 
 _ROLE_GROUPS = (VIEWER, APPROVER)
+APPROVE_PERMISSION = "groups.approve_remediation"
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ def grants_of(user) -> tuple[Grant, ...]:
     identity = DirectoryIdentity.objects.filter(user=user).first()
     if identity is None:
         roles = set(user.groups.filter(name__in=_ROLE_GROUPS).values_list("name", flat=True))
+        if not roles and user.has_perm(APPROVE_PERMISSION):
+            roles.add(APPROVER)  # in no role group, but given the approver's permission itself in the admin
         return tuple(Grant(role, source=f"local role {role}") for role in _ROLE_GROUPS if role in roles)
     mappings = RoleMapping.objects.filter(directory_group__in=identity.groups).order_by("id")
     return tuple(
