@@ -10,7 +10,7 @@ from groups.api.schemas import (
     ApprovedManyOut, ApproveIn, ApproveManyIn, DismissedManyOut, DismissedOut, DismissIn, DismissManyIn, DuplicateError, Error, JobOut, PathId,
 )
 from groups.models import RemediationJob
-from groups.services import remediation
+from groups.services import bulk, remediation
 
 router = Router()
 _ERRORS = {400: Error, 401: Error, 403: Error, 404: Error}
@@ -42,7 +42,7 @@ def dismiss(request: HttpRequest, id: PathId, payload: DismissIn):
              "request) or has an active job is refused with why, and the others are dismissed. Bad input (an "
              "id that is no id, no reason) is a 400 and dismisses nothing.")
 def dismiss_many(request: HttpRequest, payload: DismissManyIn):
-    return remediation.findings_dismiss(user=request.user, finding_ids=payload.ids, reason=payload.reason)
+    return bulk.findings_dismiss(user=request.user, finding_ids=payload.ids, reason=payload.reason)
 
 
 @router.post("findings/approve", response={200: ApprovedManyOut, 400: Error, 401: Error, 403: Error, 503: Error},
@@ -52,4 +52,4 @@ def dismiss_many(request: HttpRequest, payload: DismissManyIn):
              "unknown, closed, covered, under an active job (a repeated request) or that its plan refuses is "
              "refused with why, and the others get their job. Bad input is a 400 and creates nothing.")
 def approve_many(request: HttpRequest, payload: ApproveManyIn):
-    return remediation.findings_approve(user=request.user, finding_ids=payload.ids, kind=payload.kind)
+    return bulk.findings_approve(user=request.user, finding_ids=payload.ids, kind=payload.kind)

@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 
 from groups.models import AuditEvent, Finding
-from groups.services import remediation
+from groups.services import bulk, remediation
 from tests.integration.pages_harness import client_for
 from tests.factories import (
     HOSTILE_GROUP_ID,
@@ -124,7 +124,7 @@ def test_a_nul_byte_in_the_reason_is_refused_before_anything_is_written(approver
     assert response.status_code == 400
     assert not dismissed_ids()
     with pytest.raises(remediation.ValidationError, match="NUL"):
-        remediation.findings_dismiss(user=approver, finding_ids=[selection["billing"].id], reason="bad\x00")
+        bulk.findings_dismiss(user=approver, finding_ids=[selection["billing"].id], reason="bad\x00")
 
 
 def test_a_viewer_or_a_forged_post_dismisses_nothing(approver, viewer, selection):

@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 
 from groups.models import AuditEvent, Finding, RemediationJob
-from groups.services import previews, remediation
+from groups.services import bulk, previews, remediation
 from tests.integration.pages_harness import client_for
 from tests.factories import (
     HOSTILE_GROUP_ID,
@@ -126,7 +126,7 @@ def test_a_finding_that_changed_since_the_preview_is_refused_and_the_others_appr
     form = {"kind": "backfill", "ids": chosen, **{f"previewed-{i}": v for i, v in fingerprints(body).items()}}
     response = client.post("/findings/approve/confirm", form, follow=True)
     assert [str(m) for m in response.context["messages"]][1] == (
-        f"Not approved: finding {selection['billing'].id}: {remediation.CHANGED_SINCE_PREVIEW}")
+        f"Not approved: finding {selection['billing'].id}: {bulk.CHANGED_SINCE_PREVIEW}")
     (job,) = new_jobs(selection)
     assert list(job.findings.values_list("id", flat=True)) == [selection["hostile"].id]
     assert job.params == {"sink": "parquet"} and [(p["start"], p["end"]) for p in job.plan] == [(0, 45)]
