@@ -111,7 +111,7 @@ def cli_describe_all(bootstrap: str) -> float:
     return time.monotonic() - begin
 
 
-def measure(bootstrap: str, polls: int) -> dict:
+def measure(bootstrap: str, polls: int, topics: int, groups: int) -> dict:
     cluster, _ = Cluster.objects.update_or_create(name="bench", defaults={"bootstrap_servers": bootstrap})
     adapter = KafkaAdapter(cluster.client_config(), timeout=30)
     snapshots, stages = [], []
@@ -120,6 +120,18 @@ def measure(bootstrap: str, polls: int) -> dict:
         adapter.snapshot(cluster="bench", now=timezone.now())
         snapshots.append(time.monotonic() - begin)
         stages.append(dict(adapter.last_timings))
+    # The watcher's targeted snapshot of one topic: of its stored readers only (a
+    # tick that observes a pickup), and of every listed group (a tick that sees a
+    # partition count change: tasks/watching.py reads them all, so a group that
+    # took the topic up since the last full poll is not missed).
+    topic = topic_names(1)[0]
+    readers = {g for n, g in enumerate(group_names(groups)) if n % topics == 0}  # as prepare() commits
+    targeted = {"readers": [], "every group": []}
+    for _ in range(polls):
+        for label, groups in (("readers", readers), ("every group", None)):
+            begin = time.monotonic()
+            adapter.snapshot(cluster="bench", now=timezone.now(), topics={topic}, groups=groups)
+            targeted[label].append(time.monotonic() - begin)
     poll_cluster(cluster_id=cluster.id)  # warm-up: the first poll creates every row
     totals, kafka, writes, summary = [], [], [], None
     for _ in range(polls):
@@ -135,6 +147,7 @@ def measure(bootstrap: str, polls: int) -> dict:
         "poll": median(totals), "poll_all": totals, "kafka": median(kafka), "writes": median(writes),
         "snapshot": median(snapshots), "stages": {s: median(t[s] for t in stages) for s in stages[0]},
         "cli": median(cli), "cli_all": cli,
+        "targeted": {label: median(times) for label, times in targeted.items()},
     }
 
 
@@ -154,7 +167,7 @@ def main() -> None:
             prepare(admin, args.bootstrap, topics, groups)
             print(f"prepared {topics} topics x {PARTITIONS_PER_TOPIC}, {groups} groups in "
                   f"{time.monotonic() - started:.1f}s", flush=True)
-            row = measure(args.bootstrap, args.polls)
+            row = measure(args.bootstrap, args.polls, topics, groups)
         finally:
             cleanup(admin, topics, groups)
             Cluster.objects.filter(name="bench").delete()
@@ -164,7 +177,8 @@ def main() -> None:
               + ", ".join(f"{t:.3f}" for t in row["poll_all"]) + f"); snapshot alone {row['snapshot']:.3f}s ("
               + ", ".join(f"{s} {t:.3f}s" for s, t in row["stages"].items()) + f"); CLI describe-all "
               f"{row['cli']:.3f}s (all " + ", ".join(f"{t:.3f}" for t in row["cli_all"])
-              + f"); ratio poll/CLI {row['poll'] / row['cli']:.2f}x", flush=True)
+              + f"); ratio poll/CLI {row['poll'] / row['cli']:.2f}x; watcher's snapshot of one topic: "
+              + ", ".join(f"{label} {t:.3f}s" for label, t in row["targeted"].items()), flush=True)
     print("\n| partitions | groups | full poll | snapshot | CLI describe-all | poll / CLI |")
     print("|---|---|---|---|---|---|")
     for row in rows:

@@ -41,6 +41,7 @@ from tasks.jobs import run_remediation_job
 from tasks.polling import cluster_adapter, poll_cluster
 from tests.integration.backfill_harness import K as BACKFILL_K
 from tests.integration.backfill_harness import Scenario, replayed_rows, run_job
+from tests.faults.procs import free_ports
 from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
 from tests.integration.scenarios import committed, findings, poll, start_consuming_group
 from tests.integration.pages_harness import client_for
@@ -222,6 +223,28 @@ def test_a_wrong_ca_shows_as_a_certificate_error_in_words(secure_kafka, unique, 
 
     answer = connection.run_connection_test(cluster.id)
     assert not answer["ok"] and "certificate verify failed" in answer["message"], answer["message"]
+
+
+@pytest.mark.django_db
+def test_with_its_broker_stopped_a_secured_cluster_shows_unreachable_with_the_reason_and_the_pages_work(
+    secure_kafka, unique, approver, settings, client  # noqa: F811
+):
+    """A SCRAM-over-TLS cluster whose broker does not answer (its port closed,
+    as a stopped broker leaves it): the poll fails in words, and every page
+    still renders from stored state, the clusters page with the reason."""
+    settings.KAFKA_TIMEOUT_SECONDS = 2
+    (port,) = free_ports(1)
+    fields, secrets = listener_settings(secure_kafka, "scram")
+    cluster = register(approver, f"stopped-{unique}", {**fields, "bootstrap_servers": f"127.0.0.1:{port}"}, secrets)
+    assert not poll_cluster(cluster_id=cluster.id).ok
+    cluster.refresh_from_db()
+    assert cluster.status == Cluster.Status.UNREACHABLE and cluster.last_error, cluster.last_error
+    client.force_login(approver)
+    for path in ("/", "/?view=partitions", "/groups/", "/topics/", "/jobs/", "/audit/"):
+        assert client.get(path).status_code == 200, path
+    page = client.get("/clusters/").content.decode()
+    assert shown(cluster.last_error) in page or cluster.last_error in page
+    assert secrets["sasl_password"] not in page + cluster.last_error
 
 
 def scram_cluster(kafka, user, name: str, acls) -> Cluster:
