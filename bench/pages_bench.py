@@ -14,11 +14,11 @@ import sys
 import time
 from datetime import timedelta
 
-import django
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
-django.setup()
+# The application as gunicorn loads it, garbage-collector freeze included.
+import controlplane.wsgi  # noqa: E402, F401
 
 from django.contrib.auth.models import User  # noqa: E402
 from django.db import connection  # noqa: E402
