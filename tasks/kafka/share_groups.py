@@ -37,6 +37,7 @@ from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.secrets import secret_redact
+from groups.domain.snapshot import MemberSnapshot
 from groups.domain.tls import key_as_pkcs8
 from tasks.kafka.errors import AccessRefused, KafkaUnavailable, missing_acl
 from tasks.kafka.jvm import JvmUnavailable, gateway_discard, java_gateway
@@ -64,21 +65,13 @@ _LOGIN_REFUSED = {
 
 
 @dataclass(frozen=True)
-class ShareMember:
-    member_id: str
-    client_id: str
-    host: str
-    # (topic, partition) pairs the coordinator assigned this member.
-    assignment: frozenset[tuple[str, int]]
-
-
-@dataclass(frozen=True)
 class ShareGroupDescription:
     group_id: str
     # The broker's words: "Stable", "Empty", "Dead", "Unknown".
     state: str
     group_epoch: int
-    members: tuple[ShareMember, ...]
+    # The poll's member type (no target assignment: share groups report none).
+    members: tuple[MemberSnapshot, ...]
 
 
 @dataclass(frozen=True)
@@ -371,7 +364,7 @@ def _description(group_id: str, description) -> ShareGroupDescription:
     for member in _items(description.members()):
         assignment = member.assignment()
         partitions = _items(assignment.topicPartitions()) if assignment is not None else []
-        members.append(ShareMember(
+        members.append(MemberSnapshot(
             member_id=str(member.consumerId()), client_id=str(member.clientId() or ""), host=str(member.host() or ""),
             assignment=frozenset((str(tp.topic()), int(tp.partition())) for tp in partitions),
         ))

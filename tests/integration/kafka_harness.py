@@ -182,20 +182,17 @@ def kafka_jars() -> str:
 _PRINTED = re.compile(r"Partition:(\d+)\tOffset:(\d+)")
 
 
-class JavaConsoleConsumer(ReadOffsets):
-    """Kafka's own console consumer in a JVM of its own: an independent client
-    that refreshes metadata on its own timer (``metadata.max.age.ms``).
-    Without ``--from-beginning`` a new group starts at latest. Auto-commit is
-    left at the client's defaults (on, every 5 s, with ``--group``).
-    ``received`` holds the offsets it printed, per partition."""
+class _PrintingJavaTool(ReadOffsets):
+    """One of Kafka's console tools in a JVM of its own, printing partition and
+    offset of each record it receives: ``received`` holds them, per partition."""
 
-    def __init__(self, bootstrap: str, group_id: str, topic: str, *, protocol: str,
-                 refresh_ms: int = 5000) -> None:
+    def __init__(self, tool: str, bootstrap: str, group_id: str, topic: str, *, refresh_ms: int,
+                 properties: tuple[str, ...] = ()) -> None:
         command = [
             "java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", kafka_jars(),
-            "org.apache.kafka.tools.consumer.ConsoleConsumer",
+            f"org.apache.kafka.tools.consumer.{tool}",
             "--bootstrap-server", bootstrap, "--topic", topic, "--group", group_id,
-            "--command-property", f"group.protocol={protocol}",
+            *(arg for prop in properties for arg in ("--command-property", prop)),
             "--command-property", f"metadata.max.age.ms={refresh_ms}",
             "--command-property", f"client.id={group_id}-java",
             "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
@@ -223,30 +220,27 @@ class JavaConsoleConsumer(ReadOffsets):
         self._thread.join(timeout=5)
 
 
-class JavaConsoleShareConsumer(ReadOffsets):
-    """Kafka's own share consumer (``ConsoleShareConsumer``, KIP-932) in a JVM
-    of its own, in share group ``group_id``: the coordinator assigns it
-    partitions, and it starts a partition the group has not initialised where
-    the group's ``share.auto.offset.reset`` says (``latest`` by default).
-    Records are acknowledged as printed. ``received`` holds the offsets it
-    printed, per partition."""
+class JavaConsoleConsumer(_PrintingJavaTool):
+    """Kafka's own console consumer: an independent client that refreshes
+    metadata on its own timer (``metadata.max.age.ms``). Without
+    ``--from-beginning`` a new group starts at latest. Auto-commit is left at
+    the client's defaults (on, every 5 s, with ``--group``)."""
+
+    def __init__(self, bootstrap: str, group_id: str, topic: str, *, protocol: str,
+                 refresh_ms: int = 5000) -> None:
+        super().__init__("ConsoleConsumer", bootstrap, group_id, topic, refresh_ms=refresh_ms,
+                         properties=(f"group.protocol={protocol}",))
+
+
+class JavaConsoleShareConsumer(_PrintingJavaTool):
+    """Kafka's own share consumer (``ConsoleShareConsumer``, KIP-932) in share
+    group ``group_id``: the coordinator assigns it partitions, and it starts a
+    partition the group has not initialised where the group's
+    ``share.auto.offset.reset`` says (``latest`` by default). Records are
+    acknowledged as printed."""
 
     def __init__(self, bootstrap: str, group_id: str, topic: str, *, refresh_ms: int = 5000) -> None:
-        command = [
-            "java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", kafka_jars(),
-            "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
-            "--bootstrap-server", bootstrap, "--topic", topic, "--group", group_id,
-            "--command-property", f"metadata.max.age.ms={refresh_ms}",
-            "--command-property", f"client.id={group_id}-java",
-            "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
-        ]
-        super().__init__()
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    _read = JavaConsoleConsumer._read
-    close = JavaConsoleConsumer.close
+        super().__init__("ConsoleShareConsumer", bootstrap, group_id, topic, refresh_ms=refresh_ms)
 
 
 def kafka_tool(*args: str, timeout: float = 60.0) -> str:
