@@ -24,6 +24,7 @@ everything else literal, matched on the whole name and case-sensitively
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,9 +83,11 @@ def sees_everything(grants: Iterable[Grant]) -> bool:
     return any(grant.unlimited for grant in grants)
 
 
+@functools.lru_cache(maxsize=1024)
 def glob_to_regex(pattern: str) -> str:
     """A pattern as an anchored regular expression that Python's ``re`` and
     PostgreSQL's ``~`` read alike (lists are filtered in the database, single
     objects here, by the same expression): ``*`` any run of characters, ``?``
-    one, everything else literal (escaped)."""
+    one, everything else literal (escaped). Cached: a scoped scrape of
+    /metrics asks for the same few patterns once per series."""
     return "^" + "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + "$"

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from groups.models import Finding, JobFinding, Notification, RemediationJob
@@ -46,10 +47,9 @@ class DuplicateJob(Conflict):
         self.job = job
 
 
-def _with_names(findings) -> list[Finding]:
-    """The findings with what a scope is checked against (cluster, group, topic)."""
-    ids = [f.id for f in findings]
-    return list(Finding.objects.select_related("cluster", "group", "topic").filter(id__in=ids).order_by("id"))
+def _named(findings: QuerySet[Finding]) -> list[Finding]:
+    """The findings with what a scope is checked against (cluster, group, topic), in one query."""
+    return list(findings.select_related("cluster", "group", "topic").order_by("id"))
 
 
 def _require_approver(user) -> None:
@@ -100,11 +100,12 @@ def job_create(
         dispatch.queue_check()  # an approved job nobody can run is not written
     try:
         with transaction.atomic():
-            locked = findings_lock(Finding.objects.filter(id__in=[f.id for f in findings]))
+            ids = [f.id for f in findings]
+            locked = findings_lock(Finding.objects.filter(id__in=ids))
             for finding in locked:
                 finding_require_open(finding)
             acted = {} if requested_by is None else act_detail(
-                requested_by, scope_require_act(requested_by, _with_names(locked)))
+                requested_by, scope_require_act(requested_by, _named(Finding.objects.filter(id__in=ids))))
             existing = RemediationJob.objects.filter(
                 job_findings__finding__in=findings, job_findings__active=True, kind=kind
             ).first()
@@ -212,7 +213,7 @@ def job_approve(*, user, job_id: int) -> RemediationJob:
     """Four-eyes approval: an approver other than the requester."""
     _require_approver(user)
     job = RemediationJob.objects.select_related("requested_by").get(id=job_id)
-    scope_require_act(user, _with_names(job.findings.all()))
+    scope_require_act(user, _named(job.findings.all()))
     if settings.FOUR_EYES and same_person(job.requested_by, user):
         raise PermissionDenied("four-eyes: the person who requested a remediation cannot approve it "
                                "(not from another account of theirs either)")
@@ -234,7 +235,7 @@ def job_cancel(*, user, job_id: int, seen_status: str | None = None) -> Remediat
     job is cancelled only from that status, so a cancel racing an approval of
     the same request loses (Conflict) instead of undoing it unseen."""
     _require_approver(user)
-    scope_require_act(user, _with_names(Finding.objects.filter(job_findings__job_id=job_id)))
+    scope_require_act(user, _named(Finding.objects.filter(job_findings__job_id=job_id)))
     from_statuses = list(RemediationJob.CANCELLABLE)
     if seen_status is not None:
         from_statuses = [seen_status] if seen_status in from_statuses else []
@@ -285,7 +286,7 @@ def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
         if not locked:
             raise FindingNotFound(f"no finding {finding_id}")
         finding_require_open(locked[0])
-        acted = act_detail(user, scope_require_act(user, _with_names(locked)))
+        acted = act_detail(user, scope_require_act(user, _named(Finding.objects.filter(id=finding_id))))
         active = finding_active_job(finding_id)
         if active is not None:
             raise Conflict(f"{active.kind} job {active.id} is {active.status} on finding {finding_id}: "
