@@ -185,3 +185,22 @@ def test_a_team_approver_approves_inside_the_scope_and_is_refused_outside(provid
                                         "Referer": live_server.url})
     assert answer.status == 403 and "outside your scope" in answer.json()["error"]
     assert Finding.objects.get(id=findings["orders-api"].id).closed_at is None
+
+
+def test_a_forged_or_replayed_callback_is_refused_with_a_message_and_logs_nobody_in(settings, db):
+    """No provider is asked: a callback whose state this browser never got (no
+    login started, or another login's state) lands on the login page with
+    "refused", never a 400 page or a session."""
+    settings.OIDC_ISSUER = "http://127.0.0.1:9/realms/nowhere"
+    settings.OIDC_RP_CLIENT_ID, settings.OIDC_RP_CLIENT_SECRET = "gapwatch", "secret"
+    client = Client()
+    for query in ({"code": "stolen", "state": "forged"}, {"error": "access_denied", "state": "forged"}, {}):
+        response = client.get("/oidc/callback/", query)
+        assert response.status_code == 302 and response["Location"].endswith("/accounts/login/?sso=failed"), query
+    session = client.session
+    session["oidc_states"] = {"the-real-one": {"nonce": "n", "code_verifier": "v"}}
+    session.save()
+    response = client.get("/oidc/callback/", {"code": "stolen", "state": "forged"})
+    assert response.status_code == 302 and response["Location"].endswith("/accounts/login/?sso=failed")
+    assert "refused" in client.get(response["Location"]).content.decode()
+    assert "_auth_user_id" not in client.session
