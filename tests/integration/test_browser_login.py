@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from playwright.sync_api import expect
 
 from groups.models import Cluster
 from groups.roles import ensure_roles
@@ -21,11 +22,12 @@ def test_it_logs_in_and_shows_the_registered_clusters(live_server, page):
     page.fill("input[name=username]", "operator")
     page.fill("input[name=password]", "wrong")
     page.click("button[type=submit]")
-    assert page.locator("text=Please enter a correct username").is_visible()
+    # The refused login answers on the same URL: wait for the answer, not for a navigation.
+    expect(page.locator("text=Please enter a correct username")).to_be_visible()
     page.fill("input[name=username]", "operator")
     page.fill("input[name=password]", "correct horse battery")
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/")
     assert page.locator("h1").inner_text() == "New partitions"
     page.click("nav >> text=Clusters")
-    assert page.locator("td", has_text="local").first.is_visible()
+    expect(page.locator("td", has_text="local").first).to_be_visible()
