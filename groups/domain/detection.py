@@ -69,6 +69,18 @@ what the broker observed; everything else is an estimate and named so:
   before them (``read_before_change``): no silent miss for a group that
   joined seconds before the change.
 
+Share groups (KIP-932, issue 25) are read with the same discipline. Their
+position is the share-partition start offset (SPSO), the lowest offset the
+group may still deliver; it only moves forward, so the first one observed
+bounds the start from above exactly as a first commit does, and it exists
+only once the group initialised the partition. Their policy is the group
+config ``share.auto.offset.reset`` the cluster states (``GroupSnapshot.
+reset_policy``), not a declaration: ``latest`` (the broker's default),
+``earliest`` (covered) or ``by_duration:<ISO duration>``, a start found from
+record timestamps: it may lie below H_k, so nothing is definitely missed,
+``[E, C_f)`` is possibly missed, and a first position below H_k is no
+evidence of being covered.
+
 Over 400 lines on purpose: the rules above and the one pass that applies them
 (``evaluate_snapshot`` and its helpers) are read together.
 """
@@ -82,7 +94,7 @@ from typing import Literal
 
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
-Policy = Literal["unknown", "latest", "earliest"]
+Policy = Literal["unknown", "latest", "earliest", "by_duration"]
 FindingStatus = Literal["pending", "undecided", "unowned", "covered", "gap", "expired"]
 PolicySource = Literal["declared", "evidenced", "guard", "assumed"]
 
@@ -114,6 +126,28 @@ class KnownGroup:
     group_id: str
     consumed_topics: frozenset[str]
     declared_policy: Policy = "unknown"
+
+
+@dataclass(frozen=True)
+class GroupRules:
+    """How a group starts a partition it has no position on, and the words for it.
+
+    ``setting``: the cluster's own setting in words (a share group's
+    ``share.auto.offset.reset``), "" when an operator's declaration (or
+    nothing) gives the policy. ``position``: what the group's stored position
+    is called, a consumer group's commit or a share group's start offset."""
+
+    policy: Policy = "unknown"
+    setting: str = ""
+    position: str = "commit"
+
+
+def group_rules(*, group: GroupSnapshot | None, declared_policy: Policy) -> GroupRules:
+    """The cluster's setting where the snapshot states one, else the declaration."""
+    position = "start offset" if group is not None and group.type == "share" else "commit"
+    if group is not None and group.reset_policy is not None:
+        return GroupRules(policy=group.reset_policy, setting=group.reset_setting, position=position)
+    return GroupRules(policy=declared_policy, position=position)
 
 
 @dataclass(frozen=True, order=True)
@@ -315,21 +349,23 @@ def _record_evidence(*, finding: FindingState, seen: _Observation) -> FindingSta
     return replace(taken, polls_without_owner=0)
 
 
-def _latest_source(declared_policy: Policy) -> tuple[PolicySource, str]:
-    if declared_policy == "latest":
+def _latest_source(rules: GroupRules) -> tuple[PolicySource, str]:
+    if rules.setting:
+        return "declared", rules.setting
+    if rules.policy == "latest":
         return "declared", "declared latest"
     return "assumed", "policy not declared, assumed latest (the client default)"
 
 
 def _undecided_verdict(
-    *, finding: FindingState, seen: _Observation, declared_policy: Policy, unowned_after_polls: int
+    *, finding: FindingState, seen: _Observation, rules: GroupRules, unowned_after_polls: int
 ) -> _Verdict:
     """No commit yet. Not taken: pending (every message at risk), or unowned once
     nobody reads arriving data. Taken: undecided, with no upper bound on where
     the group started until its first commit."""
     unread = seen.high_watermark - seen.log_start
     if finding.pickup_before is not None:
-        return _taken_uncommitted_verdict(finding=finding, seen=seen, declared_policy=declared_policy)
+        return _taken_uncommitted_verdict(finding=finding, seen=seen, rules=rules)
     if seen.assignee is not None:
         return _Verdict(
             "pending", None, f"{seen.assignee.client_id} is being given the partition (target assignment); "
@@ -343,20 +379,26 @@ def _undecided_verdict(
     return _Verdict("pending", None, f"no member owns the partition yet; {unread} messages at risk")
 
 
-def _taken_uncommitted_verdict(*, finding: FindingState, seen: _Observation, declared_policy: Policy) -> _Verdict:
+def _taken_uncommitted_verdict(*, finding: FindingState, seen: _Observation, rules: GroupRules) -> _Verdict:
     """Taken without a first commit: [E, H_k) is missed under latest, but nothing
-    the broker observed bounds the start from above. Undecided, with the choices."""
+    the broker observed bounds the start from above. Undecided, with the choices.
+    A start from record timestamps (by_duration) may lie below H_k: nothing definite."""
     who = seen.owner.client_id if seen.owner is not None else "a member"
-    choices = ("no upper bound on where it started until its first commit: backfill to the current end, "
-               "reset to earliest while the group is empty, or wait for the commit")
-    if declared_policy == "earliest":
-        return _Verdict("undecided", "declared", f"{who} took the partition (declared earliest); {choices}")
-    source, because = _latest_source(declared_policy)
+    position = rules.position
+    choices = (f"no upper bound on where it started until its first {position}: backfill to the current end, "
+               f"reset to earliest while the group is empty, or wait for the {position}")
+    if rules.policy == "earliest":
+        return _Verdict("undecided", "declared",
+                        f"{who} took the partition ({rules.setting or 'declared earliest'}); {choices}")
+    if rules.policy == "by_duration":
+        return _Verdict("undecided", "declared", f"{who} took the partition, no {position} yet; {rules.setting}: "
+                        f"the start comes from record timestamps, so nothing is definitely missed; {choices}")
+    source, because = _latest_source(rules)
     start, before_pickup = finding.first_log_start, finding.pre_pickup_high_watermark
     definite_end = start if before_pickup is None else max(start, before_pickup)
     return _Verdict(
         "undecided", source,
-        f"{who} took the partition, no commit yet; {because}: {definite_end - start} definitely missed "
+        f"{who} took the partition, no {position} yet; {because}: {definite_end - start} definitely missed "
         f"[{start}, {definite_end}), then {choices}",
         missed_definite=definite_end - start,
     )
@@ -373,13 +415,13 @@ def _guard_verdict(*, finding: FindingState, guard_start: int) -> _Verdict:
     )
 
 
-def _evidence_verdict(*, first_commit: int, pre_pickup_high_watermark: int | None) -> _Verdict | None:
+def _evidence_verdict(*, first_commit: int, pre_pickup_high_watermark: int | None, position: str) -> _Verdict | None:
     """A first commit below H_k: a latest consumer starts at or above H_k, so this one did not."""
     if pre_pickup_high_watermark is None or first_commit >= pre_pickup_high_watermark:
         return None
     return _Verdict(
         "covered", "evidenced",
-        f"first commit {first_commit} is below {pre_pickup_high_watermark}, the end before pickup: "
+        f"first {position} {first_commit} is below {pre_pickup_high_watermark}, the end before pickup: "
         "the group did not start at latest",
     )
 
@@ -400,7 +442,9 @@ def _likely_words(finding: FindingState, likely: int) -> str:
     return said + ")"
 
 
-def _gap_verdict(*, finding: FindingState, first_commit: int, source: PolicySource, because: str) -> _Verdict:
+def _gap_verdict(
+    *, finding: FindingState, first_commit: int, source: PolicySource, because: str, position: str
+) -> _Verdict:
     """Under latest: [E, H_k) definitely missed, [H_k, C_f) possibly missed; E for H_k without one."""
     start, before_pickup = finding.first_log_start, finding.pre_pickup_high_watermark
     definite_end = start if before_pickup is None else before_pickup
@@ -412,7 +456,7 @@ def _gap_verdict(*, finding: FindingState, first_commit: int, source: PolicySour
     if missed_definite + missed_possible == 0:
         return _Verdict("covered", source, f"{because}; the group started at the log start: nothing missed")
     said = (f"{because}: {missed_definite} definitely missed [{start}, {definite_end}), "
-            f"{missed_possible} possibly missed [{definite_end}, {possible_end}) (the first commit "
+            f"{missed_possible} possibly missed [{definite_end}, {possible_end}) (the first {position} "
             f"{first_commit} bounds the start)")
     likely = likely_within(likely=finding.likely_start, definite_end=definite_end, first_commit=first_commit)
     if likely is not None and missed_possible:
@@ -423,30 +467,51 @@ def _gap_verdict(*, finding: FindingState, first_commit: int, source: PolicySour
     )
 
 
-def _policy_verdict(*, finding: FindingState, first_commit: int, declared_policy: Policy) -> _Verdict:
-    """Commits cannot tell latest from a quick earliest: a declaration decides, else latest is assumed."""
-    if declared_policy == "earliest":
-        return _Verdict("covered", "declared", f"declared earliest; first commit {first_commit} cannot tell otherwise")
-    source, because = _latest_source(declared_policy)
-    return _gap_verdict(finding=finding, first_commit=first_commit, source=source, because=because)
+def _duration_verdict(*, finding: FindingState, first_commit: int, rules: GroupRules) -> _Verdict:
+    """A start from record timestamps (``by_duration``): it may lie anywhere from
+    the log start up, so nothing is definitely missed and [E, C_f) possibly."""
+    start = finding.first_log_start
+    end = max(start, first_commit)
+    because = f"{rules.setting}: the start comes from record timestamps, so nothing is definitely missed"
+    if end == start:
+        return _Verdict("covered", "declared", f"{because}; the group started at the log start: nothing missed")
+    return _Verdict(
+        "gap", "declared", f"{because}; {end - start} possibly missed [{start}, {end}) (the first "
+        f"{rules.position} {first_commit} bounds the start)",
+        missed_possible=end - start, missed_end=end,
+    )
+
+
+def _policy_verdict(*, finding: FindingState, first_commit: int, rules: GroupRules) -> _Verdict:
+    """Commits cannot tell latest from a quick earliest: a declaration (or the
+    cluster's setting) decides, else latest is assumed."""
+    if rules.policy == "earliest":
+        said = rules.setting or "declared earliest"
+        return _Verdict("covered", "declared", f"{said}; first {rules.position} {first_commit} cannot tell otherwise")
+    if rules.policy == "by_duration":
+        return _duration_verdict(finding=finding, first_commit=first_commit, rules=rules)
+    source, because = _latest_source(rules)
+    return _gap_verdict(finding=finding, first_commit=first_commit, source=source, because=because,
+                        position=rules.position)
 
 
 def _decide(
-    *, finding: FindingState, seen: _Observation, declared_policy: Policy, unowned_after_polls: int
+    *, finding: FindingState, seen: _Observation, rules: GroupRules, unowned_after_polls: int
 ) -> _Verdict:
-    """The rule that applies, strongest evidence first: guard, first commit below H_k, policy."""
+    """The rule that applies, strongest evidence first: guard, first commit below
+    H_k, policy. A start from timestamps (by_duration) may lie below H_k without
+    being at the log start: a first commit there is no evidence of being covered."""
     if finding.guard_start_offset is not None:
         return _guard_verdict(finding=finding, guard_start=finding.guard_start_offset)
     if finding.first_commit is None:
         return _undecided_verdict(
-            finding=finding, seen=seen, declared_policy=declared_policy, unowned_after_polls=unowned_after_polls
+            finding=finding, seen=seen, rules=rules, unowned_after_polls=unowned_after_polls
         )
-    evidenced = _evidence_verdict(
-        first_commit=finding.first_commit, pre_pickup_high_watermark=finding.pre_pickup_high_watermark
+    evidenced = None if rules.policy == "by_duration" else _evidence_verdict(
+        first_commit=finding.first_commit, pre_pickup_high_watermark=finding.pre_pickup_high_watermark,
+        position=rules.position,
     )
-    return evidenced or _policy_verdict(
-        finding=finding, first_commit=finding.first_commit, declared_policy=declared_policy
-    )
+    return evidenced or _policy_verdict(finding=finding, first_commit=finding.first_commit, rules=rules)
 
 
 def _expired_count(*, first_log_start: int, missed_end: int, log_start: int) -> int:
@@ -471,16 +536,14 @@ def partition_lag(*, high_watermark: int, log_start: int | None, committed: int 
 
 
 def _account_finding(
-    *, finding: FindingState, seen: _Observation, declared_policy: Policy, unowned_after_polls: int,
+    *, finding: FindingState, seen: _Observation, rules: GroupRules, unowned_after_polls: int,
     likely_start: LikelyStart | None = None,
 ) -> FindingAccounting:
     """Fold one poll into ``finding``, decide it, and trim its missed range by retention."""
     finding = _record_evidence(finding=finding, seen=seen)
     if likely_start is not None and finding.likely_start is None and finding.pickup_before is not None:
         finding = replace(finding, likely_start=likely_start.offset, likely_start_evidence=likely_start.evidence)
-    verdict = _decide(
-        finding=finding, seen=seen, declared_policy=declared_policy, unowned_after_polls=unowned_after_polls
-    )
+    verdict = _decide(finding=finding, seen=seen, rules=rules, unowned_after_polls=unowned_after_polls)
     state, explanation, expired, backfill = verdict.state, verdict.explanation, 0, (None, None)
     if verdict.missed_end is not None:
         bounds = dict(
@@ -628,7 +691,9 @@ def evaluate_snapshot(
         if seen is None:
             continue
         result = _account_finding(
-            finding=finding, seen=seen, declared_policy=policies.get(key.group_id, "unknown"),
+            finding=finding, seen=seen,
+            rules=group_rules(group=listed_groups.get(key.group_id),
+                              declared_policy=policies.get(key.group_id, "unknown")),
             unowned_after_polls=unowned_after_polls, likely_start=(likely_starts or {}).get(key),
         )
         accounting.append(result)

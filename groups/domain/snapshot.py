@@ -54,12 +54,19 @@ class MemberSnapshot:
 class GroupSnapshot:
     group_id: str
     state: str  # "Stable", "Empty", "PreparingRebalance", "Dead", ... as the broker names it
-    type: str  # "classic" or "consumer" (KIP-848)
+    type: str  # "classic", "consumer" (KIP-848) or "share" (KIP-932)
     assignor: str
     members: tuple[MemberSnapshot, ...]
     # Committed offset (next message to read) per (topic, partition); a
-    # partition without a commit is absent.
+    # partition without a commit is absent. A share group's is its start
+    # offset (the lowest it may still deliver), absent until it initialised p.
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    # How the group starts a partition it has no position on, when the
+    # cluster states it (a share group's ``share.auto.offset.reset``):
+    # "latest", "earliest" or "by_duration", and the setting in words. None:
+    # the client's setting, which only an operator's declaration tells.
+    reset_policy: str | None = None
+    reset_setting: str = ""
 
     def owner_of(self, topic: str, partition: int) -> MemberSnapshot | None:
         for member in self.members:

@@ -3,13 +3,14 @@ full polls, from stored state."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from groups.models import Finding, GroupTopic, Topic
+from groups.models import ConsumerGroup, Finding, GroupTopic, Topic
 
 
 def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], dict[str, set[str]], set[str]]:
@@ -49,3 +50,10 @@ def findings_awaiting_likely_start(*, cluster_id: int, taken_before: datetime) -
             pickup_before__lte=taken_before, likely_start__isnull=True, guard_start_offset__isnull=True,
         ).values("group__group_id", "topic__name", "partition", "generation__number", "pickup_before")
     )
+
+
+def share_group_ids(*, cluster_id: int, among: Collection[str]) -> set[str]:
+    """Which of ``among`` are stored as share groups: the adapter reads those
+    through Kafka's Java client, the others through confluent-kafka."""
+    return set(ConsumerGroup.objects.filter(cluster_id=cluster_id, type="share", group_id__in=list(among))
+               .values_list("group_id", flat=True))

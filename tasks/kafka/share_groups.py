@@ -20,8 +20,10 @@ initialised has none. A new partition initialised under the default
 ``share.auto.offset.reset=latest`` starts at the log end of that moment:
 the records written before are never delivered (issue 25).
 
-Not here yet (issue 25, the next steps): share groups in the poll's
-snapshot, the detection core, findings, repairs and pages.
+The poll (``tasks.kafka.snapshot``) reads them after the watermarks, like
+consumer groups, and hands them to the core as groups of type ``share``
+whose position is the start offset and whose policy is the group config
+(``as_group_snapshot``).
 
 Creating a reader opens no connection and starts no JVM; the first call
 does. Every error is a ``KafkaUnavailable`` (``AccessRefused`` for a refused
@@ -37,7 +39,7 @@ from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.secrets import secret_redact
-from groups.domain.snapshot import MemberSnapshot
+from groups.domain.snapshot import GroupSnapshot, MemberSnapshot
 from groups.domain.tls import key_as_pkcs8
 from tasks.kafka.errors import AccessRefused, KafkaUnavailable, missing_acl
 from tasks.kafka.jvm import JvmUnavailable, gateway_discard, java_gateway
@@ -51,6 +53,7 @@ DEFAULT_AUTO_OFFSET_RESET = "latest"
 # the timeout itself.
 WAIT_GRACE_SECONDS = 5.0
 CLIENT_ID = "gapwatch-share-groups"
+ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
 
 _ERRORS = "org.apache.kafka.common.errors."
 # Refusals asking again cannot change until an operator does.
@@ -62,6 +65,11 @@ _LOGIN_REFUSED = {
         "or the broker refused Gapwatch's client certificate)",
     _ERRORS + "AuthenticationException": "authentication failed",
 }
+
+
+class ShareGroupsUnsupported(KafkaUnavailable):
+    """The cluster does not serve share groups (before Kafka 4.1, or with
+    ``share.version`` 0): it has none to read."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,20 @@ class ShareGroupState:
     description: ShareGroupDescription
     auto_offset_reset: AutoOffsetReset
     start_offsets: Mapping[tuple[str, int], SharePartitionStart]
+
+    def as_group_snapshot(self) -> GroupSnapshot:
+        """The group as the detection core reads every group: its start
+        offsets are its positions, its ``share.auto.offset.reset`` its policy."""
+        reset = self.auto_offset_reset
+        policy = "by_duration" if reset.value.startswith("by_duration") else reset.value
+        origin = "set on the group" if reset.explicit else "the broker's default"
+        return GroupSnapshot(
+            group_id=self.description.group_id, state=self.description.state, type="share", assignor="simple",
+            members=self.description.members,
+            committed={key: start.start_offset for key, start in self.start_offsets.items()},
+            reset_policy=policy if policy in ("latest", "earliest", "by_duration") else "latest",
+            reset_setting=f"{AUTO_OFFSET_RESET}={reset.value} ({origin})",
+        )
 
 
 def java_client_properties(config: ClusterConfig) -> dict[str, str]:
@@ -210,7 +232,11 @@ class ShareGroupReader:
         """Every share group with its description, start offsets and reset
         policy: four requests whatever the number of groups (list, describe,
         offsets, configs; the last three batched over all groups)."""
-        group_ids = self.list_group_ids()
+        return self.read(self.list_group_ids())
+
+    def read(self, group_ids: Sequence[str]) -> tuple[ShareGroupState, ...]:
+        """``read_all`` of the named groups (the watcher's readers): three
+        requests; a group deleted meanwhile is left out."""
         described = self.describe(group_ids)
         present = [group_id for group_id in group_ids if group_id in described]
         offsets = self.start_offsets(present)
@@ -257,6 +283,8 @@ class ShareGroupReader:
                         "default.api.timeout.ms": str(self._timeout_ms)}
             for name, value in settings.items():
                 properties.setProperty(name, value)
+            if self._config.oauth_token_endpoint:
+                _allow_url(self._jvm, self._config.oauth_token_endpoint)
             self._admin = self._jvm.org.apache.kafka.clients.admin.Admin.create(properties)
         return self._admin
 
@@ -305,6 +333,10 @@ class _Calls:
             group_id, error = error.group_id, error.error
         if isinstance(error, Py4JJavaError):
             detail, refused = _worded(error, group_id=group_id, timeout_ms=self.reader._timeout_ms)
+            if _cause_class(error) == _ERRORS + "UnsupportedVersionException":
+                unsupported = self.reader._unavailable(self.stage, detail)
+                raise ShareGroupsUnsupported(str(unsupported), bootstrap_servers=unsupported.bootstrap_servers,
+                                             stage=unsupported.stage) from None
             raise self.reader._unavailable(self.stage, detail, refused=refused) from None
         if isinstance(error, Py4JNetworkError):
             self.reader._lost_jvm()
@@ -352,6 +384,18 @@ def _worded(error: Py4JJavaError, *, group_id: str | None, timeout_ms: int) -> t
     if name == _ERRORS + "UnsupportedVersionException":
         return f"the cluster does not serve share groups ({text}; Kafka 4.1+ with share.version=1)", False
     return text, False
+
+
+def _allow_url(jvm, url: str) -> None:
+    """Kafka's Java client (4.0+) contacts an OAuth token endpoint only if the
+    JVM's ``org.apache.kafka.sasl.oauthbearer.allowed.urls`` lists it: added
+    to this process's JVM (it serves every cluster of the process), never
+    removed while a client may use it."""
+    system = jvm.java.lang.System
+    current = system.getProperty(ALLOWED_URLS_PROPERTY)
+    urls = [entry for entry in str(current or "").split(",") if entry]
+    if url not in urls:
+        system.setProperty(ALLOWED_URLS_PROPERTY, ",".join([*urls, url]))
 
 
 def _items(collection) -> Iterable:

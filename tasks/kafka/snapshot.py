@@ -35,6 +35,7 @@ from tasks.kafka.client import (
     group_from,
     topic_details,
 )
+from tasks.kafka.share_groups import ShareGroupReader, ShareGroupsUnsupported
 from tasks.kafka.errors import (
     PARTITION_TROUBLE,
     REFUSALS,
@@ -45,6 +46,7 @@ from tasks.kafka.errors import (
 )
 
 TOPICS_PER_DESCRIBE = 500
+SHARE_UNSUPPORTED_RECHECK_SECONDS = 600.0
 GROUPS_PER_DESCRIBE = 100
 _FIRST_RETRY_SECONDS = 0.05
 
@@ -67,6 +69,7 @@ class SnapshotReads(KafkaClient):
         self, *, cluster: str, now: datetime, log_starts_for: Collection[str] = (),
         known_counts: Mapping[str, int] | None = None,
         topics: Collection[str] | None = None, groups: Collection[str] | None = None,
+        share_groups: Collection[str] | None = None,
     ) -> Snapshot:
         """Read everything one poll needs, in this order:
 
@@ -74,6 +77,11 @@ class SnapshotReads(KafkaClient):
         2. watermarks: the high watermark of every partition;
         3. groups: list, then describe (state, type, members, assignments);
         4. offsets: the committed offsets of every group;
+        4b. share groups (``tasks.kafka.share_groups``, Kafka's Java client):
+           every one the cluster lists when ``groups`` is None, else the
+           ``share_groups`` named; with their members, start offsets and
+           ``share.auto.offset.reset``. ``share_groups=()`` reads none. A
+           cluster that does not serve share groups has none;
         5. log starts, only where a poll needs them when ``known_counts``
            (stored partition count per topic) is given: every partition of
            the topics in ``log_starts_for`` (the caller names topics with open
@@ -125,6 +133,13 @@ class SnapshotReads(KafkaClient):
                 self._check_assigned_topics(described, found)
         with self._stage("offsets"):
             committed = self._read_committed([group.group_id for group in found])
+        with self._stage("share_groups"):
+            if groups is None and share_groups is None:
+                shares = self._read_share_groups(None)
+            else:
+                shares = self._read_share_groups(sorted(share_groups or ()))
+            readers = [*found, *shares]
+            committed.update((share.group_id, share.committed) for share in shares)
         with self._stage("log_starts"):
             wanted = set(log_starts_for) | {
                 name for name, topic in described.items()
@@ -132,7 +147,7 @@ class SnapshotReads(KafkaClient):
                 or (name in known_counts and known_counts[name] != len(topic.partition_ids))
             }
             needed = [key for key in _partitions(described) if key[0] in wanted]
-            needed += _uncommitted(described, found, committed, wanted)
+            needed += _uncommitted(described, readers, committed, wanted)
             log_starts = self._list_offsets(
                 described, sorted(set(needed)), OffsetSpec.earliest(), gone, time.monotonic() + self._timeout
             )
@@ -143,18 +158,21 @@ class SnapshotReads(KafkaClient):
             scope=None if topics is None else frozenset(topics),
             groups_from=groups_from,
             observed_until=datetime.now(timezone.utc),
-            groups=tuple(
-                GroupSnapshot(
-                    group_id=group.group_id,
-                    state=group.state,
-                    type=group.type,
-                    assignor=group.assignor,
-                    members=group.members,
-                    committed=committed[group.group_id],
-                )
-                for group in found
-                if group.group_id in committed
-            ),
+            groups=tuple(sorted(
+                [
+                    GroupSnapshot(
+                        group_id=group.group_id,
+                        state=group.state,
+                        type=group.type,
+                        assignor=group.assignor,
+                        members=group.members,
+                        committed=committed[group.group_id],
+                    )
+                    for group in found
+                    if group.group_id in committed
+                ] + list(shares),
+                key=lambda group: group.group_id,
+            )),
         )
 
     # -- 1. topics ---------------------------------------------------------
@@ -362,6 +380,25 @@ class SnapshotReads(KafkaClient):
                 topic: f"consumer group {group_id!r} reads it, the topic listing leaves it out"
                 for topic, group_id in hidden.items()})
 
+    # -- 4b. share groups --------------------------------------------------
+
+    def _read_share_groups(self, group_ids: list[str] | None) -> list[GroupSnapshot]:
+        """Share groups through Kafka's Java ``Admin`` (one JVM per process,
+        started at the first call): all of them (None) or the named ones. A
+        cluster that does not serve share groups is asked again only after
+        SHARE_UNSUPPORTED_RECHECK_SECONDS (it may be upgraded meanwhile)."""
+        if group_ids == [] or time.monotonic() < getattr(self, "_shares_unsupported_until", 0.0):
+            return []
+        reader = getattr(self, "_share_reader", None)
+        if reader is None:
+            reader = self._share_reader = ShareGroupReader(self._config, timeout=self._timeout)
+        try:
+            states = reader.read_all() if group_ids is None else reader.read(group_ids)
+        except ShareGroupsUnsupported:
+            self._shares_unsupported_until = time.monotonic() + SHARE_UNSUPPORTED_RECHECK_SECONDS
+            return []
+        return [state.as_group_snapshot() for state in states]
+
     # -- 4. committed offsets ---------------------------------------------
 
     def _read_committed(self, group_ids: Sequence[str]) -> dict[str, dict[tuple[str, int], int]]:
@@ -399,7 +436,7 @@ def _partitions(described: dict[str, TopicDetails]) -> list[tuple[str, int]]:
 
 
 def _uncommitted(
-    described: dict[str, TopicDetails], groups: Sequence[DescribedGroup],
+    described: dict[str, TopicDetails], groups: Sequence[DescribedGroup | GroupSnapshot],
     committed: dict[str, dict[tuple[str, int], int]], skip: set[str],
 ) -> list[tuple[str, int]]:
     """Partitions of topics a group reads (commits on or is assigned) where it has no commit."""

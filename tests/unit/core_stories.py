@@ -79,6 +79,9 @@ class Step:
     targeted: bool = False  # the watcher's snapshot of orders only, not a full poll
     target: bool = False  # KIP-848: partition 2 is in the member's target assignment
     likely_start: int | None = None  # resolved from the time index and handed to this poll
+    # billing as a share group (KIP-932): its share.auto.offset.reset as the
+    # cluster states it, (policy, setting in words); ``commit`` is then its start offset.
+    share: tuple[str, str] | None = None
 
     def snapshot(self, now: datetime = T0) -> Snapshot:
         owns = [("orders", 0), ("orders", 1)] + ([("orders", 2)] if self.owned else [])
@@ -90,6 +93,9 @@ class Step:
         if self.target:
             (member,) = billing.members
             billing = replace(billing, members=(replace(member, target_assignment=frozenset(owns) | {("orders", 2)}),))
+        if self.share is not None:
+            billing = replace(billing, type="share", assignor="simple", reset_policy=self.share[0],
+                              reset_setting=self.share[1])
         return replace(
             poll(orders_now, groups=(billing,), scope=frozenset({"orders"}) if self.targeted else None),
             taken_at=now, groups_from=now + GROUPS_FROM, observed_until=now + OBSERVED_UNTIL,

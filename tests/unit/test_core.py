@@ -207,6 +207,11 @@ def test_removed_partitions_are_recorded_without_findings():
 # --- Accounting stories on the new partition --------------------------------
 
 
+LATEST_SHARE = ("latest", "share.auto.offset.reset=latest (the broker's default)")
+EARLIEST_SHARE = ("earliest", "share.auto.offset.reset=earliest (set on the group)")
+DURATION_SHARE = ("by_duration", "share.auto.offset.reset=by_duration:PT1H (set on the group)")
+
+
 @dataclass(frozen=True)
 class Story:
     steps: tuple[Step, ...]
@@ -699,6 +704,93 @@ STORIES = [
         "the watcher's targeted snapshots raise H_k (they are observations) but do not count as polls: "
         "unowned after 2 polls means 2 full polls, not 2 seconds of watching",
         id="targeted-snapshots-do-not-count-as-polls",
+    ),
+    # --- share groups (KIP-932, issue 25): the start offset is the position, the group config the policy ---
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, share=LATEST_SHARE), Step(0, 51, owned=True, share=LATEST_SHARE),
+                   Step(0, 80, owned=True, commit=51, share=LATEST_SHARE)),
+            policy="earliest",
+            states=("pending", "undecided", "gap"),
+            final=dict(pre_pickup_high_watermark=40, first_commit=51, missed_definite=40, missed_possible=11,
+                       backfill_end=51, policy_source="declared", lag=29,
+                       explanation="share.auto.offset.reset=latest (the broker's default): 40 definitely missed "
+                                   "[0, 40), 11 possibly missed [40, 51) (the first start offset 51 bounds the "
+                                   "start)"),
+        ),
+        "the issue's loss: a share group under the default latest initialised p at 51; the last observation "
+        "without it saw 40, and start offsets only move forward, so [0,40) is definite and [40,51) possible. "
+        "The cluster's setting beats an operator's declaration (earliest here)",
+        id="share-group-latest-by-default",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, share=LATEST_SHARE), Step(0, 51, owned=True, share=LATEST_SHARE)),
+            states=("pending", "undecided"),
+            final=dict(missed_definite=40, backfill_end=None),
+            explanation_mentions="billing-app took the partition, no start offset yet; share.auto.offset.reset="
+                                 "latest (the broker's default): 40 definitely missed [0, 40), then no upper bound "
+                                 "on where it started until its first start offset",
+        ),
+        "assigned but not yet initialised (no start offset until the first fetch): undecided, in share words",
+        id="share-group-assigned-not-initialised",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, share=EARLIEST_SHARE), Step(0, 60, owned=True, commit=60, share=EARLIEST_SHARE)),
+            states=("pending", "covered"),
+            final=dict(missed_definite=0, missed_possible=0, policy_source="declared", backfill_start=None),
+            explanation_mentions="share.auto.offset.reset=earliest (set on the group); first start offset 60",
+        ),
+        "an explicit earliest on the group: covered even when every record was already acknowledged (the "
+        "start offset moved past H_k)",
+        id="share-group-explicit-earliest-is-covered",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, share=DURATION_SHARE), Step(0, 60, owned=True, commit=30, share=DURATION_SHARE)),
+            states=("pending", "gap"),
+            final=dict(missed_definite=0, missed_possible=30, backfill_start=0, backfill_end=30,
+                       policy_source="declared",
+                       explanation="share.auto.offset.reset=by_duration:PT1H (set on the group): the start comes "
+                                   "from record timestamps, so nothing is definitely missed; 30 possibly missed "
+                                   "[0, 30) (the first start offset 30 bounds the start)"),
+        ),
+        "by_duration starts where record timestamps say, possibly below H_k: a first start offset below 40 is "
+        "no evidence of earliest, nothing is definite, [0, first start offset) is possible",
+        id="share-group-by-duration-start-below-h-k",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, share=DURATION_SHARE), Step(0, 60, owned=True, share=DURATION_SHARE),
+                   Step(0, 60, owned=True, commit=0, share=DURATION_SHARE)),
+            states=("pending", "undecided", "covered"),
+            final=dict(missed_definite=0, missed_possible=0, backfill_start=None, policy_source="declared"),
+            explanation_mentions="the group started at the log start: nothing missed",
+        ),
+        "by_duration, taken: undecided with nothing definite; a first start offset at the log start covers it",
+        id="share-group-by-duration-from-the-log-start",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, share=DURATION_SHARE), Step(0, 60, owned=True, share=DURATION_SHARE)),
+            states=("pending", "undecided"),
+            final=dict(missed_definite=0, policy_source="declared"),
+            explanation_mentions="no start offset yet; share.auto.offset.reset=by_duration:PT1H (set on the "
+                                 "group): the start comes from record timestamps, so nothing is definitely missed",
+        ),
+        "by_duration, assigned without a start offset: nothing definite while H_k is 40",
+        id="share-group-by-duration-undecided",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, share=LATEST_SHARE), Step(0, 60, owned=True, commit=20, share=LATEST_SHARE)),
+            states=("pending", "covered"),
+            final=dict(policy_source="evidenced", missed_definite=0),
+            explanation_mentions="first start offset 20 is below 40, the end before pickup",
+        ),
+        "a first start offset below H_k: a latest start cannot be there (an operator reset it), so covered",
+        id="share-group-start-below-h-k-is-evidence",
     ),
     pytest.param(
         Story(
