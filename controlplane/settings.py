@@ -65,10 +65,10 @@ FAST_POLL_SECONDS = env_int("FAST_POLL_SECONDS", 2, minimum=1)
 # on a partition-count change, and while a new partition is being picked up, a
 # targeted snapshot of its topic and the groups reading it (issue 11).
 WATCH_INTERVAL_SECONDS = env_int("WATCH_INTERVAL_SECONDS", 1, minimum=1)
-# Share groups (KIP-932) are read with Kafka's own Java Admin client in a small
-# JVM per worker process (started at the first poll, ~0.6 s, ~130 MB): off for
-# clusters without share groups that cannot spare it (issue 25).
-SHARE_GROUPS = env_bool("SHARE_GROUPS", True)
+# Share groups (KIP-932) and streams groups (KIP-1071) are read with Kafka's own
+# Java Admin client in a small JVM per worker process (started at the first
+# poll, ~0.6 s, ~130 MB): off for clusters without them that cannot spare it.
+SHARE_AND_STREAMS_GROUPS = env_bool("SHARE_AND_STREAMS_GROUPS", True)
 # While a new partition is being picked up, a tick observes this many times,
 # evenly over its interval: the pickup bracket is about interval / this wide.
 WATCH_OBSERVATIONS_PER_TICK = env_int("WATCH_OBSERVATIONS_PER_TICK", 4, minimum=1)

@@ -44,7 +44,8 @@ if [ ${#need_packages[@]} -gt 0 ]; then
 fi
 
 jars_stamp=$GAPWATCH_HOME/lib/.stamp
-jars_hash=$(cat services/maven/pom.xml services/maven/kafka/pom.xml services/maven/spark/pom.xml | sha256sum | cut -c1-16)
+jars_hash=$(cat services/maven/pom.xml services/maven/kafka/pom.xml services/maven/spark/pom.xml \
+  services/maven/streams/pom.xml | sha256sum | cut -c1-16)
 if [ "$(cat "$jars_stamp" 2>/dev/null)" != "$jars_hash" ]; then
   echo "setup: fetching Kafka and Spark connector jars with Maven"
   rm -rf "$GAPWATCH_HOME/lib"

@@ -12,7 +12,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from groups.selectors.watcher import cluster_watch_state, findings_awaiting_likely_start, share_group_ids
+from groups.selectors.watcher import cluster_watch_state, findings_awaiting_likely_start, java_group_ids
 from groups.domain.detection import FindingKey, LikelyStart
 from groups.domain.snapshot import Snapshot
 from groups.models import Cluster, Finding
@@ -71,19 +71,21 @@ def poll_cluster(
     known_counts, _, watched = cluster_watch_state(cluster_id=cluster.id)
     open_topics = set(Finding.objects.filter(cluster=cluster, closed_at__isnull=True)
                       .values_list("topic__name", flat=True).distinct())
-    # Share groups: every one the cluster lists on a full read of the groups,
-    # the stored ones among the named readers otherwise; none when switched off.
-    shares = None
-    if not settings.SHARE_GROUPS:
-        shares = ()
+    # Share and streams groups: every one the cluster lists on a full read of
+    # the groups, the stored ones among the named readers otherwise; none
+    # when switched off.
+    shares = streams = None
+    if not settings.SHARE_AND_STREAMS_GROUPS:
+        shares = streams = ()
     elif groups is not None:
-        shares = share_group_ids(cluster_id=cluster.id, among=groups)
-        groups = set(groups) - shares
+        by_type = java_group_ids(cluster_id=cluster.id, among=groups)
+        shares, streams = by_type["share"], by_type["streams"]
+        groups = set(groups) - shares - streams
     try:
         likely = likely_starts(cluster_id=cluster.id, adapter=adapter)
         snapshot = adapter.snapshot(
             cluster=cluster.name, now=timezone.now(), log_starts_for=open_topics | watched,
-            known_counts=known_counts, topics=topics, groups=groups, share_groups=shares,
+            known_counts=known_counts, topics=topics, groups=groups, share_groups=shares, streams_groups=streams,
         )
     except KafkaUnavailable as error:
         forget_adapter(cluster.id)

@@ -140,13 +140,31 @@ class GroupRules:
     policy: Policy = "unknown"
     setting: str = ""
     position: str = "commit"
+    # The policy is the client framework's default, not stated by anyone:
+    # its verdicts are "assumed" (an estimate, named so), not "declared".
+    assumed: bool = False
+
+
+# Frameworks whose clients start at the log start unless configured otherwise
+# (issue 25): what the core assumes of their undeclared groups, in words.
+CONNECT_DEFAULT = ("assumed earliest, Kafka Connect's default for a sink connector's group (a "
+                   "consumer.override.auto.offset.reset=latest would change it: declare the group latest then)")
+STREAMS_DEFAULT = ("assumed earliest, Kafka Streams' default (a source topic's Topology.AutoOffsetReset of "
+                   "latest would change it: declare the group latest then)")
 
 
 def group_rules(*, group: GroupSnapshot | None, declared_policy: Policy) -> GroupRules:
-    """The cluster's setting where the snapshot states one, else the declaration."""
+    """The cluster's setting where the snapshot states one, else the
+    declaration, else a framework's default (Connect sinks: consumer groups
+    named ``connect-<name>``; streams groups), else nothing (latest assumed)."""
     position = "start offset" if group is not None and group.type == "share" else "commit"
     if group is not None and group.reset_policy is not None:
         return GroupRules(policy=group.reset_policy, setting=group.reset_setting, position=position)
+    if declared_policy == "unknown" and group is not None:
+        if group.type == "streams":
+            return GroupRules(policy="earliest", setting=STREAMS_DEFAULT, assumed=True)
+        if group.group_id.startswith("connect-"):
+            return GroupRules(policy="earliest", setting=CONNECT_DEFAULT, assumed=True)
     return GroupRules(policy=declared_policy, position=position)
 
 
@@ -388,7 +406,7 @@ def _taken_uncommitted_verdict(*, finding: FindingState, seen: _Observation, rul
     choices = (f"no upper bound on where it started until its first {position}: backfill to the current end, "
                f"reset to earliest while the group is empty, or wait for the {position}")
     if rules.policy == "earliest":
-        return _Verdict("undecided", "declared",
+        return _Verdict("undecided", "assumed" if rules.assumed else "declared",
                         f"{who} took the partition ({rules.setting or 'declared earliest'}); {choices}")
     if rules.policy == "by_duration":
         return _Verdict("undecided", "declared", f"{who} took the partition, no {position} yet; {rules.setting}: "
@@ -487,7 +505,8 @@ def _policy_verdict(*, finding: FindingState, first_commit: int, rules: GroupRul
     cluster's setting) decides, else latest is assumed."""
     if rules.policy == "earliest":
         said = rules.setting or "declared earliest"
-        return _Verdict("covered", "declared", f"{said}; first {rules.position} {first_commit} cannot tell otherwise")
+        return _Verdict("covered", "assumed" if rules.assumed else "declared",
+                        f"{said}; first {rules.position} {first_commit} cannot tell otherwise")
     if rules.policy == "by_duration":
         return _duration_verdict(finding=finding, first_commit=first_commit, rules=rules)
     source, because = _latest_source(rules)

@@ -52,8 +52,13 @@ def findings_awaiting_likely_start(*, cluster_id: int, taken_before: datetime) -
     )
 
 
-def share_group_ids(*, cluster_id: int, among: Collection[str]) -> set[str]:
-    """Which of ``among`` are stored as share groups: the adapter reads those
-    through Kafka's Java client, the others through confluent-kafka."""
-    return set(ConsumerGroup.objects.filter(cluster_id=cluster_id, type="share", group_id__in=list(among))
-               .values_list("group_id", flat=True))
+def java_group_ids(*, cluster_id: int, among: Collection[str]) -> dict[str, set[str]]:
+    """Which of ``among`` are stored as share or streams groups, by type: the
+    adapter reads those through Kafka's Java client, the others through
+    confluent-kafka."""
+    found: dict[str, set[str]] = {"share": set(), "streams": set()}
+    for group_id, kind in ConsumerGroup.objects.filter(
+        cluster_id=cluster_id, type__in=list(found), group_id__in=list(among)
+    ).values_list("group_id", "type"):
+        found[kind].add(group_id)
+    return found

@@ -68,8 +68,9 @@ _LOGIN_REFUSED = {
 
 
 class ShareGroupsUnsupported(KafkaUnavailable):
-    """The cluster does not serve share groups (before Kafka 4.1, or with
-    ``share.version`` 0): it has none to read."""
+    """The cluster does not serve the kind of group asked for (share or
+    streams groups: before Kafka 4.1, or with ``share.version`` or
+    ``streams.version`` 0): it has none to read."""
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,53 @@ class ShareGroupReader:
             for group_id in present
         )
 
+    # -- streams groups (KIP-1071): the same client, the same discipline -------
+
+    def list_streams_group_ids(self) -> tuple[str, ...]:
+        """Every streams group the principal may Describe, sorted."""
+        with self._calls("list streams groups"):
+            options = self._jvm.org.apache.kafka.clients.admin.ListGroupsOptions.forStreamsGroups()
+            listings = self._get(self._client.listGroups(options.timeoutMs(self._timeout_ms)).all())
+            return tuple(sorted(str(listing.groupId()) for listing in _items(listings)))
+
+    def read_streams(self, group_ids: Sequence[str]) -> tuple[GroupSnapshot, ...]:
+        """Each streams group as the core reads every group: its members own
+        the source-topic partitions of their active tasks (a task is a
+        subtopology's partition p, on every topic that subtopology reads),
+        its committed offsets are its positions. Two requests; a group
+        deleted meanwhile is left out."""
+        if not group_ids:
+            return ()
+        admin_package = self._jvm.org.apache.kafka.clients.admin
+        described = {}
+        with self._calls("describe streams groups"):
+            options = admin_package.DescribeStreamsGroupsOptions().timeoutMs(self._timeout_ms)
+            futures = self._client.describeStreamsGroups(list(group_ids), options).describedGroups()
+            for group_id in group_ids:
+                try:
+                    description = self._get(futures.get(group_id))
+                except Py4JJavaError as error:
+                    if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
+                        continue
+                    raise _GroupError(group_id, error) from None
+                described[group_id] = description
+        present = [group_id for group_id in group_ids if group_id in described]
+        committed: dict[str, dict[tuple[str, int], int]] = {}
+        with self._calls("streams group offsets"):
+            specs = {group_id: admin_package.ListStreamsGroupOffsetsSpec() for group_id in present}
+            options = admin_package.ListStreamsGroupOffsetsOptions().timeoutMs(self._timeout_ms)
+            result = self._client.listStreamsGroupOffsets(specs, options) if present else None
+            for group_id in present:
+                try:
+                    offsets = self._get(result.partitionsToOffsetAndMetadata(group_id))
+                except Py4JJavaError as error:
+                    if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
+                        continue
+                    raise _GroupError(group_id, error) from None
+                committed[group_id] = _committed(offsets)
+        return tuple(_streams_group(group_id, described[group_id], committed[group_id])
+                     for group_id in present if group_id in committed)
+
     def close(self) -> None:
         admin, self._admin = self._admin, None
         if admin is not None:
@@ -382,7 +430,8 @@ def _worded(error: Py4JJavaError, *, group_id: str | None, timeout_ms: int) -> t
             return f"no address in bootstrap.servers resolves ({text})", False
         return f"the client settings were refused ({text})", False
     if name == _ERRORS + "UnsupportedVersionException":
-        return f"the cluster does not serve share groups ({text}; Kafka 4.1+ with share.version=1)", False
+        return (f"the cluster does not serve this kind of group ({text}; share groups need Kafka 4.1+ with "
+                f"share.version=1, streams groups Kafka 4.1+ with streams.version=1)"), False
     return text, False
 
 
@@ -416,6 +465,48 @@ def _description(group_id: str, description) -> ShareGroupDescription:
         group_id=group_id, state=str(description.groupState().toString()), group_epoch=int(description.groupEpoch()),
         members=tuple(sorted(members, key=lambda member: member.member_id)),
     )
+
+
+def _committed(offsets) -> dict[tuple[str, int], int]:
+    """Committed offsets from a Java map of TopicPartition to OffsetAndMetadata; no commit is left out."""
+    found = {}
+    for entry in _items(offsets.entrySet()):
+        value = entry.getValue()
+        if value is not None and int(value.offset()) >= 0:
+            partition = entry.getKey()
+            found[(str(partition.topic()), int(partition.partition()))] = int(value.offset())
+    return found
+
+
+def _task_partitions(assignment, sources: Mapping[str, Sequence[str]]) -> frozenset[tuple[str, int]]:
+    """The topic partitions of an assignment's active tasks."""
+    if assignment is None:
+        return frozenset()
+    return frozenset(
+        (topic, int(partition))
+        for task in _items(assignment.activeTasks())
+        for topic in sources.get(str(task.subtopologyId()), ())
+        for partition in _items(task.partitions())
+    )
+
+
+def _streams_group(group_id: str, description, committed: dict[tuple[str, int], int]) -> GroupSnapshot:
+    sources = {
+        str(subtopology.subtopologyId()): [str(topic) for topic in _items(subtopology.sourceTopics())]
+        + [str(topic) for topic in _items(subtopology.repartitionSourceTopics().keySet())]
+        for subtopology in _items(description.subtopologies())
+    }
+    members = tuple(sorted((
+        MemberSnapshot(
+            member_id=str(member.memberId()), client_id=str(member.clientId() or ""),
+            host=str(member.clientHost() or ""),
+            assignment=_task_partitions(member.assignment(), sources),
+            target_assignment=_task_partitions(member.targetAssignment(), sources),
+        )
+        for member in _items(description.members())
+    ), key=lambda member: member.member_id))
+    return GroupSnapshot(group_id=group_id, state=str(description.groupState().toString()), type="streams",
+                         assignor="streams", members=members, committed=committed)
 
 
 def _start_offsets(partitions) -> dict[tuple[str, int], SharePartitionStart]:

@@ -69,7 +69,7 @@ class SnapshotReads(KafkaClient):
         self, *, cluster: str, now: datetime, log_starts_for: Collection[str] = (),
         known_counts: Mapping[str, int] | None = None,
         topics: Collection[str] | None = None, groups: Collection[str] | None = None,
-        share_groups: Collection[str] | None = None,
+        share_groups: Collection[str] | None = None, streams_groups: Collection[str] | None = None,
     ) -> Snapshot:
         """Read everything one poll needs, in this order:
 
@@ -77,11 +77,13 @@ class SnapshotReads(KafkaClient):
         2. watermarks: the high watermark of every partition;
         3. groups: list, then describe (state, type, members, assignments);
         4. offsets: the committed offsets of every group;
-        4b. share groups (``tasks.kafka.share_groups``, Kafka's Java client):
-           every one the cluster lists when ``groups`` is None, else the
-           ``share_groups`` named; with their members, start offsets and
-           ``share.auto.offset.reset``. ``share_groups=()`` reads none. A
-           cluster that does not serve share groups has none;
+        4b. share and streams groups (``tasks.kafka.share_groups``, Kafka's
+           Java client): every one the cluster lists when ``groups`` is None,
+           else the ``share_groups`` and ``streams_groups`` named; share
+           groups with their members, start offsets and
+           ``share.auto.offset.reset``, streams groups with their members'
+           active tasks as partitions and their committed offsets. ``()``
+           reads none. A cluster that does not serve a kind has none of it;
         5. log starts, only where a poll needs them when ``known_counts``
            (stored partition count per topic) is given: every partition of
            the topics in ``log_starts_for`` (the caller names topics with open
@@ -134,12 +136,18 @@ class SnapshotReads(KafkaClient):
         with self._stage("offsets"):
             committed = self._read_committed([group.group_id for group in found])
         with self._stage("share_groups"):
-            if groups is None and share_groups is None:
-                shares = self._read_share_groups(None)
-            else:
-                shares = self._read_share_groups(sorted(share_groups or ()))
-            readers = [*found, *shares]
-            committed.update((share.group_id, share.committed) for share in shares)
+            shares = self._read_java_groups("share", None if groups is None and share_groups is None
+                                            else sorted(share_groups or ()))
+        with self._stage("streams_groups"):
+            streams = self._read_java_groups("streams", None if groups is None and streams_groups is None
+                                             else sorted(streams_groups or ()))
+        java_read = shares + streams
+        # confluent-kafka lists classic and consumer groups only; should a client list more, the
+        # Java client's reading of a share or streams group is the one that knows its kind.
+        java_ids = {group.group_id for group in java_read}
+        found = [group for group in found if group.group_id not in java_ids]
+        readers = [*found, *java_read]
+        committed.update((group.group_id, group.committed) for group in java_read)
         with self._stage("log_starts"):
             wanted = set(log_starts_for) | {
                 name for name, topic in described.items()
@@ -170,7 +178,7 @@ class SnapshotReads(KafkaClient):
                     )
                     for group in found
                     if group.group_id in committed
-                ] + list(shares),
+                ] + java_read,
                 key=lambda group: group.group_id,
             )),
         )
@@ -382,22 +390,25 @@ class SnapshotReads(KafkaClient):
 
     # -- 4b. share groups --------------------------------------------------
 
-    def _read_share_groups(self, group_ids: list[str] | None) -> list[GroupSnapshot]:
-        """Share groups through Kafka's Java ``Admin`` (one JVM per process,
-        started at the first call): all of them (None) or the named ones. A
-        cluster that does not serve share groups is asked again only after
+    def _read_java_groups(self, kind: str, group_ids: list[str] | None) -> list[GroupSnapshot]:
+        """Share or streams groups through Kafka's Java ``Admin`` (one JVM per
+        process, started at the first call): all of them (None) or the named
+        ones. A cluster that does not serve the kind is asked again only after
         SHARE_UNSUPPORTED_RECHECK_SECONDS (it may be upgraded meanwhile)."""
-        if group_ids == [] or time.monotonic() < getattr(self, "_shares_unsupported_until", 0.0):
+        if not hasattr(self, "_java_reader"):
+            self._java_reader = ShareGroupReader(self._config, timeout=self._timeout)
+            self._unsupported_until: dict[str, float] = {}
+        if group_ids == [] or time.monotonic() < self._unsupported_until.get(kind, 0.0):
             return []
-        reader = getattr(self, "_share_reader", None)
-        if reader is None:
-            reader = self._share_reader = ShareGroupReader(self._config, timeout=self._timeout)
+        reader = self._java_reader
         try:
-            states = reader.read_all() if group_ids is None else reader.read(group_ids)
+            if kind == "share":
+                states = reader.read_all() if group_ids is None else reader.read(group_ids)
+                return [state.as_group_snapshot() for state in states]
+            return list(reader.read_streams(reader.list_streams_group_ids() if group_ids is None else group_ids))
         except ShareGroupsUnsupported:
-            self._shares_unsupported_until = time.monotonic() + SHARE_UNSUPPORTED_RECHECK_SECONDS
+            self._unsupported_until[kind] = time.monotonic() + SHARE_UNSUPPORTED_RECHECK_SECONDS
             return []
-        return [state.as_group_snapshot() for state in states]
 
     # -- 4. committed offsets ---------------------------------------------
 

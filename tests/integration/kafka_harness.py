@@ -179,6 +179,38 @@ def kafka_jars() -> str:
     return os.path.join(home, "lib", "kafka", "*")
 
 
+def streams_jars() -> str:
+    """The class path of Kafka Streams and its example applications (tests only)."""
+    home = os.environ.get("GAPWATCH_HOME") or os.path.join(os.path.dirname(__file__), "..", "..", ".gapwatch")
+    return os.path.join(home, "lib", "streams", "*")
+
+
+class KafkaStreamsWordCount:
+    """Kafka's own ``WordCountDemo`` (kafka-streams-examples) as application
+    ``application_id`` under the streams rebalance protocol (KIP-1071): a
+    streams group reading ``WORD_COUNT_INPUT``, whose name the demo fixes."""
+
+    INPUT = "streams-plaintext-input"
+
+    def __init__(self, bootstrap: str, application_id: str, state_dir: str) -> None:
+        properties = os.path.join(state_dir, "streams.properties")
+        with open(properties, "w") as out:
+            out.write(f"bootstrap.servers={bootstrap}\napplication.id={application_id}\ngroup.protocol=streams\n"
+                      f"state.dir={state_dir}\ncommit.interval.ms=500\n")
+        command = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", streams_jars(),
+                   "org.apache.kafka.streams.examples.wordcount.WordCountDemo", properties]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
 _PRINTED = re.compile(r"Partition:(\d+)\tOffset:(\d+)")
 
 

@@ -106,7 +106,8 @@ def test_it_reads_exact_watermarks_topic_id_and_stage_timings(adapter, admin, ma
     expected_id = admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=30).topic_id
     assert read.topic_id and read.topic_id == str(expected_id)
     assert snapshot.topic("__consumer_offsets").is_internal is True
-    assert set(adapter.last_timings) == {"topics", "watermarks", "groups", "offsets", "share_groups", "log_starts"}
+    assert set(adapter.last_timings) == {"topics", "watermarks", "groups", "offsets", "share_groups", "streams_groups",
+                                         "log_starts"}
     assert all(seconds >= 0 for seconds in adapter.last_timings.values())
 
 

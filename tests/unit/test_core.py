@@ -924,3 +924,49 @@ LAG_CASES = [
 @pytest.mark.parametrize("positions, lag, why", LAG_CASES)
 def test_the_one_lag_rule(positions: dict, lag: int, why: str):
     assert partition_lag(**positions) == lag, why
+
+
+# --- group kinds whose framework defaults to earliest (issue 25) -------------
+
+KIND_CASES = [
+    pytest.param("connect-s3-sink", "classic", None, "unknown", ("covered", "assumed"), "Kafka Connect's default",
+                 "a Connect sink's group (connect-<name>) starts at earliest unless overridden: covered, and the "
+                 "assumption is named with how to undo it", id="connect-sink-assumed-earliest"),
+    pytest.param("connect-s3-sink", "consumer", None, "latest", ("gap", "declared"), "declared latest",
+                 "an operator who declared the sink latest (consumer.override) gets it counted", id="connect-declared"),
+    pytest.param("s3-sink", "classic", None, "unknown", ("gap", "assumed"), "assumed latest",
+                 "only the connect- prefix names a Connect sink", id="not-connect"),
+    pytest.param("wordcount", "streams", None, "unknown", ("covered", "assumed"), "Kafka Streams' default",
+                 "a streams group (KIP-1071) starts at earliest unless a source topic says latest", id="streams"),
+    pytest.param("wordcount", "streams", None, "latest", ("gap", "declared"), "declared latest",
+                 "a streams group declared latest is counted like any latest group", id="streams-declared"),
+    pytest.param("connect-queue", "share", ("latest", "share.auto.offset.reset=latest (the broker's default)"),
+                 "unknown", ("gap", "declared"), "share.auto.offset.reset=latest",
+                 "a share group's own setting beats its name", id="share-named-connect"),
+]
+
+
+@pytest.mark.parametrize("group_id, kind, share, declared, verdict, words, why", KIND_CASES)
+def test_a_frameworks_default_is_assumed_only_for_its_undeclared_groups(group_id, kind, share, declared, verdict,
+                                                                         words, why):
+    store = billing_store()
+    store.groups = {group_id: KnownGroup(group_id, frozenset({"orders"}), declared)}
+
+    def seen(high_watermark, *, owned, commit=None):
+        commits = {("orders", 0): 1000, ("orders", 1): 1000, **({("orders", 2): commit} if commit is not None else {})}
+        owns = (("orders", 0), ("orders", 1)) + ((("orders", 2),) if owned else ())
+        member = group(group_id, owns=owns, commits=commits)
+        if share is not None:
+            member = replace(member, reset_policy=share[0], reset_setting=share[1])
+        return poll(topic("orders", (0, 1000), (0, 1000), (0, high_watermark), topic_id=ORDERS_ID),
+                    groups=(replace(member, type=kind),))
+
+    key_ = key(2, 2, group_id=group_id)
+    store.apply(seen(100, owned=False))
+    taken = {a.key: a for a in store.apply(seen(150, owned=True)).accounting}[key_]
+    decided = {a.key: a for a in store.apply(seen(200, owned=True, commit=160)).accounting}[key_]
+
+    assert (taken.state, taken.policy_source) == ("undecided", verdict[1]), why
+    assert (decided.state, decided.policy_source) == verdict, why
+    assert words in decided.explanation, why
+    assert (decided.missed_definite, decided.missed_possible) == ((100, 60) if verdict[0] == "gap" else (0, 0)), why

@@ -1,0 +1,68 @@
+"""Every kind of group Kafka 4.3 has (issue 25): a streams group (KIP-1071)
+run by Kafka's own ``WordCountDemo`` is listed with its type, members and
+commits, as Kafka's ``kafka-streams-groups`` lists it; a consumer group named
+like a Kafka Connect sink (``connect-<name>``) gets its new partition's
+finding covered for Connect's default ``earliest``, said in words."""
+
+from __future__ import annotations
+
+import pytest
+
+from groups.models import Cluster, ConsumerGroup, Finding
+from tests.integration.kafka_harness import KafkaStreamsWordCount, kafka_tool, wait_until
+from tests.integration.scenarios import poll, produce_one_each, start_consuming_group
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_streams_group_is_listed_with_its_type_members_and_commits(broker, kafka_bootstrap, unique, tmp_path):
+    cluster = Cluster.objects.create(name=f"streams-{unique}", bootstrap_servers=kafka_bootstrap)
+    topic, application = KafkaStreamsWordCount.INPUT, f"wordcount-{unique}"
+    if topic not in broker.admin.list_topics(timeout=10).topics:
+        broker.create_topic(topic, 2)
+    app = KafkaStreamsWordCount(kafka_bootstrap, application, str(tmp_path))
+    try:
+        def listed():
+            broker.produce(topic, 0, 1, prefix="a b")
+            broker.produce(topic, 1, 1, prefix="c d")
+            poll(cluster)
+            group = ConsumerGroup.objects.filter(cluster=cluster, group_id=application).first()
+            return (group is not None and group.members and group.group_topics.filter(topic__name=topic).exists()
+                    and group)
+
+        group = wait_until(listed, timeout=90, interval=1, what="a poll to list the streams group reading its input")
+    finally:
+        app.close()
+
+    assert (group.type, group.assignor) == ("streams", "streams")
+    assigned = {tuple(pair) for member in group.members for pair in member["assignment"]}
+    assert {(topic, 0), (topic, 1)} <= assigned
+    theirs = kafka_tool("org.apache.kafka.tools.streams.StreamsGroupCommand", "--bootstrap-server",
+                        kafka_bootstrap, "--list")
+    assert application in theirs.split()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connect_sinks_group_is_covered_for_connects_default_earliest(broker, unique):
+    cluster = Cluster.objects.create(name=f"connect-{unique}", bootstrap_servers=broker.bootstrap)
+    topic, group_id = f"connect-sink-{unique}", f"connect-s3-sink-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="earliest", refresh_ms=2000)
+    try:
+        # The sink takes the new partition before any poll sees it unowned: no end before pickup is
+        # known, so no commit can prove where it started; only the policy can decide.
+        broker.raise_partitions(topic, 3)
+        wait_until(lambda: produce_one_each(broker, topic, [2]) and consumer.count(2) > 0, interval=0.5,
+                   what="the sink's consumer to read the new partition")
+
+        def decided():
+            poll(cluster)
+            finding = Finding.objects.filter(group__group_id=group_id, topic__name=topic, partition=2).first()
+            return finding is not None and finding.state not in ("pending", "undecided") and finding
+
+        finding = wait_until(decided, timeout=60, interval=0.5, what="the Connect sink's finding to be decided")
+    finally:
+        consumer.close()
+    assert finding.pre_pickup_high_watermark is None
+    assert (finding.state, finding.policy_source) == (Finding.State.COVERED, "assumed"), finding.explanation
+    assert "assumed earliest, Kafka Connect's default for a sink connector's group" in finding.explanation
+    assert (finding.missed_definite, finding.missed_possible, finding.backfill_start) == (0, 0, None)
