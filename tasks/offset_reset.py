@@ -8,6 +8,11 @@ successful poll of its cluster tries it again, until the group is Empty or
 RESET_WAIT_DEADLINE_SECONDS have passed since it started waiting. A reset is
 done only when the offsets read back equal the plan.
 
+A share group (KIP-932) is reset the same way through ``ShareGroupOffsets``:
+its "committed" offset is its start offset (the lowest offset it may still
+deliver), and the reset sets that start offset; the broker refuses it too
+while the group has members.
+
 Offsets are "the next message to read". Group ids are hostile text: they are
 stored and audited as given and never formatted into markup here.
 """
@@ -16,14 +21,16 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from django.conf import settings
 from django.utils import timezone
 
-from groups.models import Cluster, RemediationJob
+from groups.models import Cluster, ConsumerGroup, RemediationJob
 from groups.domain.planning import (
     PartitionPosition,
     PlanError,
@@ -37,15 +44,76 @@ from groups.services.jobs import job_record_plan, job_record_result, reset_recor
 from groups.services.remediation import job_transition
 from tasks.job_lock import job_lock
 from tasks.kafka import AccessRefused, GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
+from tasks.kafka.share_groups import ShareGroupReader
 
 log = logging.getLogger(__name__)
 Status = RemediationJob.Status
+# ``ConsumerGroup.type`` of a share group (KIP-932), as the poll stores it.
+SHARE_GROUP = "share"
 
 
 def reset_adapter(cluster: Cluster) -> KafkaAdapter:
     return KafkaAdapter(
         cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS, max_in_flight=settings.KAFKA_MAX_IN_FLIGHT
     )
+
+
+class GroupOffsets(Protocol):
+    """What a reset reads and writes of one group: its state, its offsets on
+    partitions (next message to read; None where it has none), and an
+    administrative write of new ones, which raises ``GroupNotEmpty`` while the
+    group has members. ``KafkaAdapter`` is it for consumer groups,
+    ``ShareGroupOffsets`` for share groups."""
+
+    def describe_group(self, *, group_id: str) -> GroupStatus: ...
+
+    def committed_offsets(
+        self, *, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], int | None]: ...
+
+    def alter_group_offsets(self, *, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None: ...
+
+
+class ShareGroupOffsets:
+    """A share group as a reset sees it, through Kafka's Java ``Admin``
+    (``tasks.kafka.share_groups``): its offset on a partition is its start
+    offset (SPSO, the lowest offset it may still deliver; None where it has
+    not initialised the partition), and a reset sets the start offset. A
+    group the broker does not know is "Dead" with no members, as for
+    consumer groups."""
+
+    def __init__(self, reader: ShareGroupReader) -> None:
+        self._reader = reader
+
+    def describe_group(self, *, group_id: str) -> GroupStatus:
+        described = self._reader.describe([group_id]).get(group_id)
+        if described is None:
+            return GroupStatus(group_id=group_id, state="Dead", type=SHARE_GROUP, member_count=0)
+        return GroupStatus(group_id=group_id, state=described.state, type=SHARE_GROUP,
+                           member_count=len(described.members))
+
+    def committed_offsets(
+        self, *, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], int | None]:
+        return self._reader.start_offsets_of(group_id=group_id, partitions=partitions)
+
+    def alter_group_offsets(self, *, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        self._reader.alter_start_offsets(group_id=group_id, offsets=offsets)
+
+
+@contextmanager
+def group_offsets_of(*, cluster: Cluster, group: ConsumerGroup, adapter: KafkaAdapter) -> Iterator[GroupOffsets]:
+    """The face a reset of ``group`` goes through: ``adapter`` itself for a
+    consumer group; for a share group, a share-group reader of the cluster,
+    its Java client closed afterwards (the JVM stays for the process)."""
+    if group.type != SHARE_GROUP:
+        yield adapter
+        return
+    reader = ShareGroupReader(cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS)
+    try:
+        yield ShareGroupOffsets(reader)
+    finally:
+        reader.close()
 
 
 def active_group_reason(group: GroupStatus) -> str:
@@ -56,10 +124,13 @@ def active_group_reason(group: GroupStatus) -> str:
 
 
 def reset_positions(
-    *, adapter: KafkaAdapter, group_id: str, partitions: Sequence[tuple[str, int]], target: ResetTarget
+    *, adapter: KafkaAdapter, group_id: str, partitions: Sequence[tuple[str, int]], target: ResetTarget,
+    offsets: GroupOffsets | None = None,
 ) -> tuple[list[PartitionPosition], dict[tuple[str, int], int | None] | None]:
     """Live log start, high watermark and committed offset of each partition,
-    and for a timestamp target the first offset at or after it.
+    and for a timestamp target the first offset at or after it. The
+    committed offsets come from ``offsets`` (a share group's start offsets),
+    by default from ``adapter``; the partitions' own offsets always do.
 
     A topic or partition that does not exist raises PlanError (never created,
     never retried); Kafka errors raise KafkaUnavailable.
@@ -76,7 +147,7 @@ def reset_positions(
         if missing:
             raise PlanError(f"topic {topic!r} has no partition {', '.join(map(str, missing))} "
                             f"(its partitions are 0 to {max(existing)})")
-    committed = adapter.committed_offsets(group_id=group_id, partitions=list(partitions))
+    committed = (offsets or adapter).committed_offsets(group_id=group_id, partitions=list(partitions))
     positions: list[PartitionPosition] = []
     at_time: dict[tuple[str, int], int | None] | None = {} if target.kind == "timestamp" else None
     for topic, wanted in sorted(by_topic.items()):
@@ -103,17 +174,18 @@ def execute_reset(*, job_id: int) -> str:
        executor died (we hold its lock); any other status is left alone, so a
        second run of a succeeded job changes nothing and keeps its result.
     2. A job waiting past its deadline fails, offsets untouched.
-    3. Describe the group. With members, the job waits (queued -> waiting once;
+    3. Describe the group (a share group through ``ShareGroupOffsets``, every
+       later step too). With members, the job waits (queued -> waiting once;
        later checks only refresh the reason).
     4. Empty or Dead: queued/waiting -> running, by compare-and-set.
     5. Read the live offsets; fail if a commit moved since the plan; plan again
        from the live log start and high watermark (a timestamp is resolved
        now) and store that plan on the job before committing.
-    6. Commit. UNKNOWN_MEMBER_ID (the group became active since step 3): back
-       to waiting. A refusal by the cluster's ACLs (in step 3 too): failed at
-       once, naming the missing ACL. Any other Kafka error: waiting too, as the
-       commit may or may not have applied; the next attempt accepts offsets
-       already at the plan.
+    6. Commit. UNKNOWN_MEMBER_ID, or a share group's GroupNotEmptyException
+       (the group became active since step 3): back to waiting. A refusal by
+       the cluster's ACLs (in step 3 too): failed at once, naming the missing
+       ACL. Any other Kafka error: waiting too, as the commit may or may not
+       have applied; the next attempt accepts offsets already at the plan.
     7. Read back; succeed only when equal to the plan. Audit ``offsets.reset``
        with before and after per partition.
     """
@@ -140,12 +212,18 @@ def _execute_locked(job: RemediationJob) -> str:
         )
         return _status_of(job.id)
     adapter = reset_adapter(job.cluster)
+    with group_offsets_of(cluster=job.cluster, group=job.group, adapter=adapter) as offsets:
+        return _describe_and_reset(job, adapter=adapter, offsets=offsets)
+
+
+def _describe_and_reset(job: RemediationJob, *, adapter: KafkaAdapter, offsets: GroupOffsets) -> str:
+    """Steps 3 to 7 of ``execute_reset``."""
     try:
         # Metadata first: with the cluster away, a group request's coordinator
         # lookup outlives its timeout, and librdkafka 2.16 aborts the process
         # when the broker returns (tests/faults/test_kafka_faults.py).
         adapter.ping()
-        group = adapter.describe_group(group_id=job.group.group_id)
+        group = offsets.describe_group(group_id=job.group.group_id)
     except AccessRefused as error:
         return _refused(job, from_status=job.status, error=error)
     except KafkaUnavailable as error:
@@ -157,7 +235,7 @@ def _execute_locked(job: RemediationJob) -> str:
                           status_reason=f"group is {group.state}: resetting its offsets{restarted}"):
         return _status_of(job.id)  # another worker moved it first
     try:
-        return _reset_running(job, adapter=adapter, group=group)
+        return _reset_running(job, adapter=adapter, offsets=offsets, group=group)
     except GroupNotEmpty as error:
         reason = f"the broker refused the commit: the group became active ({error})"
         return _wait(job, from_status=Status.RUNNING, reason=reason)
@@ -174,7 +252,8 @@ def _execute_locked(job: RemediationJob) -> str:
         raise
 
 
-def _reset_running(job: RemediationJob, *, adapter: KafkaAdapter, group: GroupStatus) -> str:
+def _reset_running(job: RemediationJob, *, adapter: KafkaAdapter, offsets: GroupOffsets,
+                   group: GroupStatus) -> str:
     target = ResetTarget.parse(kind=job.params.get("target", "earliest"), value=job.params.get("value"))
     target.require_not_future(now_ms=int(timezone.now().timestamp() * 1000))
     stored = [PlannedReset.from_dict(row) for row in job.plan]
@@ -182,7 +261,7 @@ def _reset_running(job: RemediationJob, *, adapter: KafkaAdapter, group: GroupSt
     if not partitions:
         raise PlanError("the job names no partition to reset")
     positions, at_time = reset_positions(adapter=adapter, group_id=group.group_id, partitions=partitions,
-                                         target=target)
+                                         target=target, offsets=offsets)
     before = {(p.topic, p.partition): p.committed for p in positions}
     moved = reset_drift(plan=stored, committed=before)
     if moved:
@@ -196,8 +275,8 @@ def _reset_running(job: RemediationJob, *, adapter: KafkaAdapter, group: GroupSt
     plan = plan_reset(target=target, positions=[replace(p, committed=expected[(p.topic, p.partition)])
                                                 for p in positions], timestamp_offsets=at_time)
     job_record_plan(job_id=job.id, plan=[p.as_dict() for p in plan])
-    adapter.alter_group_offsets(group_id=group.group_id, offsets={(p.topic, p.partition): p.planned for p in plan})
-    after = adapter.committed_offsets(group_id=group.group_id, partitions=partitions)
+    offsets.alter_group_offsets(group_id=group.group_id, offsets={(p.topic, p.partition): p.planned for p in plan})
+    after = offsets.committed_offsets(group_id=group.group_id, partitions=partitions)
     verified_at = timezone.now()
     rows = [
         {"topic": p.topic, "partition": p.partition, "before": before[(p.topic, p.partition)],

@@ -41,7 +41,7 @@ from groups.domain.cluster_config import ClusterConfig
 from groups.domain.secrets import secret_redact
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot
 from groups.domain.tls import key_as_pkcs8
-from tasks.kafka.errors import AccessRefused, KafkaUnavailable, missing_acl
+from tasks.kafka.errors import AccessRefused, GroupNotEmpty, KafkaUnavailable, missing_acl
 from tasks.kafka.jvm import JvmUnavailable, gateway_discard, java_gateway
 from tasks.spark.reader import kafka_options
 from tasks.spark.spec import KafkaSecrets, KafkaSettings
@@ -294,6 +294,97 @@ class ShareGroupReader:
                 committed[group_id] = _committed(offsets)
         return tuple(_streams_group(group_id, described[group_id], committed[group_id])
                      for group_id in present if group_id in committed)
+
+    # -- the resets' face: one group's start offsets, read and set ----------------
+
+    def start_offsets_of(self, *, group_id: str,
+                         partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int | None]:
+        """The group's start offset (the lowest offset it may still deliver,
+        its "next message to read") on each of ``partitions``; None where it
+        has not initialised the partition, or the group does not exist."""
+        if not partitions:
+            return {}
+        with self._calls("share group start offsets"):
+            admin_package = self._jvm.org.apache.kafka.clients.admin
+            wanted = [self._jvm.org.apache.kafka.common.TopicPartition(topic, partition)
+                      for topic, partition in partitions]
+            spec = admin_package.ListShareGroupOffsetsSpec().topicPartitions(wanted)
+            options = admin_package.ListShareGroupOffsetsOptions().timeoutMs(self._timeout_ms)
+            result = self._client.listShareGroupOffsets({group_id: spec}, options)
+            try:
+                found = _start_offsets(self._get(result.partitionsToOffsetInfo(group_id)))
+            except Py4JJavaError as error:
+                if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
+                    return {key: None for key in partitions}
+                raise _GroupError(group_id, error) from None
+        return {key: found[key].start_offset if key in found else None for key in partitions}
+
+    def alter_start_offsets(self, *, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Set the group's start offset (next message to deliver) on each
+        partition of ``offsets``, as an administrator (``Admin.alterShareGroupOffsets``;
+        a partition the group had not initialised starts there). The broker
+        accepts it only while the group has no members; otherwise
+        ``GroupNotEmpty`` is raised and nothing changed. A refusal by the
+        authorizer raises ``AccessRefused`` naming the ACL (Read on the group
+        and on each topic); any other error ``KafkaUnavailable``: then the
+        change may or may not have been applied, so callers read the offsets
+        back before trusting either outcome."""
+        if not offsets:
+            raise ValueError("no offsets to set")
+        negative = sorted(key for key, offset in offsets.items() if offset < 0)
+        if negative:
+            raise ValueError(f"offsets must not be negative: {negative}")
+        stage = "alter share group start offsets"
+        with self._calls(stage):
+            options = self._jvm.org.apache.kafka.clients.admin.AlterShareGroupOffsetsOptions().timeoutMs(
+                self._timeout_ms)
+            try:
+                self._get(self._client.alterShareGroupOffsets(group_id, self._java_offsets(offsets), options).all())
+            except Py4JJavaError as error:
+                raise self._alter_error(stage, group_id, error) from None
+
+    def _java_offsets(self, offsets: Mapping[tuple[str, int], int]):
+        """``offsets`` as a Java ``Map<TopicPartition, Long>``. py4j hands a
+        Python int to Java as an Integer and turns every Long it returns back
+        into an int, so the Longs are boxed from a ``long[]`` and put into the
+        map on the Java side (``Map.put`` by reflection, its arguments copied
+        in with ``System.arraycopy``)."""
+        jvm, gateway = self._jvm, self._gateway
+        items = sorted(offsets.items())
+        primitive = gateway.new_array(jvm.long, len(items))
+        for index, (_, offset) in enumerate(items):
+            primitive[index] = offset
+        boxed = jvm.java.util.Arrays.stream(primitive).boxed().toArray()
+        any_object = jvm.java.lang.Class.forName("java.lang.Object")
+        signature = gateway.new_array(jvm.java.lang.Class, 2)
+        signature[0] = signature[1] = any_object
+        put = jvm.java.lang.Class.forName("java.util.Map").getMethod("put", signature)
+        java_map = jvm.java.util.HashMap()
+        for index, ((topic, partition), _) in enumerate(items):
+            arguments = gateway.new_array(jvm.java.lang.Object, 2)
+            arguments[0] = jvm.org.apache.kafka.common.TopicPartition(topic, partition)
+            jvm.java.lang.System.arraycopy(boxed, index, arguments, 1, 1)
+            put.invoke(java_map, arguments)
+        return java_map
+
+    def _alter_error(self, stage: str, group_id: str, error: Py4JJavaError) -> KafkaUnavailable:
+        """What a refused ``alterShareGroupOffsets`` means: the group has
+        members (``GroupNotEmpty``), an ACL it needs is missing (Read, not the
+        Describe ``_worded`` names for reads), or anything else, worded."""
+        cause = _cause(error)
+        name = str(cause.getClass().getName())
+        text = f"{name.rsplit('.', 1)[-1]}: {cause.getMessage()}"
+        if name == _ERRORS + "GroupNotEmptyException":
+            unavailable = self._unavailable(stage, f"group {group_id!r} has members ({text})")
+            return GroupNotEmpty(str(unavailable), bootstrap_servers=unavailable.bootstrap_servers,
+                                 stage=unavailable.stage)
+        if name == _ERRORS + "GroupAuthorizationException":
+            return self._unavailable(stage, f"{text} ({missing_acl('Read', 'group', group_id)})", refused=True)
+        if name == _ERRORS + "TopicAuthorizationException":
+            topics = ", ".join(sorted(str(topic) for topic in _items(cause.unauthorizedTopics())))
+            return self._unavailable(stage, f"{text} ({missing_acl('Read', 'topic', topics)})", refused=True)
+        detail, refused = _worded(error, group_id=group_id, timeout_ms=self._timeout_ms)
+        return self._unavailable(stage, detail, refused=refused)
 
     def close(self) -> None:
         admin, self._admin = self._admin, None

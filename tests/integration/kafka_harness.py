@@ -285,6 +285,18 @@ def kafka_tool(*args: str, timeout: float = 60.0) -> str:
     return done.stdout
 
 
+def share_groups_describe(bootstrap: str, group_id: str) -> dict[tuple[str, int], tuple[int, int]]:
+    """``kafka-share-groups --describe --group``: each partition's START-OFFSET and LAG, by the columns its
+    header names."""
+    out = kafka_tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+                     "--bootstrap-server", bootstrap, "--describe", "--group", group_id)
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    header = next(line for line in lines if "START-OFFSET" in line)
+    rows = [dict(zip(header, line, strict=False)) for line in lines[lines.index(header) + 1:]]
+    return {(row["TOPIC"], int(row["PARTITION"])): (int(row["START-OFFSET"]), int(row["LAG"]))
+            for row in rows if row.get("GROUP") == group_id and row.get("START-OFFSET", "-").isdigit()}
+
+
 class RateProducer:
     """Produces ``rate`` messages a second to each partition in ``partitions``,
     as a steady application would; ``add`` starts writing to more partitions

@@ -15,7 +15,7 @@ from groups.domain.cluster_config import ClusterConfig
 from tasks.kafka.errors import KafkaUnavailable
 from tasks.kafka.jvm import gateway_shutdown
 from tasks.kafka.share_groups import AutoOffsetReset, ShareGroupReader
-from tests.integration.kafka_harness import JavaConsoleShareConsumer, kafka_tool, wait_until
+from tests.integration.kafka_harness import JavaConsoleShareConsumer, kafka_tool, share_groups_describe, wait_until
 
 # The share consumer's metadata refresh: the time it takes to fetch from a new partition.
 REFRESH_MS = 5000
@@ -35,18 +35,6 @@ def share_consumers():
     yield started
     for consumer in started:
         consumer.close()
-
-
-def share_groups_describe(bootstrap: str, group_id: str) -> dict[tuple[str, int], tuple[int, int]]:
-    """``kafka-share-groups --describe --group``: each partition's START-OFFSET and LAG, by the columns its
-    header names."""
-    out = kafka_tool("org.apache.kafka.tools.consumer.group.ShareGroupCommand",
-                     "--bootstrap-server", bootstrap, "--describe", "--group", group_id)
-    lines = [line.split() for line in out.splitlines() if line.strip()]
-    header = next(line for line in lines if "START-OFFSET" in line)
-    rows = [dict(zip(header, line, strict=False)) for line in lines[lines.index(header) + 1:]]
-    return {(row["TOPIC"], int(row["PARTITION"])): (int(row["START-OFFSET"]), int(row["LAG"]))
-            for row in rows if row.get("GROUP") == group_id and row.get("START-OFFSET", "-").isdigit()}
 
 
 def set_group_config(bootstrap: str, group_id: str, setting: str) -> None:

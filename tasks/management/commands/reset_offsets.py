@@ -1,6 +1,7 @@
 """Reset a consumer group's offsets, like Kafka's own reset tool: a dry run
 by default that prints the plan from live offsets; ``--execute`` creates an
-audited job (a system action, "cli") and runs it at once.
+audited job (a system action, "cli") and runs it at once. A share group's
+"committed" offsets are its start offsets (``tasks.offset_reset.ShareGroupOffsets``).
 
     manage.py reset_offsets --cluster C --group G --topic T[:P,P] \\
         (--to-earliest | --to-offset N | --to-datetime ISO | --shift-by N) [--execute]
@@ -18,7 +19,7 @@ from groups.services.resets import reset_job_create
 from groups.text import text_table
 from tasks.jobs import run_remediation_job
 from tasks.kafka import KafkaUnavailable
-from tasks.offset_reset import active_group_reason, reset_adapter, reset_positions
+from tasks.offset_reset import active_group_reason, group_offsets_of, reset_adapter, reset_positions
 
 COLUMNS = ("TOPIC", "PARTITION", "LOG-START", "HIGH-WATERMARK", "CURRENT", "PLANNED", "REDELIVERED", "SKIPPED")
 
@@ -81,9 +82,10 @@ class Command(BaseCommand):
         adapter = reset_adapter(cluster)
         partitions = self._partitions(adapter, [parse_topic(spec) for spec in options["topic"]])
         try:
-            status = adapter.describe_group(group_id=group.group_id)
-            positions, at_time = reset_positions(adapter=adapter, group_id=group.group_id, partitions=partitions,
-                                                 target=target)
+            with group_offsets_of(cluster=cluster, group=group, adapter=adapter) as offsets:
+                status = offsets.describe_group(group_id=group.group_id)
+                positions, at_time = reset_positions(adapter=adapter, group_id=group.group_id,
+                                                     partitions=partitions, target=target, offsets=offsets)
             plan = plan_reset(target=target, positions=positions, timestamp_offsets=at_time)
         except (PlanError, KafkaUnavailable) as error:
             raise CommandError(str(error)) from None
