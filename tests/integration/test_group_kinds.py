@@ -1,6 +1,6 @@
 """A group's kind (issue 25 item 5) wherever a group appears: the home page's
 cards, the findings list and history, a finding's page, the groups pages,
-job pages and the findings' filter. Real PostgreSQL."""
+job pages, the findings' filter and the API. Real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -127,6 +127,24 @@ def test_an_unknown_kind_is_a_form_error_not_a_500(viewer, kinds, page, view):
     assert "data-finding=" not in body and "<article" not in body
     if page == "/":
         assert "group_type: Select a valid choice. &lt;b&gt;sharing&lt;/b&gt; is not one of the available choices." in body
+
+
+def test_the_api_names_each_kind_and_filters_findings_and_groups_by_it(viewer, kinds):
+    client = client_for(viewer)
+    findings = client.get("/api/v1/findings").json()["results"]
+    assert {f["group"]: f["group_type"] for f in findings} == {
+        "billing": "classic", HOSTILE_GROUP_ID: "share", "payments": "consumer", "wordcount": "streams",
+        "connect-s3-sink": "connect", "fresh": "unknown"}
+    shared = client.get("/api/v1/findings", {"group_type": "share"}).json()
+    assert [(f["id"], f["group"]) for f in shared["results"]] == [(kinds["share"][1].id, HOSTILE_GROUP_ID)]
+    detail = client.get(f"/api/v1/findings/{kinds['connect'][1].id}").json()
+    assert detail["group_type"] == "connect"
+    groups = client.get("/api/v1/groups", {"group_type": "connect"}).json()["results"]
+    assert [(g["group_id"], g["type"], g["group_type"]) for g in groups] == [("connect-s3-sink", "consumer", "connect")]
+    fresh = client.get("/api/v1/groups", {"group_type": "unknown"}).json()["results"]
+    assert [(g["group_id"], g["type"], g["group_type"]) for g in fresh] == [("fresh", "", "unknown")]
+    bad = client.get("/api/v1/groups", {"group_type": "sharing"})
+    assert bad.status_code == 400 and bad.json()["parameter"] == "group_type"
 
 
 def test_the_findings_downloads_name_each_groups_kind(viewer, kinds):
