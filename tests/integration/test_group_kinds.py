@@ -1,6 +1,7 @@
 """A group's kind (issue 25 item 5) wherever a group appears: the home page's
 cards, the findings list and history, a finding's page, the groups pages,
-job pages, the findings' filter and the API. Real PostgreSQL."""
+job pages, the findings' filter, the API and a job's webhook. Real
+PostgreSQL; /metrics' group_type label is in test_metrics.py."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import re
 import pytest
 
 from groups.domain.group_kinds import GROUP_KINDS, group_kind
-from groups.models import ConsumerGroup, Finding
+from groups.models import ConsumerGroup, Finding, Notification
 from groups.selectors.lists import findings_list, groups_list
 from groups.services import remediation
+from groups.services.remediation import job_transition
 from tests.factories import HOSTILE_GROUP_ID, make_cluster, make_finding, make_generation, make_group, make_topic
 from tests.integration.pages_harness import client_for
 
@@ -159,3 +161,12 @@ def test_the_jobs_pages_name_the_groups_kind(approver, kinds):
     page = client.get(f"/jobs/{job.id}/").content.decode()
     assert '<dt>Group type</dt><dd class="group-kind">Kafka Connect sink</dd>' in page
     assert '<span class="pill group-kind kind-connect">Kafka Connect sink</span>' in client.get("/jobs/").content.decode()
+
+
+def test_a_jobs_webhook_names_its_groups_kind(approver, kinds):
+    job = remediation.job_request(user=approver, finding_ids=[kinds["consumer"][1].id], kind="reset", params={})
+    for old, new in (("approved", "queued"), ("queued", "running")):
+        assert job_transition(job_id=job.id, from_statuses=[old], to_status=new)
+    assert job_transition(job_id=job.id, from_statuses=["running"], to_status="failed", error="broker away")
+    (notification,) = Notification.objects.filter(event="job.failed")
+    assert (notification.payload["group"], notification.payload["group_type"]) == ("payments", "consumer")
