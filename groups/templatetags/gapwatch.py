@@ -82,8 +82,8 @@ def group_kind_label(group) -> str:
 
 
 @register.filter
-def group_kind_pill(group) -> str:
-    """``{{ f.group|group_kind_pill }}``: the same as a pill, its kind in its
-    class (``kind-share``) for styles and tests."""
+def group_kind_tag(group) -> str:
+    """``{{ f.group|group_kind_tag }}``: the same as a tag, its kind in its
+    class (``kind-share``); not a pill: the pages' pills are states."""
     kind = group_kind(group.type, group.group_id)
-    return format_html('<span class="pill group-kind kind-{}">{}</span>', kind, KIND_LABELS[kind])
+    return format_html('<span class="kind kind-{}">{}</span>', kind, KIND_LABELS[kind])

@@ -70,7 +70,7 @@ def test_the_home_page_card_of_each_group_names_its_kind(viewer, kinds):
     for kind, label in (("share", "share (KIP-932)"), ("classic", "classic"), ("connect", "Kafka Connect sink"),
                         ("unknown", "not yet described")):
         card = _between(body, f'data-group="{kinds[kind][0].id}"', "</article>")
-        assert f'<span class="pill group-kind kind-{kind}">{label}</span>' in card, kind
+        assert f'<span class="kind kind-{kind}">{label}</span>' in card, kind
 
 
 def test_each_row_of_the_findings_list_and_history_names_its_groups_kind(viewer, kinds):
@@ -80,8 +80,8 @@ def test_each_row_of_the_findings_list_and_history_names_its_groups_kind(viewer,
         assert HOSTILE_GROUP_ID not in body and ESCAPED_HOSTILE_ID in body
         share_row = _between(body, f'data-finding="{kinds["share"][1].id}"', "</tr>")
         classic_row = _between(body, f'data-finding="{kinds["classic"][1].id}"', "</tr>")
-        assert '<span class="pill group-kind kind-share">share (KIP-932)</span>' in share_row, view
-        assert '<span class="pill group-kind kind-classic">classic</span>' in classic_row, view
+        assert '<span class="kind kind-share">share (KIP-932)</span>' in share_row, view
+        assert '<span class="kind kind-classic">classic</span>' in classic_row, view
 
 
 def test_a_findings_page_names_its_groups_kind(viewer, kinds):
@@ -160,7 +160,7 @@ def test_the_jobs_pages_name_the_groups_kind(approver, kinds):
     client = client_for(approver)
     page = client.get(f"/jobs/{job.id}/").content.decode()
     assert '<dt>Group type</dt><dd class="group-kind">Kafka Connect sink</dd>' in page
-    assert '<span class="pill group-kind kind-connect">Kafka Connect sink</span>' in client.get("/jobs/").content.decode()
+    assert '<span class="kind kind-connect">Kafka Connect sink</span>' in client.get("/jobs/").content.decode()
 
 
 def test_a_jobs_webhook_names_its_groups_kind(approver, kinds):
