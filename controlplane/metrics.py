@@ -167,23 +167,24 @@ class GapwatchCollector:
             "gapwatch_finding_lag_messages",
             "Lag of a group on a partition with an open finding (high watermark minus committed offset, "
             "or minus log start when the group has no commit).",
-            labels=["cluster", "group", "topic", "partition", "state"],
+            labels=["cluster", "group", "group_type", "topic", "partition", "state"],
         )
         for row in findings_open_lag_list():
             if not self._reads(row["cluster"], row["group"], row["topic"]):
                 continue
             finding_lag.add_metric(
-                [row["cluster"], row["group"], row["topic"], str(row["partition"]), row["state"]], row["lag"]
+                [row["cluster"], row["group"], row["group_type"], row["topic"], str(row["partition"]), row["state"]],
+                row["lag"],
             )
         group_lag = GaugeMetricFamily(
             "gapwatch_group_topic_lag_messages",
             "Total lag of a present group on a topic, over all its partitions.",
-            labels=["cluster", "group", "topic"],
+            labels=["cluster", "group", "group_type", "topic"],
         )
         for row in group_topics_lag_list():
             if not self._reads(row["cluster"], row["group"], row["topic"]):
                 continue
-            group_lag.add_metric([row["cluster"], row["group"], row["topic"]], row["lag"])
+            group_lag.add_metric([row["cluster"], row["group"], row["group_type"], row["topic"]], row["lag"])
         yield from (finding_lag, group_lag)
 
 

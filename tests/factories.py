@@ -110,7 +110,7 @@ def make_metrics_state() -> None:
     orders_gen3 = make_generation(orders, 3, (0, 1, 2, 3))
     payments_gen = make_generation(payments, 1, (0,))
     billing = make_group(prod, "billing")
-    hostile = make_group(prod, HOSTILE_METRICS_GROUP_ID)
+    hostile = make_group(prod, HOSTILE_METRICS_GROUP_ID, type="share")  # a share group (KIP-932): group_type="share"
     gone = make_group(prod, "gone", present=False)
 
     # gap: lag series, counted, missed 30 + 10.

@@ -69,7 +69,8 @@ def topics(request: HttpRequest, filters: Query[TopicFilters]):
 @paginate(PageNumbers)
 def groups(request: HttpRequest, filters: Query[GroupFilters]):
     return visible_groups(scope_of(request.user), groups_list(
-        cluster=filters.cluster, group_id=filters.group, group_id_contains=filters.group_contains))
+        cluster=filters.cluster, group_id=filters.group, group_id_contains=filters.group_contains,
+        group_type=filters.group_type))
 
 
 @router.get("jobs", response={200: list[JobOut], **_ERRORS}, operation_id="jobs_list",

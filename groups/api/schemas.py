@@ -16,6 +16,7 @@ from ninja import Field, Schema
 from pydantic import AfterValidator, ConfigDict, PlainSerializer, StrictInt, StrictStr, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError, PydanticUseDefault
 
+from groups.domain.group_kinds import GROUP_KINDS, group_kind
 from groups.domain.planning import BACKFILL_UNTIL
 from groups.domain.replay_topics import replay_topic_for
 from groups.domain.sinks import JOB_SINKS
@@ -44,6 +45,10 @@ PathId = Annotated[int, Field(ge=1, le=INT64_MAX)]
 FindingState = Literal[tuple(Finding.State.values)]
 JobStatus = Literal[tuple(RemediationJob.Status.values)]
 JobKind = Literal[tuple(RemediationJob.Kind.values)]
+GroupKind = Literal[GROUP_KINDS]
+_GROUP_KIND = ("The group's kind: classic, consumer (KIP-848), share (KIP-932), streams (KIP-1071), connect (a "
+               "classic or consumer group whose id starts with connect-: a Kafka Connect sink), or unknown (not "
+               "yet described by a poll).")
 _CLOSED = ConfigDict(json_schema_extra={"additionalProperties": False})
 
 
@@ -83,6 +88,7 @@ class FindingOut(Schema):
     topic: str = Field(alias="topic.name", description="Topic name.")
     partition: int
     group: str = Field(alias="group.group_id", description="Consumer group id, verbatim.")
+    group_type: GroupKind = Field(description=_GROUP_KIND)
     generation: int = Field(alias="generation.number", description="The partition generation that added it.")
     state: FindingState
     found_at: IsoDateTime = Field(alias="created_at", description="When the finding was opened.")
@@ -127,6 +133,10 @@ class FindingOut(Schema):
     @staticmethod
     def resolve_policy_source(finding: Finding) -> str | None:
         return finding.policy_source or None
+
+    @staticmethod
+    def resolve_group_type(finding: Finding) -> str:
+        return group_kind(finding.group.type, finding.group.group_id)
 
 
 class MemberOut(Schema):
@@ -276,13 +286,20 @@ class GroupOut(Schema):
     cluster: str = Field(alias="cluster.name", description="Cluster name.")
     group_id: str = Field(description="Consumer group id, verbatim.")
     state: str = Field(description="Group state as the broker reports it.")
-    type: str = Field(description="classic or consumer (KIP-848).")
+    type: str = Field(description=(
+        "The broker's word for the group's type, verbatim: classic, consumer (KIP-848), share (KIP-932), "
+        "streams (KIP-1071); empty until a poll described the group."))
+    group_type: GroupKind = Field(description=_GROUP_KIND)
     assignor: str
     member_count: int
     declared_policy: Literal[tuple(ConsumerGroup.Policy.values)]
     present: bool = Field(description="Whether the cluster still lists the group.")
     topics: list[GroupTopicOut]
     open_findings: int
+
+    @staticmethod
+    def resolve_group_type(group: ConsumerGroup) -> str:
+        return group_kind(group.type, group.group_id)
 
     @staticmethod
     def resolve_topics(group: ConsumerGroup) -> list[dict]:
@@ -346,6 +363,7 @@ class FindingFilters(BlankIsAbsent):
     group: Text = Field(None, description="Consumer group id, exact match.")
     group_contains: Text = Field(None, description="Part of the consumer group id, ignoring case.")
     state: FindingState = None
+    group_type: GroupKind = Field(None, description="The kind of the finding's group (see group_type).")
     include_closed: bool = Field(False, description="Also list closed findings.")
 
     def selector_filters(self) -> dict:
@@ -365,6 +383,7 @@ class TopicFilters(ClusterFilter):
 class GroupFilters(ClusterFilter):
     group: Text = Field(None, description="Consumer group id, exact match.")
     group_contains: Text = Field(None, description="Part of the consumer group id, ignoring case.")
+    group_type: GroupKind = Field(None, description="The group's kind (see group_type).")
 
 
 class JobFilters(BlankIsAbsent):

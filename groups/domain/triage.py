@@ -32,13 +32,16 @@ def group_is_empty(*, state: str, member_count: int) -> bool:
 
 @dataclass(frozen=True)
 class GroupInfo:
-    """A consumer group as the last poll saw it. ``key`` is its row id."""
+    """A consumer group as the last poll saw it. ``key`` is its row id;
+    ``type`` the broker's word for its type (empty until described), which
+    the pages name with ``groups.domain.group_kinds``."""
 
     key: int
     cluster: str
     group_id: str
     state: str
     member_count: int
+    type: str = ""
 
     @property
     def empty(self) -> bool:

@@ -28,6 +28,7 @@ from groups.domain.tls import certificate_expiries, certificates_expiring
 from groups.domain.triage import ClusterTriage, GroupInfo, OpenFinding, triage
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, JobFinding, PartitionGeneration, Topic
 from groups.selectors.access import Scope, visible_findings
+from groups.selectors.kinds import group_kind_q
 
 
 def _by_name(queryset: QuerySet, field: str, name_field: str, value: object) -> QuerySet:
@@ -50,6 +51,7 @@ def findings_list(
     resolution: str | None = None,
     found_since: date | None = None,
     found_until: date | None = None,
+    group_type: str | None = None,
     scope: Scope | None = None,
 ) -> QuerySet[Finding]:
     """Findings, newest first, then by id so pages are stable.
@@ -61,6 +63,8 @@ def findings_list(
     Closed findings only with ``include_closed``; ``resolution`` "open" or
     one of ``Finding.Resolution`` narrows by the way out. ``found_since`` and
     ``found_until`` are inclusive dates (UTC) of the finding's creation.
+    ``group_type``: one of ``groups.domain.group_kinds.GROUP_KINDS`` (a
+    ValueError otherwise), the kind of the finding's group.
     ``scope``: only the findings it lets its holder read (team scopes).
     """
     if state is not None and state not in Finding.State.values:
@@ -79,6 +83,8 @@ def findings_list(
         queryset = queryset.filter(group__group_id__icontains=group_contains)
     if state is not None:
         queryset = queryset.filter(state=state)
+    if group_type is not None:
+        queryset = queryset.filter(group_kind_q(group_type, path="group__"))
     if not include_closed or resolution == "open":
         queryset = queryset.filter(closed_at__isnull=True)
     elif resolution is not None:
@@ -109,6 +115,7 @@ def findings_triage(
     state: str | None = None,
     topic_contains: str | None = None,
     group_contains: str | None = None,
+    group_type: str | None = None,
     scope: Scope | None = None,
 ) -> tuple[ClusterTriage, ...]:
     """Open findings (narrowed like ``findings_list``) by cluster, group and
@@ -118,7 +125,7 @@ def findings_triage(
     active_job = JobFinding.objects.filter(finding=OuterRef("pk"), active=True).order_by("job_id").values("job_id")[:1]
     rows = (
         findings_list(cluster=cluster, state=state, topic_contains=topic_contains, group_contains=group_contains,
-                      scope=scope)
+                      group_type=group_type, scope=scope)
         .order_by()
         .annotate(active_job=Subquery(active_job))
         .values_list("id", "group_id", "topic__name", "partition", "state", "missed_definite", "missed_possible",
@@ -126,10 +133,11 @@ def findings_triage(
     )
     findings = [OpenFinding(*row) for row in rows]
     groups = {
-        key: GroupInfo(key=key, cluster=cluster_name, group_id=group_id, state=group_state, member_count=members)
-        for key, cluster_name, group_id, group_state, members in ConsumerGroup.objects.filter(
+        key: GroupInfo(key=key, cluster=cluster_name, group_id=group_id, state=group_state, member_count=members,
+                       type=group_type)
+        for key, cluster_name, group_id, group_state, members, group_type in ConsumerGroup.objects.filter(
             id__in={f.group_key for f in findings}).values_list("id", "cluster__name", "group_id", "state",
-                                                               "member_count")
+                                                               "member_count", "type")
     }
     return triage(findings=findings, groups=groups)
 
@@ -210,13 +218,13 @@ def topics_list(
 
 def groups_list(
     *, cluster: Cluster | str | None = None, group_id: str | None = None, group_id_contains: str | None = None,
-    with_partitions: bool = False,
+    group_type: str | None = None, with_partitions: bool = False,
 ) -> QuerySet[ConsumerGroup]:
     """Consumer groups by cluster and group id, each with ``open_findings``
     (a count) and its ``group_topics`` prefetched with their topics, by name
     (their per-partition rows only ``with_partitions``: a group page's).
     ``group_id`` is an exact group id, ``group_id_contains`` part of one,
-    ignoring case."""
+    ignoring case; ``group_type`` a kind (``groups.domain.group_kinds``)."""
     open_findings = (
         Finding.objects.filter(group=OuterRef("pk"), closed_at__isnull=True)
         .order_by()
@@ -237,4 +245,6 @@ def groups_list(
         queryset = queryset.filter(group_id=group_id)
     if group_id_contains:
         queryset = queryset.filter(group_id__icontains=group_id_contains)
+    if group_type is not None:
+        queryset = queryset.filter(group_kind_q(group_type))
     return queryset.order_by("cluster__name", "group_id", "id")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, Sum
 from django.db.models.functions import Coalesce
 
+from groups.domain.group_kinds import group_kind
 from groups.models import Finding, GroupTopic, RemediationJob
 
 # States in which a finding reports messages the group missed (undecided: its
@@ -17,16 +18,18 @@ def findings_open_lag_list() -> list[dict]:
     group, topic, partition): if a partition has open findings in several
     generations, the newest generation's wins, so no series is emitted twice.
 
-    Rows: ``cluster``, ``group``, ``topic``, ``partition``, ``state``, ``lag``.
+    Rows: ``cluster``, ``group``, ``group_type`` (the group's kind,
+    ``groups.domain.group_kinds``), ``topic``, ``partition``, ``state``, ``lag``.
     """
     rows = (
         Finding.objects.filter(closed_at__isnull=True)
         .order_by("cluster_id", "group_id", "topic_id", "partition", "-generation__number", "-id")
         .distinct("cluster_id", "group_id", "topic_id", "partition")
-        .values_list("cluster__name", "group__group_id", "topic__name", "partition", "state", "lag")
+        .values_list("cluster__name", "group__group_id", "group__type", "topic__name", "partition", "state", "lag")
     )
-    keys = ("cluster", "group", "topic", "partition", "state", "lag")
-    return [dict(zip(keys, row)) for row in rows]
+    return [{"cluster": cluster, "group": group, "group_type": group_kind(type_, group), "topic": topic,
+             "partition": partition, "state": state, "lag": lag}
+            for cluster, group, type_, topic, partition, state, lag in rows]
 
 
 def findings_summary_by_cluster() -> dict[str, dict]:
@@ -71,11 +74,11 @@ def jobs_count_by_cluster_kind_status() -> dict[tuple[str, str, str], int]:
 
 def group_topics_lag_list() -> list[dict]:
     """Total lag of every present group on every topic it consumes that still
-    exists. Rows: ``cluster``, ``group``, ``topic``, ``lag``."""
+    exists. Rows: ``cluster``, ``group``, ``group_type`` (its kind), ``topic``, ``lag``."""
     rows = (
         GroupTopic.objects.filter(group__present=True, topic__deleted=False)
         .order_by("group__cluster__name", "group__group_id", "topic__name")
-        .values_list("group__cluster__name", "group__group_id", "topic__name", "lag")
+        .values_list("group__cluster__name", "group__group_id", "group__type", "topic__name", "lag")
     )
-    keys = ("cluster", "group", "topic", "lag")
-    return [dict(zip(keys, row)) for row in rows]
+    return [{"cluster": cluster, "group": group, "group_type": group_kind(type_, group), "topic": topic, "lag": lag}
+            for cluster, group, type_, topic, lag in rows]

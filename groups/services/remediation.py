@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from groups.domain.group_kinds import group_kind
 from groups.models import Finding, JobFinding, Notification, RemediationJob
 from groups.services import dispatch
 from groups.services.access import act_detail, same_person, scope_require_act
@@ -196,7 +197,8 @@ def _notify_job_outcome(job: RemediationJob, *, repaired: list[int]) -> None:
     findings = Finding.objects.filter(job_findings__job=job).select_related("topic").order_by("topic__name",
                                                                                             "partition")
     payload = {
-        "event": event, "cluster": job.cluster.name, "group": job.group.group_id, "job": job.id, "kind": job.kind,
+        "event": event, "cluster": job.cluster.name, "group": job.group.group_id,
+        "group_type": group_kind(job.group.type, job.group.group_id), "job": job.id, "kind": job.kind,
         "status": job.status, "reason": job.status_reason, "error": job.error[:500],
         "findings": [
             {"id": f.id, "topic": f.topic.name, "partition": f.partition, "repaired": f.id in repaired,

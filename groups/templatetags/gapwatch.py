@@ -1,6 +1,7 @@
-"""The pages' one way to show a time: relative ("5 min ago"), with the
-absolute UTC time on hover (``title``), for screen readers (a visually
-hidden copy) and for machines (``datetime``)."""
+"""The pages' template filters: their one way to show a time (relative,
+"5 min ago", with the absolute UTC time on hover (``title``), for screen
+readers (a visually hidden copy) and for machines (``datetime``)), and the
+words for a finding's state and a group's kind."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from datetime import UTC, datetime
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html
+
+from groups.domain.group_kinds import KIND_LABELS, group_kind
 
 register = template.Library()
 
@@ -69,3 +72,18 @@ def all_in(items, collection) -> bool:
 def state_label(state: str) -> str:
     """An open finding's state as the pages name it."""
     return _STATE_LABELS.get(state, state)
+
+
+@register.filter
+def group_kind_label(group) -> str:
+    """``{{ group|group_kind_label }}``: the kind of a group (a ConsumerGroup,
+    or the triage's GroupInfo: anything with ``type`` and ``group_id``) in words."""
+    return KIND_LABELS[group_kind(group.type, group.group_id)]
+
+
+@register.filter
+def group_kind_tag(group) -> str:
+    """``{{ f.group|group_kind_tag }}``: the same as a tag, its kind in its
+    class (``kind-share``); not a pill: the pages' pills are states."""
+    kind = group_kind(group.type, group.group_id)
+    return format_html('<span class="kind kind-{}">{}</span>', kind, KIND_LABELS[kind])

@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_http_methods
 
+from groups.domain.group_kinds import group_kind
 from groups.selectors.access import scope_of, visible_audit_events, visible_jobs
 from groups.selectors.browse import audit_events_list
 from groups.models import Finding, RemediationJob
@@ -32,7 +33,7 @@ AUDIT_COLUMNS = ("id", "at", "actor", "action", "cluster", "object_type", "objec
 RESET_COLUMNS = ("group", "topic", "partition", "before", "planned", "after")
 # The API's names for a finding's fields (groups.api.schemas.FindingOut), plus its way out.
 FINDING_COLUMNS = (
-    "id", "cluster", "topic", "partition", "group", "generation", "state", "resolution", "found_at", "closed_at",
+    "id", "cluster", "topic", "partition", "group", "group_type", "generation", "state", "resolution", "found_at", "closed_at",
     "closed_reason", "log_start_offset", "high_watermark", "committed_offset", "lag", "missed_definite",
     "missed_possible", "expired", "backfill_start", "backfill_end", "likely_start", "likely_start_evidence",
     "policy_source", "owner_client_id", "owner_host", "explanation",
@@ -67,7 +68,7 @@ def finding_export_row(finding: Finding) -> tuple:
     (UTC), ``resolution`` "open" while it is open."""
     return (
         finding.id, finding.cluster.name, finding.topic.name, finding.partition, finding.group.group_id,
-        finding.generation.number, finding.state,
+        group_kind(finding.group.type, finding.group.group_id), finding.generation.number, finding.state,
         "open" if finding.closed_at is None else finding.resolution or "closed",
         finding.created_at.isoformat(), finding.closed_at.isoformat() if finding.closed_at else None,
         finding.closed_reason, finding.log_start_offset, finding.high_watermark, finding.committed_offset,

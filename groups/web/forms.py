@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup, Finding
 from groups.cluster_forms import ClusterForm  # noqa: F401 - the cluster pages' form, shared with the admin
+from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
 from groups.domain.replay_topics import TOPIC_NAME
 from groups.domain.sinks import GROUP_SINKS
 from groups.services.clusters import GROUP_SETTINGS_FIELDS
@@ -98,13 +99,16 @@ class BrowseFilterForm(forms.Form):
 class FindingFilterForm(forms.Form):
     """Filters of the findings page. Topic and group match part of a name
     (ignoring case); an unknown state or way out is ignored like an empty
-    one; the history (``view=history``) adds closed findings, the way out
+    one, an unknown group type is an error (the page offers only the kinds
+    of ``groups.domain.group_kinds``); the history (``view=history``) adds closed findings, the way out
     and the days found (UTC, both ends included)."""
 
     cluster = forms.CharField(required=False, max_length=100)
     topic = forms.CharField(required=False, max_length=249)
     group = forms.CharField(required=False, max_length=1000)
     state = forms.CharField(required=False, max_length=10)
+    group_type = forms.ChoiceField(required=False, label="Group type",
+                                   choices=[("", "all"), *((kind, KIND_LABELS[kind]) for kind in GROUP_KINDS)])
     resolution = forms.CharField(required=False, max_length=10)
     since = forms.DateField(required=False, label="Found from", widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, label="Found to", widget=forms.DateInput(attrs={"type": "date"}))
@@ -127,6 +131,7 @@ class FindingFilterForm(forms.Form):
             "topic_contains": data.get("topic") or None,
             "group_contains": data.get("group") or None,
             "state": data["state"] if data.get("state") in Finding.State.values else None,
+            "group_type": data.get("group_type") or None,
         }
         if self.history:
             resolution = data.get("resolution")

@@ -34,6 +34,7 @@ from groups.selectors.lists import (
     findings_list,
     findings_triage,
 )
+from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
 from groups.domain.triage import triage_slice
 from groups.web.forms import FindingFilterForm
 from groups.services import remediation
@@ -56,6 +57,7 @@ SORTS = {
     "state": ("state", "-created_at", "id"),
 }
 STATES = [choice for choice, _ in Finding.State.choices]
+GROUP_KIND_CHOICES = [(kind, KIND_LABELS[kind]) for kind in GROUP_KINDS]
 # The sortable columns of the per-partition list: the sort keys each offers
 # (a second key is the reverse order, offered once the first is in force),
 # and the direction each key orders the column in.
@@ -138,6 +140,7 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
         "sorts": list(SORTS),
         "columns": sort_columns(sort),
         "states": STATES,
+        "group_kinds": GROUP_KIND_CHOICES,
         "resolutions": RESOLUTIONS,
         "active_statuses": list(RemediationJob.ACTIVE),
         "state_counts": state_counts,
@@ -154,13 +157,14 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
 
 
 def _filter_values(form: FindingFilterForm) -> dict[str, str]:
-    return {key: form.data.get(key, "") for key in ("cluster", "topic", "group", "state", "resolution", "since",
-                                                    "until")}
+    return {key: form.data.get(key, "") for key in ("cluster", "topic", "group", "state", "group_type", "resolution",
+                                                    "since", "until")}
 
 
 def _triage_context(request: HttpRequest) -> tuple[dict, int]:
     """The triage's context and status: open findings by cluster, group and
-    topic, with the page's filters (cluster, part of a topic or group name, state)."""
+    topic, with the page's filters (cluster, part of a topic or group name,
+    state, group type)."""
     form = FindingFilterForm(request.GET, history=False)
     valid = form.is_valid()
     filters = form.selector_filters() if valid else {}
@@ -184,6 +188,7 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
         "filtered": bool(filtered),
         "hidden_total": findings_list(scope=scope).count() if filtered and not clusters else 0,
         "states": STATES,
+        "group_kinds": GROUP_KIND_CHOICES,
         "query": urlencode(filtered),
         "clusters": visible_clusters(scope, Cluster.objects.all()).values_list("name", flat=True),
         "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),

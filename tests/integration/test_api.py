@@ -114,6 +114,7 @@ def test_it_lists_open_findings_newest_first_with_every_field(api, two_clusters)
         "topic": "orders",
         "partition": 2,
         "group": "billing",
+        "group_type": "classic",
         "generation": 2,
         "state": "gap",
         "found_at": "2025-03-01T11:59:00+00:00",
@@ -206,6 +207,8 @@ def test_it_filters_findings(api, two_clusters, params, expected):
         ({"page_size": "ten"}, "page_size"),
         ({"group": "nul\x00byte"}, "group"),
         ({"group": ["billing", "audit"]}, "group"),  # one value, not a list
+        ({"group_type": "sharing"}, "group_type"),
+        ({"group_type": "Share"}, "group_type"),  # the kinds are lower case, like the states
     ],
 )
 def test_it_answers_400_naming_a_bad_parameter(api, two_clusters, params, parameter):
@@ -434,6 +437,7 @@ def test_it_lists_groups_with_topic_lags_and_open_findings(api, two_clusters):
         "group_id": "billing",
         "state": "Stable",
         "type": "classic",
+        "group_type": "classic",
         "assignor": "range",
         "member_count": 1,
         "declared_policy": "unknown",
@@ -484,6 +488,7 @@ def test_it_filters_groups_and_topics_by_a_hostile_name(api, db):
         ("groups", {"group_contains": ["a", "b"]}, "group_contains"),
         ("groups", {"cluster": ["a", "b"]}, "cluster"),
         ("groups", {"group": "nul\x00"}, "group"),
+        ("groups", {"group_type": "kafka"}, "group_type"),
         ("topics", {"topic_contains": ["a", "b"]}, "topic_contains"),
         ("groups", {"page": "x"}, "page"),
     ],

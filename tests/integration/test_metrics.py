@@ -64,13 +64,15 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
     put("gapwatch_missed_messages_definite", 0, cluster="stage")
     put("gapwatch_missed_messages_possible", 0, cluster="stage")
     lag = "gapwatch_finding_lag_messages"
-    put(lag, 40, cluster="prod", group="billing", topic="orders", partition="2", state="gap")
-    put(lag, 100, cluster="prod", group="billing", topic="orders", partition="3", state="pending")
-    put(lag, 0, cluster="prod", group="billing", topic="payments", partition="0", state="covered")
-    put(lag, 5, cluster="prod", group=HOSTILE_GROUP_ID, topic="orders", partition="2", state="expired")
-    put("gapwatch_group_topic_lag_messages", 140, cluster="prod", group="billing", topic="orders")
-    put("gapwatch_group_topic_lag_messages", 0, cluster="prod", group="billing", topic="payments")
-    put("gapwatch_group_topic_lag_messages", 5, cluster="prod", group=HOSTILE_GROUP_ID, topic="orders")
+    # Per-group series name the group's kind: billing is classic, the hostile one a share group.
+    billing, hostile = {"group": "billing", "group_type": "classic"}, {"group": HOSTILE_GROUP_ID, "group_type": "share"}
+    put(lag, 40, cluster="prod", **billing, topic="orders", partition="2", state="gap")
+    put(lag, 100, cluster="prod", **billing, topic="orders", partition="3", state="pending")
+    put(lag, 0, cluster="prod", **billing, topic="payments", partition="0", state="covered")
+    put(lag, 5, cluster="prod", **hostile, topic="orders", partition="2", state="expired")
+    put("gapwatch_group_topic_lag_messages", 140, cluster="prod", **billing, topic="orders")
+    put("gapwatch_group_topic_lag_messages", 0, cluster="prod", **billing, topic="payments")
+    put("gapwatch_group_topic_lag_messages", 5, cluster="prod", **hostile, topic="orders")
     # Outcomes (issue 12): no job ran and the one closed finding predates resolutions: all zero.
     for cluster in ("prod", "stage"):
         for resolution in ("repaired", "partial", "dismissed", "expired"):
@@ -93,9 +95,11 @@ def test_it_escapes_a_quote_a_backslash_and_a_newline_in_label_values(client, st
     text = scrape(client)
     escaped = 'group="we\\"ird\\\\group\\nname"'
     assert (
-        'gapwatch_finding_lag_messages{cluster="prod",' + escaped + ',partition="2",state="expired",topic="orders"} 5.0'
+        'gapwatch_finding_lag_messages{cluster="prod",' + escaped + ',group_type="share",partition="2",state="expired",'
+        'topic="orders"} 5.0'
     ) in text.splitlines()
-    assert 'gapwatch_group_topic_lag_messages{cluster="prod",' + escaped + ',topic="orders"} 5.0' in text.splitlines()
+    assert ('gapwatch_group_topic_lag_messages{cluster="prod",' + escaped + ',group_type="share",topic="orders"} 5.0'
+            in text.splitlines())
     # Every line is still one sample or one comment: the raw newline never leaks.
     assert all(line.startswith(("gapwatch_", "# HELP gapwatch_", "# TYPE gapwatch_")) for line in text.splitlines())
 
