@@ -2,8 +2,8 @@
 
 ``evaluate_snapshot`` implements DESIGN.md section 3 as a pure function: no
 I/O, no clock reads (``now`` is passed in), nothing imported beyond the
-standard library and ``groups.domain.snapshot``. Offsets mean "the next message to
-read"; every range is half-open ``[start, end)``. For a finding on partition p:
+standard library, ``groups.domain.snapshot`` and ``groups.domain.group_kinds``.
+Offsets mean "the next message to read"; every range is half-open ``[start, end)``. For a finding on partition p:
 
 - ``E``, ``H``, ``C``: log start, high watermark, committed offset at this poll;
 - ``first_log_start``: E at the poll that created the finding;
@@ -92,6 +92,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
+from groups.domain.group_kinds import CONNECT, STREAMS, group_kind
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
 Policy = Literal["unknown", "latest", "earliest", "by_duration"]
@@ -161,9 +162,10 @@ def group_rules(*, group: GroupSnapshot | None, declared_policy: Policy) -> Grou
     if group is not None and group.reset_policy is not None:
         return GroupRules(policy=group.reset_policy, setting=group.reset_setting, position=position)
     if declared_policy == "unknown" and group is not None:
-        if group.type == "streams":
+        kind = group_kind(group.type, group.group_id)
+        if kind == STREAMS:
             return GroupRules(policy="earliest", setting=STREAMS_DEFAULT, assumed=True)
-        if group.group_id.startswith("connect-"):
+        if kind == CONNECT:
             return GroupRules(policy="earliest", setting=CONNECT_DEFAULT, assumed=True)
     return GroupRules(policy=declared_policy, position=position)
 

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 
 from groups.domain import detection
+from groups.domain.group_kinds import UNKNOWN, group_kind
 from groups.domain.known_partitions import known_partition_sets
 from groups.selectors.polls import cluster_poll_state, finding_key, finding_state, findings_partitions
 from groups.services import known_partitions
@@ -159,7 +160,10 @@ def poll_record_success(
             cluster=cluster, changes=changes, open_rows=open_rows, topics=topics, groups=groups,
             generations=generations, now=now,
         )
-        notifications = _write_audit_and_notifications(cluster=cluster, changes=changes, findings=findings)
+        notifications = _write_audit_and_notifications(
+            cluster=cluster, changes=changes, findings=findings,
+            kinds={group.group_id: group_kind(group.type, group.group_id) for group in snapshot.groups},
+        )
         new_finding_ids = [findings[key].id for key in changes.new_findings]
         Cluster.objects.filter(id=cluster.id).update(
             status=Cluster.Status.OK, last_error="", last_poll_at=now, last_success_at=now,
@@ -335,7 +339,9 @@ def _close_expired(*, cluster: Cluster, by_key: dict, changes: detection.Changes
     )
 
 
-def _write_audit_and_notifications(*, cluster: Cluster, changes: detection.Changes, findings: dict) -> list[Notification]:
+def _write_audit_and_notifications(
+    *, cluster: Cluster, changes: detection.Changes, findings: dict, kinds: dict[str, str],
+) -> list[Notification]:
     AuditEvent.objects.bulk_create(
         AuditEvent(
             system=True, cluster=cluster,
@@ -361,7 +367,8 @@ def _write_audit_and_notifications(*, cluster: Cluster, changes: detection.Chang
         notifications.append(Notification(
             cluster=cluster, finding=findings.get(transition.key), url=url, event=event,
             payload={
-                "event": event, "cluster": cluster.name, "group": a.key.group_id, "topic": a.key.topic,
+                "event": event, "cluster": cluster.name, "group": a.key.group_id,
+                "group_type": kinds.get(a.key.group_id, UNKNOWN), "topic": a.key.topic,
                 "partition": a.key.partition, "generation": a.key.generation, "state": a.state,
                 "previous_state": transition.old_state, "lag": a.lag, "missed_definite": a.missed_definite,
                 "missed_possible": a.missed_possible, "explanation": a.explanation,

@@ -89,8 +89,8 @@ def test_webhooks_announce_new_findings_and_failed_deliveries_are_retried_then_m
         consumer.close()
     wait_until(lambda: any(p["topic"] == topic for p in receiver.received), timeout=30, what="webhook delivery")
     payload = next(p for p in receiver.received if p["topic"] == topic)
-    assert (payload["event"], payload["group"], payload["partition"], payload["state"]) == (
-        "finding.created", group_id, 2, "pending"
+    assert (payload["event"], payload["group"], payload["group_type"], payload["partition"], payload["state"]) == (
+        "finding.created", group_id, "classic", 2, "pending"
     )
     finding = Finding.objects.get(topic__name=topic)
     assert Notification.objects.get(finding=finding).status == "sent"
