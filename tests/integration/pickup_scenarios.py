@@ -27,6 +27,7 @@ from tests.integration.kafka_harness import (
     Broker,
     GroupConsumer,
     JavaConsoleConsumer,
+    JavaConsoleShareConsumer,
     RateProducer,
     group_committed,
     never_consumed,
@@ -51,7 +52,8 @@ class Scenario:
     rdkafka-classic, rdkafka-consumer (librdkafka, default 5 s auto-commit),
     rdkafka-manual (auto-commit off, a synchronous commit every 25 records,
     20 ms of work per record), rdkafka-slow-assign (1.5 s of work in
-    ``on_assign``). ``late_join``: the group starts after the last full poll
+    ``on_assign``), java-share (Kafka's console share consumer, a share
+    group: its start offset is its position). ``late_join``: the group starts after the last full poll
     before the change, so no full poll ever recorded it reading the topic."""
 
     id: str
@@ -77,11 +79,16 @@ SCENARIOS = (
     # The broker stamps records: the producer's clock (30 s ahead) no longer matters.
     Scenario("java-kip848-logappendtime", "java-consumer", clock_skew_s=30, timestamp_type="LogAppendTime"),
     Scenario("rdkafka-late-joiner", "rdkafka-classic", late_join=True),
+    # A share group (KIP-932) under the broker's default share.auto.offset.reset=latest: its
+    # position is the start offset, which moves forward as records are acknowledged.
+    Scenario("java-share", "java-share"),
 )
 
 
 def start_client(scenario: Scenario, bootstrap: str, group_id: str, topic: str):
     kind = scenario.client
+    if kind == "java-share":
+        return JavaConsoleShareConsumer(bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
     if kind.startswith("java-"):
         return JavaConsoleConsumer(bootstrap, group_id, topic, protocol=kind.split("-", 1)[1], refresh_ms=REFRESH_MS)
     common = dict(offset_reset="latest", refresh_ms=REFRESH_MS, commit_interval_ms=5000)  # librdkafka's default
