@@ -53,7 +53,7 @@ def _raise_and_watch(broker, cluster, topic: str, group_id: str) -> Finding:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_share_group_that_started_a_new_partition_at_the_end_has_a_gap_whose_bounds_hold_the_truth(
-        broker, kafka_bootstrap, share_consumers, unique):
+        broker, kafka_bootstrap, share_consumers, unique, client, viewer):
     topic, group_id = f"share-find-{unique}", f"share-find-{unique}"
     cluster = Cluster.objects.create(name=f"share-{unique}", bootstrap_servers=kafka_bootstrap)
     broker.create_topic(topic, 1)
@@ -83,6 +83,11 @@ def test_a_share_group_that_started_a_new_partition_at_the_end_has_a_gap_whose_b
     header = next(line for line in lines if "LAG" in line)
     row = next(dict(zip(header, line, strict=False)) for line in lines if line[:3] == [group_id, topic, "1"])
     assert row["LAG"] == "0", described
+    # The finding's page names the kind and speaks of start offsets, not commits.
+    client.force_login(viewer)
+    page = client.get(f"/findings/{finding.id}/").content.decode()
+    assert "share (KIP-932)" in page and "First start offset" in page and "First commit" not in page
+    assert f"{finding.missed_definite} definitely missed" in page
 
 
 @pytest.mark.django_db(transaction=True)
