@@ -13,6 +13,12 @@ create_topics call with ~1,000+ topics), then measures, in the same run:
 and deletes the bench topics and groups before the next size, so the shared
 local broker (about 10k partitions under its open-files limit) never holds
 more than one size at a time.
+
+``--share-groups N`` adds N share groups (KIP-932), each made by a
+confluent-kafka ``ShareConsumer`` that reads a record from every partition of
+one bench topic and leaves: the poll then reads them too, through Kafka's
+Java Admin in this process's JVM (the ``share_groups`` stage; the JVM's start
+is printed once). The CLI's describe-all lists consumer groups only.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import django
 
@@ -37,6 +44,8 @@ from django.utils import timezone  # noqa: E402
 from groups.models import Cluster  # noqa: E402
 from tasks.kafka.adapter import KafkaAdapter  # noqa: E402
 from tasks.polling import poll_cluster  # noqa: E402
+from bench.share_groups_bench import make_share_group  # noqa: E402
+from tasks.kafka import jvm  # noqa: E402
 from tests.integration.kafka_harness import kafka_jars  # noqa: E402
 
 TOPICS_PER_CREATE = 200
@@ -49,6 +58,29 @@ def topic_names(topics: int) -> list[str]:
 
 def group_names(groups: int) -> list[str]:
     return [f"bench.g{n:03d}" for n in range(groups)]
+
+
+def share_group_names(groups: int) -> list[str]:
+    return [f"bench.s{n:03d}" for n in range(groups)]
+
+
+def prepare_share_groups(bootstrap: str, topics: int, groups: int) -> None:
+    """Share groups, each initialised on every partition of one bench topic. The
+    consumers start at the log end (latest): records are written until each read one."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    names = topic_names(topics)
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        futures = [pool.submit(make_share_group, bootstrap, group, names[n % topics])
+                   for n, group in enumerate(share_group_names(groups))]
+        while not all(future.done() for future in futures):
+            for n in range(min(groups, topics)):
+                for partition in range(PARTITIONS_PER_TOPIC):
+                    producer.produce(names[n], value=b"s", partition=partition)
+            producer.poll(0)
+            time.sleep(0.2)
+        for future in futures:
+            future.result()
+    producer.flush(30)
 
 
 def prepare(admin: AdminClient, bootstrap: str, topics: int, groups: int) -> None:
@@ -81,10 +113,15 @@ def prepare(admin: AdminClient, bootstrap: str, topics: int, groups: int) -> Non
             future.result()
 
 
-def cleanup(admin: AdminClient, topics: int, groups: int) -> None:
+def cleanup(admin: AdminClient, topics: int, groups: int, share_groups: int = 0) -> None:
     """Leave the broker as it was: no bench.* topics or groups."""
     existing_groups = {g.group_id for g in admin.list_consumer_groups().result().valid}
     doomed = [g for g in group_names(groups) if g in existing_groups]
+    for future in (admin.delete_consumer_groups(share_group_names(share_groups)).values() if share_groups else ()):
+        try:
+            future.result()
+        except Exception:  # noqa: BLE001 - a share group never made, or already gone
+            pass
     for start in range(0, len(doomed), 100):
         for future in admin.delete_consumer_groups(doomed[start:start + 100]).values():
             future.result()
@@ -157,6 +194,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="125:50,625:250,1240:500",
                         help="topics:groups per size, comma-separated (topics have 8 partitions)")
     parser.add_argument("--polls", type=int, default=5)
+    parser.add_argument("--share-groups", type=int, default=0,
+                        help="share groups to add at each size (each initialised on one topic's 8 partitions)")
     args = parser.parse_args()
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     rows = []
@@ -165,11 +204,16 @@ def main() -> None:
         started = time.monotonic()
         try:
             prepare(admin, args.bootstrap, topics, groups)
-            print(f"prepared {topics} topics x {PARTITIONS_PER_TOPIC}, {groups} groups in "
-                  f"{time.monotonic() - started:.1f}s", flush=True)
+            if args.share_groups:
+                prepare_share_groups(args.bootstrap, topics, args.share_groups)
+            print(f"prepared {topics} topics x {PARTITIONS_PER_TOPIC}, {groups} groups, {args.share_groups} share "
+                  f"groups in {time.monotonic() - started:.1f}s", flush=True)
             row = measure(args.bootstrap, args.polls, topics, groups)
+            if jvm.last_start_seconds is not None:
+                print(f"the JVM reading share and streams groups started in {jvm.last_start_seconds:.3f}s "
+                      "(once per worker process; in the first poll only)", flush=True)
         finally:
-            cleanup(admin, topics, groups)
+            cleanup(admin, topics, groups, args.share_groups)
             Cluster.objects.filter(name="bench").delete()
         rows.append(row)
         print(f"{row['partitions']} partitions, {row['groups']} groups: full poll {row['poll']:.3f}s "
