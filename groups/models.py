@@ -177,6 +177,10 @@ class ConsumerGroup(models.Model):
     # As of the last poll: [{"member_id", "client_id", "host", "assignment": [[topic, partition], ...]}].
     members = models.JSONField(default=list, blank=True)
     declared_policy = models.CharField(max_length=10, choices=Policy.choices, default=Policy.UNKNOWN)
+    # The start rule as the cluster states it, in words, as of the last poll (a
+    # share group's "share.auto.offset.reset=latest (the broker's default)");
+    # "" where only a declaration can tell (consumer groups).
+    reset_setting = models.CharField(max_length=200, blank=True, default="")
     # Opt-in: reset new partitions to their log start at once when the group is Empty at detection.
     auto_repair = models.BooleanField(default=False)
     # Backfill defaults for this group (approvers may change them).

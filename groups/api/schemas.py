@@ -293,6 +293,10 @@ class GroupOut(Schema):
     assignor: str
     member_count: int
     declared_policy: Literal[tuple(ConsumerGroup.Policy.values)]
+    reset_setting: str = Field(description=(
+        "Where the group starts a partition it has no position on, as the cluster states it, in words "
+        "(a share group's share.auto.offset.reset, e.g. \"share.auto.offset.reset=latest (the broker's "
+        "default)\"); empty where only the declared policy can tell (consumer groups)."))
     present: bool = Field(description="Whether the cluster still lists the group.")
     topics: list[GroupTopicOut]
     open_findings: int

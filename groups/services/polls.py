@@ -230,14 +230,15 @@ def _write_groups(*, cluster: Cluster, snapshot: Snapshot, stored: dict, now: da
     rows = [
         ConsumerGroup(
             cluster=cluster, group_id=g.group_id, state=g.state, type=g.type, assignor=g.assignor,
-            member_count=len(g.members), present=True, members=_members_json(g),
+            member_count=len(g.members), present=True, members=_members_json(g), reset_setting=g.reset_setting[:200],
             first_seen_at=stored[g.group_id].first_seen_at if g.group_id in stored else now, last_seen_at=now,
         )
         for g in snapshot.groups
     ]
     ConsumerGroup.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["cluster", "group_id"],
-        update_fields=["state", "type", "assignor", "member_count", "members", "present", "last_seen_at"],
+        update_fields=["state", "type", "assignor", "member_count", "members", "present", "last_seen_at",
+                       "reset_setting"],
     )
     listed = {g.group_id for g in snapshot.groups}
     if snapshot.complete:  # a targeted snapshot lists only the groups reading its topics

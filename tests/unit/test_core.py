@@ -690,6 +690,7 @@ STORIES = [
             policy="earliest",
             states=("pending", "covered"),
             final=dict(missed_definite=0, missed_possible=0, policy_source="declared", backfill_start=None),
+            explanation_mentions="declared earliest; first commit 200 cannot tell otherwise",
         ),
         "a declared earliest decides: the likely start only matters to a latest start",
         id="declared-earliest-ignores-pickup-end",
@@ -759,6 +760,17 @@ STORIES = [
         "by_duration starts where record timestamps say, possibly below H_k: a first start offset below 40 is "
         "no evidence of earliest, nothing is definite, [0, first start offset) is possible",
         id="share-group-by-duration-start-below-h-k",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(10, 40, share=DURATION_SHARE), Step(10, 60, owned=True, commit=30, share=DURATION_SHARE)),
+            states=("pending", "gap"),
+            final=dict(first_log_start=10, missed_definite=0, missed_possible=20, backfill_start=10,
+                       backfill_end=30),
+            explanation_mentions="20 possibly missed [10, 30) (the first start offset 30 bounds the start)",
+        ),
+        "by_duration above a log start of 10: possible counts from the log start, not from 0",
+        id="share-group-by-duration-from-a-log-start",
     ),
     pytest.param(
         Story(
@@ -943,6 +955,8 @@ KIND_CASES = [
     pytest.param("connect-queue", "share", ("latest", "share.auto.offset.reset=latest (the broker's default)"),
                  "unknown", ("gap", "declared"), "share.auto.offset.reset=latest",
                  "a share group's own setting beats its name", id="share-named-connect"),
+    pytest.param("queue", "share", None, "unknown", ("gap", "assumed"), "the first start offset 160 bounds",
+                 "a share group whose setting was not read still speaks of start offsets", id="share-without-setting"),
 ]
 
 
