@@ -8,7 +8,9 @@ successful poll of its cluster tries it again, until the group is Empty or
 RESET_WAIT_DEADLINE_SECONDS have passed since it started waiting. A reset is
 done only when the offsets read back equal the plan.
 
-A share group (KIP-932) is reset the same way through ``ShareGroupOffsets``:
+A streams group (KIP-1071) is reset through ``StreamsGroupOffsets`` (its
+state and members from Kafka's Java client). A share group (KIP-932) is
+reset the same way through ``ShareGroupOffsets``:
 its "committed" offset is its start offset (the lowest offset it may still
 deliver), and the reset sets that start offset; the broker refuses it too
 while the group has members.
@@ -50,6 +52,7 @@ log = logging.getLogger(__name__)
 Status = RemediationJob.Status
 # ``ConsumerGroup.type`` of a share group (KIP-932), as the poll stores it.
 SHARE_GROUP = "share"
+STREAMS_GROUP = "streams"
 
 
 def reset_adapter(cluster: Cluster) -> KafkaAdapter:
@@ -101,17 +104,42 @@ class ShareGroupOffsets:
         self._reader.alter_start_offsets(group_id=group_id, offsets=offsets)
 
 
+class StreamsGroupOffsets:
+    """A streams group (KIP-1071) as a reset sees it. Its commits are plain
+    committed offsets, which the consumer-group calls read and alter (the
+    broker serves them for a streams group); but confluent-kafka describes a
+    streams group as a Dead classic group with no members even while its
+    application runs, so its state and members come from Kafka's Java
+    ``Admin`` (``describeStreamsGroups``), and the reset waits for none."""
+
+    def __init__(self, reader: ShareGroupReader, adapter: KafkaAdapter) -> None:
+        self._reader, self._adapter = reader, adapter
+
+    def describe_group(self, *, group_id: str) -> GroupStatus:
+        state, members = self._reader.streams_group_states([group_id]).get(group_id, ("Dead", 0))
+        return GroupStatus(group_id=group_id, state=state, type=STREAMS_GROUP, member_count=members)
+
+    def committed_offsets(
+        self, *, group_id: str, partitions: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], int | None]:
+        return self._adapter.committed_offsets(group_id=group_id, partitions=partitions)
+
+    def alter_group_offsets(self, *, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        self._adapter.alter_group_offsets(group_id=group_id, offsets=offsets)
+
+
 @contextmanager
 def group_offsets_of(*, cluster: Cluster, group: ConsumerGroup, adapter: KafkaAdapter) -> Iterator[GroupOffsets]:
     """The face a reset of ``group`` goes through: ``adapter`` itself for a
-    consumer group; for a share group, a share-group reader of the cluster,
-    its Java client closed afterwards (the JVM stays for the process)."""
-    if group.type != SHARE_GROUP:
+    consumer group; for a share or streams group, a Java-client reader of the
+    cluster (closed afterwards; the JVM stays for the process) behind
+    ``ShareGroupOffsets`` or ``StreamsGroupOffsets``."""
+    if group.type not in (SHARE_GROUP, STREAMS_GROUP):
         yield adapter
         return
     reader = ShareGroupReader(cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS)
     try:
-        yield ShareGroupOffsets(reader)
+        yield ShareGroupOffsets(reader) if group.type == SHARE_GROUP else StreamsGroupOffsets(reader, adapter)
     finally:
         reader.close()
 

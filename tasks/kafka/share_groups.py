@@ -265,6 +265,30 @@ class ShareGroupReader:
             listings = self._get(self._client.listGroups(options.timeoutMs(self._timeout_ms)).all())
             return tuple(sorted(str(listing.groupId()) for listing in _items(listings)))
 
+    def streams_group_states(self, group_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """Each streams group's state and member count (a reset waits for
+        none); a group the broker does not know is left out."""
+        return {group_id: (str(description.groupState().toString()), len(_items(description.members())))
+                for group_id, description in self._describe_streams(group_ids).items()}
+
+    def _describe_streams(self, group_ids: Sequence[str]) -> dict:
+        """The Java descriptions of the streams groups that exist among ``group_ids``."""
+        described = {}
+        if not group_ids:
+            return described
+        with self._calls("describe streams groups"):
+            options = self._jvm.org.apache.kafka.clients.admin.DescribeStreamsGroupsOptions().timeoutMs(
+                self._timeout_ms)
+            futures = self._client.describeStreamsGroups(list(group_ids), options).describedGroups()
+            for group_id in group_ids:
+                try:
+                    described[group_id] = self._get(futures.get(group_id))
+                except Py4JJavaError as error:
+                    if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
+                        continue
+                    raise _GroupError(group_id, error) from None
+        return described
+
     def read_streams(self, group_ids: Sequence[str]) -> tuple[GroupSnapshot, ...]:
         """Each streams group as the core reads every group: its members own
         the source-topic partitions of their active tasks (a task is a
@@ -274,18 +298,7 @@ class ShareGroupReader:
         if not group_ids:
             return ()
         admin_package = self._jvm.org.apache.kafka.clients.admin
-        described = {}
-        with self._calls("describe streams groups"):
-            options = admin_package.DescribeStreamsGroupsOptions().timeoutMs(self._timeout_ms)
-            futures = self._client.describeStreamsGroups(list(group_ids), options).describedGroups()
-            for group_id in group_ids:
-                try:
-                    description = self._get(futures.get(group_id))
-                except Py4JJavaError as error:
-                    if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
-                        continue
-                    raise _GroupError(group_id, error) from None
-                described[group_id] = description
+        described = self._describe_streams(group_ids)
         present = [group_id for group_id in group_ids if group_id in described]
         committed: dict[str, dict[tuple[str, int], int]] = {}
         with self._calls("streams group offsets"):

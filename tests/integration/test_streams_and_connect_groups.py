@@ -6,39 +6,69 @@ finding covered for Connect's default ``earliest``, said in words."""
 
 from __future__ import annotations
 
-import pytest
+import io
 
-from groups.models import Cluster, ConsumerGroup, Finding
+import pytest
+from django.core.management import CommandError, call_command
+
+from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
+from tasks.jobs import run_remediation_job
+from tasks.kafka.share_groups import ShareGroupReader
 from tests.integration.kafka_harness import KafkaStreamsWordCount, kafka_tool, wait_until
 from tests.integration.scenarios import poll, produce_one_each, start_consuming_group
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_streams_group_is_listed_with_its_type_members_and_commits(broker, kafka_bootstrap, unique, tmp_path):
+def test_a_streams_group_is_listed_with_its_members_and_commits_and_its_reset_waits_for_the_application(
+        broker, kafka_bootstrap, unique, tmp_path):
     cluster = Cluster.objects.create(name=f"streams-{unique}", bootstrap_servers=kafka_bootstrap)
     topic, application = KafkaStreamsWordCount.INPUT, f"wordcount-{unique}"
     if topic not in broker.admin.list_topics(timeout=10).topics:
         broker.create_topic(topic, 2)
     app = KafkaStreamsWordCount(kafka_bootstrap, application, str(tmp_path))
+    reset = ("reset_offsets", "--cluster", cluster.name, "--group", application, "--topic", f"{topic}:0",
+             "--to-earliest", "--execute")
     try:
         def listed():
             broker.produce(topic, 0, 1, prefix="a b")
             broker.produce(topic, 1, 1, prefix="c d")
             poll(cluster)
             group = ConsumerGroup.objects.filter(cluster=cluster, group_id=application).first()
-            return (group is not None and group.members and group.group_topics.filter(topic__name=topic).exists()
-                    and group)
+            commits = group and group.group_topics.filter(topic__name=topic).exists() and committed(group)
+            return group is not None and group.members and commits and group
 
         group = wait_until(listed, timeout=90, interval=1, what="a poll to list the streams group reading its input")
+        assert (group.type, group.assignor) == ("streams", "streams")
+        assigned = {tuple(pair) for member in group.members for pair in member["assignment"]}
+        assert {(topic, 0), (topic, 1)} <= assigned
+        theirs = kafka_tool("org.apache.kafka.tools.streams.StreamsGroupCommand", "--bootstrap-server",
+                            kafka_bootstrap, "--list")
+        assert application in theirs.split()
+
+        # A reset waits while the application runs: confluent-kafka would call the group Dead and empty.
+        with pytest.raises(CommandError, match=f"is waiting: group {application} has 1 active member"):
+            call_command(*reset, stdout=io.StringIO())
+        before = committed(group)[(topic, 0)]
+        assert before > 0
     finally:
         app.close()
+    job = RemediationJob.objects.get(group=group)
+    with ShareGroupReader(cluster.client_config()) as reader:
+        wait_until(lambda: reader.streams_group_states([application])[application] == ("Empty", 0),
+                   what="the streams group to be Empty")
+        assert run_remediation_job.apply(args=(job.id,)).get() == "succeeded"
+        job.refresh_from_db()
+        assert job.result["partitions"] == [
+            {"topic": topic, "partition": 0, "before": before, "planned": 0, "after": 0}]
+        (read,) = reader.read_streams([application])
+        assert read.committed[(topic, 0)] == 0
 
-    assert (group.type, group.assignor) == ("streams", "streams")
-    assigned = {tuple(pair) for member in group.members for pair in member["assignment"]}
-    assert {(topic, 0), (topic, 1)} <= assigned
-    theirs = kafka_tool("org.apache.kafka.tools.streams.StreamsGroupCommand", "--bootstrap-server",
-                        kafka_bootstrap, "--list")
-    assert application in theirs.split()
+
+def committed(group: ConsumerGroup) -> dict[tuple[str, int], int]:
+    """The group's commits as the last poll stored them."""
+    return {(link.topic.name, row["partition"]): row["committed"]
+            for link in group.group_topics.select_related("topic") for row in link.partitions
+            if row.get("committed") is not None}
 
 
 @pytest.mark.django_db(transaction=True)
