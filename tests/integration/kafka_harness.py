@@ -10,7 +10,14 @@ import threading
 import time
 from collections import defaultdict
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaException,
+    Producer,
+    ShareConsumer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 # What a test writes lands once and in order: librdkafka's producer is not
@@ -91,6 +98,39 @@ class ReadOffsets:
     def offsets(self, partition: int) -> list[int]:
         with self._lock:
             return list(self.received[partition])
+
+
+class ShareGroupConsumer(ReadOffsets):
+    """librdkafka's share consumer (confluent-kafka ``ShareConsumer``, KIP-932)
+    in share group ``group_id``, polling in a thread; records are acknowledged
+    implicitly (the client's default) by the next poll. It learns of new
+    partitions on its own metadata refresh (``refresh_ms``)."""
+
+    def __init__(self, bootstrap: str, group_id: str, topic: str, *, refresh_ms: int = 5000) -> None:
+        super().__init__()
+        self._consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group_id,
+                                        "client.id": f"{group_id}-rdkafka",
+                                        "topic.metadata.refresh.interval.ms": refresh_ms})
+        self._consumer.subscribe([topic])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                messages = self._consumer.poll(0.5)
+            except KafkaException:
+                continue
+            for message in messages:
+                if message.error() is None:
+                    with self._lock:
+                        self.received[message.partition()].append(message.offset())
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._consumer.close()
 
 
 class GroupConsumer(ReadOffsets):

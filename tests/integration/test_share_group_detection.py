@@ -1,7 +1,8 @@
 """Share groups (KIP-932) found and counted by the real poll and watcher, on
-the real broker, with a client we did not write: Kafka's own
-``ConsoleShareConsumer`` picks a new partition up on its own metadata refresh
-while it consumes (issue 25).
+the real broker, with clients we did not write: Kafka's own
+``ConsoleShareConsumer`` and librdkafka's share consumer (confluent-kafka
+``ShareConsumer``) pick a new partition up on their own metadata refresh
+while they consume (issue 25).
 
 The truth is what the consumer printed: the first offset it delivered on the
 new partition. The finding's bounds must hold it: the high watermark an
@@ -14,7 +15,7 @@ import pytest
 
 from groups.models import Cluster, ConsumerGroup, Finding
 from tasks.jobs import watch_cluster_task
-from tests.integration.kafka_harness import JavaConsoleShareConsumer, kafka_tool, wait_until
+from tests.integration.kafka_harness import JavaConsoleShareConsumer, ShareGroupConsumer, kafka_tool, wait_until
 from tests.integration.scenarios import poll
 
 # The share consumer's metadata refresh: how long a new partition waits for it.
@@ -51,13 +52,17 @@ def _raise_and_watch(broker, cluster, topic: str, group_id: str) -> Finding:
     return wait_until(decided, timeout=6 * REFRESH_MS / 1000, interval=0, what="the share group's finding")
 
 
+CLIENTS = {"java": JavaConsoleShareConsumer, "rdkafka": ShareGroupConsumer}
+
+
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("kind", sorted(CLIENTS))
 def test_a_share_group_that_started_a_new_partition_at_the_end_has_a_gap_whose_bounds_hold_the_truth(
-        broker, kafka_bootstrap, share_consumers, unique, client, viewer):
-    topic, group_id = f"share-find-{unique}", f"share-find-{unique}"
+        broker, kafka_bootstrap, share_consumers, unique, client, viewer, kind):
+    topic, group_id = f"share-find-{kind}-{unique}", f"share-find-{kind}-{unique}"
     cluster = Cluster.objects.create(name=f"share-{unique}", bootstrap_servers=kafka_bootstrap)
     broker.create_topic(topic, 1)
-    consumer = JavaConsoleShareConsumer(kafka_bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
+    consumer = CLIENTS[kind](kafka_bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
     share_consumers.append(consumer)
     wait_until(lambda: broker.produce(topic, 0, 1) or consumer.count(0) > 0,
                what="the share consumer to read partition 0")
