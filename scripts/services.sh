@@ -125,6 +125,12 @@ transaction.state.log.min.isr=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+# A streams group (KIP-1071) whose application died is Empty after 10 s, not 45 s
+# (a reset waits for Empty); heartbeats every 2 s to fit.
+group.streams.min.session.timeout.ms=10000
+group.streams.session.timeout.ms=10000
+group.streams.min.heartbeat.interval.ms=1000
+group.streams.heartbeat.interval.ms=2000
 auto.create.topics.enable=false
 # Tests shrink retention on purpose; let the cleaner act quickly.
 log.retention.check.interval.ms=2000
