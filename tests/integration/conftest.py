@@ -1,11 +1,10 @@
-"""Fixtures of the integration tests: the local cluster, a viewer, and one
-headless Chromium (the broker and an approver are in tests/conftest.py, shared
+"""Fixtures of the integration tests: the local cluster, a viewer, share-group
+clients and reader, and one headless Chromium (the broker and an approver are in tests/conftest.py, shared
 with tests/faults)."""
 
 from __future__ import annotations
 
 import pytest
-
 
 
 @pytest.fixture
@@ -97,3 +96,27 @@ def demo_state(transactional_db, demo_stack):
     """The demo's stored state in this test's database."""
     demo_stack.load()
     return demo_stack
+
+
+@pytest.fixture
+def share_consumers():
+    """Share-group clients a test starts (Kafka's console share consumer,
+    librdkafka's): closed after it, so their groups can be Empty for the next."""
+    started: list = []
+    yield started
+    for consumer in started:
+        consumer.close()
+
+
+@pytest.fixture(scope="session")
+def share_reader(kafka_bootstrap):
+    """One reader of the test broker's share groups through Kafka's Java Admin
+    (the process's JVM, shut down with the session)."""
+    from groups.domain.cluster_config import ClusterConfig
+    from tasks.kafka.jvm import gateway_shutdown
+    from tasks.kafka.share_groups import ShareGroupReader
+
+    reader = ShareGroupReader(ClusterConfig(kafka_bootstrap), timeout=10)
+    yield reader
+    reader.close()
+    gateway_shutdown()

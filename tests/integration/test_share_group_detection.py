@@ -23,14 +23,6 @@ REFRESH_MS = 5000
 EARLY = 40
 
 
-@pytest.fixture
-def share_consumers():
-    started: list[JavaConsoleShareConsumer] = []
-    yield started
-    for consumer in started:
-        consumer.close()
-
-
 def _reading(cluster: Cluster, group_id: str, topic: str) -> bool:
     poll(cluster)
     return ConsumerGroup.objects.filter(cluster=cluster, group_id=group_id, type="share",

@@ -21,13 +21,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicCollection, TopicPartition
 
-from groups.domain.cluster_config import ClusterConfig
 from groups.models import AuditEvent, ConsumerGroup, Finding, PartitionGeneration, RemediationJob, Topic
 from groups.services.previews import job_preview
 from groups.services.remediation import job_request_previewed
 from tasks.jobs import run_remediation_job
 from tasks.kafka.errors import GroupNotEmpty
-from tasks.kafka.jvm import gateway_shutdown
 from tasks.kafka.share_groups import ShareGroupReader
 from tests.integration.backfill_harness import parquet_rows, run_job
 from tests.integration.kafka_harness import JavaConsoleShareConsumer, share_groups_describe, wait_until
@@ -35,22 +33,6 @@ from tests.integration.kafka_harness import JavaConsoleShareConsumer, share_grou
 K = 20  # records written to the new partition before the group first fetched from it
 # The share consumer's metadata refresh: how soon it fetches from a new partition.
 REFRESH_MS = 2000
-
-
-@pytest.fixture(scope="module")
-def share_reader(kafka_bootstrap):
-    reader = ShareGroupReader(ClusterConfig(kafka_bootstrap), timeout=10)
-    yield reader
-    reader.close()
-    gateway_shutdown()
-
-
-@pytest.fixture
-def share_consumers():
-    started: list[JavaConsoleShareConsumer] = []
-    yield started
-    for consumer in started:
-        consumer.close()
 
 
 def job_of(job_id: int) -> RemediationJob:

@@ -13,28 +13,11 @@ import pytest
 
 from groups.domain.cluster_config import ClusterConfig
 from tasks.kafka.errors import KafkaUnavailable
-from tasks.kafka.jvm import gateway_shutdown
 from tasks.kafka.share_groups import AutoOffsetReset, ShareGroupReader
 from tests.integration.kafka_harness import JavaConsoleShareConsumer, kafka_tool, share_groups_describe, wait_until
 
 # The share consumer's metadata refresh: the time it takes to fetch from a new partition.
 REFRESH_MS = 5000
-
-
-@pytest.fixture(scope="session")
-def share_reader(kafka_bootstrap):
-    reader = ShareGroupReader(ClusterConfig(kafka_bootstrap), timeout=10)
-    yield reader
-    reader.close()
-    gateway_shutdown()
-
-
-@pytest.fixture
-def share_consumers():
-    started: list[JavaConsoleShareConsumer] = []
-    yield started
-    for consumer in started:
-        consumer.close()
 
 
 def set_group_config(bootstrap: str, group_id: str, setting: str) -> None:
