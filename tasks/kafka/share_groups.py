@@ -67,7 +67,7 @@ _LOGIN_REFUSED = {
 }
 
 
-class ShareGroupsUnsupported(KafkaUnavailable):
+class GroupKindUnsupported(KafkaUnavailable):
     """The cluster does not serve the kind of group asked for (share or
     streams groups: before Kafka 4.1, or with ``share.version`` or
     ``streams.version`` 0): it has none to read."""
@@ -160,10 +160,7 @@ class ShareGroupReader:
     def list_group_ids(self) -> tuple[str, ...]:
         """Every share group the principal may Describe, sorted. The broker
         leaves out the groups it may not see: no ACL reads as no group."""
-        with self._calls("list share groups"):
-            options = self._jvm.org.apache.kafka.clients.admin.ListGroupsOptions.forShareGroups()
-            listings = self._get(self._client.listGroups(options.timeoutMs(self._timeout_ms)).all())
-            return tuple(sorted(str(listing.groupId()) for listing in _items(listings)))
+        return self._list_ids("share")
 
     def describe(self, group_ids: Sequence[str]) -> dict[str, ShareGroupDescription]:
         """Each group's state and members, with each member's assignment. A
@@ -173,16 +170,8 @@ class ShareGroupReader:
         with self._calls("describe share groups"):
             options = self._jvm.org.apache.kafka.clients.admin.DescribeShareGroupsOptions().timeoutMs(self._timeout_ms)
             futures = self._client.describeShareGroups(list(group_ids), options).describedGroups()
-            described = {}
-            for group_id in group_ids:
-                try:
-                    description = self._get(futures.get(group_id))
-                except Py4JJavaError as error:
-                    if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
-                        continue
-                    raise _GroupError(group_id, error) from None
-                described[group_id] = _description(group_id, description)
-            return described
+            answers = self._per_group({group_id: futures.get(group_id) for group_id in group_ids})
+        return {group_id: _description(group_id, description) for group_id, description in answers.items()}
 
     def start_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[tuple[str, int], SharePartitionStart]]:
         """Each group's start offset and lag on every partition it has
@@ -196,22 +185,13 @@ class ShareGroupReader:
         with self._calls("share group start offsets"):
             admin_package = self._jvm.org.apache.kafka.clients.admin
             options = admin_package.ListShareGroupOffsetsOptions().timeoutMs(self._timeout_ms)
-            pending = {
+            answers = self._per_group({
                 group_id: self._client.listShareGroupOffsets(
                     {group_id: admin_package.ListShareGroupOffsetsSpec()}, options
                 ).partitionsToOffsetInfo(group_id)
                 for group_id in group_ids
-            }
-            offsets = {}
-            for group_id in group_ids:
-                try:
-                    partitions = self._get(pending[group_id])
-                except Py4JJavaError as error:
-                    if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
-                        continue
-                    raise _GroupError(group_id, error) from None
-                offsets[group_id] = _start_offsets(partitions)
-            return offsets
+            })
+        return {group_id: _start_offsets(partitions) for group_id, partitions in answers.items()}
 
     def auto_offset_resets(self, group_ids: Sequence[str]) -> dict[str, AutoOffsetReset]:
         """Each group's ``share.auto.offset.reset`` (the GROUP config
@@ -260,10 +240,7 @@ class ShareGroupReader:
 
     def list_streams_group_ids(self) -> tuple[str, ...]:
         """Every streams group the principal may Describe, sorted."""
-        with self._calls("list streams groups"):
-            options = self._jvm.org.apache.kafka.clients.admin.ListGroupsOptions.forStreamsGroups()
-            listings = self._get(self._client.listGroups(options.timeoutMs(self._timeout_ms)).all())
-            return tuple(sorted(str(listing.groupId()) for listing in _items(listings)))
+        return self._list_ids("streams")
 
     def streams_group_states(self, group_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
         """Each streams group's state and member count (a reset waits for
@@ -273,21 +250,13 @@ class ShareGroupReader:
 
     def _describe_streams(self, group_ids: Sequence[str]) -> dict:
         """The Java descriptions of the streams groups that exist among ``group_ids``."""
-        described = {}
         if not group_ids:
-            return described
+            return {}
         with self._calls("describe streams groups"):
             options = self._jvm.org.apache.kafka.clients.admin.DescribeStreamsGroupsOptions().timeoutMs(
                 self._timeout_ms)
             futures = self._client.describeStreamsGroups(list(group_ids), options).describedGroups()
-            for group_id in group_ids:
-                try:
-                    described[group_id] = self._get(futures.get(group_id))
-                except Py4JJavaError as error:
-                    if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
-                        continue
-                    raise _GroupError(group_id, error) from None
-        return described
+            return self._per_group({group_id: futures.get(group_id) for group_id in group_ids})
 
     def read_streams(self, group_ids: Sequence[str]) -> tuple[GroupSnapshot, ...]:
         """Each streams group as the core reads every group: its members own
@@ -299,22 +268,16 @@ class ShareGroupReader:
             return ()
         admin_package = self._jvm.org.apache.kafka.clients.admin
         described = self._describe_streams(group_ids)
-        present = [group_id for group_id in group_ids if group_id in described]
-        committed: dict[str, dict[tuple[str, int], int]] = {}
+        if not described:
+            return ()
         with self._calls("streams group offsets"):
-            specs = {group_id: admin_package.ListStreamsGroupOffsetsSpec() for group_id in present}
+            specs = {group_id: admin_package.ListStreamsGroupOffsetsSpec() for group_id in described}
             options = admin_package.ListStreamsGroupOffsetsOptions().timeoutMs(self._timeout_ms)
-            result = self._client.listStreamsGroupOffsets(specs, options) if present else None
-            for group_id in present:
-                try:
-                    offsets = self._get(result.partitionsToOffsetAndMetadata(group_id))
-                except Py4JJavaError as error:
-                    if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
-                        continue
-                    raise _GroupError(group_id, error) from None
-                committed[group_id] = _committed(offsets)
-        return tuple(_streams_group(group_id, described[group_id], committed[group_id])
-                     for group_id in present if group_id in committed)
+            result = self._client.listStreamsGroupOffsets(specs, options)
+            answers = self._per_group({group_id: result.partitionsToOffsetAndMetadata(group_id)
+                                       for group_id in described})
+        return tuple(_streams_group(group_id, described[group_id], _committed(offsets))
+                     for group_id, offsets in answers.items())
 
     # -- the resets' face: one group's start offsets, read and set ----------------
 
@@ -332,12 +295,8 @@ class ShareGroupReader:
             spec = admin_package.ListShareGroupOffsetsSpec().topicPartitions(wanted)
             options = admin_package.ListShareGroupOffsetsOptions().timeoutMs(self._timeout_ms)
             result = self._client.listShareGroupOffsets({group_id: spec}, options)
-            try:
-                found = _start_offsets(self._get(result.partitionsToOffsetInfo(group_id)))
-            except Py4JJavaError as error:
-                if _cause_class(error) == _ERRORS + "GroupIdNotFoundException":
-                    return {key: None for key in partitions}
-                raise _GroupError(group_id, error) from None
+            answer = self._per_group({group_id: result.partitionsToOffsetInfo(group_id)}).get(group_id)
+        found = _start_offsets(answer) if answer is not None else {}
         return {key: found[key].start_offset if key in found else None for key in partitions}
 
     def alter_start_offsets(self, *, group_id: str, offsets: Mapping[tuple[str, int], int]) -> None:
@@ -423,6 +382,27 @@ class ShareGroupReader:
 
     # -- plumbing --------------------------------------------------------------
 
+    def _list_ids(self, kind: str) -> tuple[str, ...]:
+        """Every group of ``kind`` ("share" or "streams") the principal may Describe, sorted."""
+        with self._calls(f"list {kind} groups"):
+            options_of = self._jvm.org.apache.kafka.clients.admin.ListGroupsOptions
+            options = options_of.forShareGroups() if kind == "share" else options_of.forStreamsGroups()
+            listings = self._get(self._client.listGroups(options.timeoutMs(self._timeout_ms)).all())
+            return tuple(sorted(str(listing.groupId()) for listing in _items(listings)))
+
+    def _per_group(self, futures: Mapping[str, object]) -> dict[str, object]:
+        """Each group's answer, in the order given; a group the broker does not
+        know (deleted since it was listed) is left out. Any other error is the
+        group's, worded by the enclosing ``_calls``."""
+        answers = {}
+        for group_id, future in futures.items():
+            try:
+                answers[group_id] = self._get(future)
+            except Py4JJavaError as error:
+                if _cause_class(error) != _ERRORS + "GroupIdNotFoundException":
+                    raise _GroupError(group_id, error) from None
+        return answers
+
     @property
     def _jvm(self):
         if self._gateway is None:
@@ -495,7 +475,7 @@ class _Calls:
             detail, refused = _worded(error, group_id=group_id, timeout_ms=self.reader._timeout_ms)
             if _cause_class(error) == _ERRORS + "UnsupportedVersionException":
                 unsupported = self.reader._unavailable(self.stage, detail)
-                raise ShareGroupsUnsupported(str(unsupported), bootstrap_servers=unsupported.bootstrap_servers,
+                raise GroupKindUnsupported(str(unsupported), bootstrap_servers=unsupported.bootstrap_servers,
                                              stage=unsupported.stage) from None
             raise self.reader._unavailable(self.stage, detail, refused=refused) from None
         if isinstance(error, Py4JNetworkError):

@@ -35,7 +35,7 @@ from tasks.kafka.client import (
     group_from,
     topic_details,
 )
-from tasks.kafka.share_groups import ShareGroupReader, ShareGroupsUnsupported
+from tasks.kafka.share_groups import ShareGroupReader, GroupKindUnsupported
 from tasks.kafka.errors import (
     PARTITION_TROUBLE,
     REFUSALS,
@@ -55,6 +55,13 @@ class SnapshotReads(KafkaClient):
     """After ``snapshot`` returns, ``last_timings`` holds the seconds each
     stage took (topics, watermarks, groups, offsets) and
     ``last_peak_in_flight`` the most calls a stage had outstanding at once."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Share and streams groups: Kafka's Java client, made at their first read.
+        self._java_reader: ShareGroupReader | None = None
+        # Kind -> when to ask again a cluster that did not serve it (monotonic seconds).
+        self._unsupported_until: dict[str, float] = {}
 
     def partition_counts(self) -> dict[str, int]:
         """Partition count of every topic, from one metadata request: what the
@@ -388,25 +395,24 @@ class SnapshotReads(KafkaClient):
                 topic: f"consumer group {group_id!r} reads it, the topic listing leaves it out"
                 for topic, group_id in hidden.items()})
 
-    # -- 4b. share groups --------------------------------------------------
+    # -- 4b. share and streams groups --------------------------------------
 
     def _read_java_groups(self, kind: str, group_ids: list[str] | None) -> list[GroupSnapshot]:
         """Share or streams groups through Kafka's Java ``Admin`` (one JVM per
         process, started at the first call): all of them (None) or the named
         ones. A cluster that does not serve the kind is asked again only after
         SHARE_UNSUPPORTED_RECHECK_SECONDS (it may be upgraded meanwhile)."""
-        if not hasattr(self, "_java_reader"):
-            self._java_reader = ShareGroupReader(self._config, timeout=self._timeout)
-            self._unsupported_until: dict[str, float] = {}
         if group_ids == [] or time.monotonic() < self._unsupported_until.get(kind, 0.0):
             return []
+        if self._java_reader is None:
+            self._java_reader = ShareGroupReader(self._config, timeout=self._timeout)
         reader = self._java_reader
         try:
             if kind == "share":
                 states = reader.read_all() if group_ids is None else reader.read(group_ids)
                 return [state.as_group_snapshot() for state in states]
             return list(reader.read_streams(reader.list_streams_group_ids() if group_ids is None else group_ids))
-        except ShareGroupsUnsupported:
+        except GroupKindUnsupported:
             self._unsupported_until[kind] = time.monotonic() + SHARE_UNSUPPORTED_RECHECK_SECONDS
             return []
 
