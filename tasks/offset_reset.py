@@ -152,13 +152,13 @@ def active_group_reason(group: GroupStatus) -> str:
 
 
 def reset_positions(
-    *, adapter: KafkaAdapter, group_id: str, partitions: Sequence[tuple[str, int]], target: ResetTarget,
-    offsets: GroupOffsets | None = None,
+    *, adapter: KafkaAdapter, offsets: GroupOffsets, group_id: str, partitions: Sequence[tuple[str, int]],
+    target: ResetTarget,
 ) -> tuple[list[PartitionPosition], dict[tuple[str, int], int | None] | None]:
     """Live log start, high watermark and committed offset of each partition,
     and for a timestamp target the first offset at or after it. The
-    committed offsets come from ``offsets`` (a share group's start offsets),
-    by default from ``adapter``; the partitions' own offsets always do.
+    committed offsets come from ``offsets`` (``group_offsets_of``: a share
+    group's are its start offsets), the partitions' own from ``adapter``.
 
     A topic or partition that does not exist raises PlanError (never created,
     never retried); Kafka errors raise KafkaUnavailable.
@@ -175,7 +175,7 @@ def reset_positions(
         if missing:
             raise PlanError(f"topic {topic!r} has no partition {', '.join(map(str, missing))} "
                             f"(its partitions are 0 to {max(existing)})")
-    committed = (offsets or adapter).committed_offsets(group_id=group_id, partitions=list(partitions))
+    committed = offsets.committed_offsets(group_id=group_id, partitions=list(partitions))
     positions: list[PartitionPosition] = []
     at_time: dict[tuple[str, int], int | None] | None = {} if target.kind == "timestamp" else None
     for topic, wanted in sorted(by_topic.items()):
