@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 
@@ -17,7 +18,7 @@ from django.db import transaction
 from django.db.models import F
 
 from groups.domain import detection
-from groups.domain.group_kinds import UNKNOWN, group_kind
+from groups.domain.group_kinds import group_kind
 from groups.domain.known_partitions import known_partition_sets
 from groups.selectors.polls import cluster_poll_state, finding_key, finding_state, findings_partitions
 from groups.services import known_partitions
@@ -160,10 +161,8 @@ def poll_record_success(
             cluster=cluster, changes=changes, open_rows=open_rows, topics=topics, groups=groups,
             generations=generations, now=now,
         )
-        notifications = _write_audit_and_notifications(
-            cluster=cluster, changes=changes, findings=findings,
-            kinds={group.group_id: group_kind(group.type, group.group_id) for group in snapshot.groups},
-        )
+        notifications = _write_audit_and_notifications(cluster=cluster, changes=changes, findings=findings,
+                                                       groups=snapshot.groups)
         new_finding_ids = [findings[key].id for key in changes.new_findings]
         Cluster.objects.filter(id=cluster.id).update(
             status=Cluster.Status.OK, last_error="", last_poll_at=now, last_success_at=now,
@@ -341,7 +340,7 @@ def _close_expired(*, cluster: Cluster, by_key: dict, changes: detection.Changes
 
 
 def _write_audit_and_notifications(
-    *, cluster: Cluster, changes: detection.Changes, findings: dict, kinds: dict[str, str],
+    *, cluster: Cluster, changes: detection.Changes, findings: dict, groups: Sequence[GroupSnapshot],
 ) -> list[Notification]:
     AuditEvent.objects.bulk_create(
         AuditEvent(
@@ -359,6 +358,7 @@ def _write_audit_and_notifications(
     if not url:
         return []
     accounting = {a.key: a for a in changes.accounting}
+    types = {group.group_id: group.type for group in groups}
     notifications = []
     for transition in changes.transitions:
         if transition.old_state is not None and transition.new_state not in NOTIFY_STATES:
@@ -369,7 +369,7 @@ def _write_audit_and_notifications(
             cluster=cluster, finding=findings.get(transition.key), url=url, event=event,
             payload={
                 "event": event, "cluster": cluster.name, "group": a.key.group_id,
-                "group_type": kinds.get(a.key.group_id, UNKNOWN), "topic": a.key.topic,
+                "group_type": group_kind(types.get(a.key.group_id, ""), a.key.group_id), "topic": a.key.topic,
                 "partition": a.key.partition, "generation": a.key.generation, "state": a.state,
                 "previous_state": transition.old_state, "lag": a.lag, "missed_definite": a.missed_definite,
                 "missed_possible": a.missed_possible, "explanation": a.explanation,
