@@ -92,7 +92,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
-from groups.domain.group_kinds import CONNECT, STREAMS, group_kind
+from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, group_kind
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
 Policy = Literal["unknown", "latest", "earliest", "by_duration"]
@@ -146,14 +146,6 @@ class GroupRules:
     assumed: bool = False
 
 
-# Frameworks whose clients start at the log start unless configured otherwise
-# (issue 25): what the core assumes of their undeclared groups, in words.
-CONNECT_DEFAULT = ("assumed earliest, Kafka Connect's default for a sink connector's group (a "
-                   "consumer.override.auto.offset.reset=latest would change it: declare the group latest then)")
-STREAMS_DEFAULT = ("assumed earliest, Kafka Streams' default (a source topic's Topology.AutoOffsetReset of "
-                   "latest would change it: declare the group latest then)")
-
-
 def group_rules(*, group: GroupSnapshot | None, declared_policy: Policy) -> GroupRules:
     """The cluster's setting where the snapshot states one, else the
     declaration, else a framework's default (Connect sinks: consumer groups
@@ -162,11 +154,9 @@ def group_rules(*, group: GroupSnapshot | None, declared_policy: Policy) -> Grou
     if group is not None and group.reset_policy is not None:
         return GroupRules(policy=group.reset_policy, setting=group.reset_setting, position=position)
     if declared_policy == "unknown" and group is not None:
-        kind = group_kind(group.type, group.group_id)
-        if kind == STREAMS:
-            return GroupRules(policy="earliest", setting=STREAMS_DEFAULT, assumed=True)
-        if kind == CONNECT:
-            return GroupRules(policy="earliest", setting=CONNECT_DEFAULT, assumed=True)
+        default = EARLIEST_BY_DEFAULT.get(group_kind(group.type, group.group_id))
+        if default is not None:
+            return GroupRules(policy="earliest", setting=f"assumed earliest, {default}", assumed=True)
     return GroupRules(policy=declared_policy, position=position)
 
 

@@ -35,6 +35,15 @@ CONNECT_PREFIX = "connect-"
 CONNECT_TYPES = (CLASSIC, CONSUMER)
 # Types that are a kind of their own whatever the group id.
 OWN_KIND_TYPES = (SHARE, STREAMS)
+# Kinds whose framework starts a new partition at the log start unless its
+# application says otherwise, in a setting the broker cannot see: what the
+# detection core assumes of such a group nobody declared (issue 25), and why.
+EARLIEST_BY_DEFAULT = {
+    CONNECT: ("Kafka Connect's default for a sink connector's group (a consumer.override.auto.offset.reset=latest "
+              "would change it: declare the group latest then)"),
+    STREAMS: ("Kafka Streams' default (a source topic's Topology.AutoOffsetReset of latest would change it: "
+              "declare the group latest then)"),
+}
 
 
 def group_kind(type: str, group_id: str) -> str:

@@ -11,7 +11,7 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 
-from groups.domain.group_kinds import KIND_LABELS, group_kind
+from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, KIND_LABELS, group_kind
 
 register = template.Library()
 
@@ -72,6 +72,14 @@ def all_in(items, collection) -> bool:
 def state_label(state: str) -> str:
     """An open finding's state as the pages name it."""
     return _STATE_LABELS.get(state, state)
+
+
+@register.filter
+def assumed_policy(group) -> str:
+    """``{{ group|assumed_policy }}``: the policy the detection core assumes of
+    the group when nobody declared one: "earliest" for a framework that starts
+    there by default (a Connect sink, a streams group), else "latest"."""
+    return "earliest" if group_kind(group.type, group.group_id) in EARLIEST_BY_DEFAULT else "latest"
 
 
 @register.filter

@@ -75,7 +75,7 @@ def committed(group: ConsumerGroup) -> dict[tuple[str, int], int]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_connect_sinks_group_is_covered_for_connects_default_earliest(broker, unique):
+def test_a_connect_sinks_group_is_covered_for_connects_default_earliest(broker, unique, client, viewer):
     cluster = Cluster.objects.create(name=f"connect-{unique}", bootstrap_servers=broker.bootstrap)
     topic, group_id = f"connect-sink-{unique}", f"connect-s3-sink-{unique}"
     broker.create_topic(topic, 2)
@@ -99,3 +99,7 @@ def test_a_connect_sinks_group_is_covered_for_connects_default_earliest(broker, 
     assert (finding.state, finding.policy_source) == (Finding.State.COVERED, "assumed"), finding.explanation
     assert "assumed earliest, Kafka Connect's default for a sink connector's group" in finding.explanation
     assert (finding.missed_definite, finding.missed_possible, finding.backfill_start) == (0, 0, None)
+    # Its page names the assumption: earliest, not the clients' latest.
+    client.force_login(viewer)
+    page = client.get(f"/findings/{finding.id}/").content.decode()
+    assert "earliest, its framework's default, is assumed" in page, page
