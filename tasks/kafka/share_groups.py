@@ -209,6 +209,12 @@ class ShareGroupReader:
                 try:
                     entry = self._get(futures.get(resource)).get(AUTO_OFFSET_RESET)
                 except Py4JJavaError as error:
+                    if _cause_class(error) == _ERRORS + "GroupAuthorizationException":
+                        # Reading a group's config takes DescribeConfigs, not the Describe _worded names.
+                        cause = _cause(error)
+                        raise self._unavailable("share group configs", (
+                            f"GroupAuthorizationException: {cause.getMessage()} "
+                            f"({missing_acl('DescribeConfigs', 'group', group_id)})"), refused=True) from None
                     raise _GroupError(group_id, error) from None
                 if entry is None or entry.value() is None:
                     found[group_id] = AutoOffsetReset(DEFAULT_AUTO_OFFSET_RESET, explicit=False)

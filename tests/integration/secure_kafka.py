@@ -63,6 +63,7 @@ WATCH_ACLS = (
     (ResourceType.TOPIC, "*", AclOperation.DESCRIBE),  # metadata, topic ids, ListOffsets (watermarks, time index)
     (ResourceType.TOPIC, "*", AclOperation.DESCRIBE_CONFIGS),  # message.timestamp.type: a finding's likely start
     (ResourceType.GROUP, "*", AclOperation.DESCRIBE),  # DescribeGroups, OffsetFetch (committed offsets)
+    (ResourceType.GROUP, "*", AclOperation.DESCRIBE_CONFIGS),  # a share group's share.auto.offset.reset
 )
 RESET_ACLS = (
     (ResourceType.GROUP, "*", AclOperation.READ),  # OffsetCommit (admin AlterConsumerGroupOffsets): the group

@@ -42,7 +42,7 @@ from tasks.polling import cluster_adapter, poll_cluster
 from tests.integration.backfill_harness import K as BACKFILL_K
 from tests.integration.backfill_harness import Scenario, replayed_rows, run_job
 from tests.faults.procs import free_ports
-from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
+from tests.integration.kafka_harness import Broker, GroupConsumer, ShareGroupConsumer, wait_until
 from tests.integration.scenarios import committed, findings, poll, start_consuming_group
 from tests.integration.pages_harness import client_for
 from tests.integration.secure_kafka import (  # noqa: F401 - secure_kafka is a fixture
@@ -349,8 +349,15 @@ def test_least_privilege(secure_kafka, unique, approver, backfill_settings, enqu
         assert committed(broker, group_id, topic)[2] == 0
 
         # 4. Each ACL of the watch set taken away: the broker would mostly say nothing (a smaller cluster).
+        # A share group too, whose share.auto.offset.reset the poll reads (DescribeConfigs on the group).
+        share_id = f"lp-{unique}-share"
+        sharing = ShareGroupConsumer(broker.bootstrap, share_id, topic)
+        wait_until(lambda: poll(watch) and watch.groups.filter(group_id=share_id, type="share").exists(),
+                   interval=0.5, what="the watch principal's poll to list the share group")
         principal = watch.principal
         deny_group = acl(principal, ResourceType.GROUP, group_id, AclOperation.DESCRIBE, AclPermissionType.DENY)
+        deny_share_config = acl(principal, ResourceType.GROUP, share_id, AclOperation.DESCRIBE_CONFIGS,
+                                AclPermissionType.DENY)
         deny_topic = acl(principal, ResourceType.TOPIC, topic, AclOperation.DESCRIBE, AclPermissionType.DENY)
         cluster_describe = acl(principal, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE)
         for added, deleted, words in (
@@ -360,6 +367,8 @@ def test_least_privilege(secure_kafka, unique, approver, backfill_settings, enqu
             ([deny_topic], [], f"missing ACL: Describe on topic {topic!r}"),
             # Without Describe on the cluster, groups without an ACL would be left out of the listing silently.
             ([], [cluster_describe], "missing ACL: Describe on the cluster"),
+            # The share group is listed and described; its config is refused.
+            ([deny_share_config], [], f"missing ACL: DescribeConfigs on group {share_id!r}"),
         ):
             kafka.add_acls(added) if added else kafka.delete_acls(deleted)
             try:
@@ -370,6 +379,7 @@ def test_least_privilege(secure_kafka, unique, approver, backfill_settings, enqu
             finally:
                 kafka.delete_acls(added) if added else kafka.add_acls(deleted)
             wait_until(lambda: poll_cluster(cluster_id=watch.id).ok, interval=0.25, what="the poll to work again")
+        sharing.close()
     finally:
         broker.close()
 
