@@ -219,6 +219,18 @@ def kafka_jars() -> str:
     return os.path.join(home, "lib", "kafka", "*")
 
 
+def _stop(process: subprocess.Popen, *, grace: float) -> None:
+    """SIGTERM, ``grace`` seconds to exit (a JVM's shutdown hooks: a client
+    leaving its group), then SIGKILL; reaped either way."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def streams_jars() -> str:
     """The class path of Kafka Streams and its example applications (tests only)."""
     home = os.environ.get("GAPWATCH_HOME") or os.path.join(os.path.dirname(__file__), "..", "..", ".gapwatch")
@@ -242,13 +254,7 @@ class KafkaStreamsWordCount:
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        _stop(self.process, grace=20)
 
 
 _PRINTED = re.compile(r"Partition:(\d+)\tOffset:(\d+)")
@@ -282,13 +288,7 @@ class _PrintingJavaTool(ReadOffsets):
                     self.received[int(match.group(1))].append(int(match.group(2)))
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        _stop(self.process, grace=15)
         self._thread.join(timeout=5)
 
 
