@@ -7,6 +7,7 @@ write (an ORM write or an audit row) is in groups/services (issue 20)."""
 from __future__ import annotations
 
 import ast
+import re
 import os
 import shutil
 import subprocess
@@ -96,3 +97,25 @@ def test_every_write_goes_through_a_service():
 def test_the_write_check_sees_a_write(source, expected):
     """The check can fail: each ORM write or audit row in a snippet is found; dict updates and reads are not."""
     assert writes_in(source) == expected
+
+
+CONFLICT_MARKER = re.compile(r"^(<{7}|>{7}) ", re.MULTILINE)
+
+
+def conflict_markers(paths: list[Path]) -> list[str]:
+    """Files holding a merge's conflict markers ("<<<<<<< ours" ... ">>>>>>> theirs" at a line's start)."""
+    return [str(path) for path in paths if CONFLICT_MARKER.search(path.read_text(errors="replace"))]
+
+
+def test_no_file_in_git_holds_a_merge_conflict_marker():
+    """A merge once left both sides of a conflict in the clusters page: every
+    operator saw the markers, and no page test looked for them."""
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    paths = [ROOT / name for name in listed if (ROOT / name).is_file() and not name.endswith((".png", ".jar", ".gz"))]
+    assert conflict_markers(paths) == []
+
+
+def test_the_conflict_marker_check_can_fail(tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text("<td>\n<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n</td>\n")
+    assert conflict_markers([page]) == [str(page)]
