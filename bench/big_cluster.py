@@ -214,32 +214,47 @@ class BigCluster:
             output, _ = process.communicate(timeout=120)
             if process.returncode != 0:
                 raise RuntimeError(f"Kafka storage format failed: {output}")
+        started = {}
         for node in self.nodes:
             if self.pid(node) is None:
                 with open(self.home / "logs" / f"{node.name}.out", "ab") as out:
-                    process = subprocess.Popen(
+                    started[node.name] = subprocess.Popen(
                         self._java(node, "kafka.Kafka", str(self._dir(node) / "server.properties")),
                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-                self._pid_file(node).write_text(str(process.pid))
+                self._pid_file(node).write_text(str(started[node.name].pid))
         # Quiet (log_level 2): refused connections are expected until the brokers listen.
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "socket.timeout.ms": 5000, "log_level": 2})
 
         def all_registered() -> bool:
-            for node in self.nodes:
-                if self.pid(node) is None:
-                    log = self.home / "logs" / f"{node.name}.out"
-                    raise RuntimeError(f"{node.name} exited; last lines of {log}:\n"
+            for name, process in started.items():
+                if process.poll() is not None:
+                    log = self.home / "logs" / f"{name}.out"
+                    raise RuntimeError(f"{name} exited; last lines of {log}:\n"
                                        + "\n".join(log.read_text(errors="replace").splitlines()[-20:]))
             return len(admin.describe_cluster(request_timeout=5).result(timeout=10).nodes) == self.n_brokers
 
         wait_until(all_registered, timeout=600, interval=0.5, what=f"{self.n_brokers} registered brokers",
                    retry_on=(KafkaException,))
-        # A restarted broker registers before it has loaded its logs; its partitions
-        # have no leader until then.
-        wait_until(lambda: all(p.leader >= 0 for t in admin.list_topics(timeout=60).topics.values()
-                               for p in t.partitions.values()),
-                   timeout=900, interval=2, what="a leader for every partition", retry_on=(KafkaException,))
+        # A restarted broker registers before it leads its partitions again, and a
+        # broker still loading metadata may list no topics at all: count what the
+        # metadata shows led against the partitions on disk.
+        on_disk = self.partitions_on_disk()
+
+        def all_led() -> bool:
+            topics = admin.list_topics(timeout=60).topics.values()
+            return sum(p.leader >= 0 for t in topics for p in t.partitions.values()) >= on_disk
+
+        wait_until(all_led, timeout=900, interval=2, what=f"a leader for each of the {on_disk} partitions on disk",
+                   retry_on=(KafkaException,))
         return time.monotonic() - begin
+
+    def partitions_on_disk(self) -> int:
+        """The brokers' partition directories (``<topic>-<n>``), not the metadata
+        log's nor those of deleted topics (``<topic>-<n>.<id>-delete``)."""
+        return sum(1 for node in self.brokers if (self._dir(node) / "data").is_dir()
+                   for entry in (self._dir(node) / "data").iterdir()
+                   if entry.is_dir() and entry.name.rsplit("-", 1)[-1].isdigit()
+                   and not entry.name.startswith("__cluster_metadata-"))
 
     def stop(self, *, wipe: bool = False) -> float:
         """Stops the brokers (controlled shutdowns, all at once), then the
@@ -372,7 +387,7 @@ def _wait_for_leaders(admin: AdminClient, layout: list[tuple[str, int]]) -> None
 # A broker creates the logs of the partitions it leads some time after the
 # controller has placed them: until then it answers with these.
 NOT_SERVED_YET = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART,
-                  KafkaError.LEADER_NOT_AVAILABLE}
+                  KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_LEADER_EPOCH}
 
 
 def _end_offsets(admin: AdminClient, partitions: list[TopicPartition], *,
@@ -517,7 +532,9 @@ def _run_live_members(bootstrap: str, topics: int, classic: int, consumer: int) 
         wait_until(lambda: all(m.assigned for m in members) or stop_event.is_set(), timeout=300,
                    what="every live member's assignment")
         print("ready", flush=True)
-        stop_event.wait()
+        parent = os.getppid()
+        while not stop_event.wait(1) and os.getppid() == parent:
+            pass  # a bench killed outright leaves no members behind
     finally:
         for member in members:
             member.close()
