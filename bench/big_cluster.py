@@ -197,7 +197,7 @@ class BigCluster:
         2. Formats each node's storage once, with the cluster's one id.
         3. Starts the missing JVMs in their own sessions: they outlive this process.
         4. Waits until the cluster describes all N brokers and every partition
-           on disk has a leader again.
+           on disk is served by its leader again.
         """
         begin = time.monotonic()
         (self.home / "run").mkdir(parents=True, exist_ok=True)
@@ -235,17 +235,20 @@ class BigCluster:
 
         wait_until(all_registered, timeout=600, interval=0.5, what=f"{self.n_brokers} registered brokers",
                    retry_on=(KafkaException,))
-        # A restarted broker registers before it leads its partitions again, and a
-        # broker still loading metadata may list no topics at all: count what the
-        # metadata shows led against the partitions on disk.
+        # A restarted broker registers before it serves its partitions again, and one
+        # still catching up may answer with the metadata it had when it stopped (every
+        # partition led). Wait until the metadata lists the partitions on disk, then
+        # until each partition's leader answers for it.
         on_disk = self.partitions_on_disk()
+        if on_disk and started:
+            def listed() -> list[TopicPartition] | None:
+                topics = admin.list_topics(timeout=60).topics
+                partitions = [TopicPartition(name, p) for name, topic in topics.items() for p in topic.partitions]
+                return partitions if len(partitions) >= on_disk else None
 
-        def all_led() -> bool:
-            topics = admin.list_topics(timeout=60).topics.values()
-            return sum(p.leader >= 0 for t in topics for p in t.partitions.values()) >= on_disk
-
-        wait_until(all_led, timeout=900, interval=2, what=f"a leader for each of the {on_disk} partitions on disk",
-                   retry_on=(KafkaException,))
+            partitions = wait_until(listed, timeout=900, interval=2, what=f"the {on_disk} partitions on disk",
+                                    retry_on=(KafkaException,))
+            _end_offsets(admin, partitions, timeout=900)
         return time.monotonic() - begin
 
     def partitions_on_disk(self) -> int:
