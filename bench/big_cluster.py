@@ -8,10 +8,11 @@
 
 One KRaft controller process (node 0, port base+100) and N broker processes
 (nodes 1..N, ports base..base+N-1), all from the broker jars `scripts/setup.sh`
-installs, with data and logs under ``.gapwatch/bigcluster``. A broker holds
-about 10k partitions under this machine's open-files limit (20,000), so 60k
-partitions need six. The controller runs on its own so that it shares neither
-its open files nor its heap with a broker's 10k partitions.
+installs, with data and logs under ``.gapwatch/bigcluster``. A broker keeps
+about one file open per partition under this machine's limit of 20,000 per
+process: six brokers hold 60k partitions at ~10k each, half their limit. The
+controller runs on its own so that it shares neither its open files nor its
+heap with a broker's 10k partitions.
 
 Every step is idempotent: ``start`` reuses running processes and the data on
 disk, ``populate`` creates only the topics, records and group commits that are
@@ -486,6 +487,7 @@ def populate(bootstrap: str, partitions: int = 60_000, groups: int = 3_000, keep
         begin = time.monotonic()
         _delete_contents(admin)
         seconds["delete"] = time.monotonic() - begin
+        print(f"deleted the {TOPIC_PREFIX}* topics and {GROUP_PREFIX}* groups in {seconds['delete']:.1f}s", flush=True)
     begin = time.monotonic()
     created = _create_topics(admin, layout)
     _wait_for_leaders(admin, layout)
