@@ -161,6 +161,16 @@ class PartitionGeneration(models.Model):
         return f"{self.topic.name} gen {self.number} ({len(self.partitions)} partitions)"
 
 
+class BulkJSONField(models.JSONField):
+    """A JSON column that bulk inserts as one parameter a row. Django inserts
+    many rows of plain columns through UNNEST of arrays, and psycopg escapes a
+    JSON array literal with a regular expression call per quote: 1.4 s of a
+    3,000-row poll write. A field with ``get_placeholder`` opts out."""
+
+    def get_placeholder(self, value, compiler, connection) -> str:
+        return "%s"
+
+
 class ConsumerGroup(models.Model):
     class Policy(models.TextChoices):
         UNKNOWN = "unknown"
@@ -175,7 +185,7 @@ class ConsumerGroup(models.Model):
     assignor = models.CharField(max_length=100, blank=True, default="")
     member_count = models.PositiveIntegerField(default=0)
     # As of the last poll: [{"member_id", "client_id", "host", "assignment": [[topic, partition], ...]}].
-    members = models.JSONField(default=list, blank=True)
+    members = BulkJSONField(default=list, blank=True)
     declared_policy = models.CharField(max_length=10, choices=Policy.choices, default=Policy.UNKNOWN)
     # The start rule as the cluster states it, in words, as of the last poll (a
     # share group's "share.auto.offset.reset=latest (the broker's default)");
@@ -213,7 +223,7 @@ class GroupTopic(models.Model):
     # it), "committed" (None: no commit), "high_watermark", "lag", "client_id",
     # "host"} (client and host of the member that owns it; "" for nobody).
     # One column, not a row per partition: written with the lag, in the same upsert.
-    partitions = models.JSONField(default=list, blank=True)
+    partitions = BulkJSONField(default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["group", "topic"], name="group_topic_unique")]

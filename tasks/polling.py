@@ -68,7 +68,7 @@ def poll_cluster(
     cluster = Cluster.objects.get(id=cluster_id)
     adapter = adapter or cluster_adapter(cluster)
     started = time.monotonic()
-    known_counts, _, watched = cluster_watch_state(cluster_id=cluster.id)
+    known_counts, watched = cluster_watch_state(cluster_id=cluster.id)
     open_topics = set(Finding.objects.filter(cluster=cluster, closed_at__isnull=True)
                       .values_list("topic__name", flat=True).distinct())
     # Share and streams groups: every one the cluster lists on a full read of
@@ -86,6 +86,7 @@ def poll_cluster(
         snapshot = adapter.snapshot(
             cluster=cluster.name, now=timezone.now(), log_starts_for=open_topics | watched,
             known_counts=known_counts, topics=topics, groups=groups, share_groups=shares, streams_groups=streams,
+            java=settings.SHARE_AND_STREAMS_GROUPS,
         )
     except KafkaUnavailable as error:
         forget_adapter(cluster.id)

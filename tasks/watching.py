@@ -22,7 +22,7 @@ import time
 
 from django.conf import settings
 
-from groups.selectors.watcher import cluster_watch_state
+from groups.selectors.watcher import cluster_watch_state, topic_readers
 from groups.models import Cluster
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.polling import cluster_adapter, forget_adapter, poll_cluster
@@ -75,7 +75,7 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
 
 
 def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
-    known_counts, readers, watched = cluster_watch_state(cluster_id=cluster.id)
+    known_counts, watched = cluster_watch_state(cluster_id=cluster.id)
     try:
         counts = adapter.partition_counts()
     except KafkaUnavailable as error:
@@ -93,8 +93,8 @@ def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
     # ones not stored yet) lost a group whose row an earlier tick had written
     # for another topic: a silent miss. A changing tick costs a full poll's
     # group reads, once per change; observations in between read the readers.
-    groups = None if changed else set().union(*(readers.get(topic, set()) for topic in topics))
+    groups = None if changed else topic_readers(cluster_id=cluster.id, topics=topics)
     summary = poll_cluster(cluster_id=cluster.id, adapter=adapter, topics=topics, groups=groups)
-    _, _, still_watched = cluster_watch_state(cluster_id=cluster.id)
+    _, still_watched = cluster_watch_state(cluster_id=cluster.id)
     return {**summary.as_dict(), "observed": sorted(topics), "changed": sorted(changed),
             "watched": sorted(still_watched)}

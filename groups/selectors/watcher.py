@@ -13,11 +13,10 @@ from django.utils import timezone
 from groups.models import ConsumerGroup, Finding, GroupTopic, Topic
 
 
-def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], dict[str, set[str]], set[str]]:
-    """What the watcher compares and observes, from stored state:
+def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], set[str]]:
+    """What the watcher compares and observes every tick, from stored state:
 
     - the stored partition count of every live topic;
-    - the groups that read each topic (from earlier polls);
     - topics of open findings still being picked up: nobody took the
       partition yet (pending); taken without a first commit (undecided), for
       FIRST_COMMIT_WATCH_SECONDS after it was taken, so the first commit, the
@@ -25,11 +24,6 @@ def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], dict[str, s
       that); or taken with a likely start still to resolve.
     """
     counts = dict(Topic.objects.filter(cluster_id=cluster_id, deleted=False).values_list("name", "partition_count"))
-    readers: dict[str, set[str]] = {}
-    for topic, group_id in GroupTopic.objects.filter(topic__cluster_id=cluster_id).values_list(
-        "topic__name", "group__group_id"
-    ):
-        readers.setdefault(topic, set()).add(group_id)
     open_findings = Finding.objects.filter(cluster_id=cluster_id, closed_at__isnull=True)
     taken_since = timezone.now() - timedelta(seconds=settings.FIRST_COMMIT_WATCH_SECONDS)
     watched = set(
@@ -39,7 +33,15 @@ def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], dict[str, s
             | Q(pickup_before__isnull=False, likely_start__isnull=True, guard_start_offset__isnull=True)
         ).exclude(state="unowned").values_list("topic__name", flat=True)
     )
-    return counts, readers, watched
+    return counts, watched
+
+
+def topic_readers(*, cluster_id: int, topics: Collection[str]) -> set[str]:
+    """The groups that read any of ``topics`` (from earlier polls). Asked only
+    when a tick observes topics: every group of a big cluster, every second,
+    was most of an idle tick's cost."""
+    return set(GroupTopic.objects.filter(topic__cluster_id=cluster_id, topic__name__in=list(topics))
+               .values_list("group__group_id", flat=True).distinct())
 
 
 def findings_awaiting_likely_start(*, cluster_id: int, taken_before: datetime) -> list[dict]:

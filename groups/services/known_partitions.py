@@ -18,6 +18,7 @@ KNOWN_SET_TTL_SECONDS without a poll refreshing them.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 import redis
@@ -31,6 +32,13 @@ from gapwatch_guard.keys import (
 
 log = logging.getLogger(__name__)
 KNOWN_SET_TTL_SECONDS = 7 * 24 * 3600
+# A set this process published unchanged is written again only after this
+# long: at 3,000 groups, rewriting every set every poll was 0.7 s of the
+# poll's write. Within it, a set lost from Redis (a restart without
+# persistence) stays missing, and guards use their own bookkeeping meanwhile.
+REPUBLISH_SECONDS = 600.0
+# cluster -> (topic, group id) -> (partitions, monotonic time published): what this process wrote.
+_published: dict[str, dict[tuple[str, str], tuple[frozenset[int], float]]] = {}
 
 
 def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]], new_lineages: Iterable[str] = ()) -> None:
@@ -38,6 +46,13 @@ def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]], new_li
     dropping every set and guard report of topics deleted and recreated: their
     old partitions and starts mean nothing for the new lineage."""
     new_lineages = list(new_lineages)
+    now = time.monotonic()
+    published = _published.setdefault(cluster, {})
+    for topic in new_lineages:
+        for key in [key for key in published if key[0] == topic]:
+            del published[key]
+    sets = {key: partitions for key, partitions in sets.items()
+            if key not in published or published[key][0] != partitions or now - published[key][1] > REPUBLISH_SECONDS}
     if not sets and not new_lineages:
         return
     client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
@@ -59,6 +74,7 @@ def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]], new_li
             pipe.rename(staging, target)
             pipe.expire(target, KNOWN_SET_TTL_SECONDS)
         pipe.execute()
+        published.update((key, (partitions, now)) for key, partitions in sets.items())
     except redis.RedisError as error:
         # Guards fall back to their own bookkeeping; the poll itself succeeded.
         log.warning("could not publish known-partition sets for cluster %s: %s", cluster, error)

@@ -195,6 +195,9 @@ def poll_record_success(
 
 
 def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes: detection.Changes, now: datetime) -> dict:
+    """Only new and changed topics are written (at 60k partitions, rewriting
+    every row every poll was most of the poll's database time): a topic's
+    ``updated_at`` is when it last changed."""
     rows = [
         Topic(
             cluster=cluster, name=t.name, kafka_topic_id=t.topic_id, is_internal=t.is_internal,
@@ -202,15 +205,24 @@ def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes
             first_seen_at=stored[t.name].first_seen_at if t.name in stored else now, updated_at=now,
         )
         for t in snapshot.topics
+        if t.name not in stored or _topic_changed(stored[t.name], t)
     ]
     Topic.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["cluster", "name"],
         update_fields=["kafka_topic_id", "is_internal", "partition_count", "deleted", "updated_at"],
     )
-    if changes.deleted_topics:
-        Topic.objects.filter(cluster=cluster, name__in=changes.deleted_topics).update(deleted=True, updated_at=now)
-    rows = Topic.objects.filter(cluster=cluster)
-    return {topic.name: topic for topic in (rows if snapshot.complete else rows.filter(name__in=snapshot.scope))}
+    topics = {**stored, **{row.name: row for row in rows}}  # the upsert sets each row's id
+    deleted = [name for name in changes.deleted_topics if name in topics and not topics[name].deleted]
+    if deleted:
+        Topic.objects.filter(cluster=cluster, name__in=deleted).update(deleted=True, updated_at=now)
+        for name in deleted:
+            topics[name].deleted, topics[name].updated_at = True, now
+    return topics
+
+
+def _topic_changed(row: Topic, topic: TopicSnapshot) -> bool:
+    return (row.kafka_topic_id, row.is_internal, row.partition_count, row.deleted) != (
+        topic.topic_id, topic.is_internal, len(topic.partitions), False)
 
 
 def _write_generations(*, topics: dict, changes: detection.Changes, now: datetime) -> dict:
@@ -226,25 +238,40 @@ def _write_generations(*, topics: dict, changes: detection.Changes, now: datetim
 
 
 def _write_groups(*, cluster: Cluster, snapshot: Snapshot, stored: dict, now: datetime) -> dict:
-    rows = [
-        ConsumerGroup(
+    """New and changed groups are written whole; the others only get
+    ``last_seen_at``, in one statement."""
+    rows, seen = [], []
+    for g in snapshot.groups:
+        row = ConsumerGroup(
             cluster=cluster, group_id=g.group_id, state=g.state, type=g.type, assignor=g.assignor,
             member_count=len(g.members), present=True, members=_members_json(g), reset_setting=g.reset_setting[:200],
             first_seen_at=stored[g.group_id].first_seen_at if g.group_id in stored else now, last_seen_at=now,
         )
-        for g in snapshot.groups
-    ]
+        if g.group_id in stored and not _group_changed(stored[g.group_id], row):
+            seen.append(stored[g.group_id])
+        else:
+            rows.append(row)
     ConsumerGroup.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["cluster", "group_id"],
         update_fields=["state", "type", "assignor", "member_count", "members", "present", "last_seen_at",
                        "reset_setting"],
     )
+    ConsumerGroup.objects.filter(id__in=[row.id for row in seen]).update(last_seen_at=now)
+    for row in seen:
+        row.last_seen_at = now
     listed = {g.group_id for g in snapshot.groups}
     if snapshot.complete:  # a targeted snapshot lists only the groups reading its topics
         ConsumerGroup.objects.filter(cluster=cluster, present=True).exclude(group_id__in=listed).update(
             present=False, state="", member_count=0, members=[]
         )
-    return {group.group_id: group for group in ConsumerGroup.objects.filter(cluster=cluster, group_id__in=listed)}
+    return {row.group_id: row for row in [*seen, *rows]}  # the upsert sets each row's id
+
+
+_GROUP_FIELDS = ("state", "type", "assignor", "member_count", "members", "present", "reset_setting")
+
+
+def _group_changed(row: ConsumerGroup, new: ConsumerGroup) -> bool:
+    return any(getattr(row, name) != getattr(new, name) for name in _GROUP_FIELDS)
 
 
 def _members_json(group: GroupSnapshot) -> list[dict]:
@@ -256,15 +283,17 @@ def _members_json(group: GroupSnapshot) -> list[dict]:
 
 
 def _write_group_topics(*, snapshot: Snapshot, topics: dict, groups: dict, now: datetime) -> None:
+    """Rows whose lag or partitions changed are written whole; the others get
+    ``updated_at`` (and ``last_sample_at`` when a lag sample is due) in one
+    statement each."""
     by_name = {t.name: t for t in snapshot.topics}
     stored = {
         (gt.group_id, gt.topic_id): gt
-        # Not the per-partition rows: this poll writes them anew.
         for gt in GroupTopic.objects.filter(group__in=groups.values()).only(
-            "id", "group_id", "topic_id", "first_seen_at", "last_sample_at")
+            "id", "group_id", "topic_id", "first_seen_at", "last_sample_at", "lag", "partitions")
     }
     sample_due = now - timedelta(seconds=settings.LAG_SAMPLE_INTERVAL_SECONDS)
-    rows, samples = [], []
+    rows, samples, unchanged, sampled = [], [], [], []
     for group in snapshot.groups:
         for name in sorted(group.topics()):
             if name not in by_name:
@@ -274,17 +303,22 @@ def _write_group_topics(*, snapshot: Snapshot, topics: dict, groups: dict, now: 
             partitions = group_topic_partitions(group=group, topic=by_name[name])
             lag = sum(row["lag"] for row in partitions)
             due = previous is None or previous.last_sample_at is None or previous.last_sample_at <= sample_due
+            if due:
+                samples.append(LagSample(group=group_row, topic=topic_row, at=now, lag=lag))
+            if previous is not None and previous.lag == lag and previous.partitions == partitions:
+                (sampled if due else unchanged).append(previous.id)
+                continue
             rows.append(GroupTopic(
                 group=group_row, topic=topic_row, lag=lag, updated_at=now, partitions=partitions,
                 first_seen_at=previous.first_seen_at if previous else now,
                 last_sample_at=now if due else previous.last_sample_at,
             ))
-            if due:
-                samples.append(LagSample(group=group_row, topic=topic_row, at=now, lag=lag))
     GroupTopic.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["group", "topic"],
         update_fields=["lag", "updated_at", "last_sample_at", "partitions"],
     )
+    GroupTopic.objects.filter(id__in=unchanged).update(updated_at=now)
+    GroupTopic.objects.filter(id__in=sampled).update(updated_at=now, last_sample_at=now)
     LagSample.objects.bulk_create(samples)
     cutoff = now - timedelta(hours=settings.LAG_SAMPLE_RETENTION_HOURS)
     LagSample.objects.filter(at__lt=cutoff, group__in=groups.values()).delete()

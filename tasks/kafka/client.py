@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupType, KafkaException
+from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, KafkaException
 from confluent_kafka.admin import AclOperation, AdminClient
 
 from groups.domain.cluster_config import ClusterConfig
@@ -25,6 +25,9 @@ from tasks.kafka.errors import LASTING_REFUSALS, REFUSALS, AccessRefused, KafkaU
 # librdkafka enforces request_timeout itself; this only guards against a
 # future that is never completed, so no call can hang.
 WAIT_GRACE_SECONDS = 5.0
+# The group id the offsets reader is made with (a consumer must have one): it
+# never joins, commits or fetches, so the group is never created or read.
+OFFSETS_READER_GROUP = "gapwatch-offsets-reader"
 # The broker's names for the states the client knows; KIP-848 states the
 # client does not know ("Assigning", "Reconciling") arrive as UNKNOWN.
 _STATE_NAMES = {
@@ -95,7 +98,9 @@ class KafkaClient:
         self._timeout = timeout
         self._max_in_flight = max_in_flight
         self._admin: AdminClient | None = None
+        self._offsets_reader: Consumer | None = None
         self.last_timings: dict[str, float] = {}
+        self.last_cpu: dict[str, float] = {}
         self.last_peak_in_flight: dict[str, int] = {}
         # What librdkafka last reported on its own (a failed TLS handshake, a refused
         # SASL login): a request only fails with "transport failure" or a time-out.
@@ -109,6 +114,20 @@ class KafkaClient:
                  "error_cb": self._reported}
             )
         return self._admin
+
+    @property
+    def offsets_reader(self) -> Consumer:
+        """A consumer for ListOffsets only (``offsets_for_times``): it answers a
+        list, where the admin client makes a future per partition, a third of
+        the CPU at 10k partitions. Read uncommitted: -1 answers the high
+        watermark, as the admin client's OffsetSpec.latest() did."""
+        if self._offsets_reader is None:
+            self._offsets_reader = Consumer(
+                {**self._config.client_config(), "group.id": OFFSETS_READER_GROUP, "enable.auto.commit": False,
+                 "isolation.level": "read_uncommitted", "socket.timeout.ms": int(self._timeout * 1000),
+                 "error_cb": self._reported}
+            )
+        return self._offsets_reader
 
     def ping(self) -> int:
         """Ask the cluster for its metadata; return the number of brokers."""
@@ -155,7 +174,10 @@ class KafkaClient:
         def settle(until: int) -> None:
             nonlocal in_flight
             while len(in_flight) > until:
-                self._wait_any(stage, [f for call in in_flight for f in call.values()])
+                # The futures of one call are answered together: waiting on one
+                # unanswered future per call is enough, and waiting on all 10k of a
+                # ListOffsets call's took a lock per future per wait.
+                self._wait_any(stage, [_first_pending(call) for call in in_flight])
                 still: list[dict[Any, Future]] = []
                 for call in in_flight:
                     if all(future.done() for future in call.values()):
@@ -175,8 +197,8 @@ class KafkaClient:
         settle(0)
         self.last_peak_in_flight[stage] = max(peak, self.last_peak_in_flight.get(stage, 0))
 
-    def _wait_any(self, stage: str, futures: Sequence[Future]) -> None:
-        pending = [future for future in futures if not future.done()]
+    def _wait_any(self, stage: str, futures: Sequence[Future | None]) -> None:
+        pending = [future for future in futures if future is not None and not future.done()]
         if not pending:
             return
         done, _ = wait(pending, timeout=self._timeout + WAIT_GRACE_SECONDS, return_when=FIRST_COMPLETED)
@@ -185,11 +207,14 @@ class KafkaClient:
 
     @contextmanager
     def _stage(self, name: str) -> Iterator[None]:
-        started = time.monotonic()
+        """Times the stage: ``last_timings`` (seconds) and ``last_cpu`` (this
+        process's CPU seconds, librdkafka's threads included; not a JVM's)."""
+        started, cpu = time.monotonic(), time.process_time()
         try:
             yield
         finally:
             self.last_timings[name] = time.monotonic() - started
+            self.last_cpu[name] = time.process_time() - cpu
 
     def _unavailable(
         self, stage: str, detail: str, *, cause: BaseException | None = None, refused: bool = False,
@@ -198,6 +223,8 @@ class KafkaClient:
         is a refusal by the broker's authorizer or of the login."""
         if self._admin is not None:
             self._admin.poll(0)  # serve the client's error callbacks
+        if self._offsets_reader is not None:
+            self._offsets_reader.poll(0)
         window = 2 * self._timeout + WAIT_GRACE_SECONDS
         recent = time.monotonic() - self._reported.at < window
         reported = f" (the client reported {self._reported.text})" if self._reported.text and recent else ""
@@ -256,6 +283,11 @@ def group_from(group_id: str, state: ConsumerGroupState, description: Any) -> De
     )
 
 
-def chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+def chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def _first_pending(call: dict[Any, Future]) -> Future | None:
+    """One unanswered future of a call, None when all are answered."""
+    return next((future for future in call.values() if not future.done()), None)

@@ -32,6 +32,7 @@ ACL or login), its message worded and free of secrets.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -54,6 +55,12 @@ DEFAULT_AUTO_OFFSET_RESET = "latest"
 WAIT_GRACE_SECONDS = 5.0
 CLIENT_ID = "gapwatch-share-groups"
 ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
+# The stage of the error raised when no JVM can start here (callers that can do without it check for it).
+JVM_START_STAGE = "share groups: start"
+# One TopicListing as Java prints it (Kafka 4.x), inside the list's "[...]".
+# Topic names are [A-Za-z0-9._-] and ids URL-safe base64, so the text parses
+# unambiguously; every listing must parse, or none is believed.
+_TOPIC_LISTING = re.compile(r"\(name=([A-Za-z0-9._-]+), topicId=([A-Za-z0-9_-]+), internal=(true|false)\)")
 
 _ERRORS = "org.apache.kafka.common.errors."
 # Refusals asking again cannot change until an operator does.
@@ -156,6 +163,16 @@ class ShareGroupReader:
         self._admin = None
 
     # -- reads ---------------------------------------------------------------
+
+    def topic_ids(self) -> dict[str, tuple[str, bool]]:
+        """Every topic the principal may Describe: name -> (topic id, internal),
+        from the Java client's topic listing (one Metadata request). Returned
+        as one text (the listing's ``toString``), not object by object: a
+        gateway call per topic cost a millisecond each."""
+        with self._calls("list topics"):
+            options = self._jvm.org.apache.kafka.clients.admin.ListTopicsOptions().listInternal(True)
+            text = str(self._get(self._client.listTopics(options.timeoutMs(self._timeout_ms)).listings()).toString())
+        return parse_topic_listings(text)
 
     def list_group_ids(self) -> tuple[str, ...]:
         """Every share group the principal may Describe, sorted. The broker
@@ -451,6 +468,20 @@ class ShareGroupReader:
         gateway, self._gateway, self._admin = self._gateway, None, None
         if gateway is not None:
             gateway_discard(gateway)
+
+
+def parse_topic_listings(text: str) -> dict[str, tuple[str, bool]]:
+    """``[(name=a, topicId=…, internal=false), …]`` as {name: (topic id, internal)}.
+    Raises ValueError unless every listing in the text parses.
+
+    Java prints a topic id in URL-safe base64 ("-", "_"), librdkafka (and so
+    every id Gapwatch stored) in standard base64 ("+", "/"): the id is given
+    in librdkafka's spelling, or one topic in 32 would read as recreated."""
+    found = {name: (topic_id.replace("-", "+").replace("_", "/"), internal == "true")
+             for name, topic_id, internal in _TOPIC_LISTING.findall(text)}
+    if text.count("(name=") != len(found) or not (text.startswith("[") and text.endswith("]")):
+        raise ValueError(f"the Java client's topic listing did not parse: {text[:200]!r}")
+    return found
 
 
 class _GroupError(Exception):

@@ -9,21 +9,23 @@ rules; split apart, that order would be a convention between modules.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
-    IsolationLevel,
+    OFFSET_BEGINNING,
+    OFFSET_END,
     KafkaError,
     KafkaException,
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import AclOperation, OffsetSpec
+from confluent_kafka.admin import AclOperation
 
 from groups.domain.snapshot import GroupSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 from tasks.kafka.client import (
@@ -35,9 +37,10 @@ from tasks.kafka.client import (
     group_from,
     topic_details,
 )
-from tasks.kafka.share_groups import ShareGroupReader, GroupKindUnsupported
+from tasks.kafka.share_groups import JVM_START_STAGE, GroupKindUnsupported, ShareGroupReader
 from tasks.kafka.errors import (
     PARTITION_TROUBLE,
+    KafkaUnavailable,
     REFUSALS,
     TOPIC_GONE,
     describe_error,
@@ -45,9 +48,15 @@ from tasks.kafka.errors import (
     missing_acl,
 )
 
+log = logging.getLogger(__name__)
 TOPICS_PER_DESCRIBE = 500
 SHARE_UNSUPPORTED_RECHECK_SECONDS = 600.0
 GROUPS_PER_DESCRIBE = 100
+# librdkafka's ListOffsets costs grow with the square of the partitions in one
+# call (10k: 0.5 s of CPU, 1k: 0.017 s, 500: 0.005 s): calls of at most this
+# many, LIST_OFFSETS_THREADS at once (the client releases the GIL while it waits).
+PARTITIONS_PER_LIST_OFFSETS = 500
+LIST_OFFSETS_THREADS = 8
 _FIRST_RETRY_SECONDS = 0.05
 
 
@@ -62,6 +71,8 @@ class SnapshotReads(KafkaClient):
         self._java_reader: ShareGroupReader | None = None
         # Kind -> when to ask again a cluster that did not serve it (monotonic seconds).
         self._unsupported_until: dict[str, float] = {}
+        # Whether this snapshot may take topic ids from the Java client (``snapshot(java=...)``).
+        self._java_topic_ids_enabled = True
 
     def partition_counts(self) -> dict[str, int]:
         """Partition count of every topic, from one metadata request: what the
@@ -77,6 +88,7 @@ class SnapshotReads(KafkaClient):
         known_counts: Mapping[str, int] | None = None,
         topics: Collection[str] | None = None, groups: Collection[str] | None = None,
         share_groups: Collection[str] | None = None, streams_groups: Collection[str] | None = None,
+        java: bool = True,
     ) -> Snapshot:
         """Read everything one poll needs, in this order:
 
@@ -99,6 +111,9 @@ class SnapshotReads(KafkaClient):
            without a commit (its lag is H - E). Elsewhere ``log_start`` is
            None: reading all 10k log starts every poll was a third of the
            poll's cost (issue 11). Without ``known_counts``, all are read.
+
+        ``java`` False: no Kafka Java client (no JVM) for topic ids either;
+        every topic is then described (``_read_topics``).
 
         ``topics`` makes it a targeted snapshot (the watcher's): only those
         topics (all their partitions' log starts are read), with ``scope`` set
@@ -125,8 +140,9 @@ class SnapshotReads(KafkaClient):
         but the listing leaves out: a refusal there raises ``AccessRefused``
         naming the missing ACL, and nothing is read as deleted.
         """
-        self.last_timings = {}
+        self.last_timings, self.last_cpu = {}, {}
         self.last_peak_in_flight = {}
+        self._java_topic_ids_enabled = java
         with self._stage("topics"):
             if topics is None:
                 self._check_cluster_describe()
@@ -134,14 +150,19 @@ class SnapshotReads(KafkaClient):
         with self._stage("watermarks"):
             deadline = time.monotonic() + self._timeout
             gone: set[str] = set()
-            high_watermarks = self._list_offsets(described, _partitions(described), OffsetSpec.latest(), gone, deadline)
+            high_watermarks = self._list_offsets(described, _partitions(described), OFFSET_END, gone, deadline)
         groups_from = datetime.now(timezone.utc)
         with self._stage("groups"):
             found = self._read_groups(None if groups is None else sorted(groups))
             if topics is None:
                 self._check_assigned_topics(described, found)
         with self._stage("offsets"):
-            committed = self._read_committed([group.group_id for group in found])
+            # A targeted snapshot (the watcher's) asks only for its topics' partitions:
+            # a changing tick reads every group, and their commits elsewhere are not its business.
+            committed = self._read_committed(
+                [group.group_id for group in found],
+                None if topics is None else [TopicPartition(name, partition) for name, partition in _partitions(described)],
+            )
         with self._stage("share_groups"):
             shares = self._read_java_groups("share", None if groups is None and share_groups is None
                                             else sorted(share_groups or ()))
@@ -164,7 +185,7 @@ class SnapshotReads(KafkaClient):
             needed = [key for key in _partitions(described) if key[0] in wanted]
             needed += _uncommitted(described, readers, committed, wanted)
             log_starts = self._list_offsets(
-                described, sorted(set(needed)), OffsetSpec.earliest(), gone, time.monotonic() + self._timeout
+                described, sorted(set(needed)), OFFSET_BEGINNING, gone, time.monotonic() + self._timeout
             )
         return Snapshot(
             cluster=cluster,
@@ -210,18 +231,35 @@ class SnapshotReads(KafkaClient):
     def _read_topics(
         self, names: list[str] | None = None, *, known: Collection[str] = (), why: Mapping[str, str] | None = None,
     ) -> dict[str, TopicDetails]:
-        """Describe ``names`` (default: every listed topic, and every one of
-        ``known`` the listing leaves out). ``why`` says why a name is asked
-        for, for the error when describing it is refused."""
+        """Describe ``names``; by default every listed topic, and every one of
+        ``known`` the listing leaves out. ``why`` says why a name is asked
+        for, for the error when describing it is refused.
+
+        By default, a listed topic's partitions come from the metadata and its
+        id from Kafka's Java client's topic listing: describing every topic
+        (for the id, which changes only when a topic is recreated) cost a
+        second of CPU a poll at 60k partitions, the listing tens of
+        milliseconds. Only topics the Java listing lacks (created meanwhile)
+        or whose metadata has an error are described; all are without a JVM."""
         why = dict(why or {})
+        kept: dict[str, TopicDetails] = {}
         if names is None:
             try:
-                names = sorted(self.admin.list_topics(timeout=self._timeout).topics)
+                listed = self.admin.list_topics(timeout=self._timeout).topics
             except KafkaException as error:
                 raise self._unavailable("topics", f"metadata: {describe_error(error)}", cause=error) from None
-            unlisted = sorted(set(known) - set(names))
+            unlisted = sorted(set(known) - set(listed))
             why.update({name: "seen by earlier polls, no longer listed (not read as deleted)" for name in unlisted})
-            names = sorted({*names, *unlisted})
+            ids = self._java_topic_ids()
+            kept = {} if ids is None else {
+                name: TopicDetails(
+                    name=name, topic_id=ids[name][0], is_internal=ids[name][1],
+                    partition_ids=tuple(sorted(topic.partitions)),
+                    replication_factor=max((len(p.replicas) for p in topic.partitions.values()), default=1),
+                )
+                for name, topic in listed.items() if topic.error is None and name in ids
+            }
+            names = sorted({*listed, *unlisted} - set(kept))
         described: dict[str, TopicDetails] = {}
 
         def handle(name: str, future: Future) -> None:
@@ -245,7 +283,26 @@ class SnapshotReads(KafkaClient):
             ),
             handle,
         )
-        return described
+        return {**kept, **described}
+
+    def _java_topic_ids(self) -> dict[str, tuple[str, bool]] | None:
+        """Every topic's id and internal flag from Kafka's Java client (one
+        Metadata request; see ``ShareGroupReader.topic_ids``), or None where
+        no JVM may or can run here: then every topic is described."""
+        if not self._java_topic_ids_enabled:
+            return None
+        if self._java_reader is None:
+            self._java_reader = ShareGroupReader(self._config, timeout=self._timeout)
+        try:
+            return self._java_reader.topic_ids()
+        except ValueError as error:  # a Java client that prints its listing otherwise
+            log.warning("topic ids: describing every topic instead: %s", error)
+            return None
+        except KafkaUnavailable as error:
+            if error.stage == JVM_START_STAGE:
+                log.warning("topic ids: describing every topic instead: %s", error)
+                return None
+            raise
 
     # -- 2. watermarks -----------------------------------------------------
 
@@ -253,12 +310,15 @@ class SnapshotReads(KafkaClient):
         self,
         described: dict[str, TopicDetails],
         partitions: Sequence[tuple[str, int]],
-        spec: OffsetSpec,
+        spec: int,
         gone: set[str],
         deadline: float,
     ) -> dict[tuple[str, int], int]:
-        """1. One ListOffsets call for all partitions (the client sends one
-           request per partition leader).
+        """``spec`` OFFSET_END (-1): high watermarks; OFFSET_BEGINNING (-2): log starts.
+
+        1. ListOffsets calls of ``PARTITIONS_PER_LIST_OFFSETS`` partitions,
+           ``LIST_OFFSETS_THREADS`` at once, through the offsets reader (the
+           client sends one request per partition leader).
         2. Partitions that answered with a ``PARTITION_TROUBLE`` error:
            describe their topics again; topics found gone join ``gone``.
         3. Ask again for the rest, with backoff, until ``deadline``; then
@@ -266,35 +326,47 @@ class SnapshotReads(KafkaClient):
         offsets: dict[tuple[str, int], int] = {}
         backoff = _FIRST_RETRY_SECONDS
         partitions = [key for key in partitions if key[0] not in gone]
+        reader = self.offsets_reader
+
+        def ask(batch: Sequence[tuple[str, int]]) -> list[TopicPartition | _Answer]:
+            """The answer, or the call's error on every partition of the batch:
+            the client fails the whole call when one partition is unknown (a
+            topic deleted since it was described), so the batch is troubled."""
+            try:
+                return reader.offsets_for_times(
+                    [TopicPartition(topic, partition, spec) for topic, partition in batch], timeout=self._timeout)
+            except KafkaException as error:
+                if error_code(error) not in PARTITION_TROUBLE:
+                    raise
+                return [_Answer(topic, partition, error.args[0]) for topic, partition in batch]
+
         while partitions:
             troubled: dict[tuple[str, int], BaseException] = {}
-
-            def handle(key: TopicPartition, future: Future) -> None:
-                error = future.exception()
-                if error is None:
-                    offsets[(key.topic, key.partition)] = future.result().offset
-                elif error_code(error) in PARTITION_TROUBLE:
-                    troubled[(key.topic, key.partition)] = error
+            batches = list(chunks(partitions, PARTITIONS_PER_LIST_OFFSETS))
+            try:
+                with ThreadPoolExecutor(min(LIST_OFFSETS_THREADS, len(batches))) as pool:
+                    answers = [answer for batch in pool.map(ask, batches) for answer in batch]
+            except KafkaException as error:
+                raise self._unavailable("watermarks", f"list offsets: {describe_error(error)}", cause=error) from None
+            self.last_peak_in_flight["watermarks"] = max(min(LIST_OFFSETS_THREADS, len(batches)),
+                                                         self.last_peak_in_flight.get("watermarks", 0))
+            for answer in answers:
+                key = (answer.topic, answer.partition)
+                if answer.error is None:
+                    offsets[key] = answer.offset
+                elif error_code(answer.error) in PARTITION_TROUBLE:
+                    troubled[key] = answer.error
                 else:
                     raise self._unavailable(
                         "watermarks",
-                        f"list offsets of {key.topic!r} [{key.partition}]: {describe_error(error, topic=key.topic)}",
-                        cause=error,
+                        f"list offsets of {answer.topic!r} [{answer.partition}]: "
+                        f"{describe_error(answer.error, topic=answer.topic)}",
+                        cause=KafkaException(answer.error),
                     )
-
-            request = {TopicPartition(topic, partition): spec for topic, partition in partitions}
-            self._gather(
-                "watermarks",
-                [
-                    lambda: self.admin.list_offsets(
-                        request, isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout
-                    )
-                ],
-                handle,
-            )
             if troubled:
                 gone |= self._topics_gone(described, {topic for topic, _ in troubled})
                 troubled = {key: error for key, error in troubled.items() if key[0] not in gone}
+                self._refresh_reader_metadata(reader, {topic for topic, _ in troubled})
             if troubled and time.monotonic() + backoff > deadline:
                 (topic, partition), error = min(troubled.items())
                 raise self._unavailable(
@@ -307,6 +379,16 @@ class SnapshotReads(KafkaClient):
                 backoff *= 2
             partitions = sorted(troubled)
         return offsets
+
+    def _refresh_reader_metadata(self, reader, names: set[str]) -> None:
+        """The offsets reader keeps its own metadata and does not refresh it for
+        a partition it does not know (one added since): asking for the topics'
+        metadata does. Its failure is left to the next attempt to report."""
+        for name in sorted(names):
+            try:
+                reader.list_topics(topic=name, timeout=self._timeout)
+            except KafkaException:
+                return
 
     def _topics_gone(self, described: dict[str, TopicDetails], names: set[str]) -> set[str]:
         """Which of ``names`` are deleted, or recreated under another topic id."""
@@ -418,8 +500,11 @@ class SnapshotReads(KafkaClient):
 
     # -- 4. committed offsets ---------------------------------------------
 
-    def _read_committed(self, group_ids: Sequence[str]) -> dict[str, dict[tuple[str, int], int]]:
-        """The client fetches one group per call (confluent-kafka-python
+    def _read_committed(
+        self, group_ids: Sequence[str], partitions: list[TopicPartition] | None = None,
+    ) -> dict[str, dict[tuple[str, int], int]]:
+        """Every committed offset of each group, or (``partitions``) only those.
+        The client fetches one group per call (confluent-kafka-python
         #1947), so calls run concurrently, at most ``max_in_flight`` at once.
         An offset below zero (OFFSET_INVALID) means "no commit": left out."""
         committed: dict[str, dict[tuple[str, int], int]] = {}
@@ -439,13 +524,20 @@ class SnapshotReads(KafkaClient):
             "offsets",
             (
                 lambda group_id=group_id: self.admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(group_id)], request_timeout=self._timeout
+                    [ConsumerGroupTopicPartitions(group_id, partitions)], request_timeout=self._timeout
                 )
                 for group_id in group_ids
             ),
             handle,
         )
         return committed
+
+
+class _Answer:
+    """A partition's answer standing for the failed call it was in."""
+
+    def __init__(self, topic: str, partition: int, error: KafkaError) -> None:
+        self.topic, self.partition, self.offset, self.error = topic, partition, -1, error
 
 
 def _partitions(described: dict[str, TopicDetails]) -> list[tuple[str, int]]:

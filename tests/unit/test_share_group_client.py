@@ -35,3 +35,31 @@ def test_it_starts_no_jvm_and_opens_no_connection_when_created():
     reader = ShareGroupReader(ClusterConfig("127.0.0.1:1"))
     assert reader._gateway is None and reader._admin is None
     reader.close()
+
+
+def test_the_java_topic_listing_parses_to_ids_and_internal_flags():
+    from tasks.kafka.share_groups import parse_topic_listings
+
+    text = ("[(name=orders.v2, topicId=qQR4L8AlSOCTLtFTFSHsIg, internal=false), "
+            "(name=__consumer_offsets, topicId=WTbtdD3MSi6now2nM19Msw, internal=true), "
+            "(name=a-b_c, topicId=ptEyLR_ZT42iamob0nny3w, internal=false), "
+            "(name=d, topicId=8VVh28NtSCqLTAK59Xq-UA, internal=false)]")
+    assert parse_topic_listings(text) == {
+        "orders.v2": ("qQR4L8AlSOCTLtFTFSHsIg", False),
+        "__consumer_offsets": ("WTbtdD3MSi6now2nM19Msw", True),
+        # Java's URL-safe base64 in librdkafka's standard spelling, as stored ("-" "+", "_" "/").
+        "a-b_c": ("ptEyLR/ZT42iamob0nny3w", False),
+        "d": ("8VVh28NtSCqLTAK59Xq+UA", False),
+    }
+    assert parse_topic_listings("[]") == {}
+
+
+def test_a_topic_listing_printed_otherwise_is_refused_not_half_read():
+    import pytest
+
+    from tasks.kafka.share_groups import parse_topic_listings
+
+    for text in ("[(name=a, topicId=qQR4L8AlSOCTLtFTFSHsIg, internal=false), (name=b, id=x, internal=false)]",
+                 "{a=(name=a, topicId=qQR4L8AlSOCTLtFTFSHsIg, internal=false)}"):
+        with pytest.raises(ValueError):
+            parse_topic_listings(text)
