@@ -65,6 +65,12 @@ class GapwatchCollector:
         )
         polls = CounterMetricFamily("gapwatch_polls", "Polls of the cluster, failed ones included.", labels=["cluster"])
         failures = CounterMetricFamily("gapwatch_poll_failures", "Failed polls of the cluster.", labels=["cluster"])
+        slow = CounterMetricFamily("gapwatch_slow_polls", "Full polls of the cluster that took longer than "
+                                   "the poll interval (gapwatch_poll_interval_seconds).", labels=["cluster"])
+        skipped = CounterMetricFamily("gapwatch_skipped_polls", "Polls of the cluster that were due but did not "
+                                      "run because the last one was still running.", labels=["cluster"])
+        interval = GaugeMetricFamily("gapwatch_poll_interval_seconds", "Seconds between full polls (POLL_INTERVAL_SECONDS).")
+        interval.add_metric([], settings.POLL_INTERVAL_SECONDS)
         for cluster in clusters:
             up.add_metric([cluster.name], 1 if cluster.status == Cluster.Status.OK else 0)
             # A cluster never polled has no duration or time: no sample rather than a made-up 0.
@@ -74,7 +80,9 @@ class GapwatchCollector:
                 last_poll.add_metric([cluster.name], cluster.last_poll_at.timestamp())
             polls.add_metric([cluster.name], cluster.polls_total)
             failures.add_metric([cluster.name], cluster.poll_failures_total)
-        yield from (up, duration, last_poll, polls, failures)
+            slow.add_metric([cluster.name], cluster.slow_polls_total)
+            skipped.add_metric([cluster.name], cluster.skipped_polls_total)
+        yield from (up, duration, last_poll, polls, failures, slow, skipped, interval)
 
     def _certificate_metrics(self, clusters: list[Cluster]) -> Iterator[Metric]:
         expiry = GaugeMetricFamily(

@@ -74,6 +74,11 @@ class Cluster(models.Model):
     last_test_message = models.TextField(blank=True, default="")
     polls_total = models.PositiveBigIntegerField(default=0)
     poll_failures_total = models.PositiveBigIntegerField(default=0)
+    # Full polls that took longer than POLL_INTERVAL_SECONDS, and polls due
+    # that did not run because the last one still held the cluster's lock:
+    # a cluster too big for its workers shows here, never as silence.
+    slow_polls_total = models.PositiveBigIntegerField(default=0)
+    skipped_polls_total = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from groups.models import Cluster, RemediationJob
 from groups.services.jobs import job_note_unrunnable, jobs_touch_stalled
+from groups.services.polls import cluster_record_skipped_poll
 from groups.services.remediation import job_transition
 from groups.services.resets import reset_jobs_retry_waiting
 from tasks.connection import run_connection_test
@@ -59,6 +60,7 @@ def poll_cluster_task(cluster_id: int) -> dict:
     lock = client.lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS)
     # The watcher's ticks hold the same lock for a moment every second: wait that out.
     if not lock.acquire(blocking=True, blocking_timeout=2 * settings.WATCH_INTERVAL_SECONDS + 1):
+        cluster_record_skipped_poll(cluster_id=cluster_id)  # counted and shown, never silent
         return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is already running"}
     try:
         summary = poll_cluster(cluster_id=cluster_id)

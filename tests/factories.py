@@ -100,7 +100,7 @@ def make_metrics_state() -> None:
     polled) with nothing. Comments give each row's part in the numbers."""
     prod = make_cluster(
         "prod", status=Cluster.Status.OK, last_poll_at=NOW, last_poll_duration_ms=1500, polls_total=42,
-        poll_failures_total=3,
+        poll_failures_total=3, slow_polls_total=4, skipped_polls_total=2,
     )
     make_cluster("stage", status=Cluster.Status.UNREACHABLE, polls_total=5, poll_failures_total=5)
     orders = make_topic(prod, "orders")

@@ -252,6 +252,8 @@ class ClusterOut(Schema):
     last_error: str
     polls_total: int
     poll_failures_total: int
+    slow_polls_total: int = Field(description="Full polls that took longer than the poll interval.")
+    skipped_polls_total: int = Field(description="Polls due that did not run: the last one was still running.")
 
     @staticmethod
     def resolve_ssl_ca_pem_set(cluster: Cluster) -> bool:

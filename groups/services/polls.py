@@ -101,6 +101,11 @@ def group_topic_partitions(*, group: GroupSnapshot, topic: TopicSnapshot) -> lis
     return rows
 
 
+def cluster_record_skipped_poll(*, cluster_id: int) -> None:
+    """A poll that was due did not run: the last one still held the cluster's lock."""
+    Cluster.objects.filter(id=cluster_id).update(skipped_polls_total=F("skipped_polls_total") + 1)
+
+
 def cluster_record_failure(*, cluster_id: int, error: str, now: datetime, kafka_seconds: float) -> PollSummary:
     """A failed or partial poll changes nothing but the cluster's status and error."""
     Cluster.objects.filter(id=cluster_id).update(
@@ -164,11 +169,17 @@ def poll_record_success(
         notifications = _write_audit_and_notifications(cluster=cluster, changes=changes, findings=findings,
                                                        groups=snapshot.groups)
         new_finding_ids = [findings[key].id for key in changes.new_findings]
+        duration = kafka_seconds + time.monotonic() - started
+        slow = snapshot.complete and duration > settings.POLL_INTERVAL_SECONDS
         Cluster.objects.filter(id=cluster.id).update(
             status=Cluster.Status.OK, last_error="", last_poll_at=now, last_success_at=now,
-            last_poll_duration_ms=int((kafka_seconds + time.monotonic() - started) * 1000),
+            last_poll_duration_ms=int(duration * 1000),
             polls_total=F("polls_total") + (1 if snapshot.complete else 0),
+            slow_polls_total=F("slow_polls_total") + (1 if slow else 0),
         )
+        if slow:
+            log.warning("the full poll of cluster %s took %.1fs, longer than POLL_INTERVAL_SECONDS (%ss)",
+                        cluster.name, duration, settings.POLL_INTERVAL_SECONDS)
         sets = known_partition_sets(
             snapshot=snapshot, finding_partitions=findings_partitions(cluster=cluster, snapshot=snapshot),
             consumed_before={group.group_id: group.consumed_topics for group in stored.known_groups},

@@ -277,6 +277,7 @@ def cluster_list(request: HttpRequest) -> HttpResponse:
             if scope.may(VIEWER, cluster=cluster.name) is not None],
         "can_manage": request.user.has_perm(MANAGE_PERMISSION) and scope.manages_clusters,
         "expiry_warning_days": settings.CERTIFICATE_EXPIRY_WARNING_DAYS,
+        "poll_interval_ms": settings.POLL_INTERVAL_SECONDS * 1000,
     })
 
 

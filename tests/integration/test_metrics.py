@@ -52,6 +52,11 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
     put("gapwatch_polls_total", 5, cluster="stage")
     put("gapwatch_poll_failures_total", 3, cluster="prod")
     put("gapwatch_poll_failures_total", 5, cluster="stage")
+    put("gapwatch_slow_polls_total", 4, cluster="prod")
+    put("gapwatch_slow_polls_total", 0, cluster="stage")
+    put("gapwatch_skipped_polls_total", 2, cluster="prod")
+    put("gapwatch_skipped_polls_total", 0, cluster="stage")
+    put("gapwatch_poll_interval_seconds", 10)
     # PLAINTEXT clusters: no certificate, so no expiry series and nothing expiring.
     put("gapwatch_cluster_certificates_expiring", 0, cluster="prod")
     put("gapwatch_cluster_certificates_expiring", 0, cluster="stage")

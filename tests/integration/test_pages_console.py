@@ -69,6 +69,21 @@ def test_it_warns_when_polls_run_late_and_not_for_a_disabled_cluster(viewer_clie
     assert "stage" not in banner and "test" not in banner
 
 
+def test_the_clusters_page_says_when_polls_take_longer_than_the_interval_or_were_skipped(viewer_client, settings, db):
+    settings.POLL_INTERVAL_SECONDS = 10
+    for name, duration, slow, skipped in (("big", 14_000, 3, 0), ("busy", 2_000, 0, 2), ("small", 900, 0, 0)):
+        cluster = make_cluster(name)
+        _polled(cluster, ago=timedelta(seconds=5))
+        Cluster.objects.filter(id=cluster.id).update(last_poll_duration_ms=duration, slow_polls_total=slow,
+                                                     skipped_polls_total=skipped)
+    page = viewer_client.get("/clusters/").content.decode()
+    rows = {name: re.search(rf'<tr id="cluster-{Cluster.objects.get(name=name).id}">.*?</tr>', page, re.S).group(0)
+            for name in ("big", "busy", "small")}
+    assert "the last took 14000 ms, the interval is 10000 ms; 3 slow, 0 skipped" in rows["big"]
+    assert "2 skipped" in rows["busy"]
+    assert "Polls run late" not in rows["small"]
+
+
 def test_the_freshness_fragment_is_what_the_header_refreshes_from(viewer_client, client, db):
     _polled(make_cluster("prod"), ago=timedelta(seconds=2))
     body = viewer_client.get("/freshness").content.decode()

@@ -13,6 +13,7 @@ from django.core.management import call_command
 
 from groups.models import Cluster, Finding, Notification
 from tasks.jobs import poll_all_clusters, poll_cluster_task, poll_lock_key, watch_cluster_task
+from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import wait_until
 from tests.integration.scenarios import poll, start_consuming_group
 from tests.integration.webhook_harness import WebhookReceiver
@@ -56,13 +57,30 @@ def test_it_skips_a_poll_while_another_poll_of_the_cluster_holds_the_lock(transa
         result = poll_cluster_task.apply(args=(cluster.id,)).get()
         assert result == {"cluster_id": cluster.id, "skipped": "a poll of this cluster is already running"}
         cluster.refresh_from_db()
-        assert cluster.polls_total == 0
+        assert (cluster.polls_total, cluster.skipped_polls_total) == (0, 1), "skipped, and counted as skipped"
     finally:
         lock.release()
     result = poll_cluster_task.apply(args=(cluster.id,)).get()
     assert result["ok"] is True
     cluster.refresh_from_db()
-    assert (cluster.polls_total, cluster.status) == (1, "ok")
+    assert (cluster.polls_total, cluster.status, cluster.skipped_polls_total) == (1, "ok", 1)
+
+
+def test_a_full_poll_longer_than_the_interval_is_counted_slow_and_a_watcher_tick_never(
+        transactional_db, kafka_bootstrap, settings):
+    """The rule, on real polls: a full poll taking longer than
+    POLL_INTERVAL_SECONDS is slow, a targeted one (the watcher's) never. With
+    an hour's interval no real poll is slow; with 0 s every one takes longer."""
+    settings.POLL_INTERVAL_SECONDS = 3600
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    poll_cluster_task.apply(args=(cluster.id,)).get()
+    cluster.refresh_from_db()
+    assert (cluster.polls_total, cluster.slow_polls_total) == (1, 0)
+    settings.POLL_INTERVAL_SECONDS = 0
+    poll_cluster_task.apply(args=(cluster.id,)).get()
+    poll_cluster(cluster_id=cluster.id, topics={"__consumer_offsets"}, groups=())
+    cluster.refresh_from_db()
+    assert (cluster.polls_total, cluster.slow_polls_total) == (2, 1)
 
 
 def test_beat_task_polls_every_enabled_cluster_on_a_real_worker(celery_worker_thread, kafka_bootstrap):
