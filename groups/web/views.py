@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -33,6 +33,7 @@ from groups.selectors.lists import (
     findings_count_by_state_and_resolution,
     findings_list,
     findings_triage,
+    rows_page,
 )
 from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
 from groups.domain.triage import triage_slice
@@ -68,6 +69,19 @@ SORT_DIRECTIONS = {"found": "descending", "-found": "ascending", "lag": "descend
 
 
 RESOLUTIONS = list(Finding.Resolution.values)
+
+
+class _KeysFirstPaginator(Paginator):
+    """Django's paginator, reading a page with ``rows_page`` (the page's keys
+    first): deep pages of 100,000 findings stay as fast as the first."""
+
+    def page(self, number) -> Page:
+        number = self.validate_number(number)
+        bottom = (number - 1) * self.per_page
+        top = bottom + self.per_page
+        if top + self.orphans >= self.count:
+            top = self.count
+        return self._get_page(rows_page(self.object_list, start=bottom, stop=top), number, self)
 
 
 def _shown_job(finding: Finding) -> RemediationJob | None:
@@ -115,7 +129,7 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
     # The job links of the whole page in one query, whatever the page size; the newest first.
     links = JobFinding.objects.select_related("job").order_by("-job__created_at", "-job_id")
     findings = findings.prefetch_related(Prefetch("job_findings", queryset=links, to_attr="job_links"))
-    page = Paginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = _KeysFirstPaginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
     for finding in page.object_list:
         finding.shown_job = _shown_job(finding)
     scope = scope_of(request.user)
