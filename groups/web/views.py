@@ -133,13 +133,13 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
     for finding in page.object_list:
         finding.shown_job = _shown_job(finding)
     scope = scope_of(request.user)
-    counts = findings_count_by_state_and_resolution(
+    open_counts, closed_counts = findings_count_by_state_and_resolution(
         findings_list(**{**filters, "state": None, "include_closed": True, "resolution": None}, scope=scope)
     )
     raw = _filter_values(form)
     filtered = {key: value for key, value in raw.items() if value}
     query = {"view": "history" if history else "partitions", **filtered}
-    state_counts = [(state, counts.get((state, "open"), 0)) for state in STATES]
+    state_counts = [(state, open_counts.get(state, 0)) for state in STATES]
     return {
         "view": query["view"],
         "history": history,
@@ -159,8 +159,7 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
         "active_statuses": list(RemediationJob.ACTIVE),
         "state_counts": state_counts,
         "total_open": sum(n for _, n in state_counts),
-        "resolution_counts": [(resolution, sum(n for (_, r), n in counts.items() if r == resolution))
-                              for resolution in RESOLUTIONS],
+        "resolution_counts": [(resolution, closed_counts.get(resolution, 0)) for resolution in RESOLUTIONS],
         "query": urlencode(query),
         "query_with_sort": urlencode({**query, "sort": sort}),
         "clusters": visible_clusters(scope, Cluster.objects.all()).values_list("name", flat=True),
