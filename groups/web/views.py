@@ -32,7 +32,8 @@ from groups.selectors.finding import (
 from groups.selectors.lists import (
     findings_count_by_state_and_resolution,
     findings_list,
-    findings_triage,
+    findings_triage_groups,
+    findings_triage_outline,
     rows_page,
 )
 from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
@@ -182,12 +183,13 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
     valid = form.is_valid()
     filters = form.selector_filters() if valid else {}
     scope = scope_of(request.user)
-    clusters = findings_triage(**filters, scope=scope) if valid else ()
+    outline = findings_triage_outline(**filters, scope=scope) if valid else ()
     # A page of groups (in the triage's order, clusters keeping their totals): rendering
     # a thousand group cards took most of a second.
-    page = Paginator(range(sum(len(cluster.groups) for cluster in clusters)), TRIAGE_GROUPS_PER_PAGE).get_page(
+    page = Paginator(range(sum(len(cluster.groups) for cluster in outline)), TRIAGE_GROUPS_PER_PAGE).get_page(
         request.GET.get("page"))
-    shown = triage_slice(clusters, start=page.start_index() - 1, stop=page.end_index()) if clusters else ()
+    shown = findings_triage_groups(triage_slice(outline, start=page.start_index() - 1, stop=page.end_index()),
+                                   **filters, scope=scope) if outline else ()
     raw = _filter_values(form)
     filtered = {key: value for key, value in raw.items() if value}
     return {
@@ -199,7 +201,7 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
         "page_query": urlencode(filtered),
         "filters": raw,
         "filtered": bool(filtered),
-        "hidden_total": findings_list(scope=scope).count() if filtered and not clusters else 0,
+        "hidden_total": findings_list(scope=scope).count() if filtered and not outline else 0,
         "states": STATES,
         "group_kinds": GROUP_KIND_CHOICES,
         "query": urlencode(filtered),
