@@ -320,6 +320,9 @@ class Finding(models.Model):
                 models.F("created_at").desc(), "id", name="finding_open_newest",
                 condition=models.Q(closed_at__isnull=True),
             ),
+            # The history and the API with closed findings: every finding, newest first
+            # (without it, each page sorted all of them: ~0.1 s at 100,000, more under load).
+            models.Index(models.F("created_at").desc(), "id", name="finding_newest"),
         ]
 
     def __str__(self) -> str:

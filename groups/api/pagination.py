@@ -12,6 +12,7 @@ from ninja.pagination import PaginationBase
 from pydantic import ConfigDict
 
 from groups.api.schemas import BlankIsAbsent
+from groups.selectors.lists import rows_page
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -44,7 +45,8 @@ class PageNumbers(PaginationBase):
     items_attribute = "results"
 
     def paginate_queryset(self, queryset: QuerySet, pagination: PageQuery, request: HttpRequest, **params: Any) -> dict:
-        """One count and one query for the page (plus the queryset's prefetches).
+        """One count and one query for the page (plus the queryset's prefetches),
+        which picks the page's keys before reading its rows (``rows_page``).
 
         A page past the end is an empty page, not an error: a client walking
         ``next`` while findings close can land there; ``previous`` then points
@@ -60,5 +62,5 @@ class PageNumbers(PaginationBase):
             "page_size": page_size,
             "next": _page_url(request, page + 1) if page < last_page else None,
             "previous": _page_url(request, min(page - 1, last_page)) if page > 1 else None,
-            "results": list(queryset[start : start + page_size]) if start < count else [],
+            "results": list(rows_page(queryset, start=start, stop=start + page_size)) if start < count else [],
         }

@@ -9,10 +9,10 @@ re-deliver, from ``planning.plan_reset``), and says why in words.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Literal
+from typing import Literal, TypeVar
 
 from groups.domain.planning import PartitionPosition, ResetTarget, backfill_recommended, plan_reset
 
@@ -84,6 +84,16 @@ class Totals:
             missed_possible=sum(f.missed_possible for f in findings),
             partitions=len(findings),
             covered=sum(f.state == NOTHING_TO_REPAIR for f in findings),
+        )
+
+    @classmethod
+    def added(cls, parts: Iterable[Totals]) -> Totals:
+        parts = list(parts)
+        return cls(
+            missed_definite=sum(p.missed_definite for p in parts),
+            missed_possible=sum(p.missed_possible for p in parts),
+            partitions=sum(p.partitions for p in parts),
+            covered=sum(p.covered for p in parts),
         )
 
 
@@ -196,6 +206,25 @@ class ClusterTriage:
     groups: tuple[GroupTriage, ...]
 
 
+@dataclass(frozen=True)
+class GroupOutline:
+    """A group's place in the triage, known from its totals alone (before
+    its findings are read); ``rank`` as in ``GroupTriage``."""
+
+    group: GroupInfo
+    totals: Totals
+    rank: int
+
+
+@dataclass(frozen=True)
+class ClusterOutline:
+    """A cluster's groups in triage order, with its totals over all of them."""
+
+    cluster: str
+    totals: Totals
+    groups: tuple[GroupOutline, ...]
+
+
 def _rank(group: GroupInfo, totals: Totals) -> int:
     if totals.covered == totals.partitions:
         return 3
@@ -208,40 +237,71 @@ def _loss_first(totals: Totals) -> tuple[int, int]:
     return (-totals.missed_definite, -totals.missed_possible)
 
 
-def triage(*, findings: Iterable[OpenFinding], groups: dict[int, GroupInfo]) -> tuple[ClusterTriage, ...]:
-    """Open findings by cluster, group and topic, most urgent first.
+def triage_outline(*, totals: Mapping[int, Totals], groups: Mapping[int, GroupInfo]) -> tuple[ClusterOutline, ...]:
+    """The triage's order, from each group's totals over its open findings
+    (``totals``, by group key; every key must be in ``groups``).
 
     Groups: by rank (``GroupTriage.rank``: live members with a definite loss
     first), then most definitely missed, most possibly missed, group id.
-    Topics: most missed first, then name. Clusters: by their most urgent
-    group, then name. Every finding's group must be in ``groups``."""
-    by_group: dict[int, list[OpenFinding]] = {}
-    for finding in findings:
-        by_group.setdefault(finding.group_key, []).append(finding)
-    triaged: dict[str, list[GroupTriage]] = {}
-    for key, group_findings in by_group.items():
+    Clusters: by their most urgent group, then name."""
+    by_cluster: dict[str, list[GroupOutline]] = {}
+    for key, group_totals in totals.items():
         group = groups[key]
-        by_topic: dict[str, list[OpenFinding]] = {}
-        for finding in sorted(group_findings, key=lambda f: (f.partition, f.id)):
-            by_topic.setdefault(finding.topic, []).append(finding)
-        topics = sorted(
-            (TopicTriage(topic, Totals.of(items), tuple(items), group) for topic, items in by_topic.items()),
-            key=lambda t: (*_loss_first(t.totals), t.topic),
-        )
-        totals = Totals.of(group_findings)
-        triaged.setdefault(group.cluster, []).append(GroupTriage(group, totals, tuple(topics), _rank(group, totals)))
+        by_cluster.setdefault(group.cluster, []).append(GroupOutline(group, group_totals, _rank(group, group_totals)))
     clusters = []
-    for cluster, items in triaged.items():
+    for cluster, items in by_cluster.items():
         items.sort(key=lambda g: (g.rank, *_loss_first(g.totals), g.group.group_id, g.group.key))
-        clusters.append(ClusterTriage(cluster, Totals.of(f for g in items for t in g.topics for f in t.findings),
-                                      tuple(items)))
+        clusters.append(ClusterOutline(cluster, Totals.added(g.totals for g in items), tuple(items)))
     return tuple(sorted(clusters, key=lambda c: (c.groups[0].rank, c.cluster)))
 
 
-def triage_slice(clusters: tuple[ClusterTriage, ...], *, start: int, stop: int) -> tuple[ClusterTriage, ...]:
-    """Groups ``start`` to ``stop`` (0-based, half-open) of the triage in its
-    order, each cluster keeping its totals over all its groups: one page of
-    a long triage."""
+def triage_fill(outline: tuple[ClusterOutline, ...], *, findings: Iterable[OpenFinding]) -> tuple[ClusterTriage, ...]:
+    """The outline's groups with their topics: ``findings`` are the open
+    findings of (at least) those groups. Topics: most missed first, then
+    name. A group none of ``findings`` belongs to (its findings closed since
+    the outline was made) is left out; each cluster keeps the outline's totals."""
+    by_group: dict[int, list[OpenFinding]] = {}
+    for finding in findings:
+        by_group.setdefault(finding.group_key, []).append(finding)
+    clusters = []
+    for cluster in outline:
+        filled = tuple(_group_triage(item, by_group[item.group.key])
+                       for item in cluster.groups if item.group.key in by_group)
+        if filled:
+            clusters.append(ClusterTriage(cluster.cluster, cluster.totals, filled))
+    return tuple(clusters)
+
+
+def _group_triage(outline: GroupOutline, findings: list[OpenFinding]) -> GroupTriage:
+    by_topic: dict[str, list[OpenFinding]] = {}
+    for finding in sorted(findings, key=lambda f: (f.partition, f.id)):
+        by_topic.setdefault(finding.topic, []).append(finding)
+    topics = sorted(
+        (TopicTriage(topic, Totals.of(items), tuple(items), outline.group) for topic, items in by_topic.items()),
+        key=lambda t: (*_loss_first(t.totals), t.topic),
+    )
+    return GroupTriage(outline.group, outline.totals, tuple(topics), outline.rank)
+
+
+def triage(*, findings: Iterable[OpenFinding], groups: dict[int, GroupInfo]) -> tuple[ClusterTriage, ...]:
+    """Open findings by cluster, group and topic, most urgent first: the
+    outline (``triage_outline``) of their totals, filled with them. Every
+    finding's group must be in ``groups``."""
+    findings = list(findings)
+    by_group: dict[int, list[OpenFinding]] = {}
+    for finding in findings:
+        by_group.setdefault(finding.group_key, []).append(finding)
+    outline = triage_outline(totals={key: Totals.of(items) for key, items in by_group.items()}, groups=groups)
+    return triage_fill(outline, findings=findings)
+
+
+Clusters = TypeVar("Clusters", ClusterTriage, ClusterOutline)
+
+
+def triage_slice(clusters: tuple[Clusters, ...], *, start: int, stop: int) -> tuple[Clusters, ...]:
+    """Groups ``start`` to ``stop`` (0-based, half-open) of the triage (or
+    its outline) in its order, each cluster keeping its totals over all its
+    groups: one page of a long triage."""
     shown, seen = [], 0
     for cluster in clusters:
         first, last = max(start - seen, 0), min(stop - seen, len(cluster.groups))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import BooleanField, Count, ExpressionWrapper, Q, Sum
+from django.db.models import BooleanField, Count, Exists, ExpressionWrapper, OuterRef, Q, Sum
 from django.db.models.functions import Coalesce
 
 from groups.domain.group_kinds import group_kind
@@ -14,22 +14,29 @@ MISSED_STATES = (Finding.State.GAP, Finding.State.EXPIRED, Finding.State.UNDECID
 
 
 def findings_open_lag_list() -> list[dict]:
-    """Lag of every partition with an open finding, one row per (cluster,
-    group, topic, partition): if a partition has open findings in several
-    generations, the newest generation's wins, so no series is emitted twice.
+    """Lag on the partitions with an open finding, summed per (cluster, group,
+    topic, state) in the database: one row per group's topic and state, not
+    per partition, so a scrape stays small however many findings are open.
+    A partition with open findings in several generations counts once, with
+    its newest generation's finding (state and lag).
 
     Rows: ``cluster``, ``group``, ``group_type`` (the group's kind,
-    ``groups.domain.group_kinds``), ``topic``, ``partition``, ``state``, ``lag``.
+    ``groups.domain.group_kinds``), ``topic``, ``state``, ``lag``.
     """
+    newer = Finding.objects.filter(
+        closed_at__isnull=True, cluster=OuterRef("cluster"), group=OuterRef("group"), topic=OuterRef("topic"),
+        partition=OuterRef("partition"), generation__number__gt=OuterRef("generation__number"),
+    )
     rows = (
         Finding.objects.filter(closed_at__isnull=True)
-        .order_by("cluster_id", "group_id", "topic_id", "partition", "-generation__number", "-id")
-        .distinct("cluster_id", "group_id", "topic_id", "partition")
-        .values_list("cluster__name", "group__group_id", "group__type", "topic__name", "partition", "state", "lag")
+        .exclude(Exists(newer))
+        .order_by()
+        .values_list("cluster__name", "group__group_id", "group__type", "topic__name", "state")
+        .annotate(lag=Sum("lag"))
     )
     return [{"cluster": cluster, "group": group, "group_type": group_kind(type_, group), "topic": topic,
-             "partition": partition, "state": state, "lag": lag}
-            for cluster, group, type_, topic, partition, state, lag in rows]
+             "state": state, "lag": lag}
+            for cluster, group, type_, topic, state, lag in rows]
 
 
 def findings_summary_by_cluster() -> dict[str, dict]:

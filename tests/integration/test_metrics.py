@@ -71,10 +71,10 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
     lag = "gapwatch_finding_lag_messages"
     # Per-group series name the group's kind: billing is classic, the hostile one a share group.
     billing, hostile = {"group": "billing", "group_type": "classic"}, {"group": HOSTILE_GROUP_ID, "group_type": "share"}
-    put(lag, 40, cluster="prod", **billing, topic="orders", partition="2", state="gap")
-    put(lag, 100, cluster="prod", **billing, topic="orders", partition="3", state="pending")
-    put(lag, 0, cluster="prod", **billing, topic="payments", partition="0", state="covered")
-    put(lag, 5, cluster="prod", **hostile, topic="orders", partition="2", state="expired")
+    put(lag, 40, cluster="prod", **billing, topic="orders", state="gap")
+    put(lag, 100, cluster="prod", **billing, topic="orders", state="pending")
+    put(lag, 0, cluster="prod", **billing, topic="payments", state="covered")
+    put(lag, 5, cluster="prod", **hostile, topic="orders", state="expired")
     put("gapwatch_group_topic_lag_messages", 140, cluster="prod", **billing, topic="orders")
     put("gapwatch_group_topic_lag_messages", 0, cluster="prod", **billing, topic="payments")
     put("gapwatch_group_topic_lag_messages", 5, cluster="prod", **hostile, topic="orders")
@@ -100,7 +100,7 @@ def test_it_escapes_a_quote_a_backslash_and_a_newline_in_label_values(client, st
     text = scrape(client)
     escaped = 'group="we\\"ird\\\\group\\nname"'
     assert (
-        'gapwatch_finding_lag_messages{cluster="prod",' + escaped + ',group_type="share",partition="2",state="expired",'
+        'gapwatch_finding_lag_messages{cluster="prod",' + escaped + ',group_type="share",state="expired",'
         'topic="orders"} 5.0'
     ) in text.splitlines()
     assert ('gapwatch_group_topic_lag_messages{cluster="prod",' + escaped + ',group_type="share",topic="orders"} 5.0'
@@ -109,18 +109,32 @@ def test_it_escapes_a_quote_a_backslash_and_a_newline_in_label_values(client, st
     assert all(line.startswith(("gapwatch_", "# HELP gapwatch_", "# TYPE gapwatch_")) for line in text.splitlines())
 
 
-def test_it_emits_one_series_per_partition_when_generations_overlap(client, stored_state):
+def billing_orders_lag(text: str) -> dict[str, float]:
+    """billing's finding lag series on orders, by state."""
+    return {
+        dict(labels)["state"]: value for (name, labels), value in samples(text).items()
+        if name == "gapwatch_finding_lag_messages" and dict(labels)["group"] == "billing"
+        and dict(labels)["topic"] == "orders"
+    }
+
+
+def test_it_counts_a_partition_once_when_generations_overlap(client, stored_state):
     billing = Finding.objects.get(group__group_id="billing", partition=2).group
     gen4 = make_generation(billing.cluster.topics.get(name="orders"), 4, (0, 1, 2, 3))
     make_finding(billing, gen4, 2, state=Finding.State.UNOWNED, lag=77)
-    lags = {
-        labels: value for (name, labels), value in samples(scrape(client)).items()
-        if name == "gapwatch_finding_lag_messages" and dict(labels)["group"] == "billing" and dict(labels)["partition"] == "2"
-    }
-    # The newest generation's finding wins; both stay counted as open findings.
-    assert list(lags.values()) == [77]
-    assert dict(next(iter(lags)))["state"] == "unowned"
+    # The newest generation's finding wins: partition 2 is unowned now, not also a gap.
+    assert billing_orders_lag(scrape(client)) == {"unowned": 77, "pending": 100}
+    # Both stay counted as open findings.
     assert samples(scrape(client))[("gapwatch_open_findings", (("cluster", "prod"), ("state", "unowned")))] == 1
+
+
+def test_it_sums_lag_over_the_partitions_of_a_topic_in_one_state(client, stored_state):
+    billing = Finding.objects.get(group__group_id="billing", partition=2).group
+    gen3 = billing.cluster.topics.get(name="orders").generations.get(number=3)
+    make_finding(billing, gen3, 0, state=Finding.State.PENDING, lag=11)
+    make_finding(billing, gen3, 1, state=Finding.State.GAP, lag=2)
+    # One series per group, topic and state, whatever the number of partitions (issue 24: size).
+    assert billing_orders_lag(scrape(client)) == {"gap": 40 + 2, "pending": 100 + 11}
 
 
 def test_it_reads_the_database_at_every_scrape_in_a_bounded_number_of_queries(

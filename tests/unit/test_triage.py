@@ -240,3 +240,34 @@ def test_a_slice_of_the_triage_keeps_its_order_and_each_clusters_totals():
     assert page[1].totals == clusters[1].totals  # totals over the whole cluster, not the page
     assert triage_slice(clusters, start=0, stop=9) == clusters
     assert triage_slice(clusters, start=9, stop=12) == ()
+
+
+def test_the_outline_orders_groups_from_their_totals_alone():
+    # The home page ranks every group from sums the database makes, and reads findings only for
+    # the page it shows: the outline's order must be the full triage's, group by group.
+    from groups.domain.triage import triage_fill, triage_outline
+
+    groups = {case.group.key: case.group for case in ORDER}
+    findings = [f for case in reversed(ORDER) for f in case.findings]
+    full = triage(findings=findings, groups=groups)
+    totals = {case.group.key: Totals.of(case.findings) for case in ORDER}
+    outline = triage_outline(totals=totals, groups=groups)
+    assert [(g.group.group_id, g.rank, g.totals) for g in outline[0].groups] == [
+        (g.group.group_id, g.rank, g.totals) for g in full[0].groups]
+    assert outline[0].totals == full[0].totals
+    assert triage_fill(outline, findings=findings) == full
+
+
+def test_a_filled_page_keeps_its_clusters_totals_and_drops_groups_whose_findings_closed():
+    from groups.domain.triage import triage_fill, triage_outline
+
+    urgent, calm = _group(1, "a-urgent", members=1), _group(2, "b-calm", members=1)
+    findings = [finding(1, group=urgent, definite=50), finding(2, group=calm, definite=5)]
+    outline = triage_outline(totals={1: Totals.of(findings[:1]), 2: Totals.of(findings[1:])},
+                             groups={1: urgent, 2: calm})
+    # Between the outline and the fill, a-urgent's only finding was closed: its card is left out,
+    # the cluster's totals stay those the page's numbering was made from.
+    [cluster] = triage_fill(outline, findings=findings[1:])
+    assert [g.group.group_id for g in cluster.groups] == ["b-calm"]
+    assert cluster.totals == Totals(missed_definite=55, missed_possible=20, partitions=2, covered=0)
+    assert triage_fill(outline, findings=[]) == ()
