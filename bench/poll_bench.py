@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -44,9 +43,9 @@ from django.utils import timezone  # noqa: E402
 from groups.models import Cluster  # noqa: E402
 from tasks.kafka.adapter import KafkaAdapter  # noqa: E402
 from tasks.polling import poll_cluster  # noqa: E402
+from bench.big_cluster import cli_describe_all  # noqa: E402
 from bench.share_groups_bench import make_share_group  # noqa: E402
 from tasks.kafka import jvm  # noqa: E402
-from tests.integration.kafka_harness import kafka_jars  # noqa: E402
 
 TOPICS_PER_CREATE = 200
 PARTITIONS_PER_TOPIC = 8
@@ -135,17 +134,6 @@ def cleanup(admin: AdminClient, topics: int, groups: int, share_groups: int = 0)
     deadline = time.monotonic() + 300
     while any(t in admin.list_topics(timeout=30).topics for t in doomed) and time.monotonic() < deadline:
         time.sleep(1)
-
-
-def cli_describe_all(bootstrap: str) -> float:
-    """Seconds for `kafka-consumer-groups --describe --all-groups`, JVM start included (as an operator runs it)."""
-    begin = time.monotonic()
-    subprocess.run(
-        ["java", "-Xmx256m", "-cp", kafka_jars(), "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-         "--bootstrap-server", bootstrap, "--describe", "--all-groups"],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    return time.monotonic() - begin
 
 
 def measure(bootstrap: str, polls: int, topics: int, groups: int) -> dict:
