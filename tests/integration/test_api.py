@@ -339,7 +339,7 @@ def test_it_never_shows_the_sasl_password_or_its_ciphertext(api, db):
         last_success_at=NOW,
         last_poll_duration_ms=1234,
         polls_total=10,
-        poll_failures_total=2,
+        poll_failures_total=2, slow_polls_total=3, skipped_polls_total=1,
     )
     cluster.set_sasl_password("s3cret-PASS")
     cluster.save()
@@ -371,6 +371,8 @@ def test_it_never_shows_the_sasl_password_or_its_ciphertext(api, db):
             "last_error": "",
             "polls_total": 0,
             "poll_failures_total": 0,
+            "slow_polls_total": 0,
+            "skipped_polls_total": 0,
         },
         {
             "name": "secure",
@@ -388,6 +390,8 @@ def test_it_never_shows_the_sasl_password_or_its_ciphertext(api, db):
             "last_error": "",
             "polls_total": 10,
             "poll_failures_total": 2,
+            "slow_polls_total": 3,
+            "skipped_polls_total": 1,
         },
     ]
 
