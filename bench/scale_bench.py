@@ -14,7 +14,8 @@ in the same run, with live members in 20 classic and 20 KIP-848 groups:
   ``--polls``, each run right after a poll (JVM start included, as an
   operator runs it);
 - the watcher's idle tick (``tasks.watching.watch_cluster``, nothing
-  changed): wall and CPU, median and max of ``--ticks``;
+  changed): wall and CPU (this process's and its JVM's, which answers the
+  partition counts), median and max of ``--ticks``;
 - detection latency: ``--trials`` times, a partition is added to a topic a
   group reads, at a random moment of the watcher's 1 s beat (a thread here
   runs a tick every WATCH_INTERVAL_SECONDS, as beat enqueues them), and the
@@ -124,13 +125,19 @@ def measure_polls(cluster: Cluster, bootstrap: str, polls: int) -> dict:
     }
 
 
+def jvm_cpu() -> float:
+    """CPU seconds so far of this process's py4j JVMs (the Java client the watcher asks for partition counts)."""
+    return sum(big_cluster.cpu_seconds(pid) for pid in jvm_pids())
+
+
 def measure_ticks(cluster: Cluster, ticks: int) -> dict:
+    """Each tick's wall time and CPU: this process's and its JVM's together."""
     walls, cpus = [], []
     for _ in range(ticks):
-        wall, cpu = time.monotonic(), time.process_time()
+        wall, cpu, java = time.monotonic(), time.process_time(), jvm_cpu()
         result = watch_cluster(cluster_id=cluster.id)
         walls.append(time.monotonic() - wall)
-        cpus.append(time.process_time() - cpu)
+        cpus.append(time.process_time() - cpu + jvm_cpu() - java)
         assert result.get("ok", True) and not result.get("observed"), result
         time.sleep(max(0.0, settings.WATCH_INTERVAL_SECONDS - walls[-1]))
     return {"tick": statistics.median(walls), "tick_max": max(walls),

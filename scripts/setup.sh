@@ -17,6 +17,7 @@ ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_packages+=(postgre
 command -v redis-server >/dev/null || need_packages+=(redis-server)
 [ "${SKIP_BROWSER:-0}" = 1 ] || command -v chromium >/dev/null || need_packages+=(chromium)
 command -v java >/dev/null || need_packages+=(openjdk-17-jre-headless)
+command -v javac >/dev/null || need_packages+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need_packages+=(maven)
 # The single-reader reference of the backfill benchmark (bench/backfill_bench.py).
 command -v kcat >/dev/null || need_packages+=(kcat)
@@ -118,6 +119,17 @@ if [ "$(cat "$venv_stamp" 2>/dev/null)" != "$venv_hash" ]; then
   # plane depends on it for the Redis key layout, so it is installed with it.
   "$VENV/bin/pip" install -q -e ./guard -e ".[test]"
   echo "$venv_hash" >"$venv_stamp"
+fi
+
+# Gapwatch's own Java helpers (services/java), compiled against the Kafka client
+# jars for the JVM tasks/kafka/jvm.py starts; again when they or Java change.
+java_helpers=$GAPWATCH_HOME/lib/gapwatch-java
+helpers_hash=$( (java -version 2>&1; cat services/java/gapwatch/*.java; ls "$GAPWATCH_HOME/lib/kafka") | sha256sum | cut -c1-16)
+if [ "$(cat "$java_helpers/.stamp" 2>/dev/null)" != "$helpers_hash" ]; then
+  echo "setup: compiling the Java helpers"
+  rm -rf "$java_helpers" && mkdir -p "$java_helpers"
+  javac --release 17 -nowarn -cp "$GAPWATCH_HOME/lib/kafka/*" -d "$java_helpers" services/java/gapwatch/*.java
+  echo "$helpers_hash" >"$java_helpers/.stamp"
 fi
 
 # A class-data-sharing archive of Spark's classes (tasks/spark/class_archive.py),

@@ -77,7 +77,7 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
 def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
     known_counts, watched = cluster_watch_state(cluster_id=cluster.id)
     try:
-        counts = adapter.partition_counts()
+        counts = adapter.partition_counts(java=settings.SHARE_AND_STREAMS_GROUPS)
     except KafkaUnavailable as error:
         forget_adapter(cluster.id)
         return {"cluster": cluster.name, "ok": False, "error": str(error)}  # the full poll records it

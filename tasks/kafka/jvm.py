@@ -49,6 +49,11 @@ def kafka_jars_dir() -> Path:
     return Path(home) / "lib" / "kafka"
 
 
+def java_helpers_dir() -> Path:
+    """Gapwatch's own Java classes (services/java), compiled by setup.sh beside the jars."""
+    return kafka_jars_dir().parent / "gapwatch-java"
+
+
 def _py4j_jar() -> str:
     """py4j's own jar: installed beside the package, or the copy in PySpark's jars."""
     found = find_jar_path()
@@ -82,7 +87,8 @@ def _start() -> JavaGateway:
     stderr: deque[str] = deque(maxlen=_STDERR_LINES)
     try:
         port, token, process = launch_gateway(
-            jarpath=_py4j_jar(), classpath=f"{jars}/*", javaopts=list(JVM_OPTIONS), die_on_exit=True,
+            jarpath=_py4j_jar(), classpath=f"{jars}/*:{java_helpers_dir()}", javaopts=list(JVM_OPTIONS),
+            die_on_exit=True,
             enable_auth=True, return_proc=True, redirect_stderr=stderr,
         )
     except (OSError, ValueError) as error:

@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from py4j.java_gateway import JavaClass
 from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 
 from groups.domain.cluster_config import ClusterConfig
@@ -161,6 +162,7 @@ class ShareGroupReader:
         self._timeout_ms = int(timeout * 1000)
         self._gateway = None
         self._admin = None
+        self._consumer = None
 
     # -- reads ---------------------------------------------------------------
 
@@ -173,6 +175,18 @@ class ShareGroupReader:
             options = self._jvm.org.apache.kafka.clients.admin.ListTopicsOptions().listInternal(True)
             text = str(self._get(self._client.listTopics(options.timeoutMs(self._timeout_ms)).listings()).toString())
         return parse_topic_listings(text)
+
+    def partition_counts(self) -> dict[str, int] | None:
+        """Every topic's partition count from one Metadata request, through the
+        Java helper ``gapwatch.TopicCounts`` (services/java, compiled by
+        setup.sh): one line per topic over the gateway. None when the helper
+        is not installed here."""
+        helper = self._jvm.gapwatch.TopicCounts
+        if not isinstance(helper, JavaClass):
+            return None
+        with self._calls("topic partition counts"):
+            text = str(helper.of(self._metadata_consumer, self._timeout_ms))
+        return parse_partition_counts(text)
 
     def list_group_ids(self) -> tuple[str, ...]:
         """Every share group the principal may Describe, sorted. The broker
@@ -390,6 +404,12 @@ class ShareGroupReader:
         return self._unavailable(stage, detail, refused=refused)
 
     def close(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            try:
+                consumer.close(self._jvm.java.time.Duration.ofMillis(self._timeout_ms))
+            except Py4JError:
+                pass  # the JVM is gone, and the client with it
         admin, self._admin = self._admin, None
         if admin is not None:
             try:
@@ -451,6 +471,22 @@ class ShareGroupReader:
             self._admin = self._jvm.org.apache.kafka.clients.admin.Admin.create(properties)
         return self._admin
 
+    @property
+    def _metadata_consumer(self):
+        """A Java consumer for metadata only: no group, never subscribes."""
+        if self._consumer is None:
+            properties = self._jvm.java.util.Properties()
+            deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
+            settings = {**java_client_properties(self._config), "client.id": CLIENT_ID,
+                        "request.timeout.ms": str(self._timeout_ms), "default.api.timeout.ms": str(self._timeout_ms),
+                        "key.deserializer": deserializer, "value.deserializer": deserializer}
+            for name, value in settings.items():
+                properties.setProperty(name, value)
+            if self._config.oauth_token_endpoint:
+                _allow_url(self._jvm, self._config.oauth_token_endpoint)
+            self._consumer = self._jvm.org.apache.kafka.clients.consumer.KafkaConsumer(properties)
+        return self._consumer
+
     def _get(self, future):
         """A KafkaFuture's value; the call's own deadline ends it first."""
         unit = self._jvm.java.util.concurrent.TimeUnit.MILLISECONDS
@@ -465,9 +501,18 @@ class ShareGroupReader:
         return kind(message, bootstrap_servers=self._config.bootstrap_servers, stage=f"share groups: {stage}")
 
     def _lost_jvm(self) -> None:
-        gateway, self._gateway, self._admin = self._gateway, None, None
+        gateway, self._gateway, self._admin, self._consumer = self._gateway, None, None, None
         if gateway is not None:
             gateway_discard(gateway)
+
+
+def parse_partition_counts(text: str) -> dict[str, int]:
+    """``gapwatch.TopicCounts``' lines ("name count") as {name: count}."""
+    counts = {}
+    for line in text.splitlines():
+        name, _, count = line.rpartition(" ")
+        counts[name] = int(count)
+    return counts
 
 
 def parse_topic_listings(text: str) -> dict[str, tuple[str, bool]]:

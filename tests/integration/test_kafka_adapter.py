@@ -111,6 +111,23 @@ def test_it_reads_exact_watermarks_topic_id_and_stage_timings(adapter, admin, ma
     assert all(seconds >= 0 for seconds in adapter.last_timings.values())
 
 
+def test_the_java_helper_counts_partitions_as_librdkafka_does_a_raise_included(adapter, admin, make_topic, kafka_bootstrap):
+    """The watcher's partition counts through the Java helper (services/java,
+    compiled by setup.sh) are librdkafka's, also right after partitions were added."""
+    from confluent_kafka.admin import NewPartitions
+
+    from tasks.kafka.share_groups import ShareGroupReader
+
+    topic = make_topic("counts", 2)
+    with ShareGroupReader(ClusterConfig(bootstrap_servers=kafka_bootstrap), timeout=10.0) as reader:
+        assert reader.partition_counts() is not None, "the Java helper is installed and answers"
+    admin.create_partitions([NewPartitions(topic, 5)])[topic].result(timeout=30)
+    wait_until(lambda: adapter.partition_counts(java=False).get(topic) == 5, what="librdkafka to see 5 partitions")
+    assert adapter.partition_counts(java=True)[topic] == 5
+    internal = "__consumer_offsets"
+    assert adapter.partition_counts(java=True)[internal] == adapter.partition_counts(java=False)[internal]
+
+
 def test_it_sees_the_log_start_move_after_delete_records(adapter, admin, make_topic, kafka_bootstrap):
     topic = make_topic("deleterecords", 1)
     produce(kafka_bootstrap, topic, {0: 10})

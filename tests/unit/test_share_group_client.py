@@ -63,3 +63,11 @@ def test_a_topic_listing_printed_otherwise_is_refused_not_half_read():
                  "{a=(name=a, topicId=qQR4L8AlSOCTLtFTFSHsIg, internal=false)}"):
         with pytest.raises(ValueError):
             parse_topic_listings(text)
+
+
+def test_the_java_helpers_partition_counts_parse_by_the_last_space():
+    from tasks.kafka.share_groups import parse_partition_counts
+
+    assert parse_partition_counts("orders 4\n__consumer_offsets 50\na.b-c_d 1\n") == {
+        "orders": 4, "__consumer_offsets": 50, "a.b-c_d": 1}
+    assert parse_partition_counts("") == {}
