@@ -220,6 +220,15 @@ def main() -> None:
     bootstrap = cluster_nodes.bootstrap
     print(f"big cluster: {bootstrap}; load average {os.getloadavg()}", flush=True)
     rows = []
+    try:
+        measure_sizes(args, bootstrap, rows)
+    finally:
+        # A cluster row left behind would be polled by every later bench's worker (and time out).
+        Cluster.objects.filter(name=CLUSTER).delete()
+    print_table(rows)
+
+
+def measure_sizes(args: argparse.Namespace, bootstrap: str, rows: list[dict]) -> None:
     for number, size in enumerate(args.sizes.split(",")):
         partitions, groups = (int(n) for n in size.split(":"))
         big_cluster.populate(bootstrap, partitions=partitions, groups=groups, keep=not (args.fresh and number == 0))
@@ -245,6 +254,9 @@ def main() -> None:
               f"{row['tick_cpu'] * 1000:.0f} ms CPU (max {row['tick_cpu_max'] * 1000:.0f} ms); detection median "
               f"{statistics.median(row['detection']):.2f}s max {max(row['detection']):.2f}s; RSS peak "
               f"{row['rss']:.0f} MiB (JVM {row['jvm_rss']:.0f} MiB); load {row['load']:.1f}", flush=True)
+
+
+def print_table(rows: list[dict]) -> None:
     print("\n| partitions / groups | full poll (Kafka + database) | CPU | CLI describe-all | poll / CLI "
           "| idle tick: wall, CPU (max) | detection: median, max | worker RSS peak (+ JVM) | load |")
     print("|---|---|---|---|---|---|---|---|---|")
