@@ -404,18 +404,13 @@ class ShareGroupReader:
         return self._unavailable(stage, detail, refused=refused)
 
     def close(self) -> None:
-        consumer, self._consumer = self._consumer, None
-        if consumer is not None:
-            try:
-                consumer.close(self._jvm.java.time.Duration.ofMillis(self._timeout_ms))
-            except Py4JError:
-                pass  # the JVM is gone, and the client with it
-        admin, self._admin = self._admin, None
-        if admin is not None:
-            try:
-                admin.close(self._jvm.java.time.Duration.ofMillis(self._timeout_ms))
-            except Py4JError:
-                pass  # the JVM is gone, and the client with it
+        clients, self._consumer, self._admin = (self._consumer, self._admin), None, None
+        for client in clients:
+            if client is not None:
+                try:
+                    client.close(self._jvm.java.time.Duration.ofMillis(self._timeout_ms))
+                except Py4JError:
+                    pass  # the JVM is gone, and the client with it
 
     def __enter__(self) -> ShareGroupReader:
         return self
@@ -457,35 +452,32 @@ class ShareGroupReader:
 
     @property
     def _client(self):
-        """The Java ``Admin``, made on first use: its settings travel as
-        gateway calls (``Properties.setProperty``), secrets included."""
+        """The Java ``Admin``, made on first use."""
         if self._admin is None:
-            properties = self._jvm.java.util.Properties()
-            settings = {**java_client_properties(self._config), "client.id": CLIENT_ID,
-                        "request.timeout.ms": str(self._timeout_ms),
-                        "default.api.timeout.ms": str(self._timeout_ms)}
-            for name, value in settings.items():
-                properties.setProperty(name, value)
-            if self._config.oauth_token_endpoint:
-                _allow_url(self._jvm, self._config.oauth_token_endpoint)
-            self._admin = self._jvm.org.apache.kafka.clients.admin.Admin.create(properties)
+            self._admin = self._jvm.org.apache.kafka.clients.admin.Admin.create(self._java_properties({}))
         return self._admin
 
     @property
     def _metadata_consumer(self):
         """A Java consumer for metadata only: no group, never subscribes."""
         if self._consumer is None:
-            properties = self._jvm.java.util.Properties()
             deserializer = "org.apache.kafka.common.serialization.ByteArrayDeserializer"
-            settings = {**java_client_properties(self._config), "client.id": CLIENT_ID,
-                        "request.timeout.ms": str(self._timeout_ms), "default.api.timeout.ms": str(self._timeout_ms),
-                        "key.deserializer": deserializer, "value.deserializer": deserializer}
-            for name, value in settings.items():
-                properties.setProperty(name, value)
-            if self._config.oauth_token_endpoint:
-                _allow_url(self._jvm, self._config.oauth_token_endpoint)
-            self._consumer = self._jvm.org.apache.kafka.clients.consumer.KafkaConsumer(properties)
+            self._consumer = self._jvm.org.apache.kafka.clients.consumer.KafkaConsumer(self._java_properties(
+                {"key.deserializer": deserializer, "value.deserializer": deserializer}))
         return self._consumer
+
+    def _java_properties(self, extra: Mapping[str, str]):
+        """A Java client's settings: they travel as gateway calls
+        (``Properties.setProperty``), secrets included, never as JVM arguments."""
+        properties = self._jvm.java.util.Properties()
+        settings = {**java_client_properties(self._config), "client.id": CLIENT_ID,
+                    "request.timeout.ms": str(self._timeout_ms), "default.api.timeout.ms": str(self._timeout_ms),
+                    **extra}
+        for name, value in settings.items():
+            properties.setProperty(name, value)
+        if self._config.oauth_token_endpoint:
+            _allow_url(self._jvm, self._config.oauth_token_endpoint)
+        return properties
 
     def _get(self, future):
         """A KafkaFuture's value; the call's own deadline ends it first."""

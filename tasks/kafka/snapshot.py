@@ -71,8 +71,6 @@ class SnapshotReads(KafkaClient):
         self._java_reader: ShareGroupReader | None = None
         # Kind -> when to ask again a cluster that did not serve it (monotonic seconds).
         self._unsupported_until: dict[str, float] = {}
-        # Whether this snapshot may take topic ids from the Java client (``snapshot(java=...)``).
-        self._java_topic_ids_enabled = True
 
     def partition_counts(self, *, java: bool = True) -> dict[str, int]:
         """Partition count of every topic, from one metadata request: what the
@@ -80,17 +78,9 @@ class SnapshotReads(KafkaClient):
         Java helper when ``java`` and it is installed (one line per topic; 60k
         partitions as librdkafka's Python objects cost 0.2 s of CPU a tick),
         else through librdkafka."""
-        if java:
-            if self._java_reader is None:
-                self._java_reader = ShareGroupReader(self._config, timeout=self._timeout)
-            try:
-                counts = self._java_reader.partition_counts()
-            except KafkaUnavailable as error:
-                if error.stage != JVM_START_STAGE:
-                    raise
-                counts = None
-            if counts is not None:
-                return counts
+        counts = self._from_java("partition counts", ShareGroupReader.partition_counts) if java else None
+        if counts is not None:
+            return counts
         try:
             metadata = self.admin.list_topics(timeout=self._timeout)
         except KafkaException as error:
@@ -156,11 +146,11 @@ class SnapshotReads(KafkaClient):
         """
         self.last_timings, self.last_cpu = {}, {}
         self.last_peak_in_flight = {}
-        self._java_topic_ids_enabled = java
         with self._stage("topics"):
             if topics is None:
                 self._check_cluster_describe()
-            described = self._read_topics(None if topics is None else sorted(topics), known=known_counts or {})
+            described = self._read_topics(None if topics is None else sorted(topics), known=known_counts or {},
+                                          java=java)
         with self._stage("watermarks"):
             deadline = time.monotonic() + self._timeout
             gone: set[str] = set()
@@ -244,6 +234,7 @@ class SnapshotReads(KafkaClient):
 
     def _read_topics(
         self, names: list[str] | None = None, *, known: Collection[str] = (), why: Mapping[str, str] | None = None,
+        java: bool = False,
     ) -> dict[str, TopicDetails]:
         """Describe ``names``; by default every listed topic, and every one of
         ``known`` the listing leaves out. ``why`` says why a name is asked
@@ -264,7 +255,7 @@ class SnapshotReads(KafkaClient):
                 raise self._unavailable("topics", f"metadata: {describe_error(error)}", cause=error) from None
             unlisted = sorted(set(known) - set(listed))
             why.update({name: "seen by earlier polls, no longer listed (not read as deleted)" for name in unlisted})
-            ids = self._java_topic_ids()
+            ids = self._from_java("topic ids", ShareGroupReader.topic_ids) if java else None
             kept = {} if ids is None else {
                 name: TopicDetails(
                     name=name, topic_id=ids[name][0], is_internal=ids[name][1],
@@ -299,24 +290,27 @@ class SnapshotReads(KafkaClient):
         )
         return {**kept, **described}
 
-    def _java_topic_ids(self) -> dict[str, tuple[str, bool]] | None:
-        """Every topic's id and internal flag from Kafka's Java client (one
-        Metadata request; see ``ShareGroupReader.topic_ids``), or None where
-        no JVM may or can run here: then every topic is described."""
-        if not self._java_topic_ids_enabled:
-            return None
+    @property
+    def _java(self) -> ShareGroupReader:
+        """Kafka's Java client for this cluster (one JVM per process, started at first use)."""
         if self._java_reader is None:
             self._java_reader = ShareGroupReader(self._config, timeout=self._timeout)
+        return self._java_reader
+
+    def _from_java(self, what: str, read):
+        """``read(self._java)``, or None where it cannot answer here: no JVM
+        starts, the Java helper is not installed (``read`` answers None), or
+        its answer does not parse. The caller then asks librdkafka. A cluster's
+        refusal or failure is raised like any other."""
         try:
-            return self._java_reader.topic_ids()
-        except ValueError as error:  # a Java client that prints its listing otherwise
-            log.warning("topic ids: describing every topic instead: %s", error)
-            return None
+            return read(self._java)
+        except ValueError as error:  # a Java client that prints its answer otherwise
+            log.warning("%s: asking librdkafka instead: %s", what, error)
         except KafkaUnavailable as error:
-            if error.stage == JVM_START_STAGE:
-                log.warning("topic ids: describing every topic instead: %s", error)
-                return None
-            raise
+            if error.stage != JVM_START_STAGE:
+                raise
+            log.warning("%s: asking librdkafka instead: %s", what, error)
+        return None
 
     # -- 2. watermarks -----------------------------------------------------
 
@@ -500,9 +494,7 @@ class SnapshotReads(KafkaClient):
         SHARE_UNSUPPORTED_RECHECK_SECONDS (it may be upgraded meanwhile)."""
         if group_ids == [] or time.monotonic() < self._unsupported_until.get(kind, 0.0):
             return []
-        if self._java_reader is None:
-            self._java_reader = ShareGroupReader(self._config, timeout=self._timeout)
-        reader = self._java_reader
+        reader = self._java
         try:
             if kind == "share":
                 states = reader.read_all() if group_ids is None else reader.read(group_ids)
