@@ -48,6 +48,16 @@ PARTITION_TROUBLE = frozenset(
         KafkaError.UNKNOWN_LEADER_EPOCH,
     }
 )
+# A group coordinator that is moving or still loading its partition of
+# __consumer_offsets (right after a broker starts, or a leader moves): Kafka's
+# own admin client asks again; so does the snapshot, within the timeout.
+COORDINATOR_BUSY = frozenset(
+    {
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+    }
+)
 # Answers to an admin offset commit (no member id, generation -1) that mean
 # "the group has members now" (classic and KIP-848 groups).
 GROUP_ACTIVE = frozenset(

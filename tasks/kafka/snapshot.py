@@ -39,6 +39,7 @@ from tasks.kafka.client import (
 )
 from tasks.kafka.share_groups import JVM_START_STAGE, GroupKindUnsupported, ShareGroupReader
 from tasks.kafka.errors import (
+    COORDINATOR_BUSY,
     PARTITION_TROUBLE,
     KafkaUnavailable,
     REFUSALS,
@@ -58,6 +59,7 @@ GROUPS_PER_DESCRIBE = 100
 PARTITIONS_PER_LIST_OFFSETS = 500
 LIST_OFFSETS_THREADS = 8
 _FIRST_RETRY_SECONDS = 0.05
+COORDINATOR_RETRY_SECONDS = 0.25
 
 
 class SnapshotReads(KafkaClient):
@@ -431,11 +433,21 @@ class SnapshotReads(KafkaClient):
         return self._describe_groups(self._list_group_ids())
 
     def _list_group_ids(self) -> list[str]:
-        try:
-            listing = self.admin.list_consumer_groups(request_timeout=self._timeout)
-            result = listing.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
-        except Exception as error:  # noqa: BLE001 - a failed or missing answer, whatever its type
-            raise self._unavailable("groups", f"list groups: {describe_error(error)}", cause=error) from None
+        """Every broker's groups. A broker whose coordinator is still loading
+        (``COORDINATOR_BUSY``) is asked again until the timeout, as Kafka's own
+        admin client does; a group list missing one broker's groups is never
+        returned."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                listing = self.admin.list_consumer_groups(request_timeout=self._timeout)
+                result = listing.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
+            except Exception as error:  # noqa: BLE001 - a failed or missing answer, whatever its type
+                raise self._unavailable("groups", f"list groups: {describe_error(error)}", cause=error) from None
+            busy = bool(result.errors) and all(error_code(error) in COORDINATOR_BUSY for error in result.errors)
+            if not (busy and time.monotonic() + COORDINATOR_RETRY_SECONDS < deadline):
+                break
+            time.sleep(COORDINATOR_RETRY_SECONDS)
         if result.errors:
             raise self._unavailable(
                 "groups", f"list groups: {'; '.join(describe_error(error) for error in result.errors)}"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -292,7 +291,12 @@ def test_it_reads_a_page_of_findings_in_two_queries_whatever_its_size(api, db, d
         assert len(get_json(api, "/api/v1/groups")["results"]) == 12
 
 
-def test_it_stays_fast_with_ten_thousand_findings(api, db):
+# What one page of findings costs (session, user, role, directory identity for scopes, count, keys, rows with
+# their group, topic and cluster): measured, and the same for 5 rows or 500.
+QUERIES_PER_FINDINGS_PAGE = 7
+
+
+def test_ten_thousand_findings_page_in_a_fixed_number_of_queries(api, db, django_assert_max_num_queries):
     cluster = make_cluster()
     topic = make_topic(cluster, partition_count=100)
     generation = make_generation(topic, 2, tuple(range(100)))
@@ -309,15 +313,17 @@ def test_it_stays_fast_with_ten_thousand_findings(api, db):
         for n, group in enumerate(groups)
         for partition in range(100)
     )
-    started = time.monotonic()
-    first = get_json(api, "/api/v1/findings", {"page_size": "500"})
-    last = get_json(api, "/api/v1/findings", {"page_size": "500", "page": "20", "state": "gap"})
-    filtered = get_json(api, "/api/v1/findings", {"group": "g99", "cluster": "prod"})
-    elapsed = time.monotonic() - started
+    # How long these take is bench/pages_bench.py's to measure (a timed test fails on a busy machine, not on
+    # slow code); here, that a page's cost does not grow with its rows: a fixed number of queries each.
+    with django_assert_max_num_queries(QUERIES_PER_FINDINGS_PAGE):
+        first = get_json(api, "/api/v1/findings", {"page_size": "500"})
+    with django_assert_max_num_queries(QUERIES_PER_FINDINGS_PAGE):
+        last = get_json(api, "/api/v1/findings", {"page_size": "500", "page": "20", "state": "gap"})
+    with django_assert_max_num_queries(QUERIES_PER_FINDINGS_PAGE):
+        filtered = get_json(api, "/api/v1/findings", {"group": "g99", "cluster": "prod"})
     assert (first["count"], len(first["results"])) == (10_000, 500)
     assert (last["count"], len(last["results"]), last["next"]) == (5_000, 0, None)
     assert filtered["count"] == 100
-    assert elapsed < 3.0, f"three pages over 10,000 findings took {elapsed:.2f}s"
 
 
 # --- Clusters, topics, groups ----------------------------------------------------------
