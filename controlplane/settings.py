@@ -84,6 +84,11 @@ JOB_RECOVERY_SECONDS = env_int("JOB_RECOVERY_SECONDS", 60, minimum=1)
 JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 600, minimum=1)
 # A dead worker's poll lock expires after this long.
 POLL_LOCK_SECONDS = env_int("POLL_LOCK_SECONDS", max(120, 6 * POLL_INTERVAL_SECONDS), minimum=10)
+# A cluster of at least POLL_SPLIT_PARTITIONS partitions (0: never) is polled
+# in POLL_PARTS parts that several Celery workers read at once (tasks.poll_parts);
+# the worker that took the poll writes it, once. Below it, one worker reads all.
+POLL_SPLIT_PARTITIONS = env_int("POLL_SPLIT_PARTITIONS", 100_000, minimum=0)
+POLL_PARTS = env_int("POLL_PARTS", 4, minimum=2)
 LAG_SAMPLE_INTERVAL_SECONDS = env_int("LAG_SAMPLE_INTERVAL_SECONDS", 60, minimum=1)
 LAG_SAMPLE_RETENTION_HOURS = env_int("LAG_SAMPLE_RETENTION_HOURS", 72, minimum=1)
 # Global webhook for finding events; a cluster's own webhook_url takes precedence.

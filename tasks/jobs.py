@@ -20,13 +20,14 @@ from tasks.connection import run_connection_test
 from tasks.executors import EXECUTORS
 from tasks.job_lock import job_lock_free
 from tasks.notifications import send_notification
-from tasks.polling import poll_cluster
+from tasks.poll_parts import PART_TASK, answer_part
+from tasks.polling import cluster_adapter, forget_adapter, poll_cluster
 from tasks.records import read_records
 from tasks.watching import observation_step, watch_cluster
 
 # Every task module is imported here, so the worker (autodiscovery of
 # ``tasks.jobs``) registers every name ``groups.services.dispatch`` sends.
-__all__ = ["poll_all_clusters", "poll_cluster_task", "ping", "watch_all_clusters", "watch_cluster_task", "recover_jobs", "run_connection_test",
+__all__ = ["poll_all_clusters", "poll_cluster_task", "poll_part_task", "ping", "watch_all_clusters", "watch_cluster_task", "recover_jobs", "run_connection_test",
            "read_records", "run_remediation_job", "send_notification"]
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,15 @@ def poll_cluster_task(cluster_id: int) -> dict:
     if summary.ok:
         reset_jobs_retry_waiting(cluster_id=cluster_id)  # a group may be Empty now
     return summary.as_dict()
+
+
+@shared_task(name=PART_TASK, ignore_result=True, acks_late=False)
+def poll_part_task(cluster_id: int, kind: str, key: str, payload: dict) -> bool:
+    """One part of a split poll (tasks.poll_parts), for the worker whose poll
+    sent it. Acknowledged on arrival: a part whose worker dies is read again
+    by the poll's own worker, never redelivered."""
+    return answer_part(cluster_id=cluster_id, kind=kind, key=key, payload=payload, adapter_for=cluster_adapter,
+                       forget=forget_adapter)
 
 
 @shared_task(name="gapwatch.watch_all_clusters", ignore_result=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Collection
+from dataclasses import replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -20,6 +21,7 @@ from groups.services.polls import PollSummary, cluster_record_failure, poll_reco
 from groups.services.resets import reset_auto_repair
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.notifications import send_notification
+from tasks.poll_parts import CeleryParts, split_parts
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +83,15 @@ def poll_cluster(
         by_type = java_group_ids(cluster_id=cluster.id, among=groups)
         shares, streams = by_type["share"], by_type["streams"]
         groups = set(groups) - shares - streams
+    # A big cluster's full poll is read in parts by several workers (tasks.poll_parts).
+    part_count = split_parts(sum(known_counts.values())) if topics is None and groups is None else 1
+    parts = CeleryParts(cluster_id=cluster.id, adapter=adapter) if part_count > 1 else None
     try:
         likely = likely_starts(cluster_id=cluster.id, adapter=adapter)
         snapshot = adapter.snapshot(
             cluster=cluster.name, now=timezone.now(), log_starts_for=open_topics | watched,
             known_counts=known_counts, topics=topics, groups=groups, share_groups=shares, streams_groups=streams,
-            java=settings.SHARE_AND_STREAMS_GROUPS,
+            java=settings.SHARE_AND_STREAMS_GROUPS, parts=parts, part_count=part_count,
         )
     except KafkaUnavailable as error:
         forget_adapter(cluster.id)
@@ -100,6 +105,9 @@ def poll_cluster(
         cluster_id=cluster.id, snapshot=snapshot, now=snapshot.taken_at, kafka_seconds=time.monotonic() - started,
         likely_starts=likely,
     )
+    if parts is not None:
+        summary = replace(summary, parts={"count": part_count, "read_elsewhere": parts.answered_elsewhere,
+                                          "read_here": parts.read_here, "retaken": parts.retaken})
     poll_follow_up(summary=summary, snapshot=snapshot)
     return summary
 

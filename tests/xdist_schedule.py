@@ -23,6 +23,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "tests/faults/test_kafka_faults.py",
         "tests/faults/test_worker_faults.py",
         "tests/faults/test_replicated_backfill.py",
+        "tests/faults/test_split_poll.py",
     ),
     # One Keycloak (the session's) for both.
     "secured-broker": ("tests/integration/test_secured_clusters.py", "tests/integration/test_sso_oidc.py"),

@@ -69,6 +69,8 @@ class PollSummary:
     # For the poll's follow-ups once it committed (tasks.polling): auto-repair and webhooks.
     new_finding_ids: list[int] = field(default_factory=list)
     notification_ids: list[int] = field(default_factory=list)
+    # A split poll (tasks.poll_parts): its parts, and how many other workers read.
+    parts: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {
@@ -78,7 +80,7 @@ class PollSummary:
             "topics": self.topics, "partitions": self.partitions, "groups": self.groups,
             "new_generations": self.new_generations, "open_findings": self.open_findings,
             "transitions": self.transitions, "groups_to_watch": self.groups_to_watch,
-            "new_findings": self.new_findings,
+            "new_findings": self.new_findings, "parts": self.parts,
         }
 
 

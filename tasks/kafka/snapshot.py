@@ -14,6 +14,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
+from typing import Any
 
 from confluent_kafka import (
     ConsumerGroupState,
@@ -36,6 +37,20 @@ from tasks.kafka.client import (
     chunks,
     group_from,
     topic_details,
+)
+from tasks.kafka.parts import (
+    GROUPS,
+    WATERMARKS,
+    PollParts,
+    cut_groups,
+    cut_topics,
+    groups_in,
+    groups_out,
+    offsets_in,
+    offsets_out,
+    raise_error_in,
+    topics_in,
+    topics_out,
 )
 from tasks.kafka.share_groups import JVM_START_STAGE, GroupKindUnsupported, ShareGroupReader
 from tasks.kafka.errors import (
@@ -94,7 +109,7 @@ class SnapshotReads(KafkaClient):
         known_counts: Mapping[str, int] | None = None,
         topics: Collection[str] | None = None, groups: Collection[str] | None = None,
         share_groups: Collection[str] | None = None, streams_groups: Collection[str] | None = None,
-        java: bool = True,
+        java: bool = True, parts: PollParts | None = None, part_count: int = 1,
     ) -> Snapshot:
         """Read everything one poll needs, in this order:
 
@@ -120,6 +135,13 @@ class SnapshotReads(KafkaClient):
 
         ``java`` False: no Kafka Java client (no JVM) for topic ids either;
         every topic is then described (``_read_topics``).
+
+        ``parts`` (a full snapshot of a big cluster): steps 2, and 3 with 4,
+        are cut into ``part_count`` parts (``tasks.kafka.parts``) that
+        ``parts`` runs, on several workers (``tasks.poll_parts``); the groups'
+        parts start only once every watermark part has answered, so the order
+        below holds across workers. Listing the groups, share and streams
+        groups and log starts stay here. The snapshot is the same as unsplit.
 
         ``topics`` makes it a targeted snapshot (the watcher's): only those
         topics (all their partitions' log starts are read), with ``scope`` set
@@ -156,19 +178,29 @@ class SnapshotReads(KafkaClient):
         with self._stage("watermarks"):
             deadline = time.monotonic() + self._timeout
             gone: set[str] = set()
-            high_watermarks = self._list_offsets(described, _partitions(described), OFFSET_END, gone, deadline)
+            split = parts if topics is None and part_count > 1 else None
+            if split is None:
+                high_watermarks = self._list_offsets(described, _partitions(described), OFFSET_END, gone, deadline)
+            else:
+                high_watermarks = self._split_watermarks(split, part_count, described, gone)
         groups_from = datetime.now(timezone.utc)
         with self._stage("groups"):
-            found = self._read_groups(None if groups is None else sorted(groups))
+            if split is None:
+                found = self._read_groups(None if groups is None else sorted(groups))
+            else:
+                found, committed = self._split_groups(split, part_count, self._list_group_ids()
+                                                      if groups is None else sorted(groups))
             if topics is None:
                 self._check_assigned_topics(described, found)
         with self._stage("offsets"):
             # A targeted snapshot (the watcher's) asks only for its topics' partitions:
             # a changing tick reads every group, and their commits elsewhere are not its business.
-            committed = self._read_committed(
-                [group.group_id for group in found],
-                None if topics is None else [TopicPartition(name, partition) for name, partition in _partitions(described)],
-            )
+            if split is None:
+                committed = self._read_committed(
+                    [group.group_id for group in found],
+                    None if topics is None
+                    else [TopicPartition(name, partition) for name, partition in _partitions(described)],
+                )
         with self._stage("share_groups"):
             shares = self._read_java_groups("share", None if groups is None and share_groups is None
                                             else sorted(share_groups or ()))
@@ -216,6 +248,47 @@ class SnapshotReads(KafkaClient):
                 key=lambda group: group.group_id,
             )),
         )
+
+    # -- 2 and 3-4 in parts (a split poll) ---------------------------------
+
+    def read_watermarks_part(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """One part of step 2, on whichever worker runs it: the high
+        watermarks of the payload's topics, and which of them are gone."""
+        described = topics_in(payload["topics"])
+        gone: set[str] = set()
+        offsets = self._list_offsets(described, _partitions(described), OFFSET_END, gone,
+                                     time.monotonic() + self._timeout)
+        return {"offsets": offsets_out(offsets), "gone": sorted(gone)}
+
+    def read_groups_part(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """One part of steps 3 and 4: the payload's groups described, and the
+        committed offsets of those still there."""
+        found = self._describe_groups(list(payload["groups"]))
+        committed = self._read_committed([group.group_id for group in found])
+        return {"groups": groups_out(found),
+                "committed": {group_id: offsets_out(offsets) for group_id, offsets in committed.items()}}
+
+    def _split_watermarks(self, parts: PollParts, count: int, described: dict[str, TopicDetails],
+                          gone: set[str]) -> dict[tuple[str, int], int]:
+        answers = parts.run(WATERMARKS, [{"topics": topics_out(described, names)}
+                                         for names in cut_topics(described, count)])
+        offsets: dict[tuple[str, int], int] = {}
+        for answer in answers:
+            raise_error_in(answer)
+            offsets.update(offsets_in(answer["offsets"]))
+            gone.update(answer["gone"])
+        return offsets
+
+    def _split_groups(self, parts: PollParts, count: int, group_ids: list[str],
+                      ) -> tuple[list[DescribedGroup], dict[str, dict[tuple[str, int], int]]]:
+        answers = parts.run(GROUPS, [{"groups": ids} for ids in cut_groups(group_ids, count)])
+        found: list[DescribedGroup] = []
+        committed: dict[str, dict[tuple[str, int], int]] = {}
+        for answer in answers:
+            raise_error_in(answer)
+            found.extend(groups_in(answer["groups"]))
+            committed.update((group_id, offsets_in(rows)) for group_id, rows in answer["committed"].items())
+        return sorted(found, key=lambda group: group.group_id), committed
 
     # -- 1. topics ---------------------------------------------------------
 

@@ -7,42 +7,20 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
 from django.db import connection
 
 from groups.models import RemediationJob
 from tests.integration.kafka_harness import wait_until
-from tests.integration.backfill_harness import BIG, ROOT, Scenario, alive, parquet_rows, run_retry
+from tests.faults.workers import start_celery, stop_celery, worker_env
+from tests.integration.backfill_harness import BIG, Scenario, alive, parquet_rows, run_retry
 
 pytestmark = pytest.mark.timeout(600)
 
 
 def _worker_env(backfill_output: str) -> dict[str, str]:
-    db = connection.settings_dict
-    return {
-        **os.environ,
-        "DATABASE_URL": f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "BACKFILL_OUTPUT": backfill_output, "SPARK_MASTER": "local[2]", "SPARK_CONNECT_URL": "",
-        "JOB_RECOVERY_SECONDS": "2", "POLL_INTERVAL_SECONDS": "3600", "DB_CONN_MAX_AGE": "0",
-    }
-
-
-def _start(args: list[str], env: dict, log) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "controlplane", *args], cwd=ROOT, env=env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
+    return worker_env(BACKFILL_OUTPUT=backfill_output, SPARK_MASTER="local[2]", JOB_RECOVERY_SECONDS="2")
 
 
 @pytest.mark.spark
@@ -54,7 +32,7 @@ def test_a_worker_sigkilled_mid_backfill_is_recovered_and_publishes_exactly_the_
     env = _worker_env(str(output))
     scenario = Scenario(broker, f"wk-{unique}", f"worker-{unique}", BIG)
     log = open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the processes below
-    first = _start(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"first-{unique}@%h"], env, log)
+    first = start_celery(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"first-{unique}@%h"], env, log)
     processes = [first]
     try:
         job = scenario.request_job(approver, "parquet")
@@ -71,15 +49,15 @@ def test_a_worker_sigkilled_mid_backfill_is_recovered_and_publishes_exactly_the_
         assert not (output / str(job.id)).exists(), "a dead attempt published output"
 
         # A new worker and beat: beat's recovery finds the running job whose lock nobody holds.
-        processes.append(_start(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"second-{unique}@%h"],
+        processes.append(start_celery(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"second-{unique}@%h"],
                                 env, log))
-        processes.append(_start(["beat", "--pidfile=", "-S", "django_celery_beat.schedulers:DatabaseScheduler"],
+        processes.append(start_celery(["beat", "--pidfile=", "-S", "django_celery_beat.schedulers:DatabaseScheduler"],
                                 env, log))
         wait_until(lambda: RemediationJob.objects.get(id=job.id).status in ("succeeded", "failed"), timeout=300,
                    interval=1, what="the recovered job to finish")
     finally:
         for process in processes:
-            _stop(process)
+            stop_celery(process)
         log.close()
 
     job = RemediationJob.objects.get(id=job.id)
@@ -168,7 +146,7 @@ def test_a_worker_sigkilled_inside_a_reset_is_recovered_and_the_reset_is_exact(k
     env = {**_worker_env(str(tmp_path / "backfills")), "KAFKA_TIMEOUT_SECONDS": "60",
            "JOB_STALL_SECONDS": "3"}
     log = open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the processes below
-    first = _start(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"first-{unique}@%h"], env, log)
+    first = start_celery(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"first-{unique}@%h"], env, log)
     processes = [first]
     try:
         kafka1.pause_node(1)
@@ -186,16 +164,16 @@ def test_a_worker_sigkilled_inside_a_reset_is_recovered_and_the_reset_is_exact(k
         kafka1.resume_node(1)
         assert RemediationJob.objects.get(id=job.id).status == RemediationJob.Status.QUEUED
 
-        processes.append(_start(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"second-{unique}@%h"],
+        processes.append(start_celery(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"second-{unique}@%h"],
                                 env, log))
-        processes.append(_start(["beat", "--pidfile=", "-S", "django_celery_beat.schedulers:DatabaseScheduler"],
+        processes.append(start_celery(["beat", "--pidfile=", "-S", "django_celery_beat.schedulers:DatabaseScheduler"],
                                 env, log))
         wait_until(lambda: RemediationJob.objects.get(id=job.id).status in RemediationJob.FINISHED, timeout=180,
                    interval=1, what="the recovered reset to finish")
     finally:
         kafka1.resume_node(1)
         for process in processes:
-            _stop(process)
+            stop_celery(process)
         log.close()
 
     job = RemediationJob.objects.get(id=job.id)
