@@ -99,11 +99,11 @@ def main() -> None:
           f"{args.workers} part workers, {args.parts} parts; load {os.getloadavg()[0]:.1f}")
     print("| poll | wall (median, all) | Kafka | write | CPU of the poll's worker | parts read by other workers |")
     print("|---|---|---|---|---|---|")
-    for name, rows in (("whole", whole), (f"{args.parts} parts", split)):
-        print(f"| {name} | {median(r['wall'] for r in rows):.2f} s "
-              f"({', '.join(f'{r['wall']:.2f}' for r in rows)}) | {median(r['kafka'] for r in rows):.2f} s | "
-              f"{median(r['write'] for r in rows):.2f} s | {median(r['cpu'] for r in rows):.2f} s | "
-              f"{median(r['elsewhere'] for r in rows)} of {2 * args.parts if name != 'whole' else 0} |")
+    for name, rows, parts in (("whole", whole, 0), (f"{args.parts} parts", split, 2 * args.parts)):
+        walls = ", ".join(f"{row['wall']:.2f}" for row in rows)
+        print(f"| {name} | {median(r['wall'] for r in rows):.2f} s ({walls}) | "
+              f"{median(r['kafka'] for r in rows):.2f} s | {median(r['write'] for r in rows):.2f} s | "
+              f"{median(r['cpu'] for r in rows):.2f} s | {median(r['elsewhere'] for r in rows)} of {parts} |")
 
 
 if __name__ == "__main__":

@@ -55,10 +55,12 @@ def forget_adapter(cluster_id: int) -> None:
 
 def poll_cluster(
     *, cluster_id: int, adapter: KafkaAdapter | None = None, topics: Collection[str] | None = None,
-    groups: Collection[str] | None = None,
+    groups: Collection[str] | None = None, every_share_and_streams_group: bool = False,
 ) -> PollSummary:
     """A full poll, or (``topics``) the watcher's targeted one, of ``groups``
-    or (None) of every group the cluster lists.
+    or (None) of every group the cluster lists. ``groups`` names classic and
+    consumer groups, and share and streams groups stored as such, unless
+    ``every_share_and_streams_group``: then every one the cluster lists.
 
     1. Resolve likely starts that are due (time index, see ``likely_starts``).
     2. Snapshot: log starts only of topics with open findings or a changed
@@ -81,8 +83,9 @@ def poll_cluster(
         shares = streams = ()
     elif groups is not None:
         by_type = java_group_ids(cluster_id=cluster.id, among=groups)
-        shares, streams = by_type["share"], by_type["streams"]
-        groups = set(groups) - shares - streams
+        groups = set(groups) - by_type["share"] - by_type["streams"]
+        if not every_share_and_streams_group:
+            shares, streams = by_type["share"], by_type["streams"]
     # A big cluster's full poll is read in parts by several workers (tasks.poll_parts).
     part_count = split_parts(sum(known_counts.values())) if topics is None and groups is None else 1
     parts = CeleryParts(cluster_id=cluster.id, adapter=adapter) if part_count > 1 else None
@@ -92,6 +95,7 @@ def poll_cluster(
             cluster=cluster.name, now=timezone.now(), log_starts_for=open_topics | watched,
             known_counts=known_counts, topics=topics, groups=groups, share_groups=shares, streams_groups=streams,
             java=settings.SHARE_AND_STREAMS_GROUPS, parts=parts, part_count=part_count,
+            every_share_and_streams_group=every_share_and_streams_group,
         )
     except KafkaUnavailable as error:
         forget_adapter(cluster.id)

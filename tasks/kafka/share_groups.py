@@ -32,6 +32,7 @@ ACL or login), its message worded and free of secrets.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from groups.domain.cluster_config import ClusterConfig
 from groups.domain.secrets import secret_redact
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot
 from groups.domain.tls import key_as_pkcs8
+from tasks.kafka.client import DescribedGroup
 from tasks.kafka.errors import AccessRefused, GroupNotEmpty, KafkaUnavailable, missing_acl
 from tasks.kafka.jvm import JvmUnavailable, gateway_discard, java_gateway
 from tasks.spark.reader import kafka_options
@@ -187,6 +189,38 @@ class ShareGroupReader:
         with self._calls("topic partition counts"):
             text = str(helper.of(self._metadata_consumer, self._timeout_ms))
         return parse_partition_counts(text)
+
+    def topic_readers(self, counts: Mapping[str, int]) -> set[str] | None:
+        """The classic and consumer groups that read any of the topics in
+        ``counts`` (name -> partition count): a member assigned or targeted
+        one of their partitions, or a commit on one; a group whose answer is
+        an error is named too. Every listed group is asked, inside the JVM
+        (Java helper ``gapwatch.TopicReaders``): one text over the gateway.
+        None when the helper is not installed here."""
+        helper = self._jvm.gapwatch.TopicReaders
+        if not isinstance(helper, JavaClass):
+            return None
+        with self._calls("topic readers"):
+            text = str(helper.of(self._client, "".join(f"{name} {count}\n" for name, count in counts.items()),
+                                 self._timeout_ms))
+        return parse_group_ids(text)
+
+    def read_groups(
+        self, group_ids: Sequence[str], partitions: Sequence[tuple[str, int]] | None = None,
+    ) -> GroupReads | None:
+        """Classic and consumer groups described, then their committed offsets
+        (all of each group's, or only on ``partitions``), through the Java
+        helper ``gapwatch.GroupReads``: the Admin batches both per coordinator,
+        and one JSON text crosses the gateway. None when the helper is not
+        installed here."""
+        helper = self._jvm.gapwatch.GroupReads
+        if not isinstance(helper, JavaClass):
+            return None
+        with self._calls("describe groups and read their offsets"):
+            text = str(helper.of(self._client, encode_group_ids(group_ids),
+                                 "".join(f"{topic} {partition}\n" for topic, partition in partitions or ()),
+                                 self._timeout_ms))
+        return parse_group_reads(text)
 
     def list_group_ids(self) -> tuple[str, ...]:
         """Every share group the principal may Describe, sorted. The broker
@@ -496,6 +530,66 @@ class ShareGroupReader:
         gateway, self._gateway, self._admin, self._consumer = self._gateway, None, None, None
         if gateway is not None:
             gateway_discard(gateway)
+
+
+@dataclass(frozen=True)
+class GroupReads:
+    """``gapwatch.GroupReads``' answer: the groups read, each one's commits,
+    and the ones it could not read (for librdkafka to read and word)."""
+
+    groups: tuple[DescribedGroup, ...]
+    committed: dict[str, dict[tuple[str, int], int]]
+    others: tuple[str, ...]
+
+
+# The states librdkafka names (tasks.kafka.client); Java's others (KIP-848's
+# Assigning, Reconciling) read as librdkafka reads them, "Unknown".
+_CLIENT_STATES = frozenset({"Stable", "Empty", "PreparingRebalance", "CompletingRebalance", "Dead"})
+
+
+def encode_group_ids(group_ids: Iterable[str]) -> str:
+    """Group ids for a Java helper: "length:id" after one another (code points)."""
+    return "".join(f"{len(group_id)}:{group_id}" for group_id in group_ids)
+
+
+def parse_group_reads(text: str) -> GroupReads:
+    """``gapwatch.GroupReads``' JSON as plain data, as librdkafka's reading
+    gives it (``tasks.kafka.client.group_from``). Raises ValueError unless it parses."""
+    try:
+        answer = json.loads(text)
+        groups, committed = [], {}
+        for row in answer["groups"]:
+            members = (MemberSnapshot(member_id=str(member_id), client_id=str(client_id), host=str(host),
+                                      assignment=frozenset((str(t), int(p)) for t, p in assigned),
+                                      target_assignment=frozenset((str(t), int(p)) for t, p in target))
+                       for member_id, client_id, host, assigned, target in row["members"])
+            groups.append(DescribedGroup(
+                group_id=str(row["id"]),
+                state=row["state"] if row["state"] in _CLIENT_STATES else "Unknown",
+                type=row["type"] if row["type"] in ("classic", "consumer") else "unknown",
+                assignor=str(row["assignor"]),
+                members=tuple(sorted(members, key=lambda member: member.member_id))))
+            committed[str(row["id"])] = {(str(t), int(p)): int(offset) for t, p, offset in row["committed"]}
+        return GroupReads(groups=tuple(groups), committed=committed, others=tuple(str(g) for g in answer["others"]))
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"the Java helper's group reads did not parse: {error}: {text[:200]!r}") from None
+
+
+def parse_group_ids(text: str) -> set[str]:
+    """``gapwatch.TopicReaders``' answer ("length:id" after one another,
+    the length in characters: a group id may hold any character) as a set.
+    Raises ValueError unless all of the text parses."""
+    ids, at = set(), 0
+    while at < len(text):
+        colon = text.find(":", at)
+        if colon <= at or not text[at:colon].isdigit():
+            raise ValueError(f"the Java helper's group ids did not parse at {at}: {text[at:at + 50]!r}")
+        end = colon + 1 + int(text[at:colon])
+        if end > len(text):
+            raise ValueError(f"the Java helper's group ids end early: {text[at:at + 50]!r}")
+        ids.add(text[colon + 1:end])
+        at = end
+    return ids
 
 
 def parse_partition_counts(text: str) -> dict[str, int]:

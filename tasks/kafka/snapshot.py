@@ -104,12 +104,21 @@ class SnapshotReads(KafkaClient):
             raise self._unavailable("topics", f"metadata: {describe_error(error)}", cause=error) from None
         return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
 
+    def topic_readers(self, counts: Mapping[str, int], *, java: bool = True) -> set[str] | None:
+        """The classic and consumer groups that read any of the topics in
+        ``counts`` (name -> partition count), asked of every group the
+        cluster lists, through the Java helper (``ShareGroupReader.
+        topic_readers``); None without it (or ``java`` False): the caller
+        then reads every group."""
+        return self._from_java("topic readers", lambda reader: reader.topic_readers(counts)) if java else None
+
     def snapshot(
         self, *, cluster: str, now: datetime, log_starts_for: Collection[str] = (),
         known_counts: Mapping[str, int] | None = None,
         topics: Collection[str] | None = None, groups: Collection[str] | None = None,
         share_groups: Collection[str] | None = None, streams_groups: Collection[str] | None = None,
         java: bool = True, parts: PollParts | None = None, part_count: int = 1,
+        every_share_and_streams_group: bool = False,
     ) -> Snapshot:
         """Read everything one poll needs, in this order:
 
@@ -123,7 +132,9 @@ class SnapshotReads(KafkaClient):
            groups with their members, start offsets and
            ``share.auto.offset.reset``, streams groups with their members'
            active tasks as partitions and their committed offsets. ``()``
-           reads none. A cluster that does not serve a kind has none of it;
+           reads none; ``every_share_and_streams_group`` reads every one
+           listed though ``groups`` names some. A cluster that does not serve
+           a kind has none of it;
         5. log starts, only where a poll needs them when ``known_counts``
            (stored partition count per topic) is given: every partition of
            the topics in ``log_starts_for`` (the caller names topics with open
@@ -184,28 +195,35 @@ class SnapshotReads(KafkaClient):
             else:
                 high_watermarks = self._split_watermarks(split, part_count, described, gone)
         groups_from = datetime.now(timezone.utc)
+        # A targeted snapshot (the watcher's) asks only for its topics' partitions' commits:
+        # the groups' commits elsewhere are not its business.
+        scoped = None if topics is None else _partitions(described)
         with self._stage("groups"):
-            if split is None:
-                found = self._read_groups(None if groups is None else sorted(groups))
+            group_ids = self._list_group_ids() if groups is None else sorted(groups)
+            if split is not None:
+                found, committed = self._split_groups(split, part_count, group_ids)
             else:
-                found, committed = self._split_groups(split, part_count, self._list_group_ids()
-                                                      if groups is None else sorted(groups))
+                # Through Kafka's Java client when it runs here: it describes all, then reads all
+                # commits, batched per coordinator; the groups it could not read, and all without it,
+                # librdkafka reads (and words their errors).
+                read = self._java_group_reads(group_ids, scoped) if java else None
+                committed = dict(read.committed) if read is not None else {}
+                found = ([*read.groups, *self._describe_groups(list(read.others))] if read is not None
+                         else self._describe_groups(group_ids))
             if topics is None:
                 self._check_assigned_topics(described, found)
         with self._stage("offsets"):
-            # A targeted snapshot (the watcher's) asks only for its topics' partitions:
-            # a changing tick reads every group, and their commits elsewhere are not its business.
             if split is None:
-                committed = self._read_committed(
-                    [group.group_id for group in found],
-                    None if topics is None
-                    else [TopicPartition(name, partition) for name, partition in _partitions(described)],
-                )
+                committed.update(self._read_committed(
+                    [group.group_id for group in found if group.group_id not in committed],
+                    None if scoped is None else [TopicPartition(name, partition) for name, partition in scoped],
+                ))
+        every_java = groups is None or every_share_and_streams_group
         with self._stage("share_groups"):
-            shares = self._read_java_groups("share", None if groups is None and share_groups is None
+            shares = self._read_java_groups("share", None if every_java and share_groups is None
                                             else sorted(share_groups or ()))
         with self._stage("streams_groups"):
-            streams = self._read_java_groups("streams", None if groups is None and streams_groups is None
+            streams = self._read_java_groups("streams", None if every_java and streams_groups is None
                                              else sorted(streams_groups or ()))
         java_read = shares + streams
         # confluent-kafka lists classic and consumer groups only; should a client list more, the
@@ -497,16 +515,10 @@ class SnapshotReads(KafkaClient):
 
     # -- 3. groups ---------------------------------------------------------
 
-    def _read_groups(self, group_ids: list[str] | None = None) -> list[DescribedGroup]:
-        """List (unless ``group_ids`` names them), then describe in batches.
-        The client lists classic and consumer (KIP-848) groups only; share and
-        streams groups are not reported by it, so they are not in the snapshot."""
-        if group_ids is not None:
-            return self._describe_groups(group_ids)
-        return self._describe_groups(self._list_group_ids())
-
     def _list_group_ids(self) -> list[str]:
-        """Every broker's groups. A broker whose coordinator is still loading
+        """Every broker's classic and consumer (KIP-848) groups (the client
+        does not report share and streams groups; step 4b reads those). A
+        broker whose coordinator is still loading
         (``COORDINATOR_BUSY``) is asked again until the timeout, as Kafka's own
         admin client does; a group list missing one broker's groups is never
         returned."""
@@ -527,6 +539,18 @@ class SnapshotReads(KafkaClient):
             )
         # The client cannot describe or fetch offsets of the empty group id.
         return sorted({entry.group_id for entry in result.valid or [] if entry.group_id})
+
+    def _java_group_reads(self, group_ids: list[str], partitions: Sequence[tuple[str, int]] | None):
+        """``ShareGroupReader.read_groups``, or None: no groups, no JVM or
+        helper here, or any failure (librdkafka then reads them all again and
+        says what failed in its words)."""
+        if not group_ids:
+            return None
+        try:
+            return self._from_java("groups", lambda reader: reader.read_groups(group_ids, partitions))
+        except KafkaUnavailable as error:
+            log.warning("groups: Kafka's Java client failed, librdkafka reads them: %s", error)
+            return None
 
     def _describe_groups(self, group_ids: list[str]) -> list[DescribedGroup]:
         groups: list[DescribedGroup] = []

@@ -128,6 +128,71 @@ def test_the_java_helper_counts_partitions_as_librdkafka_does_a_raise_included(a
     assert adapter.partition_counts(java=True)[internal] == adapter.partition_counts(java=False)[internal]
 
 
+def test_the_java_helper_names_every_group_that_reads_a_topic_and_no_other(adapter, admin, make_topic,
+                                                                          kafka_bootstrap):
+    """The watcher's changing tick reads only the groups this names: a group
+    with a commit on the topic and no member (a hostile id), a classic and a
+    KIP-848 group whose members are assigned it without a commit; not a group
+    that reads another topic."""
+    from tests.integration.kafka_harness import GroupConsumer
+
+    topic, other = make_topic("readers", 2), make_topic("not-read", 1)
+    committed_only, elsewhere = f"<script>1:{topic}\n", f"elsewhere-{topic}"
+    for group_id, partition in ((committed_only, TopicPartition(topic, 1, 0)),
+                                (elsewhere, TopicPartition(other, 0, 0))):
+        answer = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group_id, [partition])])
+        assert answer[group_id].result(timeout=30).topic_partitions[0].error is None
+    members = [GroupConsumer(kafka_bootstrap, f"{protocol}-{topic}", topic, offset_reset="latest", protocol=protocol)
+               for protocol in ("classic", "consumer")]
+    try:
+        for member in members:
+            wait_until(lambda member=member: member.assigned == {0, 1}, what="a member to own the topic")
+        readers = adapter.topic_readers({topic: 2})
+        ours = {committed_only, elsewhere, *(f"{protocol}-{topic}" for protocol in ("classic", "consumer"))}
+        assert readers & ours == {committed_only, f"classic-{topic}", f"consumer-{topic}"}
+        assert adapter.topic_readers({topic: 2}, java=False) is None, "without the JVM: read every group"
+    finally:
+        for member in members:
+            member.close()
+
+
+def test_the_java_client_reads_groups_and_commits_as_librdkafka_does(adapter, admin, make_topic, kafka_bootstrap):
+    """A poll's groups and commits through the Java helper (``GroupReads``) are
+    librdkafka's, in a full and in a targeted snapshot: a classic and a KIP-848
+    group with members and commits, a group with commits only (a hostile id),
+    and a group the cluster does not know (left out by both)."""
+    from tasks.kafka.share_groups import ShareGroupReader
+    from tests.integration.kafka_harness import GroupConsumer, group_committed
+
+    topic, other = make_topic("group-reads", 2), make_topic("group-reads-other", 1)
+    produce(kafka_bootstrap, topic, {0: 3, 1: 4})
+    committed_only, unknown = f"<script>\n{topic}😀", f"never-{topic}"
+    answer = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+        committed_only, [TopicPartition(topic, 1, 2), TopicPartition(other, 0, 0)])])
+    assert answer[committed_only].result(timeout=30).topic_partitions[0].error is None
+    members = {protocol: GroupConsumer(kafka_bootstrap, f"{protocol}-{topic}", topic, offset_reset="earliest",
+                                       protocol=protocol) for protocol in ("classic", "consumer")}
+    ours = sorted({committed_only, unknown, *(f"{protocol}-{topic}" for protocol in members)})
+    try:
+        for member in members.values():
+            wait_until(lambda member=member: member.count(0) == 3 and member.count(1) == 4, what="a group to read")
+        wait_until(lambda: all(group_committed(admin, f"{protocol}-{topic}", topic, [0, 1]) == {0: 3, 1: 4}
+                               for protocol in members), what="both groups to commit what they read")
+        with ShareGroupReader(ClusterConfig(bootstrap_servers=kafka_bootstrap), timeout=10.0) as reader:
+            read = reader.read_groups(ours)
+        assert read is not None and read.others == (), "the Java helper is installed and reads every group"
+        assert {group.group_id for group in read.groups} == set(ours) - {unknown}
+        for targeted in (None, {topic}):
+            through_java, through_librdkafka = (
+                adapter.snapshot(cluster="local", now=NOW, topics=targeted, groups=ours, java=java)
+                for java in (True, False))
+            assert through_java.groups == through_librdkafka.groups
+        assert {group.group_id: group.committed for group in through_java.groups}[committed_only] == {(topic, 1): 2}
+    finally:
+        for member in members.values():
+            member.close()
+
+
 def test_it_sees_the_log_start_move_after_delete_records(adapter, admin, make_topic, kafka_bootstrap):
     topic = make_topic("deleterecords", 1)
     produce(kafka_bootstrap, topic, {0: 10})

@@ -71,3 +71,62 @@ def test_the_java_helpers_partition_counts_parse_by_the_last_space():
     assert parse_partition_counts("orders 4\n__consumer_offsets 50\na.b-c_d 1\n") == {
         "orders": 4, "__consumer_offsets": 50, "a.b-c_d": 1}
     assert parse_partition_counts("") == {}
+
+
+def test_the_java_helpers_group_ids_parse_by_their_lengths_whatever_they_hold():
+    from tasks.kafka.share_groups import parse_group_ids
+
+    # Why: a group id may hold any character, colons, digits and line ends included; lengths are in characters.
+    ids = {"orders", "<script>alert(1)</script>", "12:34", "a\nb", "ümlaut-😀", ":", "9"}
+    text = "".join(f"{len(group_id)}:{group_id}" for group_id in sorted(ids))
+    assert parse_group_ids(text) == ids
+    assert parse_group_ids("") == set()
+
+
+def test_group_ids_printed_otherwise_are_refused_not_half_read():
+    import pytest
+
+    from tasks.kafka.share_groups import parse_group_ids
+
+    for text in ("6:orders7:", "x:abc", ":abc", "3abc", "6:orders3:ab"):
+        with pytest.raises(ValueError):
+            parse_group_ids(text)
+
+
+def test_the_java_helpers_group_reads_parse_as_librdkafka_reads_groups():
+    import json
+
+    from groups.domain.snapshot import MemberSnapshot
+    from tasks.kafka.client import DescribedGroup
+    from tasks.kafka.share_groups import encode_group_ids, parse_group_reads
+
+    text = json.dumps({"groups": [
+        {"id": "<g>\n1", "state": "Stable", "type": "consumer", "assignor": "uniform", "members": [
+            ["m2", "c2", "/127.0.0.1", [["t", 1]], [["t", 1], ["t", 2]]],
+            ["m1", "c1", "/127.0.0.1", [["t", 0]], []]],
+         "committed": [["t", 0, 5], ["t", 1, 0]]},
+        # Why: Java's KIP-848 states that librdkafka does not know read as librdkafka reads them.
+        {"id": "r", "state": "Reconciling", "type": "consumer", "assignor": "", "members": [], "committed": []},
+        {"id": "e", "state": "Empty", "type": "classic", "assignor": "range", "members": [], "committed": []},
+    ], "others": ["refused"]})
+    read = parse_group_reads(text)
+    assert read.groups == (
+        DescribedGroup("<g>\n1", "Stable", "consumer", "uniform", (
+            MemberSnapshot("m1", "c1", "/127.0.0.1", frozenset({("t", 0)})),
+            MemberSnapshot("m2", "c2", "/127.0.0.1", frozenset({("t", 1)}), frozenset({("t", 1), ("t", 2)})))),
+        DescribedGroup("r", "Unknown", "consumer", "", ()),
+        DescribedGroup("e", "Empty", "classic", "range", ()),
+    )
+    assert read.committed == {"<g>\n1": {("t", 0): 5, ("t", 1): 0}, "r": {}, "e": {}}
+    assert read.others == ("refused",)
+    assert encode_group_ids(["a", "😀:1", ""]) == "1:a3:😀:10:"
+
+
+def test_group_reads_printed_otherwise_are_refused_not_half_read():
+    import pytest
+
+    from tasks.kafka.share_groups import parse_group_reads
+
+    for text in ("", "{}", '{"groups": [{"id": "g"}], "others": []}', '{"groups": [], "others": 5}', "[1]"):
+        with pytest.raises(ValueError):
+            parse_group_reads(text)
