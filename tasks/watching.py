@@ -43,7 +43,7 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
     2. topics to observe: those whose count differs from the stored one,
        plus topics of findings still being picked up;
     3. if any: a targeted snapshot of them and the groups that read them;
-       when a count changed, of every group the cluster lists (see ``_tick``);
+       when a count changed, of every listed group that reads them (see ``_tick``);
     4. while a new partition is being picked up, further targeted snapshots
        at every 1/WATCH_OBSERVATIONS_PER_TICK of the interval (never past
        it, so the next tick is not skipped): the pickup bracket, and so the
@@ -88,19 +88,9 @@ def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
     topics = (changed | watched) & set(counts)
     if not topics:
         return {"cluster": cluster.name, "ok": True, "observed": []}
-    # New partitions: every group the cluster lists that reads the topics, not
-    # only the stored readers. A group may have started reading a topic since
-    # the last full poll (a new group, or a known one that subscribed to it
-    # meanwhile), and only this snapshot, the first to see the added
-    # partitions, can show that it read the topic before them. Reading fewer
-    # groups here (e.g. only the ones not stored yet) lost a group whose row an
-    # earlier tick had written for another topic: a silent miss. So every
-    # listed group is asked, in the JVM (``adapter.topic_readers``: a member on
-    # the topics or a commit on them; every share and streams group is read
-    # too), and the snapshot reads those and the stored readers. Without the
-    # Java helper, or when it fails, the snapshot reads every group (3,000
-    # describes and offset fetches at 60k partitions: seconds). Observations in
-    # between read the stored readers.
+    # New partitions: every listed group that reads the topics (asked in the JVM), not only the stored
+    # readers: a group that took a topic up since the last full poll read it before the change, and
+    # only this snapshot can show it (reading fewer was a silent miss). Without the JVM: every group.
     every_java = False
     if changed:
         try:
