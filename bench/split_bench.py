@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -39,20 +38,19 @@ from bench import big_cluster  # noqa: E402
 from controlplane.celery import app  # noqa: E402
 from groups.models import Cluster  # noqa: E402
 from tasks.polling import poll_cluster  # noqa: E402
+from tests.faults.workers import start_celery, stop_celery, worker_env  # noqa: E402
+from tests.integration.kafka_harness import wait_until  # noqa: E402
 
 CLUSTER = "split-bench"
 
 
 def start_workers(count: int, log) -> list[subprocess.Popen]:
-    processes = [subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "controlplane", "worker", "--pool", "threads", "--concurrency", "1",
-         "-n", f"split-bench-{n}@%h", "-Q", "celery"], cwd=ROOT, env={**os.environ, "POLL_INTERVAL_SECONDS": "3600"},
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True) for n in range(count)]
-    deadline = time.monotonic() + 120
-    while len({host for reply in app.control.ping(timeout=1) for host in reply
-               if host.startswith("split-bench-")}) < count:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the part workers did not answer within 120 s")
+    """``count`` Celery workers (threads, one task each) on the bench's database and Redis."""
+    processes = [start_celery(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"split-bench-{n}@%h",
+                               "-Q", "celery"], worker_env(), log) for n in range(count)]
+    wait_until(lambda: len({host for reply in app.control.ping(timeout=1) for host in reply
+                            if host.startswith("split-bench-")}) == count,
+               timeout=120, what="the part workers to answer")
     return processes
 
 
@@ -90,9 +88,7 @@ def main() -> None:
             split.append(timed_poll(cluster, args.parts))
     finally:
         for process in workers:
-            os.killpg(process.pid, signal.SIGTERM)
-        for process in workers:
-            process.wait(timeout=60)
+            stop_celery(process)
         Cluster.objects.filter(id=cluster.id).delete()
     median = statistics.median
     print(f"\n{whole[-1]['partitions']:,} partitions, {whole[-1]['groups']:,} groups; {args.polls} pairs; "

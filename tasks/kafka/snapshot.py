@@ -201,23 +201,14 @@ class SnapshotReads(KafkaClient):
         with self._stage("groups"):
             group_ids = self._list_group_ids() if groups is None else sorted(groups)
             if split is not None:
-                found, committed = self._split_groups(split, part_count, group_ids)
+                found, committed = self._split_groups(split, part_count, group_ids, java=java)
             else:
-                # Through Kafka's Java client when it runs here: it describes all, then reads all
-                # commits, batched per coordinator; the groups it could not read, and all without it,
-                # librdkafka reads (and words their errors).
-                read = self._java_group_reads(group_ids, scoped) if java else None
-                committed = dict(read.committed) if read is not None else {}
-                found = ([*read.groups, *self._describe_groups(list(read.others))] if read is not None
-                         else self._describe_groups(group_ids))
+                found, committed = self._describe_groups_first(group_ids, scoped, java=java)
             if topics is None:
                 self._check_assigned_topics(described, found)
         with self._stage("offsets"):
             if split is None:
-                committed.update(self._read_committed(
-                    [group.group_id for group in found if group.group_id not in committed],
-                    None if scoped is None else [TopicPartition(name, partition) for name, partition in scoped],
-                ))
+                self._read_commits_left(found, committed, scoped)
         every_java = groups is None or every_share_and_streams_group
         with self._stage("share_groups"):
             shares = self._read_java_groups("share", None if every_java and share_groups is None
@@ -280,9 +271,10 @@ class SnapshotReads(KafkaClient):
 
     def read_groups_part(self, payload: dict[str, Any]) -> dict[str, Any]:
         """One part of steps 3 and 4: the payload's groups described, and the
-        committed offsets of those still there."""
-        found = self._describe_groups(list(payload["groups"]))
-        committed = self._read_committed([group.group_id for group in found])
+        committed offsets of those still there (through the Java client when
+        the payload says the poll uses it and it runs here)."""
+        found, committed = self._describe_groups_first(list(payload["groups"]), None, java=payload["java"])
+        self._read_commits_left(found, committed, None)
         return {"groups": groups_out(found),
                 "committed": {group_id: offsets_out(offsets) for group_id, offsets in committed.items()}}
 
@@ -297,9 +289,9 @@ class SnapshotReads(KafkaClient):
             gone.update(answer["gone"])
         return offsets
 
-    def _split_groups(self, parts: PollParts, count: int, group_ids: list[str],
+    def _split_groups(self, parts: PollParts, count: int, group_ids: list[str], *, java: bool,
                       ) -> tuple[list[DescribedGroup], dict[str, dict[tuple[str, int], int]]]:
-        answers = parts.run(GROUPS, [{"groups": ids} for ids in cut_groups(group_ids, count)])
+        answers = parts.run(GROUPS, [{"groups": ids, "java": java} for ids in cut_groups(group_ids, count)])
         found: list[DescribedGroup] = []
         committed: dict[str, dict[tuple[str, int], int]] = {}
         for answer in answers:
@@ -539,6 +531,27 @@ class SnapshotReads(KafkaClient):
             )
         # The client cannot describe or fetch offsets of the empty group id.
         return sorted({entry.group_id for entry in result.valid or [] if entry.group_id})
+
+    def _describe_groups_first(
+        self, group_ids: list[str], partitions: Sequence[tuple[str, int]] | None, *, java: bool,
+    ) -> tuple[list[DescribedGroup], dict[str, dict[tuple[str, int], int]]]:
+        """Step 3, and step 4 where Kafka's Java client runs here (``java``):
+        it describes every group, then reads all their commits (on
+        ``partitions`` only, when given), batched per coordinator. The groups
+        it could not read, and all without it, librdkafka describes (and
+        words their errors); ``_read_commits_left`` reads their commits."""
+        read = self._java_group_reads(group_ids, partitions) if java else None
+        if read is None:
+            return self._describe_groups(group_ids), {}
+        return [*read.groups, *self._describe_groups(list(read.others))], dict(read.committed)
+
+    def _read_commits_left(self, found: Sequence[DescribedGroup], committed: dict[str, dict[tuple[str, int], int]],
+                           partitions: Sequence[tuple[str, int]] | None) -> None:
+        """Step 4 for the groups of ``found`` whose commits are not in ``committed`` yet, into it."""
+        committed.update(self._read_committed(
+            [group.group_id for group in found if group.group_id not in committed],
+            None if partitions is None else [TopicPartition(name, partition) for name, partition in partitions],
+        ))
 
     def _java_group_reads(self, group_ids: list[str], partitions: Sequence[tuple[str, int]] | None):
         """``ShareGroupReader.read_groups``, or None: no groups, no JVM or
