@@ -46,6 +46,17 @@ def split_parts(total_partitions: int) -> int:
     return settings.POLL_PARTS if threshold and total_partitions >= threshold else 1
 
 
+def part_wait_default() -> float:
+    """How long a poll waits for a part another worker took: a part reads for
+    at most about two request timeouts (a stage's retries end at one)."""
+    return 2 * settings.KAFKA_TIMEOUT_SECONDS + 5
+
+
+def _claim_seconds(wait: float) -> int:
+    """How long a part's claim and answer live in Redis: past any late task or answer of its poll."""
+    return int(4 * wait) + 60
+
+
 def read_part(adapter: KafkaAdapter, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
     """One part's answer, or its error as an answer (raised again by the poll's snapshot)."""
     read: Callable[[dict[str, Any]], dict[str, Any]] = {
@@ -63,8 +74,7 @@ class CeleryParts:
         self.cluster_id = cluster_id
         self.adapter = adapter
         self.redis = redis.Redis.from_url(settings.REDIS_URL)
-        # A part reads for at most about two request timeouts (a stage's retries end at one).
-        self.part_wait = part_wait if part_wait is not None else 2 * settings.KAFKA_TIMEOUT_SECONDS + 5
+        self.part_wait = part_wait if part_wait is not None else part_wait_default()
         # Which parts other workers answered, for the poll's summary and the tests.
         self.answered_elsewhere = 0
         self.read_here = 0
@@ -72,7 +82,7 @@ class CeleryParts:
 
     def run(self, kind: str, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
         poll = f"{_KEY_PREFIX}:{self.cluster_id}:{uuid.uuid4().hex}:{kind}"
-        ttl = int(self.part_wait * 4) + 60
+        ttl = _claim_seconds(self.part_wait)
         for index, payload in enumerate(payloads[1:], start=1):
             current_app.send_task(PART_TASK, (self.cluster_id, kind, f"{poll}:{index}", payload),
                                   expires=self.part_wait, ignore_result=True)
@@ -108,7 +118,7 @@ def answer_part(*, cluster_id: int, kind: str, key: str, payload: dict[str, Any]
     poll's worker or another worker has it), read it, answer through Redis.
     A failed read drops the worker's client (``forget``), as a failed poll does."""
     client = redis.Redis.from_url(settings.REDIS_URL)
-    ttl = 4 * (2 * settings.KAFKA_TIMEOUT_SECONDS + 5) + 60
+    ttl = _claim_seconds(part_wait_default())
     if not client.set(f"{key}:claim", "worker", nx=True, ex=ttl):
         return False
     started = time.monotonic()

@@ -78,13 +78,8 @@ class Totals:
 
     @classmethod
     def of(cls, findings: Iterable[OpenFinding]) -> Totals:
-        findings = list(findings)
-        return cls(
-            missed_definite=sum(f.missed_definite for f in findings),
-            missed_possible=sum(f.missed_possible for f in findings),
-            partitions=len(findings),
-            covered=sum(f.state == NOTHING_TO_REPAIR for f in findings),
-        )
+        return cls.added(cls(missed_definite=f.missed_definite, missed_possible=f.missed_possible, partitions=1,
+                             covered=int(f.state == NOTHING_TO_REPAIR)) for f in findings)
 
     @classmethod
     def added(cls, parts: Iterable[Totals]) -> Totals:
