@@ -18,6 +18,7 @@ interval expire.
 
 from __future__ import annotations
 
+import logging
 import time
 
 from django.conf import settings
@@ -26,6 +27,8 @@ from groups.selectors.watcher import cluster_watch_state, topic_readers
 from groups.models import Cluster
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.polling import cluster_adapter, forget_adapter, poll_cluster
+
+log = logging.getLogger(__name__)
 
 
 def observation_step() -> float:
@@ -88,12 +91,20 @@ def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
     # New partitions: every listed group that reads the topics (asked in the JVM), not only the stored
     # readers: a group that took a topic up since the last full poll read it before the change, and
     # only this snapshot can show it (reading fewer was a silent miss). Without the JVM: every group.
-    groups = topic_readers(cluster_id=cluster.id, topics=topics)
-    listed = adapter.topic_readers({name: counts[name] for name in topics},
-                                   java=settings.SHARE_AND_STREAMS_GROUPS) if changed else set()
-    groups = None if listed is None else groups | listed
+    every_java = False
+    if changed:
+        try:
+            listed = adapter.topic_readers({name: counts[name] for name in topics},
+                                           java=settings.SHARE_AND_STREAMS_GROUPS)
+        except KafkaUnavailable as error:
+            log.warning("readers of %s not asked in the JVM, every group is read: %s", sorted(topics), error)
+            listed = None
+        stored = topic_readers(cluster_id=cluster.id, topics=topics)
+        groups, every_java = (None, False) if listed is None else (listed | set(stored), True)
+    else:
+        groups = topic_readers(cluster_id=cluster.id, topics=topics)
     summary = poll_cluster(cluster_id=cluster.id, adapter=adapter, topics=topics, groups=groups,
-                           every_share_and_streams_group=bool(changed))
+                           every_share_and_streams_group=every_java)
     _, still_watched = cluster_watch_state(cluster_id=cluster.id)
     return {**summary.as_dict(), "observed": sorted(topics), "changed": sorted(changed),
             "watched": sorted(still_watched)}

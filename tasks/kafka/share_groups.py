@@ -190,6 +190,21 @@ class ShareGroupReader:
             text = str(helper.of(self._metadata_consumer, self._timeout_ms))
         return parse_partition_counts(text)
 
+    def topic_readers(self, counts: Mapping[str, int]) -> set[str] | None:
+        """The classic and consumer groups that read any of the topics in
+        ``counts`` (name -> partition count): a member assigned or targeted
+        one of their partitions, or a commit on one; a group whose answer is
+        an error is named too. Every listed group is asked, inside the JVM
+        (Java helper ``gapwatch.TopicReaders``): one text over the gateway.
+        None when the helper is not installed here."""
+        helper = self._jvm.gapwatch.TopicReaders
+        if not isinstance(helper, JavaClass):
+            return None
+        with self._calls("topic readers"):
+            text = str(helper.of(self._client, "".join(f"{name} {count}\n" for name, count in counts.items()),
+                                 self._timeout_ms))
+        return parse_group_ids(text)
+
     def read_groups(
         self, group_ids: Sequence[str], partitions: Sequence[tuple[str, int]] | None = None,
     ) -> GroupReads | None:
@@ -558,6 +573,23 @@ def parse_group_reads(text: str) -> GroupReads:
         return GroupReads(groups=tuple(groups), committed=committed, others=tuple(str(g) for g in answer["others"]))
     except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"the Java helper's group reads did not parse: {error}: {text[:200]!r}") from None
+
+
+def parse_group_ids(text: str) -> set[str]:
+    """``gapwatch.TopicReaders``' answer ("length:id" after one another,
+    the length in characters: a group id may hold any character) as a set.
+    Raises ValueError unless all of the text parses."""
+    ids, at = set(), 0
+    while at < len(text):
+        colon = text.find(":", at)
+        if colon <= at or not text[at:colon].isdigit():
+            raise ValueError(f"the Java helper's group ids did not parse at {at}: {text[at:at + 50]!r}")
+        end = colon + 1 + int(text[at:colon])
+        if end > len(text):
+            raise ValueError(f"the Java helper's group ids end early: {text[at:at + 50]!r}")
+        ids.add(text[colon + 1:end])
+        at = end
+    return ids
 
 
 def parse_partition_counts(text: str) -> dict[str, int]:

@@ -105,26 +105,12 @@ class SnapshotReads(KafkaClient):
         return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
 
     def topic_readers(self, counts: Mapping[str, int], *, java: bool = True) -> set[str] | None:
-        """The listed classic and consumer groups that read any of the topics in
-        ``counts`` (name -> partition count): a member assigned or targeted one
-        of their partitions, or a commit on one; a group the Java client could
-        not read counts as a reader. Read like a poll's groups, through the Java
-        client (``_describe_groups_first``); None without it, or when listing
-        fails: the caller then reads every group, and that read reports it."""
-        if not java:
-            return None
-        try:
-            group_ids = self._list_group_ids()
-        except KafkaUnavailable:
-            return None
-        read = self._java_group_reads(group_ids, [(name, partition) for name, count in counts.items()
-                                                  for partition in range(count)])
-        if read is None:
-            return None
-        return {*read.others, *(group.group_id for group in read.groups
-                                if read.committed.get(group.group_id) or any(
-                                    topic in counts for member in group.members
-                                    for topic, _ in member.assignment | member.target_assignment))}
+        """The classic and consumer groups that read any of the topics in
+        ``counts`` (name -> partition count), asked of every group the
+        cluster lists, through the Java helper (``ShareGroupReader.
+        topic_readers``); None without it (or ``java`` False): the caller
+        then reads every group."""
+        return self._from_java("topic readers", lambda reader: reader.topic_readers(counts)) if java else None
 
     def snapshot(
         self, *, cluster: str, now: datetime, log_starts_for: Collection[str] = (),

@@ -73,6 +73,26 @@ def test_the_java_helpers_partition_counts_parse_by_the_last_space():
     assert parse_partition_counts("") == {}
 
 
+def test_the_java_helpers_group_ids_parse_by_their_lengths_whatever_they_hold():
+    from tasks.kafka.share_groups import parse_group_ids
+
+    # Why: a group id may hold any character, colons, digits and line ends included; lengths are in characters.
+    ids = {"orders", "<script>alert(1)</script>", "12:34", "a\nb", "ümlaut-😀", ":", "9"}
+    text = "".join(f"{len(group_id)}:{group_id}" for group_id in sorted(ids))
+    assert parse_group_ids(text) == ids
+    assert parse_group_ids("") == set()
+
+
+def test_group_ids_printed_otherwise_are_refused_not_half_read():
+    import pytest
+
+    from tasks.kafka.share_groups import parse_group_ids
+
+    for text in ("6:orders7:", "x:abc", ":abc", "3abc", "6:orders3:ab"):
+        with pytest.raises(ValueError):
+            parse_group_ids(text)
+
+
 def test_the_java_helpers_group_reads_parse_as_librdkafka_reads_groups():
     import json
 
