@@ -42,7 +42,8 @@ class GuardUnavailableError(GuardError):
 
     ``paused`` lists the (topic, partition) pairs it assigned but paused: the
     ones without a committed offset, which would otherwise have started at
-    ``auto.offset.reset``.
+    ``auto.offset.reset`` (they are assigned at their beginning when the
+    committed offsets were read, in case librdkafka loses the pause).
     """
 
     def __init__(self, message: str, *, paused: List[Tuple[str, int]]) -> None:
@@ -139,8 +140,8 @@ class PartitionGuard:
             self._fail(consumer, partitions, None, "could not read the group's committed offsets", error)
             return
         if all(offset is not None for offset in committed.values()):
-            self._assign(consumer, partitions)
             self._resume_paused(consumer, partitions)
+            self._assign(consumer, partitions)
             return
         try:
             plans = self._plan(consumer, committed)
@@ -155,8 +156,8 @@ class PartitionGuard:
             self._fail(consumer, partitions, committed, "could not record the new partitions", error,
                        planned=assignment)
             return
-        self._assign(consumer, assignment)
         self._resume_paused(consumer, assignment)
+        self._assign(consumer, assignment)
         _log_plans(plans, starts, self.group_id)
 
     # --- Reads for operators and tests ----------------------------------------
@@ -294,11 +295,22 @@ class PartitionGuard:
                         else "partitions without a committed offset start at auto.offset.reset")
             self._assign(consumer, planned or partitions)
             return
-        self._assign(consumer, partitions)
-        if at_risk:
-            consumer.pause([TopicPartition(topic, partition) for topic, partition in at_risk])
+        # Paused before the assignment as well as after it. librdkafka versions a
+        # partition's operations, and a pause that crosses the assignment's own
+        # fetch start (after its committed-offset lookup) is dropped as outdated,
+        # silently: seen once under load, when the partition started at latest. A
+        # pause served before the assignment cannot cross it; the second pause is
+        # for partitions the consumer did not know until the assignment. Should
+        # both be lost, an uncommitted partition is still assigned at its beginning,
+        # never at auto.offset.reset: read twice rather than skipped.
+        pauses = [TopicPartition(topic, partition) for topic, partition in at_risk]
+        if pauses:
             with self._lock:
                 self._paused[id(consumer)].update(at_risk)
+            consumer.pause(pauses)
+        self._assign(consumer, _from_beginning(partitions, committed) if committed is not None else partitions)
+        if pauses:
+            consumer.pause(pauses)
         message = (
             f"gapwatch-guard failed closed: {what} for {where} ({error}). It cannot tell new partitions from "
             "known ones, so the partitions without a committed offset are paused instead of starting at "
@@ -310,7 +322,12 @@ class PartitionGuard:
         raise GuardUnavailableError(message, paused=at_risk) from error
 
     def _resume_paused(self, consumer, assignment: List[TopicPartition]) -> None:
-        """Undo an earlier fail-closed pause once the guard decided these partitions."""
+        """Undo an earlier fail-closed pause once the guard decided these partitions.
+
+        Called before they are assigned: ``on_assign`` lists partitions the
+        consumer does not own (eager revoked everything; cooperative lists the
+        added ones), so nothing fetches in between, and a resume served before
+        the assignment cannot be dropped by its fetch start (see ``_fail``)."""
         with self._lock:
             paused = self._paused.get(id(consumer))
             again = [p for p in assignment if paused and (p.topic, p.partition) in paused]
@@ -352,6 +369,16 @@ def _call(consumer, protocol: str, partitions: List[TopicPartition]) -> None:
         consumer.incremental_assign(partitions)
     else:
         consumer.assign(partitions)
+
+
+def _from_beginning(partitions: List[TopicPartition],
+                    committed: Dict[Tuple[str, int], Optional[int]]) -> List[TopicPartition]:
+    """The partitions, those without a committed offset at ``OFFSET_BEGINNING``."""
+    return [
+        TopicPartition(p.topic, p.partition, OFFSET_BEGINNING) if committed.get((p.topic, p.partition)) is None
+        else p
+        for p in partitions
+    ]
 
 
 def _planned_assignment(partitions: List[TopicPartition], plans: List[TopicPlan]) -> List[TopicPartition]:

@@ -427,6 +427,42 @@ def test_redis_down_during_a_rebalance_fails_closed_and_nothing_is_skipped(
     assert member.errors == []
 
 
+@pytest.mark.parametrize("protocol", ["eager", "cooperative-sticky"])
+def test_a_fail_closed_partition_whose_pause_is_lost_is_read_from_its_beginning_not_skipped(
+    broker, throwaway_redis, cluster_name, groups, unique, protocol
+):
+    """librdkafka drops a pause that crosses the assignment's own fetch start
+    (its operations are versioned; CI once saw the partition start at latest).
+    The guard pauses before and after assigning, and assigns an uncommitted
+    partition at its beginning: were every pause lost, it is read twice, never
+    skipped. The lost pause is made here by resuming the partition behind the
+    guard's back."""
+    topic, group_id = f"lost-{unique}", f"lost-{unique}"
+    groups.append(group_id)
+    broker.create_topic(topic, 2)
+    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id,
+                           kafka_config=guard_config(broker))
+    member = Member(broker.bootstrap, group_id, topic, guard=guard, protocol=protocol)
+    try:
+        wait_until(lambda: member.assigned == {0, 1}, what="partitions 0 and 1 assigned")
+        read_from_each(broker, [member], topic, [0, 1])
+        throwaway_redis.stop()
+        broker.raise_partitions(topic, 3)
+        broker.produce(topic, 2, K)
+        wait_until(lambda: member.errors, what="the rebalance to fail closed")
+        assert member.errors[0].paused == [(topic, 2)]
+        wait_until(lambda: member.assigned == {0, 1, 2}, what="partition 2 assigned (paused)")
+
+        member.hold()  # the consumer is touched by one thread at a time
+        member.consumer.resume([TopicPartition(topic, 2)])
+        member.release()
+        broker.produce(topic, 2, 2, prefix="after")
+        wait_until(lambda: K + 1 in member.offsets(2), what="partition 2's last message read once resumed")
+        assert member.offsets(2) == list(range(K + 2))
+    finally:
+        member.close()
+
+
 def test_a_consumer_that_kept_polling_after_failing_closed_resumes_at_the_next_rebalance(
     broker, throwaway_redis, cluster_name, groups, unique
 ):
