@@ -190,19 +190,20 @@ class ShareGroupReader:
             text = str(helper.of(self._metadata_consumer, self._timeout_ms))
         return parse_partition_counts(text)
 
-    def topic_readers(self, counts: Mapping[str, int]) -> set[str] | None:
-        """The classic and consumer groups that read any of the topics in
-        ``counts`` (name -> partition count): a member assigned or targeted
-        one of their partitions, or a commit on one; a group whose answer is
-        an error is named too. Every listed group is asked, inside the JVM
-        (Java helper ``gapwatch.TopicReaders``): one text over the gateway.
-        None when the helper is not installed here."""
-        helper = self._jvm.gapwatch.TopicReaders
+    def topic_readers(self, group_ids: Sequence[str], counts: Mapping[str, int]) -> set[str] | None:
+        """Which of the classic and consumer groups ``group_ids`` read any of
+        the topics in ``counts`` (name -> partition count): a member assigned
+        or targeted one of their partitions, or a commit on one; a group whose
+        answer is an error is named too. Asked inside the JVM by the poll's
+        group reader (``gapwatch.GroupReads.readers``), which answers only the
+        readers' ids. None when the helper is not installed here."""
+        helper = self._jvm.gapwatch.GroupReads
         if not isinstance(helper, JavaClass):
             return None
         with self._calls("topic readers"):
-            text = str(helper.of(self._client, "".join(f"{name} {count}\n" for name, count in counts.items()),
-                                 self._timeout_ms))
+            text = str(helper.readers(self._client, encode_group_ids(group_ids),
+                                      "".join(f"{name} {count}\n" for name, count in counts.items()),
+                                      self._timeout_ms))
         return parse_group_ids(text)
 
     def read_groups(
@@ -576,7 +577,7 @@ def parse_group_reads(text: str) -> GroupReads:
 
 
 def parse_group_ids(text: str) -> set[str]:
-    """``gapwatch.TopicReaders``' answer ("length:id" after one another,
+    """``gapwatch.GroupReads.readers``' answer ("length:id" after one another,
     the length in characters: a group id may hold any character) as a set.
     Raises ValueError unless all of the text parses."""
     ids, at = set(), 0

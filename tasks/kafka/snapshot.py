@@ -107,10 +107,14 @@ class SnapshotReads(KafkaClient):
     def topic_readers(self, counts: Mapping[str, int], *, java: bool = True) -> set[str] | None:
         """The classic and consumer groups that read any of the topics in
         ``counts`` (name -> partition count), asked of every group the
-        cluster lists, through the Java helper (``ShareGroupReader.
-        topic_readers``); None without it (or ``java`` False): the caller
-        then reads every group."""
-        return self._from_java("topic readers", lambda reader: reader.topic_readers(counts)) if java else None
+        poll's own listing finds, through the Java helper
+        (``ShareGroupReader.topic_readers``); None without it (or ``java``
+        False): the caller then reads every group. A failed listing raises
+        ``KafkaUnavailable``."""
+        if not java:
+            return None
+        group_ids = self._list_group_ids()
+        return self._from_java("topic readers", lambda reader: reader.topic_readers(group_ids, counts))
 
     def snapshot(
         self, *, cluster: str, now: datetime, log_starts_for: Collection[str] = (),
