@@ -52,7 +52,8 @@ from tasks.kafka.parts import (
     topics_in,
     topics_out,
 )
-from tasks.kafka.share_groups import JVM_START_STAGE, GroupKindUnsupported, ShareGroupReader
+from tasks.kafka.java_client import JVM_START_STAGE, GroupKindUnsupported
+from tasks.kafka.share_groups import ShareGroupReader
 from tasks.kafka.errors import (
     COORDINATOR_BUSY,
     PARTITION_TROUBLE,

@@ -11,7 +11,7 @@ import org.apache.kafka.common.PartitionInfo;
  *
  * <p>Gapwatch's watcher compares every topic's partition count every second. Through librdkafka
  * the answer becomes one Python object per partition (0.2 s of CPU at 60,000 partitions); here it
- * becomes one line per topic, handed to Python in one gateway call (tasks/kafka/share_groups.py).
+ * becomes one line per topic, handed to Python in one gateway call (tasks/kafka/java_reads.py).
  */
 public final class TopicCounts {
     private TopicCounts() {}
