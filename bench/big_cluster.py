@@ -151,6 +151,9 @@ class BigCluster:
                 "log.index.size.max.bytes=1048576",
                 # Loading and closing 10k logs at start and stop, in parallel.
                 "num.recovery.threads.per.data.dir=4",
+                # Six brokers loading 60k partitions on two cores keep the controller
+                # busy for minutes; the default (60 s) made a broker give up and exit.
+                "initial.broker.registration.timeout.ms=600000",
             ]
         (directory / "server.properties").write_text("\n".join(roles + common) + "\n")
         logs = self.home / "logs"

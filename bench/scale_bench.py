@@ -132,14 +132,17 @@ def jvm_cpu() -> float:
 
 def measure_ticks(cluster: Cluster, ticks: int) -> dict:
     """Each tick's wall time and CPU: this process's and its JVM's together."""
-    walls, cpus = [], []
+    walls, cpus, split = [], [], []
     for _ in range(ticks):
         wall, cpu, java = time.monotonic(), time.process_time(), jvm_cpu()
         result = watch_cluster(cluster_id=cluster.id)
         walls.append(time.monotonic() - wall)
-        cpus.append(time.process_time() - cpu + jvm_cpu() - java)
+        split.append((time.process_time() - cpu, jvm_cpu() - java))
+        cpus.append(sum(split[-1]))
         assert result.get("ok", True) and not result.get("observed"), result
         time.sleep(max(0.0, settings.WATCH_INTERVAL_SECONDS - walls[-1]))
+    print("idle ticks, CPU ms (this process + JVM): "
+          + ", ".join(f"{own * 1000:.0f}+{jvm * 1000:.0f}" for own, jvm in split), flush=True)
     return {"tick": statistics.median(walls), "tick_max": max(walls),
             "tick_cpu": statistics.median(cpus), "tick_cpu_max": max(cpus)}
 
