@@ -367,25 +367,38 @@ def test_three_members_read_every_message_of_each_new_partition_exactly_once(
     assert [m.errors for m in members] == [[], [], []]
 
 
-@pytest.mark.parametrize("protocol", ["eager", "cooperative-sticky"])
-def test_redis_down_during_a_rebalance_fails_closed_and_nothing_is_skipped(
-    broker, throwaway_redis, cluster_name, groups, unique, protocol
-):
-    topic, group_id = f"closed-{unique}", f"closed-{unique}"
-    groups.append(group_id)
+def failing_closed_on_a_new_partition(broker: Broker, redis_server: RedisServer, cluster_name: str, topic: str,
+                                      group_id: str, protocol: str) -> Member:
+    """A guarded member that read partitions 0 and 1 of a new ``topic``; then
+    Redis stops, partition 2 is added with K messages, and the member's guard
+    fails closed on it (``member.errors`` holds what poll() raised). The
+    caller closes the member."""
     broker.create_topic(topic, 2)
-    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id,
+    guard = PartitionGuard(redis_url=redis_server.url, cluster=cluster_name, group_id=group_id,
                            kafka_config=guard_config(broker))
     member = Member(broker.bootstrap, group_id, topic, guard=guard, protocol=protocol)
     try:
         wait_until(lambda: member.assigned == {0, 1}, what="partitions 0 and 1 assigned")
         read_from_each(broker, [member], topic, [0, 1])
         assert guard.known_partitions(topic) == {0, 1}
-
-        throwaway_redis.stop()
+        redis_server.stop()
         broker.raise_partitions(topic, 3)
         broker.produce(topic, 2, K)
-        wait_until(lambda: member.errors, what="the rebalance to fail")
+        wait_until(lambda: member.errors, what="the rebalance to fail closed")
+    except BaseException:
+        member.close()
+        raise
+    return member
+
+
+@pytest.mark.parametrize("protocol", ["eager", "cooperative-sticky"])
+def test_redis_down_during_a_rebalance_fails_closed_and_nothing_is_skipped(
+    broker, throwaway_redis, cluster_name, groups, unique, protocol
+):
+    topic, group_id = f"closed-{unique}", f"closed-{unique}"
+    groups.append(group_id)
+    member = failing_closed_on_a_new_partition(broker, throwaway_redis, cluster_name, topic, group_id, protocol)
+    try:
         error = member.errors[0]
         assert isinstance(error, GuardUnavailableError)  # raised from consumer.poll(), the original object
         message = str(error)
@@ -439,17 +452,8 @@ def test_a_fail_closed_partition_whose_pause_is_lost_is_read_from_its_beginning_
     guard's back."""
     topic, group_id = f"lost-{unique}", f"lost-{unique}"
     groups.append(group_id)
-    broker.create_topic(topic, 2)
-    guard = PartitionGuard(redis_url=throwaway_redis.url, cluster=cluster_name, group_id=group_id,
-                           kafka_config=guard_config(broker))
-    member = Member(broker.bootstrap, group_id, topic, guard=guard, protocol=protocol)
+    member = failing_closed_on_a_new_partition(broker, throwaway_redis, cluster_name, topic, group_id, protocol)
     try:
-        wait_until(lambda: member.assigned == {0, 1}, what="partitions 0 and 1 assigned")
-        read_from_each(broker, [member], topic, [0, 1])
-        throwaway_redis.stop()
-        broker.raise_partitions(topic, 3)
-        broker.produce(topic, 2, K)
-        wait_until(lambda: member.errors, what="the rebalance to fail closed")
         assert member.errors[0].paused == [(topic, 2)]
         wait_until(lambda: member.assigned == {0, 1, 2}, what="partition 2 assigned (paused)")
 
