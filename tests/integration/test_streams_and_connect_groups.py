@@ -55,8 +55,9 @@ def test_a_streams_group_is_listed_with_its_members_and_commits_and_its_reset_wa
         wait_until(lambda: reader.streams_group_states([application])[application] == ("Empty", 0),
                    what="the streams group to be Empty")
         before = reader.read_streams([application])[0].committed.get((topic, 0))
-        assert run_remediation_job.apply(args=(job.id,)).get() == "succeeded"
+        status = run_remediation_job.apply(args=(job.id,)).get()
         job.refresh_from_db()
+        assert status == "succeeded", (job.status_reason, job.error)
         assert job.result["partitions"] == [
             {"topic": topic, "partition": 0, "before": before, "planned": 0, "after": 0}]
         (read,) = reader.read_streams([application])
