@@ -111,11 +111,10 @@ class SnapshotReads(KafkaClient):
         poll's own listing finds, through the Java helper
         (``ShareGroupReader.topic_readers``); None without it (or ``java``
         False): the caller then reads every group. A failed listing raises
-        ``KafkaUnavailable``."""
+        ``KafkaUnavailable``; it is asked only once the JVM runs."""
         if not java:
             return None
-        group_ids = self._list_group_ids()
-        return self._from_java("topic readers", lambda reader: reader.topic_readers(group_ids, counts))
+        return self._from_java("topic readers", lambda reader: reader.topic_readers(self._list_group_ids(), counts))
 
     def snapshot(
         self, *, cluster: str, now: datetime, log_starts_for: Collection[str] = (),
