@@ -191,7 +191,16 @@ class ConsumerGroup(models.Model):
     member_count = models.PositiveIntegerField(default=0)
     # As of the last poll: [{"member_id", "client_id", "host", "assignment": [[topic, partition], ...]}].
     members = BulkJSONField(default=list, blank=True)
+    class Isolation(models.TextChoices):
+        UNKNOWN = "unknown"
+        READ_COMMITTED = "read_committed"
+        READ_UNCOMMITTED = "read_uncommitted"
+
     declared_policy = models.CharField(max_length=10, choices=Policy.choices, default=Policy.UNKNOWN)
+    # The consumers' isolation.level, as an operator declared it: the broker does
+    # not know it. "unknown" bounds a latest start by the last stable offset (a
+    # read_committed member starts there); "read_uncommitted" by the high watermark.
+    declared_isolation = models.CharField(max_length=16, choices=Isolation.choices, default=Isolation.UNKNOWN)
     # The start rule as the cluster states it, in words, as of the last poll (a
     # share group's "share.auto.offset.reset=latest (the broker's default)");
     # "" where only a declaration can tell (consumer groups).
@@ -273,6 +282,9 @@ class Finding(models.Model):
     owner_client_id = models.TextField(blank=True, default="")
     owner_host = models.TextField(blank=True, default="")
     pre_pickup_high_watermark = models.BigIntegerField(null=True, blank=True)
+    # L_k: the last stable offset at the same observation as H_k (below it while
+    # a transaction was open). A read_committed latest member starts at or above it.
+    pre_pickup_stable_offset = models.BigIntegerField(null=True, blank=True)
     first_commit = models.BigIntegerField(null=True, blank=True)
     polls_without_owner = models.PositiveIntegerField(default=0)
     guard_start_offset = models.BigIntegerField(null=True, blank=True)
