@@ -96,6 +96,7 @@ from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, group_kind
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
 Policy = Literal["unknown", "latest", "earliest", "by_duration"]
+Isolation = Literal["unknown", "read_committed", "read_uncommitted"]
 FindingStatus = Literal["pending", "undecided", "unowned", "covered", "gap", "expired"]
 PolicySource = Literal["declared", "evidenced", "guard", "assumed"]
 
@@ -127,6 +128,7 @@ class KnownGroup:
     group_id: str
     consumed_topics: frozenset[str]
     declared_policy: Policy = "unknown"
+    declared_isolation: Isolation = "unknown"
 
 
 @dataclass(frozen=True)
@@ -144,20 +146,28 @@ class GroupRules:
     # The policy is the client framework's default, not stated by anyone:
     # its verdicts are "assumed" (an estimate, named so), not "declared".
     assumed: bool = False
+    # The members' isolation.level as declared; the broker does not know it.
+    # Only "read_uncommitted" lets a latest start be bounded by the high
+    # watermark: a read_committed member starts at the last stable offset.
+    isolation: Isolation = "unknown"
 
 
-def group_rules(*, group: GroupSnapshot | None, declared_policy: Policy) -> GroupRules:
+def group_rules(*, group: GroupSnapshot | None, declared_policy: Policy,
+                declared_isolation: Isolation = "unknown") -> GroupRules:
     """The cluster's setting where the snapshot states one, else the
     declaration, else a framework's default (Connect sinks: consumer groups
-    named ``connect-<name>``; streams groups), else nothing (latest assumed)."""
+    named ``connect-<name>``; streams groups), else nothing (latest assumed).
+    The isolation is the declared one whatever decides the policy."""
     position = "start offset" if group is not None and group.type == "share" else "commit"
     if group is not None and group.reset_policy is not None:
-        return GroupRules(policy=group.reset_policy, setting=group.reset_setting, position=position)
+        return GroupRules(policy=group.reset_policy, setting=group.reset_setting, position=position,
+                          isolation=declared_isolation)
     if declared_policy == "unknown" and group is not None:
         default = EARLIEST_BY_DEFAULT.get(group_kind(group.type, group.group_id))
         if default is not None:
-            return GroupRules(policy="earliest", setting=f"assumed earliest, {default}", assumed=True)
-    return GroupRules(policy=declared_policy, position=position)
+            return GroupRules(policy="earliest", setting=f"assumed earliest, {default}", assumed=True,
+                              isolation=declared_isolation)
+    return GroupRules(policy=declared_policy, position=position, isolation=declared_isolation)
 
 
 @dataclass(frozen=True, order=True)
@@ -181,6 +191,7 @@ class FindingState:
     state: FindingStatus
     guard_start_offset: int | None = None
     closed: bool = False
+    pre_pickup_stable_offset: int | None = None
     pickup_after: datetime | None = None
     pickup_before: datetime | None = None
     likely_start: int | None = None
@@ -251,12 +262,14 @@ class FindingAccounting:
     pickup_before: datetime | None = None
     likely_start: int | None = None
     likely_start_evidence: str = ""
+    pre_pickup_stable_offset: int | None = None
 
     def as_state(self) -> FindingState:
         """The stored state the next poll starts from."""
         return FindingState(
             key=self.key, created_at=self.created_at, first_log_start=self.first_log_start,
             pre_pickup_high_watermark=self.pre_pickup_high_watermark, first_commit=self.first_commit,
+            pre_pickup_stable_offset=self.pre_pickup_stable_offset,
             polls_without_owner=self.polls_without_owner, state=self.state,
             guard_start_offset=self.guard_start_offset, pickup_after=self.pickup_after,
             pickup_before=self.pickup_before, likely_start=self.likely_start,
@@ -321,6 +334,8 @@ class _Observation:
     high_watermark: int
     committed: int | None
     owner: MemberSnapshot | None
+    # The last stable offset beside the high watermark; None: not read.
+    last_stable: int | None = None
     # A KIP-848 member holding p in its target but not yet in its assignment.
     assignee: MemberSnapshot | None = None
     # See Snapshot.groups_from / observed_until; complete: a full poll.
@@ -351,12 +366,47 @@ def _record_evidence(*, finding: FindingState, seen: _Observation) -> FindingSta
             # Taken before, let go without a commit: the first member may have read
             # from where it started, so H_k stays where that member could not own p.
             return counted
-        return replace(counted, pre_pickup_high_watermark=seen.high_watermark, pickup_after=seen.groups_from)
+        return replace(counted, pre_pickup_high_watermark=seen.high_watermark, pickup_after=seen.groups_from,
+                       pre_pickup_stable_offset=_stable_floor(finding=finding, seen=seen))
     # Taken: the first observation that shows it bounds the pickup from above.
     taken = replace(finding, pickup_before=finding.pickup_before or seen.observed_until)
     if seen.committed is not None:
         return replace(taken, first_commit=seen.committed)
     return replace(taken, polls_without_owner=0)
+
+
+def _stable_floor(*, finding: FindingState, seen: _Observation) -> int:
+    """L_k: the last stable offset of this observation, at most its high
+    watermark. Not read: the last one recorded (the LSO only grows, so an
+    earlier one is still below any later start), else the first log start."""
+    if seen.last_stable is not None:
+        return min(seen.last_stable, seen.high_watermark)
+    if finding.pre_pickup_stable_offset is not None:
+        return finding.pre_pickup_stable_offset
+    return finding.first_log_start
+
+
+def start_floor(*, finding: FindingState, rules: GroupRules) -> int | None:
+    """The sound lower bound of a latest start, None where no observation
+    before the pickup exists: H_k for a group declared read_uncommitted, else
+    L_k (a read_committed member starts at the last stable offset, below H_k
+    while a transaction is open; librdkafka's default isolation)."""
+    high = finding.pre_pickup_high_watermark
+    if high is None or rules.isolation == "read_uncommitted" or finding.pre_pickup_stable_offset is None:
+        return high
+    return min(high, finding.pre_pickup_stable_offset)
+
+
+def _open_transaction_words(*, finding: FindingState, rules: GroupRules, floor: int | None) -> str:
+    """Why [L_k, H_k) is only possible: a transaction was open at the pickup."""
+    high = finding.pre_pickup_high_watermark
+    if floor is None or high is None or floor >= high:
+        return ""
+    why = "declared read_committed" if rules.isolation == "read_committed" else (
+        "isolation not declared: read_committed, librdkafka's default, is assumed")
+    return (f"; a transaction was open at the pickup: the last stable offset {floor} was below the end {high}, "
+            f"and a read_committed member starts at the last stable offset ({why}), so [{floor}, {high}) is "
+            "possibly, not definitely, missed")
 
 
 def _latest_source(rules: GroupRules) -> tuple[PolicySource, str]:
@@ -404,12 +454,13 @@ def _taken_uncommitted_verdict(*, finding: FindingState, seen: _Observation, rul
         return _Verdict("undecided", "declared", f"{who} took the partition, no {position} yet; {rules.setting}: "
                         f"the start comes from record timestamps, so nothing is definitely missed; {choices}")
     source, because = _latest_source(rules)
-    start, before_pickup = finding.first_log_start, finding.pre_pickup_high_watermark
+    start, before_pickup = finding.first_log_start, start_floor(finding=finding, rules=rules)
     definite_end = start if before_pickup is None else max(start, before_pickup)
     return _Verdict(
         "undecided", source,
         f"{who} took the partition, no {position} yet; {because}: {definite_end - start} definitely missed "
-        f"[{start}, {definite_end}), then {choices}",
+        f"[{start}, {definite_end}){_open_transaction_words(finding=finding, rules=rules, floor=before_pickup)}, "
+        f"then {choices}",
         missed_definite=definite_end - start,
     )
 
@@ -425,13 +476,15 @@ def _guard_verdict(*, finding: FindingState, guard_start: int) -> _Verdict:
     )
 
 
-def _evidence_verdict(*, first_commit: int, pre_pickup_high_watermark: int | None, position: str) -> _Verdict | None:
-    """A first commit below H_k: a latest consumer starts at or above H_k, so this one did not."""
-    if pre_pickup_high_watermark is None or first_commit >= pre_pickup_high_watermark:
+def _evidence_verdict(*, first_commit: int, floor: int | None, position: str, stable: bool) -> _Verdict | None:
+    """A first commit below the start floor (H_k, or L_k for a group that may
+    read committed only): a latest consumer starts at or above it, so this one did not."""
+    if floor is None or first_commit >= floor:
         return None
+    what = "the last stable offset" if stable else "the end"
     return _Verdict(
         "covered", "evidenced",
-        f"first {position} {first_commit} is below {pre_pickup_high_watermark}, the end before pickup: "
+        f"first {position} {first_commit} is below {floor}, {what} before pickup: "
         "the group did not start at latest",
     )
 
@@ -453,10 +506,11 @@ def _likely_words(finding: FindingState, likely: int) -> str:
 
 
 def _gap_verdict(
-    *, finding: FindingState, first_commit: int, source: PolicySource, because: str, position: str
+    *, finding: FindingState, first_commit: int, source: PolicySource, because: str, rules: GroupRules
 ) -> _Verdict:
-    """Under latest: [E, H_k) definitely missed, [H_k, C_f) possibly missed; E for H_k without one."""
-    start, before_pickup = finding.first_log_start, finding.pre_pickup_high_watermark
+    """Under latest: [E, F) definitely missed, [F, C_f) possibly missed, F the
+    start floor (``start_floor``: H_k, or L_k while a transaction was open); E without one."""
+    start, before_pickup = finding.first_log_start, start_floor(finding=finding, rules=rules)
     definite_end = start if before_pickup is None else before_pickup
     possible_end = max(definite_end, first_commit)
     missed_definite = max(0, definite_end - start)
@@ -466,8 +520,9 @@ def _gap_verdict(
     if missed_definite + missed_possible == 0:
         return _Verdict("covered", source, f"{because}; the group started at the log start: nothing missed")
     said = (f"{because}: {missed_definite} definitely missed [{start}, {definite_end}), "
-            f"{missed_possible} possibly missed [{definite_end}, {possible_end}) (the first {position} "
-            f"{first_commit} bounds the start)")
+            f"{missed_possible} possibly missed [{definite_end}, {possible_end}) (the first {rules.position} "
+            f"{first_commit} bounds the start)"
+            f"{_open_transaction_words(finding=finding, rules=rules, floor=before_pickup)}")
     likely = likely_within(likely=finding.likely_start, definite_end=definite_end, first_commit=first_commit)
     if likely is not None and missed_possible:
         said += f"; {_likely_words(finding, likely)}"
@@ -502,8 +557,7 @@ def _policy_verdict(*, finding: FindingState, first_commit: int, rules: GroupRul
     if rules.policy == "by_duration":
         return _duration_verdict(finding=finding, first_commit=first_commit, rules=rules)
     source, because = _latest_source(rules)
-    return _gap_verdict(finding=finding, first_commit=first_commit, source=source, because=because,
-                        position=rules.position)
+    return _gap_verdict(finding=finding, first_commit=first_commit, source=source, because=because, rules=rules)
 
 
 def _decide(
@@ -518,9 +572,10 @@ def _decide(
         return _undecided_verdict(
             finding=finding, seen=seen, rules=rules, unowned_after_polls=unowned_after_polls
         )
+    floor = start_floor(finding=finding, rules=rules)
     evidenced = None if rules.policy == "by_duration" else _evidence_verdict(
-        first_commit=finding.first_commit, pre_pickup_high_watermark=finding.pre_pickup_high_watermark,
-        position=rules.position,
+        first_commit=finding.first_commit, floor=floor, position=rules.position,
+        stable=floor != finding.pre_pickup_high_watermark,
     )
     return evidenced or _policy_verdict(finding=finding, first_commit=finding.first_commit, rules=rules)
 
@@ -572,6 +627,7 @@ def _account_finding(
         owner_client_id=owner.client_id if owner else None,
         owner_host=owner.host if owner else None,
         pre_pickup_high_watermark=finding.pre_pickup_high_watermark, first_commit=finding.first_commit,
+        pre_pickup_stable_offset=finding.pre_pickup_stable_offset,
         polls_without_owner=finding.polls_without_owner, guard_start_offset=finding.guard_start_offset,
         missed_definite=verdict.missed_definite, missed_possible=verdict.missed_possible, expired=expired,
         backfill_start=backfill[0], backfill_end=backfill[1],
@@ -599,6 +655,7 @@ def _observe(
     return _Observation(
         log_start=partition.log_start,
         high_watermark=partition.high_watermark,
+        last_stable=partition.last_stable_offset,
         committed=group.committed.get((key.topic, key.partition)),
         owner=group.owner_of(key.topic, key.partition),
         assignee=group.assignee_of(key.topic, key.partition),
@@ -642,6 +699,12 @@ def _new_findings(
         or read_before_change(group=group, generation=generation)
         for partition in sorted(generation.added_partitions)
     ]
+
+
+def _declared_rules(*, group: GroupSnapshot | None, known: KnownGroup | None) -> GroupRules:
+    if known is None:
+        return group_rules(group=group, declared_policy="unknown")
+    return group_rules(group=group, declared_policy=known.declared_policy, declared_isolation=known.declared_isolation)
 
 
 def evaluate_snapshot(
@@ -694,7 +757,7 @@ def evaluate_snapshot(
 
     offsets = {(t.name, p.partition): p for t in snapshot.topics for p in t.partitions}
     listed_groups = {group.group_id: group for group in snapshot.groups}
-    policies = {group.group_id: group.declared_policy for group in known_groups}
+    declared = {group.group_id: group for group in known_groups}
     created_keys = {f.key for f in created}
     accounting, transitions = [], []
     for key, finding in findings.items():
@@ -703,8 +766,7 @@ def evaluate_snapshot(
             continue
         result = _account_finding(
             finding=finding, seen=seen,
-            rules=group_rules(group=listed_groups.get(key.group_id),
-                              declared_policy=policies.get(key.group_id, "unknown")),
+            rules=_declared_rules(group=listed_groups.get(key.group_id), known=declared.get(key.group_id)),
             unowned_after_polls=unowned_after_polls, likely_start=(likely_starts or {}).get(key),
         )
         accounting.append(result)

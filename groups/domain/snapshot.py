@@ -22,6 +22,10 @@ class PartitionOffsets:
     # commit on the partition): reading every log start every poll is costly.
     log_start: int | None
     high_watermark: int
+    # The last stable offset (ListOffsets read_committed), read beside the high
+    # watermark where a poll needs it: below it while a transaction is open, and
+    # where a read_committed member starting at latest starts. None: not read.
+    last_stable_offset: int | None = None
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def cluster_poll_state(*, cluster: Cluster, snapshot: Snapshot) -> PollState:
         consumed[group_id].add(topic_name)
     known_groups = [
         detection.KnownGroup(group_id=g.group_id, consumed_topics=frozenset(consumed[g.group_id]),
-                             declared_policy=g.declared_policy)
+                             declared_policy=g.declared_policy, declared_isolation=g.declared_isolation)
         for g in groups.values()
     ]
     return PollState(topics=topics, groups=groups, known_topics=known_topics, known_groups=known_groups,
@@ -94,6 +94,7 @@ def finding_state(*, row: Finding, guard_starts: dict[tuple[str, str, int], int]
     return detection.FindingState(
         key=key, created_at=row.created_at, first_log_start=row.first_log_start,
         pre_pickup_high_watermark=row.pre_pickup_high_watermark, first_commit=row.first_commit,
+        pre_pickup_stable_offset=row.pre_pickup_stable_offset,
         polls_without_owner=row.polls_without_owner, state=row.state, guard_start_offset=guard_start,
         pickup_after=row.pickup_after, pickup_before=row.pickup_before, likely_start=row.likely_start,
         likely_start_evidence=row.likely_start_evidence,

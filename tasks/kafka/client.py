@@ -98,7 +98,8 @@ class KafkaClient:
         self._timeout = timeout
         self._max_in_flight = max_in_flight
         self._admin: AdminClient | None = None
-        self._offsets_reader: Consumer | None = None
+        # ListOffsets consumers by isolation.level (``offsets_reader``, ``stable_offsets_reader``).
+        self._offsets_readers: dict[str, Consumer] = {}
         self.last_timings: dict[str, float] = {}
         self.last_cpu: dict[str, float] = {}
         self.last_peak_in_flight: dict[str, int] = {}
@@ -121,13 +122,23 @@ class KafkaClient:
         list, where the admin client makes a future per partition, a third of
         the CPU at 10k partitions. Read uncommitted: -1 answers the high
         watermark, as the admin client's OffsetSpec.latest() did."""
-        if self._offsets_reader is None:
-            self._offsets_reader = Consumer(
+        return self._offsets_reader_for("read_uncommitted")
+
+    @property
+    def stable_offsets_reader(self) -> Consumer:
+        """The same, read committed: -1 answers the last stable offset, where
+        a read_committed member that starts at latest starts (below the high
+        watermark while a transaction is open)."""
+        return self._offsets_reader_for("read_committed")
+
+    def _offsets_reader_for(self, isolation: str) -> Consumer:
+        if isolation not in self._offsets_readers:
+            self._offsets_readers[isolation] = Consumer(
                 {**self._config.client_config(), "group.id": OFFSETS_READER_GROUP, "enable.auto.commit": False,
-                 "isolation.level": "read_uncommitted", "socket.timeout.ms": int(self._timeout * 1000),
+                 "isolation.level": isolation, "socket.timeout.ms": int(self._timeout * 1000),
                  "error_cb": self._reported}
             )
-        return self._offsets_reader
+        return self._offsets_readers[isolation]
 
     def ping(self) -> int:
         """Ask the cluster for its metadata; return the number of brokers."""
@@ -223,8 +234,8 @@ class KafkaClient:
         is a refusal by the broker's authorizer or of the login."""
         if self._admin is not None:
             self._admin.poll(0)  # serve the client's error callbacks
-        if self._offsets_reader is not None:
-            self._offsets_reader.poll(0)
+        for reader in self._offsets_readers.values():
+            reader.poll(0)
         window = 2 * self._timeout + WAIT_GRACE_SECONDS
         recent = time.monotonic() - self._reported.at < window
         reported = f" (the client reported {self._reported.text})" if self._reported.text and recent else ""

@@ -127,7 +127,10 @@ class SnapshotReads(KafkaClient):
         """Read everything one poll needs, in this order:
 
         1. topics: names from metadata, then topic ids and partitions;
-        2. watermarks: the high watermark of every partition;
+        2. watermarks: the high watermark of every partition, and the last
+           stable offset (read committed) of the partitions whose log starts
+           step 5 reads by topic (a finding's H_k is observed there; L_k
+           beside it must be read before the groups too);
         3. groups: list, then describe (state, type, members, assignments);
         4. offsets: the committed offsets of every group;
         4b. share and streams groups (``tasks.kafka.share_groups``, Kafka's
@@ -198,6 +201,16 @@ class SnapshotReads(KafkaClient):
                 high_watermarks = self._list_offsets(described, _partitions(described), OFFSET_END, gone, deadline)
             else:
                 high_watermarks = self._split_watermarks(split, part_count, described, gone)
+            wanted = set(log_starts_for) | {
+                name for name, topic in described.items()
+                if known_counts is None or topics is not None
+                or (name in known_counts and known_counts[name] != len(topic.partition_ids))
+            }
+            stable_keys = [key for key in _partitions(described) if key[0] in wanted]
+            stable_offsets = self._list_offsets(
+                described, stable_keys, OFFSET_END, gone, time.monotonic() + self._timeout,
+                reader=self.stable_offsets_reader,
+            ) if stable_keys else {}
         groups_from = datetime.now(timezone.utc)
         # A targeted snapshot (the watcher's) asks only for its topics' partitions' commits:
         # the groups' commits elsewhere are not its business.
@@ -228,11 +241,6 @@ class SnapshotReads(KafkaClient):
         readers = [*found, *java_read]
         committed.update((group.group_id, group.committed) for group in java_read)
         with self._stage("log_starts"):
-            wanted = set(log_starts_for) | {
-                name for name, topic in described.items()
-                if known_counts is None or topics is not None
-                or (name in known_counts and known_counts[name] != len(topic.partition_ids))
-            }
             needed = [key for key in _partitions(described) if key[0] in wanted]
             needed += _uncommitted(described, readers, committed, wanted)
             log_starts = self._list_offsets(
@@ -241,7 +249,7 @@ class SnapshotReads(KafkaClient):
         return Snapshot(
             cluster=cluster,
             taken_at=now,
-            topics=_topic_snapshots(described, gone, high_watermarks, log_starts),
+            topics=_topic_snapshots(described, gone, high_watermarks, log_starts, stable_offsets),
             scope=None if topics is None else frozenset(topics),
             groups_from=groups_from,
             observed_until=datetime.now(timezone.utc),
@@ -410,8 +418,11 @@ class SnapshotReads(KafkaClient):
         spec: int,
         gone: set[str],
         deadline: float,
+        *,
+        reader: Any = None,
     ) -> dict[tuple[str, int], int]:
-        """``spec`` OFFSET_END (-1): high watermarks; OFFSET_BEGINNING (-2): log starts.
+        """``spec`` OFFSET_END (-1): high watermarks (last stable offsets with
+        ``reader`` the ``stable_offsets_reader``); OFFSET_BEGINNING (-2): log starts.
 
         1. ListOffsets calls of ``PARTITIONS_PER_LIST_OFFSETS`` partitions,
            ``LIST_OFFSETS_THREADS`` at once, through the offsets reader (the
@@ -423,7 +434,7 @@ class SnapshotReads(KafkaClient):
         offsets: dict[tuple[str, int], int] = {}
         backoff = _FIRST_RETRY_SECONDS
         partitions = [key for key in partitions if key[0] not in gone]
-        reader = self.offsets_reader
+        reader = reader or self.offsets_reader
 
         def ask(batch: Sequence[tuple[str, int]]) -> list[TopicPartition | _Answer]:
             """The answer, or the call's error on every partition of the batch:
@@ -693,10 +704,12 @@ def _uncommitted(
 
 def _topic_snapshots(
     described: dict[str, TopicDetails], gone: set[str], high_watermarks: dict[tuple[str, int], int],
-    log_starts: dict[tuple[str, int], int],
+    log_starts: dict[tuple[str, int], int], stable_offsets: dict[tuple[str, int], int],
 ) -> tuple[TopicSnapshot, ...]:
     """Read after the high watermark, a log start can only be above it if retention
-    ran in between: clamped, so ``log_start <= high_watermark`` always holds."""
+    ran in between, and a last stable offset if records were written in between:
+    both clamped, so ``log_start <= high_watermark`` and ``last_stable_offset <=
+    high_watermark`` always hold (the lower LSO still bounds a later start)."""
     return tuple(
         TopicSnapshot(
             name=topic.name,
@@ -710,6 +723,10 @@ def _topic_snapshots(
                         else min(log_starts[(topic.name, partition)], high_watermarks[(topic.name, partition)])
                     ),
                     high_watermark=high_watermarks[(topic.name, partition)],
+                    last_stable_offset=(
+                        None if (topic.name, partition) not in stable_offsets
+                        else min(stable_offsets[(topic.name, partition)], high_watermarks[(topic.name, partition)])
+                    ),
                 )
                 for partition in topic.partition_ids
             ),

@@ -8,6 +8,7 @@ import re
 import subprocess
 import threading
 import time
+import uuid
 from collections import defaultdict
 
 from confluent_kafka import (
@@ -143,12 +144,14 @@ class GroupConsumer(ReadOffsets):
     application that commits in batches does; ``delay`` then only slows it.
     ``assign_work_s``: seconds the ``on_assign`` callback works before it
     returns (the client fetches its start positions only afterwards).
+    ``isolation``: its ``isolation.level`` (None: librdkafka's default,
+    read_committed).
     """
 
     def __init__(self, bootstrap: str, group_id: str, topic: str, *, offset_reset: str,
                  refresh_ms: int = 600_000, delay: float = 0.0, client_id: str | None = None,
                  protocol: str = "classic", commit_interval_ms: int = 300, commit_every: int = 0,
-                 assign_work_s: float = 0.0) -> None:
+                 assign_work_s: float = 0.0, isolation: str | None = None) -> None:
         config = {
             "bootstrap.servers": bootstrap,
             "group.id": group_id,
@@ -158,6 +161,8 @@ class GroupConsumer(ReadOffsets):
             "enable.auto.commit": delay == 0 and commit_every == 0,
             "auto.commit.interval.ms": commit_interval_ms,
         }
+        if isolation is not None:
+            config["isolation.level"] = isolation
         if protocol == "classic":
             config.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
         else:
@@ -347,14 +352,17 @@ class RateProducer:
 
     def __init__(self, bootstrap: str, topic: str, *, rate: float, partitions: list[int],
                  clock_skew_s: float = 0.0) -> None:
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
         self.topic = topic
+        self.producer = self._make_producer(bootstrap)
         self.rate = rate
         self.clock_skew_s = clock_skew_s
         self.partitions = list(partitions)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def _make_producer(self, bootstrap: str) -> Producer:
+        return Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
 
     def add(self, partitions: list[int]) -> None:
         total = max(partitions) + 1
@@ -388,6 +396,73 @@ class RateProducer:
         self._stop.set()
         self._thread.join(timeout=10)
         self.producer.flush(30)
+
+
+class TransactionalRateProducer(RateProducer):
+    """A ``RateProducer`` whose records are written in transactions: each
+    holds ``hold_s`` seconds of records, and every ``abort_every``-th one is
+    aborted (0: all committed). ``add`` commits the transaction under way
+    once the producer sees the new partitions, then keeps the next one, which
+    holds their first records, open ``hold_new_s`` seconds: a transaction open
+    across the pickup. Every call on the producer is made by its own thread."""
+
+    def __init__(self, bootstrap: str, topic: str, *, rate: float, partitions: list[int], hold_s: float = 1.0,
+                 hold_new_s: float = 1.0, abort_every: int = 0) -> None:
+        self.hold_s, self.hold_new_s, self.abort_every = hold_s, hold_new_s, abort_every
+        self.transactions = {"committed": 0, "aborted": 0}
+        self.errors: list[str] = []
+        self._producer_config = {"bootstrap.servers": bootstrap, "linger.ms": 5,
+                                 "transactional.id": f"{topic}-tx-{uuid.uuid4().hex[:6]}"}
+        super().__init__(bootstrap, topic, rate=rate, partitions=partitions)
+
+    def _make_producer(self, bootstrap: str) -> Producer:
+        producer = Producer(self._producer_config)
+        producer.init_transactions(30)
+        return producer
+
+    def _run(self) -> None:
+        period = 1.0 / self.rate
+        next_at = time.monotonic()
+        serving = list(self.partitions)
+        self.producer.begin_transaction()
+        began, hold, number = time.monotonic(), self.hold_s, 1
+        while not self._stop.is_set():
+            if self.partitions != serving or time.monotonic() - began >= hold:
+                grown = self.partitions != serving
+                self._end(number)
+                serving, number = list(self.partitions), number + 1
+                self.producer.begin_transaction()
+                began, hold = time.monotonic(), self.hold_new_s if grown else self.hold_s
+            try:
+                for partition in serving:
+                    self.producer.produce(self.topic, value=b"x", partition=partition)
+            except KafkaException as error:
+                # The transaction failed (e.g. a partition not yet known to its
+                # coordinator right after it was added): abort it, begin another.
+                self.errors.append(str(error))
+                self.producer.abort_transaction(30)
+                self.transactions["aborted"] += 1
+                self.producer.begin_transaction()
+                began = time.monotonic()
+            self.producer.poll(0)
+            next_at += period
+            pause = next_at - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+        self._end(number)
+
+    def _end(self, number: int) -> None:
+        if not self.abort_every or number % self.abort_every:
+            try:
+                self.producer.commit_transaction(30)
+                self.transactions["committed"] += 1
+                return
+            except KafkaException as error:
+                if not error.args[0].txn_requires_abort():
+                    raise
+                self.errors.append(str(error))
+        self.producer.abort_transaction(30)
+        self.transactions["aborted"] += 1
 
 
 def group_committed(admin: AdminClient, group_id: str, topic: str, partitions: list[int]) -> dict[int, int]:

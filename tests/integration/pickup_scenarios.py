@@ -29,6 +29,7 @@ from tests.integration.kafka_harness import (
     JavaConsoleConsumer,
     JavaConsoleShareConsumer,
     RateProducer,
+    TransactionalRateProducer,
     group_committed,
     never_consumed,
     wait_until,
@@ -39,7 +40,8 @@ DECIDED = ("gap", "covered", "expired")
 # What a decided finding keeps for the assertions and the bench (plus its
 # likely start and evidence, as ``likely`` and ``likely_evidence``).
 FINDING_FIELDS = (
-    "state", "first_log_start", "log_start_offset", "high_watermark", "pre_pickup_high_watermark", "first_commit",
+    "state", "first_log_start", "log_start_offset", "high_watermark", "pre_pickup_high_watermark",
+    "pre_pickup_stable_offset", "first_commit",
     "missed_definite", "missed_possible", "backfill_start", "backfill_end", "pickup_after", "pickup_before",
     "policy_source", "explanation",
 )
@@ -54,7 +56,14 @@ class Scenario:
     20 ms of work per record), rdkafka-slow-assign (1.5 s of work in
     ``on_assign``), java-share (Kafka's console share consumer, a share
     group: its start offset is its position). ``late_join``: the group starts after the last full poll
-    before the change, so no full poll ever recorded it reading the topic."""
+    before the change, so no full poll ever recorded it reading the topic.
+
+    Transactions (issue 32): ``isolation`` is the librdkafka client's
+    ``isolation.level`` (None: its default, read_committed), ``declared_isolation``
+    what an operator declares on the group in Gapwatch once a poll saw it;
+    ``transactions`` "open" writes every record in 1 s transactions and keeps
+    the one holding partition 1's first records open 15 s, past the pickup;
+    "aborted" aborts every other 1 s transaction."""
 
     id: str
     client: str
@@ -62,6 +71,9 @@ class Scenario:
     clock_skew_s: float = 0.0
     timestamp_type: str = "CreateTime"
     late_join: bool = False
+    isolation: str | None = None
+    declared_isolation: str = ""
+    transactions: str = ""
 
 
 SCENARIOS = (
@@ -82,6 +94,11 @@ SCENARIOS = (
     # A share group (KIP-932) under the broker's default share.auto.offset.reset=latest: its
     # position is the start offset, which moves forward as records are acknowledged.
     Scenario("java-share", "java-share"),
+    # Transactions: a read_committed member starting at latest starts at the last stable offset.
+    Scenario("rdkafka-txn-open-read-committed", "rdkafka-classic", transactions="open"),
+    Scenario("rdkafka-txn-open-read-uncommitted", "rdkafka-classic", transactions="open",
+             isolation="read_uncommitted", declared_isolation="read_uncommitted"),
+    Scenario("rdkafka-txn-aborted", "rdkafka-classic", transactions="aborted"),
 )
 
 
@@ -97,8 +114,17 @@ def start_client(scenario: Scenario, bootstrap: str, group_id: str, topic: str):
     if kind == "rdkafka-slow-assign":
         return GroupConsumer(bootstrap, group_id, topic, assign_work_s=1.5, **common)
     if kind in ("rdkafka-classic", "rdkafka-consumer"):
-        return GroupConsumer(bootstrap, group_id, topic, protocol=kind.split("-", 1)[1], **common)
+        return GroupConsumer(bootstrap, group_id, topic, protocol=kind.split("-", 1)[1],
+                             isolation=scenario.isolation, **common)
     raise ValueError(kind)
+
+
+def start_producer(scenario: Scenario, bootstrap: str, topic: str) -> RateProducer:
+    if scenario.transactions == "open":
+        return TransactionalRateProducer(bootstrap, topic, rate=scenario.rate, partitions=[0], hold_new_s=15)
+    if scenario.transactions == "aborted":
+        return TransactionalRateProducer(bootstrap, topic, rate=scenario.rate, partitions=[0], abort_every=2)
+    return RateProducer(bootstrap, topic, rate=scenario.rate, partitions=[0], clock_skew_s=scenario.clock_skew_s)
 
 
 @dataclass
@@ -194,8 +220,7 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
         for o in outcomes:
             config = {"message.timestamp.type": o.scenario.timestamp_type}
             broker.create_topic(o.topic, 1, config)
-            producers[o.group_id] = RateProducer(broker.bootstrap, o.topic, rate=o.scenario.rate, partitions=[0],
-                                                 clock_skew_s=o.scenario.clock_skew_s)
+            producers[o.group_id] = start_producer(o.scenario, broker.bootstrap, o.topic)
         early = [o for o in outcomes if not o.scenario.late_join]
         late = [o for o in outcomes if o.scenario.late_join]
         for o in early:
@@ -214,6 +239,9 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
 
         wait_until(all_recorded, timeout=120, interval=0.5, what="a full poll to see every early group reading")
         log("a full poll recorded every early group")
+        for o in early:
+            if o.scenario.declared_isolation:
+                cluster.groups.filter(group_id=o.group_id).update(declared_isolation=o.scenario.declared_isolation)
         driver.before_late_joiners()
         for o in late:
             clients[o.group_id] = start_client(o.scenario, broker.bootstrap, o.group_id, o.topic)

@@ -97,9 +97,9 @@ def test_it_reads_exact_watermarks_topic_id_and_stage_timings(adapter, admin, ma
     read = snapshot.topic(topic)
     assert read is not None
     assert read.partitions == (
-        PartitionOffsets(partition=0, log_start=0, high_watermark=3),
-        PartitionOffsets(partition=1, log_start=0, high_watermark=5),
-        PartitionOffsets(partition=2, log_start=0, high_watermark=7),
+        PartitionOffsets(partition=0, log_start=0, high_watermark=3, last_stable_offset=3),
+        PartitionOffsets(partition=1, log_start=0, high_watermark=5, last_stable_offset=5),
+        PartitionOffsets(partition=2, log_start=0, high_watermark=7, last_stable_offset=7),
     )
     assert read.partition_ids == frozenset({0, 1, 2})
     assert read.is_internal is False
@@ -201,7 +201,34 @@ def test_it_sees_the_log_start_move_after_delete_records(adapter, admin, make_to
 
     read = adapter.snapshot(cluster="local", now=NOW).topic(topic)
 
-    assert read.partitions == (PartitionOffsets(partition=0, log_start=4, high_watermark=10),)
+    assert read.partitions == (PartitionOffsets(partition=0, log_start=4, high_watermark=10, last_stable_offset=10),)
+
+
+def test_it_reads_the_last_stable_offset_below_an_open_transaction_where_a_poll_observes(
+        adapter, make_topic, kafka_bootstrap):
+    """Issue 32: beside the high watermark, the last stable offset of the
+    partitions whose log starts a poll reads by topic (a changed or watched
+    topic); elsewhere it is not read (None), never guessed."""
+    watched, other = make_topic("stable", 1), make_topic("unwatched", 1)
+    produce(kafka_bootstrap, watched, {0: 2})
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": f"tx-{watched}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for _ in range(5):
+        producer.produce(watched, value=b"x", partition=0)
+    producer.flush(30)
+    try:
+        snapshot = adapter.snapshot(cluster="local", now=NOW, log_starts_for={watched},
+                                    known_counts={watched: 1, other: 1})
+        assert snapshot.topic(watched).partitions == (
+            PartitionOffsets(partition=0, log_start=0, high_watermark=7, last_stable_offset=2),)
+        assert snapshot.topic(other).partitions[0].last_stable_offset is None
+    finally:
+        producer.commit_transaction(30)
+    # The coordinator writes the commit marker after the commit returns: the LSO reaches the end soon after.
+    wait_until(lambda: adapter.snapshot(cluster="local", now=NOW, topics={watched}).topic(watched).partitions[0] ==
+               PartitionOffsets(partition=0, log_start=0, high_watermark=8, last_stable_offset=8),
+               what="the last stable offset to reach the high watermark after the commit marker")
 
 
 

@@ -26,12 +26,13 @@ NEW_PARTITION = FindingKey(group_id="billing", topic="orders", partition=2, gene
 
 
 def topic(name: str, *offsets: tuple[int, int], topic_id: str | None = None, internal: bool = False) -> TopicSnapshot:
-    """A topic whose partition i has (log start, high watermark) = offsets[i]."""
+    """A topic whose partition i has (log start, high watermark) = offsets[i],
+    and no transaction open (its last stable offset is its high watermark)."""
     return TopicSnapshot(
         name=name,
         topic_id=topic_id or f"{name}-id-1",
         is_internal=internal,
-        partitions=tuple(PartitionOffsets(p, start, end) for p, (start, end) in enumerate(offsets)),
+        partitions=tuple(PartitionOffsets(p, start, end, end) for p, (start, end) in enumerate(offsets)),
     )
 
 
@@ -82,6 +83,11 @@ class Step:
     # billing as a share group (KIP-932): its share.auto.offset.reset as the
     # cluster states it, (policy, setting in words); ``commit`` is then its start offset.
     share: tuple[str, str] | None = None
+    # A transaction open on partition 2 from this offset: the last stable offset
+    # (default: none open, the LSO is the high watermark). ``stable_unread``: the
+    # poll did not read the LSO at all.
+    open_transaction_from: int | None = None
+    stable_unread: bool = False
 
     def snapshot(self, now: datetime = T0) -> Snapshot:
         owns = [("orders", 0), ("orders", 1)] + ([("orders", 2)] if self.owned else [])
@@ -89,6 +95,10 @@ class Step:
         if self.commit is not None:
             commits[("orders", 2)] = self.commit
         orders_now = topic("orders", (0, 1000), (0, 1000), (self.log_start, self.high_watermark), topic_id=ORDERS_ID)
+        stable = None if self.stable_unread else (
+            self.high_watermark if self.open_transaction_from is None else self.open_transaction_from)
+        orders_now = replace(orders_now, partitions=orders_now.partitions[:2] + (
+            replace(orders_now.partitions[2], last_stable_offset=stable),))
         billing = group("billing", owns=tuple(owns), commits=commits)
         if self.target:
             (member,) = billing.members
@@ -145,11 +155,11 @@ def key(partition: int, generation: int, group_id: str = "billing", topic_name: 
 
 def billing_store(
     *, policy: str = "unknown", also_read: frozenset[str] = frozenset(), unowned_after_polls: int = 30,
-    **topics: KnownTopic,
+    isolation: str = "unknown", **topics: KnownTopic,
 ) -> Store:
     """orders at generation 1 with partitions 0 and 1, read by billing (plus ``also_read``)."""
     return Store(
         topics={"orders": KnownTopic("orders", ORDERS_ID, 1, frozenset({0, 1})), **topics},
-        groups={"billing": KnownGroup("billing", frozenset({"orders"}) | also_read, policy)},
+        groups={"billing": KnownGroup("billing", frozenset({"orders"}) | also_read, policy, isolation)},
         unowned_after_polls=unowned_after_polls,
     )

@@ -220,6 +220,7 @@ class Story:
     policy: str = "unknown"
     unowned_after_polls: int = 30
     watched: tuple[bool, ...] | None = None  # is billing in groups_to_watch after each poll
+    isolation: str = "unknown"  # billing's declared isolation.level
     explanation_mentions: str = ""
 
 
@@ -825,12 +826,135 @@ STORIES = [
         "a member being given p has not read yet: at risk are the stored messages H - E = 70 - 20, as without it",
         id="kip848-target-at-risk-is-h-minus-e",
     ),
+    # --- transactions (issue 32): a read_committed latest member starts at the last stable offset ---
+    pytest.param(
+        Story(
+            steps=(Step(0, 30, open_transaction_from=0), Step(0, 36, owned=True, open_transaction_from=0),
+                   Step(0, 40, owned=True, commit=37)),
+            states=("pending", "undecided", "gap"),
+            final=dict(pre_pickup_high_watermark=30, pre_pickup_stable_offset=0, missed_definite=0,
+                       missed_possible=37, backfill_start=0, backfill_end=37, policy_source="assumed",
+                       explanation="policy not declared, assumed latest (the client default): 0 definitely missed "
+                                   "[0, 0), 37 possibly missed [0, 37) (the first commit 37 bounds the start); a "
+                                   "transaction was open at the pickup: the last stable offset 0 was below the end "
+                                   "30, and a read_committed member starts at the last stable offset (isolation "
+                                   "not declared: read_committed, librdkafka's default, is assumed), so [0, 30) is "
+                                   "possibly, not definitely, missed"),
+        ),
+        "the issue's case: 30 records in a transaction open across the pickup; a read_committed member starting "
+        "at latest starts at the LSO 0 and loses nothing, so nothing is definite; the isolation is not declared "
+        "and librdkafka's default is read_committed: [L_k, H_k) = [0, 30) is only possible",
+        id="transaction-open-at-pickup-isolation-unknown",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 30, open_transaction_from=0), Step(0, 36, owned=True, open_transaction_from=0),
+                   Step(0, 40, owned=True, commit=37)),
+            isolation="read_uncommitted",
+            states=("pending", "undecided", "gap"),
+            final=dict(pre_pickup_stable_offset=0, missed_definite=30, missed_possible=7, backfill_start=0,
+                       backfill_end=37,
+                       explanation="policy not declared, assumed latest (the client default): 30 definitely missed "
+                                   "[0, 30), 7 possibly missed [30, 37) (the first commit 37 bounds the start)"),
+        ),
+        "declared read_uncommitted: its latest start is the high watermark whatever the transactions, so H_k "
+        "bounds it again: [0, 30) definite, and the words say nothing of transactions",
+        id="transaction-open-at-pickup-read-uncommitted-declared",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 30, open_transaction_from=12), Step(0, 40, owned=True, commit=37)),
+            isolation="read_committed",
+            states=("pending", "gap"),
+            final=dict(missed_definite=12, missed_possible=25),
+            explanation_mentions="[12, 30) is possibly, not definitely, missed",
+        ),
+        "declared read_committed, transaction open from 12: [0, 12) committed before it is definite, the rest "
+        "possible",
+        id="transaction-open-at-pickup-read-committed-declared",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 30, open_transaction_from=0), Step(0, 40, owned=True, commit=20)),
+            states=("pending", "gap"),
+            final=dict(policy_source="assumed", missed_definite=0, missed_possible=20),
+        ),
+        "a first commit at 20, below H_k 30 but above L_k 0: a read_committed latest member can commit there, "
+        "so it is no evidence of earliest (it was 'covered' before issue 32)",
+        id="transaction-commit-between-lso-and-hw-is-no-evidence",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 30, open_transaction_from=0), Step(0, 40, owned=True, commit=20)),
+            isolation="read_uncommitted",
+            states=("pending", "covered"),
+            final=dict(policy_source="evidenced"),
+            explanation_mentions="first commit 20 is below 30, the end before pickup",
+        ),
+        "the same commit from a declared read_uncommitted group is evidence: its latest start is at least 30",
+        id="transaction-commit-below-hw-read-uncommitted-is-evidence",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 20, open_transaction_from=5), Step(0, 30, open_transaction_from=25),
+                   Step(0, 40, owned=True, commit=40)),
+            states=("pending", "pending", "gap"),
+            final=dict(pre_pickup_stable_offset=25, pre_pickup_high_watermark=30, missed_definite=25,
+                       missed_possible=15),
+        ),
+        "L_k is read at the same observation as H_k: both move to the last one without an owner (25 and 30)",
+        id="transaction-l-k-from-the-last-observation-without-owner",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 20, open_transaction_from=5), Step(0, 30, stable_unread=True),
+                   Step(0, 40, owned=True, commit=40)),
+            states=("pending", "pending", "gap"),
+            final=dict(pre_pickup_stable_offset=5, pre_pickup_high_watermark=30, missed_definite=5,
+                       missed_possible=35),
+        ),
+        "an observation that did not read the LSO keeps the last one read (5): the LSO only grows, so an older "
+        "one is still at or below any later start; never the high watermark in its place",
+        id="transaction-lso-unread-keeps-the-last-one",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(3, 30, stable_unread=True), Step(3, 40, owned=True, commit=40)),
+            states=("pending", "gap"),
+            final=dict(pre_pickup_stable_offset=3, missed_definite=0, missed_possible=37),
+        ),
+        "no LSO ever read: the floor falls to the first log start, the only sound one; nothing definite",
+        id="transaction-lso-never-read-falls-to-the-log-start",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 20, open_transaction_from=0), Step(0, 31), Step(0, 40, owned=True, commit=35)),
+            states=("pending", "pending", "gap"),
+            final=dict(pre_pickup_stable_offset=31, missed_definite=31, missed_possible=4,
+                       explanation="policy not declared, assumed latest (the client default): 31 definitely missed "
+                                   "[0, 31), 4 possibly missed [31, 35) (the first commit 35 bounds the start)"),
+        ),
+        "a transaction open at an early poll but committed before the last one without owner: L_k = H_k, the "
+        "bracket is as without transactions",
+        id="transaction-closed-before-the-pickup-changes-nothing",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 30, open_transaction_from=10), Step(0, 36, owned=True)),
+            states=("pending", "undecided"),
+            final=dict(missed_definite=10),
+            explanation_mentions="10 definitely missed [0, 10); a transaction was open at the pickup",
+        ),
+        "taken, no commit yet: the definite part already stops at L_k",
+        id="transaction-undecided-definite-stops-at-l-k",
+    ),
 ]
 
 
 @pytest.mark.parametrize("story, why", STORIES)
 def test_gap_accounting(story: Story, why: str):
-    store = billing_store(policy=story.policy, unowned_after_polls=story.unowned_after_polls)
+    store = billing_store(policy=story.policy, unowned_after_polls=story.unowned_after_polls,
+                          isolation=story.isolation)
     states, watched, transitions = [], [], []
     for step in story.steps:
         if step.guard_start is not None:
