@@ -117,23 +117,26 @@ class PartitionGenerationAdmin(ScopedAdmin, ReadOnlyAdmin):
 
 @admin.register(ConsumerGroup)
 class ConsumerGroupAdmin(ScopedAdmin, admin.ModelAdmin):
-    """Only the declared offset-reset policy is a person's to change."""
+    """Only the declared offset-reset policy and isolation level are a person's to change."""
 
     scope_fields = {"cluster": "cluster__name", "group": "group_id"}
 
-    list_display = ["group_id", "cluster", "state", "type", "member_count", "declared_policy", "present"]
-    list_filter = ["cluster", "state", "declared_policy", "present"]
+    list_display = ["group_id", "cluster", "state", "type", "member_count", "declared_policy", "declared_isolation",
+                    "present"]
+    list_filter = ["cluster", "state", "declared_policy", "declared_isolation", "present"]
     search_fields = ["group_id"]
     fields = ["cluster", "group_id", "state", "type", "assignor", "member_count", "present", "declared_policy",
-              "first_seen_at", "last_seen_at"]
-    readonly_fields = [f for f in fields if f != "declared_policy"]
+              "declared_isolation", "first_seen_at", "last_seen_at"]
+    readonly_fields = [f for f in fields if f not in ("declared_policy", "declared_isolation")]
 
     def has_add_permission(self, request) -> bool:
         return False
 
     def save_model(self, request, obj, form, change):
-        if "declared_policy" in form.changed_data:
-            group_declare_policy(user=request.user, group_id=obj.pk, policy=obj.declared_policy)
+        changed = form.changed_data
+        group_declare_policy(user=request.user, group_id=obj.pk,
+                             policy=obj.declared_policy if "declared_policy" in changed else None,
+                             isolation=obj.declared_isolation if "declared_isolation" in changed else None)
 
 
 @admin.register(Finding)

@@ -295,6 +295,9 @@ class GroupOut(Schema):
     assignor: str
     member_count: int
     declared_policy: Literal[tuple(ConsumerGroup.Policy.values)]
+    declared_isolation: Literal[tuple(ConsumerGroup.Isolation.values)] = Field(description=(
+        "The consumers' isolation.level as declared in Gapwatch (the broker does not know it): unknown and "
+        "read_committed bound a latest start by the last stable offset, read_uncommitted by the high watermark."))
     reset_setting: str = Field(description=(
         "Where the group starts a partition it has no position on, as the cluster states it, in words "
         "(a share group's share.auto.offset.reset, e.g. \"share.auto.offset.reset=latest (the broker's "

@@ -28,7 +28,7 @@ CONNECTION_FIELDS = ("ssl_ca_pem", "ssl_certificate_pem", "ssl_endpoint_identifi
                      "oauth_client_id", "oauth_scope")
 EDITABLE_FIELDS = (*CLUSTER_FIELDS, *CONNECTION_FIELDS)
 SECRETS = Cluster.SECRETS
-GROUP_SETTINGS_FIELDS = ("declared_policy", "auto_repair", "backfill_sink", "replay_topic")
+GROUP_SETTINGS_FIELDS = ("declared_policy", "declared_isolation", "auto_repair", "backfill_sink", "replay_topic")
 TEST_MESSAGE_MAX_CHARS = 1000
 
 
@@ -219,17 +219,23 @@ def cluster_request_test(*, user, cluster_id: int) -> None:
         dispatch.task_enqueue_on_commit(dispatch.TEST_CONNECTION, cluster_id)
 
 
-def group_declare_policy(*, user, group_id: int, policy: str) -> bool:
-    """The admin's one editable group field: the declared ``auto.offset.reset``
-    (compare-and-set: a repeated request writes nothing). Returns whether it changed."""
+def group_declare_policy(*, user, group_id: int, policy: str | None = None, isolation: str | None = None) -> bool:
+    """The admin's editable group fields: the declared ``auto.offset.reset``
+    and ``isolation.level`` (None: left as it is; compare-and-set: a repeated
+    request writes nothing). Returns whether it changed."""
     require_manager(user, group=ConsumerGroup.objects.select_related("cluster").get(id=group_id))
+    declared = {name: value for name, value in (("declared_policy", policy), ("declared_isolation", isolation))
+                if value is not None}
+    if not declared:
+        return False
     with transaction.atomic():
         group = ConsumerGroup.objects.select_related("cluster").get(id=group_id)
-        if not ConsumerGroup.objects.filter(id=group_id).exclude(declared_policy=policy).update(
-                declared_policy=policy):
+        if not ConsumerGroup.objects.filter(id=group_id).exclude(**declared).update(**declared):
             return False
+        said = {"policy": policy, "isolation": isolation}
         audit_record(action="group.policy_declared", actor=user, cluster=group.cluster, object_type="group",
-                     object_id=group_id, detail={"group": group.group_id, "policy": policy})
+                     object_id=group_id, detail={"group": group.group_id,
+                                                 **{k: v for k, v in said.items() if v is not None}})
     return True
 
 

@@ -48,12 +48,20 @@ def test_it_escapes_hostile_group_ids_and_audits_a_declared_policy(admin_client,
     group = ConsumerGroup.objects.create(cluster=cluster, group_id=HOSTILE, first_seen_at=now, last_seen_at=now)
     listing = admin_client.get("/admin/groups/consumergroup/").content.decode()
     assert HOSTILE not in listing and "&lt;script&gt;" in listing
-    response = admin_client.post(f"/admin/groups/consumergroup/{group.id}/change/", {"declared_policy": "earliest"})
+    response = admin_client.post(f"/admin/groups/consumergroup/{group.id}/change/",
+                                 {"declared_policy": "earliest", "declared_isolation": "unknown"})
     assert response.status_code == 302
     group.refresh_from_db()
     assert group.declared_policy == "earliest"
     event = AuditEvent.objects.get(action="group.policy_declared")
     assert (event.actor, event.detail) == (admin_user, {"group": HOSTILE, "policy": "earliest"})
+    # The isolation level too, audited alone when only it changes.
+    admin_client.post(f"/admin/groups/consumergroup/{group.id}/change/",
+                      {"declared_policy": "earliest", "declared_isolation": "read_uncommitted"})
+    group.refresh_from_db()
+    assert group.declared_isolation == "read_uncommitted"
+    event = AuditEvent.objects.filter(action="group.policy_declared").latest("id")
+    assert event.detail == {"group": HOSTILE, "isolation": "read_uncommitted"}
 
 
 @pytest.mark.django_db

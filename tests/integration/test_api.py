@@ -451,6 +451,7 @@ def test_it_lists_groups_with_topic_lags_and_open_findings(api, two_clusters):
         "assignor": "range",
         "member_count": 1,
         "declared_policy": "unknown",
+        "declared_isolation": "unknown",
         "reset_setting": "",
         "present": True,
         "topics": [{"topic": "orders", "lag": 140}, {"topic": "payments", "lag": 7}],

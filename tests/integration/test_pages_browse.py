@@ -284,6 +284,27 @@ def test_it_lets_approvers_change_the_group_policy_and_audits_before_and_after(a
 
 
 @pytest.mark.django_db
+def test_it_lets_approvers_declare_the_isolation_level_and_leaves_it_when_a_form_omits_it(approver_client, cluster):
+    """Issue 32: the consumers' isolation.level, declared as the policy is;
+    a request without the field (a form older than it) leaves it as it is."""
+    group = make_world(cluster)["group"]
+    form = {"declared_policy": "unknown", "backfill_sink": "parquet", "replay_topic": ""}
+    response = approver_client.post(f"/groups/{group.pk}/settings", {**form, "declared_isolation": "read_uncommitted"})
+    assert response.status_code == 302
+    group.refresh_from_db()
+    assert group.declared_isolation == "read_uncommitted"
+    event = AuditEvent.objects.get(action="group.changed")
+    assert (event.detail["before"], event.detail["after"]) == (
+        {"declared_isolation": "unknown"}, {"declared_isolation": "read_uncommitted"})
+    approver_client.post(f"/groups/{group.pk}/settings", form)
+    group.refresh_from_db()
+    assert group.declared_isolation == "read_uncommitted" and AuditEvent.objects.count() == 1
+    response = approver_client.post(f"/groups/{group.pk}/settings", {**form, "declared_isolation": "sometimes"})
+    assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
+    assert "Declared isolation.level" in approver_client.get(f"/groups/{group.pk}/").content.decode()
+
+
+@pytest.mark.django_db
 def test_it_rejects_invalid_group_settings_and_shows_the_errors(approver_client, cluster):
     group = make_world(cluster)["group"]
     response = approver_client.post(f"/groups/{group.pk}/settings", {

@@ -137,33 +137,6 @@ def test_a_group_no_full_poll_saw_reading_still_gets_sound_findings(pickups):
     assert_estimate_inside_bounds(outcome)
 
 
-@pytest.mark.django_db
-def test_a_transaction_open_across_the_pickup_widens_the_bracket_for_a_read_committed_group(pickups):
-    """Issue 32: 30-odd records sit in a transaction kept open 15 s past the
-    pickup. librdkafka reads committed by default: it starts at the last
-    stable offset and loses nothing; the finding must not call any of the
-    transaction's records definitely missed, and says why the range widened."""
-    outcome = pickups["rdkafka-txn-open-read-committed"]
-    f = outcome.finding
-    assert outcome.problems() == [], outcome.describe()
-    assert f["pre_pickup_stable_offset"] < f["pre_pickup_high_watermark"], \
-        f"the precondition: a transaction was open at the last observation before pickup: {outcome.describe()}"
-    assert f["first_log_start"] + f["missed_definite"] <= f["pre_pickup_stable_offset"], outcome.describe()
-    assert "a transaction was open at the pickup" in f["explanation"], outcome.describe()
-
-
-@pytest.mark.django_db
-def test_a_declared_read_uncommitted_group_is_bounded_by_the_high_watermark_again(pickups):
-    """The same transaction, read uncommitted and declared so: the member
-    starts at the high watermark, so H_k is its sound lower bound again."""
-    outcome = pickups["rdkafka-txn-open-read-uncommitted"]
-    f = outcome.finding
-    assert outcome.problems() == [], outcome.describe()
-    assert outcome.truth > 0, f"a read_uncommitted latest member misses the open transaction's records: {outcome}"
-    assert f["first_log_start"] + f["missed_definite"] == f["pre_pickup_high_watermark"], outcome.describe()
-    assert "transaction" not in f["explanation"], outcome.describe()
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_watcher_tick_observes_only_changed_topics_and_opens_the_findings(broker, cluster, unique):
     topic, group_id = f"watched-{unique}", f"reader-{unique}"
