@@ -298,6 +298,15 @@ class Finding(models.Model):
     likely_start_evidence = models.CharField(max_length=100, blank=True, default="")
     missed_definite = models.BigIntegerField(default=0)
     missed_possible = models.BigIntegerField(default=0)
+    # The records a reader of each isolation level reads in [records_start,
+    # records_end) (the backfill range when counted), read from the log
+    # (tasks.kafka.records.count_records): missed_* count offsets, and commit
+    # and abort markers and aborted records take offsets. None: not counted;
+    # records_read_committed also while a transaction held the range open.
+    records_start = models.BigIntegerField(null=True, blank=True)
+    records_end = models.BigIntegerField(null=True, blank=True)
+    records_read_committed = models.BigIntegerField(null=True, blank=True)
+    records_read_uncommitted = models.BigIntegerField(null=True, blank=True)
     expired = models.BigIntegerField(default=0)
     backfill_start = models.BigIntegerField(null=True, blank=True)
     backfill_end = models.BigIntegerField(null=True, blank=True)

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from groups.models import Cluster, RemediationJob
+from groups.selectors.finding import findings_to_count
 from groups.services.jobs import job_note_unrunnable, jobs_touch_stalled
 from groups.services.polls import cluster_record_skipped_poll
 from groups.services.remediation import job_transition
@@ -21,14 +22,14 @@ from tasks.executors import EXECUTORS
 from tasks.job_lock import job_lock_free
 from tasks.notifications import send_notification
 from tasks.poll_parts import PART_TASK, answer_part
-from tasks.polling import cluster_adapter, forget_adapter, poll_cluster
+from tasks.polling import cluster_adapter, count_missed_records, forget_adapter, poll_cluster
 from tasks.records import read_records
 from tasks.watching import observation_step, watch_cluster
 
 # Every task module is imported here, so the worker (autodiscovery of
 # ``tasks.jobs``) registers every name ``groups.services.dispatch`` sends.
 __all__ = ["poll_all_clusters", "poll_cluster_task", "poll_part_task", "ping", "watch_all_clusters", "watch_cluster_task", "recover_jobs", "run_connection_test",
-           "read_records", "run_remediation_job", "send_notification"]
+           "read_records", "run_remediation_job", "send_notification", "count_missed_records_task"]
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,27 @@ def poll_cluster_task(cluster_id: int) -> dict:
         poll_cluster_task.apply_async((cluster_id,), countdown=settings.FAST_POLL_SECONDS)
     if summary.ok:
         reset_jobs_retry_waiting(cluster_id=cluster_id)  # a group may be Empty now
+        if findings_to_count(cluster_id=cluster_id, limit=1):
+            count_missed_records_task.delay(cluster_id)
     return summary.as_dict()
+
+
+@shared_task(name="gapwatch.count_missed_records", ignore_result=True)
+def count_missed_records_task(cluster_id: int) -> int:
+    """Count the records of decided findings' ranges (offsets are not records
+    once transactions put markers and aborted records in them), one counter
+    per cluster at a time, for at most a poll interval."""
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    lock = client.lock(f"gapwatch:count-records:{cluster_id}", timeout=2 * settings.POLL_INTERVAL_SECONDS + 60)
+    if not lock.acquire(blocking=False):
+        return 0  # another worker counts this cluster now
+    try:
+        return count_missed_records(cluster_id=cluster_id, seconds=settings.POLL_INTERVAL_SECONDS)
+    finally:
+        try:
+            lock.release()
+        except redis.exceptions.LockError:
+            log.warning("record count lock of cluster %s expired", cluster_id)
 
 
 @shared_task(name=PART_TASK, ignore_result=True, acks_late=False)

@@ -13,11 +13,18 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from groups.domain.record_counts import CountedRange
+from groups.selectors.finding import findings_to_count
 from groups.selectors.watcher import cluster_watch_state, findings_awaiting_likely_start, java_group_ids
 from groups.domain.detection import FindingKey, LikelyStart
 from groups.domain.snapshot import Snapshot
 from groups.models import Cluster, Finding
-from groups.services.polls import PollSummary, cluster_record_failure, poll_record_success
+from groups.services.polls import (
+    PollSummary,
+    cluster_record_failure,
+    finding_record_count_write,
+    poll_record_success,
+)
 from groups.services.resets import reset_auto_repair
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.notifications import send_notification
@@ -163,3 +170,26 @@ def poll_follow_up(*, summary: PollSummary, snapshot: Snapshot) -> None:
             log.exception("auto-repair after the poll of %s failed", summary.cluster)
     for notification_id in summary.notification_ids:
         send_notification.delay(notification_id)
+
+
+def count_missed_records(*, cluster_id: int, seconds: float) -> int:
+    """Count the records of the ranges of open findings that have no count
+    of themselves yet (``findings_to_count``), for at most ``seconds``;
+    returns how many were stored. A cluster gone or not answering counts
+    nothing now: the next poll asks again."""
+    cluster = Cluster.objects.filter(id=cluster_id).first()
+    if cluster is None:
+        return 0
+    adapter, deadline, stored = cluster_adapter(cluster), time.monotonic() + seconds, 0
+    for row in findings_to_count(cluster_id=cluster_id):
+        if time.monotonic() > deadline:
+            break
+        try:
+            read = adapter.count_records(topic=row.topic.name, partition=row.partition, start=row.backfill_start,
+                                         end=row.backfill_end, deadline=deadline)
+        except KafkaUnavailable as error:
+            log.warning("counting the records of finding %s: %s", row.id, error)
+            break
+        stored += finding_record_count_write(finding_id=row.id, counted=CountedRange(
+            read.start, read.end, read.read_committed, read.read_uncommitted))
+    return stored

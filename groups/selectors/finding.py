@@ -3,8 +3,9 @@ topic and generation, the jobs that worked on it, and its audit trail."""
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 
+from groups.domain.record_counts import COUNT_MAX_OFFSETS, CountedRange, count_due, group_records
 from groups.models import AuditEvent, Finding, RemediationJob
 
 
@@ -54,3 +55,46 @@ def finding_group_members(*, finding: Finding) -> list[dict]:
         for member in finding.group.members or []
     ]
     return sorted(members, key=lambda m: (not m["holds"], m["client_id"], m["member_id"]))
+
+
+def finding_counted_range(*, finding: Finding) -> CountedRange | None:
+    """The finding's stored record count, None if its range was never counted."""
+    if finding.records_start is None or finding.records_end is None:
+        return None
+    return CountedRange(finding.records_start, finding.records_end, finding.records_read_committed,
+                        finding.records_read_uncommitted)
+
+
+def findings_to_count(*, cluster_id: int, limit: int = 100) -> list[Finding]:
+    """Open findings of the cluster whose backfill range has no count of
+    itself yet (``record_counts.count_due``), oldest first, at most ``limit``."""
+    rows = (
+        Finding.objects.filter(cluster_id=cluster_id, closed_at__isnull=True, backfill_start__isnull=False,
+                               backfill_end__isnull=False)
+        .exclude(records_start=F("backfill_start"), records_end=F("backfill_end"),
+                 records_read_committed__isnull=False)
+        .select_related("topic").order_by("id")
+    )
+    return [row for row in rows[: limit * 2] if count_due(
+        start=row.backfill_start, end=row.backfill_end, counted=finding_counted_range(finding=row))][:limit]
+
+
+def finding_record_counts(*, finding: Finding) -> dict:
+    """What the finding page says of records in its backfill range: the
+    count for the group's isolation (``group``, None until counted), both
+    counts, and why there is none yet ("" once counted)."""
+    counted = finding_counted_range(finding=finding)
+    start, end = finding.backfill_start, finding.backfill_end
+    isolation = finding.group.declared_isolation
+    group = group_records(isolation=isolation, counted=counted, start=start, end=end)
+    if start is None or end is None:
+        why = "no range to count"
+    elif end - start > COUNT_MAX_OFFSETS:
+        why = f"a range of more than {COUNT_MAX_OFFSETS:,} offsets is not read to count it"
+    elif counted is not None and (counted.start, counted.end) == (start, end) and counted.read_committed is None:
+        why = "a transaction still holds records of the range open: counted once it ends"
+    else:
+        why = "" if group is not None else "not counted yet (the next poll asks for it)"
+    return {"group": group, "isolation": isolation, "start": start, "end": end, "why": why,
+            "read_committed": counted.read_committed if group is not None else None,
+            "read_uncommitted": counted.read_uncommitted if group is not None else None}

@@ -20,6 +20,7 @@ from django.db.models import F
 from groups.domain import detection
 from groups.domain.group_kinds import group_kind
 from groups.domain.known_partitions import known_partition_sets
+from groups.domain.record_counts import CountedRange
 from groups.selectors.polls import cluster_poll_state, finding_key, finding_state, findings_partitions
 from groups.services import known_partitions
 from groups.services.lifecycle import findings_lock
@@ -423,3 +424,14 @@ def _write_audit_and_notifications(
             },
         ))
     return Notification.objects.bulk_create(notifications)
+
+
+def finding_record_count_write(*, finding_id: int, counted: CountedRange) -> bool:
+    """Store a count of a finding's range, only while its backfill range is
+    still the range counted (compare-and-set: a poll that moved it since
+    wins). An observation like a poll's accounting: no audit row. Returns
+    whether it was stored."""
+    return bool(Finding.objects.filter(
+        id=finding_id, closed_at__isnull=True, backfill_start=counted.start, backfill_end=counted.end,
+    ).update(records_start=counted.start, records_end=counted.end, records_read_committed=counted.read_committed,
+             records_read_uncommitted=counted.read_uncommitted))

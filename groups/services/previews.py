@@ -21,11 +21,13 @@ from groups.domain.planning import (
     plan_backfill_of_findings,
     plan_reset,
 )
+from groups.domain.record_counts import group_records
 from groups.domain.sinks import HANDLER, KAFKA, backfill_sink_for
 from groups.domain.triage import GroupInfo, OpenFinding, group_is_empty, recommend
 from groups.models import Finding, JobFinding, RemediationJob, Topic
 from groups.services.lifecycle import Conflict, FindingNotFound, finding_require_open, missed_range_of
 from groups.selectors.access import scope_of
+from groups.selectors.finding import finding_counted_range
 from groups.services.access import scope_refusal
 
 
@@ -127,7 +129,24 @@ def backfill_preview(
     return {"findings": findings, "group": group, "sink": chosen.kind, "params": params, "destination": destination,
             "until": until, "likely_available": all(f.likely_start is not None for f in findings),
             "plan": [p.as_dict() for p in planned], "total": sum(p.range.count for p in planned),
-            "total_definite": sum(p.definite for p in planned), "total_possible": sum(p.possible for p in planned)}
+            "total_definite": sum(p.definite for p in planned), "total_possible": sum(p.possible for p in planned),
+            "records": _planned_records(findings, planned)}
+
+
+def _planned_records(findings: list[Finding], planned) -> int | None:
+    """The records the plan's ranges hold for the group's isolation, counted
+    from the log; None unless every planned range was counted as planned."""
+    by_key = {(f.topic.name, f.partition): f for f in findings}
+    total = 0
+    for p in planned:
+        finding = by_key.get((p.range.topic, p.range.partition))
+        records = None if finding is None else group_records(
+            isolation=finding.group.declared_isolation, counted=finding_counted_range(finding=finding),
+            start=p.range.start, end=p.range.end)
+        if records is None:
+            return None
+        total += records
+    return total
 
 
 def job_preview(*, finding_ids: Iterable[int], kind: str, params: dict) -> dict:

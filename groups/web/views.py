@@ -28,6 +28,7 @@ from groups.selectors.finding import (
     finding_get,
     finding_group_members,
     finding_jobs_list,
+    finding_record_counts,
 )
 from groups.selectors.lists import (
     findings_count_by_state_and_resolution,
@@ -311,6 +312,7 @@ def _finding_context(request: HttpRequest, finding_id: int) -> dict:
         if finding.pickup_before and finding.pickup_after else None,
         "definite_end": finding.first_log_start + finding.missed_definite,
         "possible_end": finding.first_log_start + finding.missed_definite + finding.missed_possible,
+        "records": finding_record_counts(finding=finding),
         "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION)
         and scope_of(request.user).may_act_on_finding(finding) is not None,
     }

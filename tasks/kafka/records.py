@@ -1,6 +1,8 @@
 """The records' face of the adapter: the records at some offsets of one
-partition, read for a person to look at (the record viewer). Raw bytes in,
-plain data out; what is shown of them is ``groups.domain.records``.
+partition, read for a person to look at (the record viewer) or counted per
+isolation level (a finding's missed range: offsets are not records once
+transactions put markers and aborted records in it). Raw bytes in, plain
+data out; what is shown of them is ``groups.domain.records``.
 """
 
 from __future__ import annotations
@@ -28,7 +30,77 @@ class RawRecord:
     headers: tuple[tuple[str, bytes | None], ...]
 
 
+@dataclass(frozen=True)
+class RangeRecords:
+    """How many records of ``[start, end)`` a reader of each isolation level
+    reads: commit and abort markers take offsets and are never delivered,
+    aborted records only to ``read_uncommitted``; compaction and retention
+    leave holes too. ``read_committed`` is None while a transaction still
+    open holds records of the range (the last stable offset is below ``end``)."""
+
+    start: int
+    end: int
+    read_committed: int | None
+    read_uncommitted: int
+
+
 class RecordReads(KafkaClient):
+    def count_records(self, *, topic: str, partition: int, start: int, end: int, deadline: float) -> RangeRecords:
+        """Read ``[start, end)`` of one partition, read_uncommitted, and count
+        it; read it again read_committed only when it holds fewer records
+        than offsets (markers, aborted records or holes), and only once the
+        last stable offset has passed ``end``. Raises ``KafkaUnavailable``
+        past ``deadline``."""
+        uncommitted = self._count(topic=topic, partition=partition, start=start, end=end,
+                                  isolation="read_uncommitted", deadline=deadline)
+        if uncommitted == end - start:
+            return RangeRecords(start, end, uncommitted, uncommitted)
+        reader = self.stable_offsets_reader
+        try:
+            [stable] = reader.offsets_for_times([TopicPartition(topic, partition, -1)], timeout=self._timeout)
+        except KafkaException as error:
+            raise self._unavailable("records", f"last stable offset of {topic!r} [{partition}]: {error}") from None
+        if stable.error is not None or stable.offset < end:
+            return RangeRecords(start, end, None, uncommitted)
+        committed = self._count(topic=topic, partition=partition, start=start, end=end,
+                                isolation="read_committed", deadline=deadline)
+        return RangeRecords(start, end, committed, uncommitted)
+
+    def _count(self, *, topic: str, partition: int, start: int, end: int, isolation: str, deadline: float) -> int:
+        """Records a reader of ``isolation`` is delivered in ``[start, end)``:
+        it stops at the first offset at or past ``end``, or at the end of
+        what it may read (a partition EOF)."""
+        consumer = Consumer({
+            **self._config.client_config(),
+            "group.id": f"gapwatch-record-count-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation,
+        })
+        counted = 0
+        try:
+            consumer.assign([TopicPartition(topic, partition, start)])
+            while True:
+                for message in consumer.consume(num_messages=10_000, timeout=0.5):
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            return counted
+                        raise self._unavailable("records", f"count {topic!r} [{partition}]: {error}")
+                    if message.offset() >= end:
+                        return counted
+                    counted += 1
+                    if message.offset() == end - 1:
+                        return counted
+                if time.monotonic() > deadline:
+                    raise self._unavailable("records", f"counting {topic!r} [{partition}] [{start}, {end}) "
+                                                       "took too long")
+        except KafkaException as error:
+            raise self._unavailable("records", f"count {topic!r} [{partition}]: {error}") from None
+        finally:
+            consumer.close()
+
     def read_records(self, *, topic: str, partition: int, ranges: Sequence[tuple[int, int]],
                      deadline: float) -> list[RawRecord]:
         """The records of each half-open ``[start, end)`` of one partition,

@@ -56,7 +56,7 @@ def test_the_triage_puts_the_live_loss_first_and_covered_last_without_buttons(co
     # The live group's recommended repair (a reset would re-deliver 600 for 40) opens the backfill preview.
     cards.nth(0).locator("p.recommendation a.button").click()
     page.wait_for_url(f"**/findings/backfill?ids={console['live'].id}")
-    assert page.locator("p.backfill-total").inner_text().startswith("40 records to replay: 30 certainly missed")
+    assert page.locator("p.backfill-total").inner_text().startswith("40 offsets to replay: 30 certainly missed")
 
 
 @pytest.mark.browser

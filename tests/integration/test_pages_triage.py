@@ -161,7 +161,7 @@ def test_the_finding_page_shows_the_evidence_in_words_and_numbers(viewer, work):
     # The explanation is text on the page, not a tooltip.
     assert '<p class="explanation">policy not declared, assumed latest: 30 definitely missed [0, 30), ' \
            '10 possibly missed [30, 40)</p>' in body
-    assert "30 records, offsets [0, 30)" in body and "10 records, offsets [30, 40)" in body
+    assert "30 offsets [0, 30)" in body and "10 offsets [30, 40)" in body
     assert "Likely start <span class=\"muted\">(an estimate)</span>" in body
     assert "offset 35 — evidence: time index (CreateTime)." in body
     assert "the group took the partition within 0.250 s" in body
@@ -214,7 +214,7 @@ def test_the_backfill_preview_and_its_job_split_records_into_certain_and_possibl
     client = client_for(approver)
     finding = work["live_2"]
     body = client.get("/findings/backfill", {"ids": finding.id, "sink": "parquet"}).content.decode()
-    assert "<strong>40</strong> records to replay:\n  <strong>30</strong> certainly missed and " \
+    assert "<strong>40</strong> offsets to replay:\n  <strong>30</strong> certainly missed and " \
            "<strong>10</strong>\n  possibly missed" in body
     job_page = client.get(approve(client, "backfill", {"ids": finding.id, "sink": "parquet"}).url).content.decode()
     plan = re.search(r"<h2>Plan</h2>.*?</table>", job_page, re.S).group(0)

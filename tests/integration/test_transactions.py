@@ -18,7 +18,7 @@ from django.db import connection
 
 from groups.models import ConsumerGroup, Finding
 from tasks.jobs import watch_cluster_task
-from tasks.polling import poll_cluster
+from tasks.polling import count_missed_records, poll_cluster
 from tests.integration.kafka_harness import GroupConsumer, group_committed, never_consumed, wait_until
 
 COMMITTED_BEFORE = 3  # records of a committed transaction on the new partition, before the open one
@@ -134,3 +134,74 @@ def test_a_transaction_open_across_the_pickup_is_possible_not_definite_for_a_rea
     assert uncommitted.missed_definite == 4 + OPEN, uncommitted.explanation
     assert uncommitted.missed_definite <= truth <= uncommitted.missed_definite + uncommitted.missed_possible
     assert "transaction" not in uncommitted.explanation
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_missed_range_with_an_aborted_transaction_is_counted_in_records_for_each_isolation(
+        broker, cluster, unique, client, admin_user):
+    """Issue 32 item 2: offsets are not records. The missed range holds 3
+    committed records, 5 aborted ones and 3 markers: a read_committed reader
+    reads 3 + 4 + what follows, a read_uncommitted one 5 more. Until counted
+    the page says offsets; once counted, records for the group's isolation."""
+    topic, group_id = f"txa-{unique}", f"rc-{unique}"
+    broker.create_topic(topic, 1)
+    member = latest_member(broker.bootstrap, group_id, topic, "read_committed")
+    producer = transactional_producer(broker.bootstrap, unique)
+    try:
+        wait_until(lambda: member.assigned == {0}, what="the group to own partition 0")
+        wait_until(lambda: broker.produce(topic, 0, 1) or (
+            member.count(0) > 0 and group_committed(broker.admin, group_id, topic, [0])[0] > 0),
+            interval=0.5, what="the group to read and commit partition 0")
+        wait_until(lambda: poll_cluster(cluster_id=cluster.id).ok and cluster.groups.filter(
+            group_id=group_id, group_topics__topic__name=topic).exists(), interval=0.5, what="a poll to see it")
+        broker.raise_partitions(topic, 2)
+        wait_until(lambda: len(producer.list_topics(topic, timeout=5).topics[topic].partitions) == 2,
+                   what="the producer to see partition 1")
+        for count, commit in ((3, True), (5, False), (4, True)):  # offsets 0-2 | 3 | 4-8 | 9 | 10-13 | 14
+            producer.begin_transaction()
+            in_transaction(producer, topic, 1, count)
+            producer.commit_transaction(30) if commit else producer.abort_transaction(30)
+
+        def observed() -> bool:
+            watch_cluster_task(cluster.id)
+            row = finding(group_id, topic)
+            return row is not None and row.pre_pickup_high_watermark == 15 and row.pre_pickup_stable_offset == 15
+
+        wait_until(observed, interval=0.5, what="the watcher to observe the partition, no transaction open")
+        member.close()
+        member = latest_member(broker.bootstrap, group_id, topic, "read_committed")
+        wait_until(lambda: member.assigned == {0, 1}, what="the restarted member to take partition 1")
+
+        def read_after_start() -> bool:
+            producer.begin_transaction()
+            in_transaction(producer, topic, 1, 1)
+            producer.commit_transaction(30)
+            return member.count(1) > 0
+
+        wait_until(read_after_start, interval=0.2, what="the member to read partition 1")
+
+        def decided() -> bool:
+            poll_cluster(cluster_id=cluster.id)
+            return (row := finding(group_id, topic)) is not None and row.first_commit is not None
+
+        wait_until(decided, interval=0.5, what="the first commit")
+    finally:
+        member.close()
+        connection.close()
+
+    row = finding(group_id, topic)
+    assert (row.state, row.missed_definite, row.backfill_start) == ("gap", 15, 0), row.explanation
+    client.force_login(admin_user)
+    page = client.get(f"/findings/{row.id}/").content.decode()
+    assert "15 offsets [0, 15)" in page and "records not counted yet" in page
+
+    assert count_missed_records(cluster_id=cluster.id, seconds=60) == 1
+    row.refresh_from_db()
+    end = row.backfill_end
+    after = end - 15 - (end - 15) // 2  # from 15 on: single-record transactions, a marker after each
+    assert (row.records_start, row.records_end) == (0, end)
+    assert (row.records_read_committed, row.records_read_uncommitted) == (3 + 4 + after, 3 + 5 + 4 + after)
+    page = client.get(f"/findings/{row.id}/").content.decode()
+    assert f"{3 + 4 + after} records in [0, {end}) for this group" in page
+    assert f"{3 + 4 + after} read committed, {3 + 5 + 4 + after} read uncommitted" in page
+    assert count_missed_records(cluster_id=cluster.id, seconds=60) == 0, "counted once"
