@@ -64,6 +64,7 @@ from django.utils import timezone
 from groups.domain.backfill import PreparedRange, condense_error, report_explained
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.planning import BackfillRange
+from groups.domain.read_isolation import READ_COMMITTED
 from groups.domain.secrets import secret_redact
 from groups.domain.sinks import DEFAULT_SINK, HANDLER, KAFKA, PARQUET
 from groups.domain.tls import key_as_pkcs8
@@ -141,6 +142,9 @@ class BackfillRequest:
     replay_topics: dict[str, str] = field(default_factory=dict)
     handler: str = ""
     topic_ids: dict[str, str] = field(default_factory=dict)
+    # The group's isolation.level as approved (``read_isolation.reader_isolation``):
+    # the job reads with it and the records are counted with it.
+    isolation: str = READ_COMMITTED
     output: str = ""
     timeout_seconds: int = 3600
     master: str = "local[*]"
@@ -196,7 +200,8 @@ class BackfillRunner:
         self.started = time.time()
         self.deadline = time.monotonic() + request.timeout_seconds
         self.checks = ClusterChecks(self.adapter, ranges=request.ranges, topic_ids=request.topic_ids,
-                                    replay_topics=request.replay_topics, deadline=self.deadline)
+                                    replay_topics=request.replay_topics, deadline=self.deadline,
+                                    isolation=request.isolation)
 
     def preflight(self) -> list[PreparedRange]:
         """The ranges as the cluster has them now (``ClusterChecks.preflight``)."""
@@ -250,7 +255,10 @@ class BackfillRunner:
     def _result(self, sink: dict, report: list[dict], timings: dict | None = None) -> dict:
         result = {
             "sink": sink,
-            "expected": sum(r.count for r in self.request.ranges),
+            "isolation": self.request.isolation,
+            # Records a reader of that isolation reads (counted when verified), and the planned offsets.
+            "expected": sum(p["expected"] for p in report) if report else self.request.total,
+            "offsets": self.request.total,
             "delivered": sum(p["delivered"] for p in report),
             "partitions": report,
             "attempts": self.attempts,
@@ -304,7 +312,7 @@ class BackfillRunner:
             kafka=job_settings(config),
             ranges=tuple(BackfillRange(p.range.topic, p.range.partition, p.read_start, p.range.end)
                          for p in readable),
-            sink=sink, master=self.request.master, jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),
+            isolation=self.request.isolation, sink=sink, master=self.request.master, jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),
             records_per_task=RECORDS_PER_TASK, kafka_timeout_ms=settings.BACKFILL_KAFKA_TIMEOUT_SECONDS * 1000,
             progress_file=str(folder / PROGRESS_FILE), result_file=str(folder / RESULT_FILE),
         )
