@@ -26,7 +26,7 @@ from groups.domain.planning import BackfillRange, PlanError
 from groups.domain.read_isolation import READ_COMMITTED, reader_isolation
 from groups.domain.sinks import BackfillSink
 from groups.models import Cluster, RemediationJob
-from groups.services.jobs import job_record_progress, job_record_result
+from groups.services.jobs import job_record_progress, job_record_reason, job_record_result
 from groups.services.remediation import job_transition
 from tasks.backfill.runner import WORKDIR_PREFIX, BackfillFailed, BackfillRequest, BackfillRunner
 from tasks.job_lock import job_lock
@@ -63,7 +63,8 @@ def cluster_request(*, cluster: Cluster, ranges: tuple[BackfillRange, ...], sink
         run_id=run_id, cluster=cluster.client_config(), ranges=tuple(ranges), sink=sink.kind,
         replay_topics=sink.replay_topics({r.topic for r in ranges}), handler=sink.handler,
         topic_ids=topic_ids or {}, isolation=isolation, output=str(settings.BACKFILL_OUTPUT),
-        timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS, master=settings.SPARK_MASTER,
+        timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
+        transaction_wait_seconds=settings.BACKFILL_TRANSACTION_WAIT_SECONDS, master=settings.SPARK_MASTER,
         spark_connect=settings.SPARK_CONNECT_URL, spark_connect_token=settings.SPARK_CONNECT_TOKEN,
     )
 
@@ -111,9 +112,12 @@ def execute_backfill(*, job_id: int) -> str:
         def on_attempt(attempts: list[dict]) -> None:
             job_record_result(job_id=job_id, result={"attempts": earlier + attempts})
 
+        def on_wait(reason: str) -> None:
+            job_record_reason(job_id=job_id, reason=reason[:1000])
+
         try:
             request = backfill_request_for(job)
-            result = BackfillRunner(request, on_progress=on_progress, on_attempt=on_attempt).run()
+            result = BackfillRunner(request, on_progress=on_progress, on_attempt=on_attempt, on_wait=on_wait).run()
         except BackfillFailed as failure:
             result = {**failure.result, "attempts": earlier + failure.result.get("attempts", [])}
             job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
