@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
 
 from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration, RemediationJob, Topic
+from groups.services.previews import backfill_preview, reset_preview
 from groups.services.remediation import job_request
 from tests.integration.backfill_harness import JobThread, parquet_rows, replayed_rows, run_job
 from tests.integration.kafka_harness import wait_until
@@ -218,3 +219,23 @@ def test_a_transaction_left_open_past_the_bound_fails_the_job_naming_it(
     assert f"{topic}[{PARTITION}]" in job.status_reason and f"'tx-{unique}'" in job.status_reason
     assert "its coordinator aborts it in" in job.status_reason, job.status_reason
     assert job.result["attempts"] == [], "Spark never started"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_previews_say_which_records_a_backfill_delivers_and_that_a_reset_needs_no_change(broker, unique):
+    topic = f"txn-{unique}"
+    broker.create_topic(topic, 2)
+    broker.raise_partitions(topic, 4)
+    undeclared = missed_finding(broker, name=f"txn-{unique}", topic=topic, end=28, sink="parquet")
+    preview = backfill_preview(finding_ids=[undeclared.id])
+    assert (preview["isolation"], preview["params"]) == ("read_committed", {"sink": "parquet"})
+    assert preview["isolation_note"].startswith("Reads read_committed (the group's isolation level is not declared")
+    assert "records of aborted transactions are not delivered" in preview["isolation_note"]
+    assert "Transactions need no change here" in reset_preview(
+        finding_ids=[undeclared.id], target_kind="earliest", target_value=None)["isolation_note"]
+
+    ConsumerGroup.objects.filter(id=undeclared.group_id).update(
+        declared_isolation=ConsumerGroup.Isolation.READ_UNCOMMITTED)
+    preview = backfill_preview(finding_ids=[undeclared.id])
+    assert preview["params"] == {"sink": "parquet", "isolation": "read_uncommitted"}
+    assert "records of aborted transactions are delivered" in preview["isolation_note"]
