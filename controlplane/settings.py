@@ -116,6 +116,11 @@ BACKFILL_TIMEOUT_SECONDS = env_int("BACKFILL_TIMEOUT_SECONDS", 3600, minimum=30)
 # A backfill's Kafka request (offsets, fetches) unanswered this long fails the
 # job, which publishes nothing; Spark's default for a fetch is 120 s.
 BACKFILL_KAFKA_TIMEOUT_SECONDS = env_int("BACKFILL_KAFKA_TIMEOUT_SECONDS", 120, minimum=1)
+# A read_committed backfill whose range an open transaction holds (the last
+# stable offset below its end) waits this long for it to end, then fails saying
+# which. The broker's transaction.max.timeout.ms (15 min by default) bounds any
+# producer's transaction.timeout.ms, after which the coordinator aborts it.
+BACKFILL_TRANSACTION_WAIT_SECONDS = env_int("BACKFILL_TRANSACTION_WAIT_SECONDS", 900, minimum=0)
 # A Spark Connect server (sc://host:port; python -m tasks.spark.connect) that runs
 # backfill jobs in a warm JVM, local or on a cluster; empty, or no server
 # answering: each job runs in a Spark process of its own. Its token is a secret.

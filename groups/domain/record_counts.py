@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from groups.domain.read_isolation import READ_UNCOMMITTED, reader_isolation
+
 # A finding's range is counted by reading it from the log once: larger ranges
 # (more than this many offsets) stay in offsets rather than cost a long read.
 COUNT_MAX_OFFSETS = 2_000_000
@@ -38,13 +40,13 @@ def count_due(*, start: int | None, end: int | None, counted: CountedRange | Non
 
 
 def group_records(*, isolation: str, counted: CountedRange | None, start: int | None, end: int | None) -> int | None:
-    """The records of ``[start, end)`` a group reads: the read_uncommitted
-    count for a group declared so, else the read_committed one (what a
-    read_committed reader, librdkafka's default and the backfill's, reads).
-    None unless this very range was counted."""
+    """The records of ``[start, end)`` a group reads, as a backfill reads
+    them for it (``read_isolation.reader_isolation``): the read_uncommitted
+    count for a group declared so, else the read_committed one. None unless
+    this very range was counted."""
     if counted is None or start is None or (counted.start, counted.end) != (start, end):
         return None
-    return counted.read_uncommitted if isolation == "read_uncommitted" else counted.read_committed
+    return counted.read_uncommitted if reader_isolation(isolation) == READ_UNCOMMITTED else counted.read_committed
 
 
 def offsets_and_records(*, offsets: int, records: int | None) -> str:

@@ -34,6 +34,12 @@ def job_record_progress(*, job_id: int, done: int, total: int) -> None:
         progress_done=done, progress_total=total, updated_at=timezone.now())
 
 
+def job_record_reason(*, job_id: int, reason: str) -> None:
+    """What a running job is doing or waiting for, in words (its status stays)."""
+    RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(status_reason=reason,
+                                                                         updated_at=timezone.now())
+
+
 def job_record_result(*, job_id: int, result: dict, status: str = Status.RUNNING, **fields) -> None:
     """A running (or waiting) job's result so far: a backfill's attempts, a reset's checks."""
     RemediationJob.objects.filter(id=job_id, status=status).update(result=result, updated_at=timezone.now(),

@@ -21,6 +21,12 @@ from groups.domain.planning import (
     plan_backfill_of_findings,
     plan_reset,
 )
+from groups.domain.read_isolation import (
+    READ_UNCOMMITTED,
+    RESET_ISOLATION_NOTE,
+    backfill_isolation_note,
+    reader_isolation,
+)
 from groups.domain.record_counts import group_records
 from groups.domain.sinks import HANDLER, KAFKA, backfill_sink_for
 from groups.domain.triage import GroupInfo, OpenFinding, group_is_empty, recommend
@@ -87,7 +93,7 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
         "rows": rows, "redelivered": redelivered, "missed_at_most": missed_at_most,
         "backfill_recommended": backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most),
         "group_empty": group_is_empty(state=group.state, member_count=group.member_count),
-        "group_state": group.state, "member_count": group.member_count, "as_of": group.last_seen_at,
+        "isolation_note": RESET_ISOLATION_NOTE, "group_state": group.state, "member_count": group.member_count, "as_of": group.last_seen_at,
     }
 
 
@@ -99,7 +105,10 @@ def backfill_preview(
     group's default sink applies, for pages, API and retries alike; and
     ``until`` when it ends at the likely start). The plan ends at the sound
     bound unless ``until`` is "likely"; each row says how many of its records
-    are certain losses and how many the group may already have read."""
+    are certain losses and how many the group may already have read. The
+    job reads with the group's isolation level, decided here like the sink
+    (``params["isolation"]`` only when it is read_uncommitted: read_committed
+    is what a job without it reads)."""
     findings = _open_findings_of_one_group(finding_ids)
     if not all(isinstance(value, str) for value in (replay_topic, handler, until)):
         raise ValidationError("replay_topic, handler and until must be text")
@@ -120,6 +129,9 @@ def backfill_preview(
     params = chosen.as_params()
     if until != "bound":
         params["until"] = until
+    isolation = reader_isolation(group.declared_isolation)
+    if isolation == READ_UNCOMMITTED:
+        params["isolation"] = isolation
     if chosen.kind == KAFKA:
         destination = ", ".join(sorted(set(chosen.replay_topics(sources).values())))
     elif chosen.kind == HANDLER:
@@ -127,7 +139,9 @@ def backfill_preview(
     else:
         destination = f"{settings.BACKFILL_OUTPUT}/<job id>/"
     return {"findings": findings, "group": group, "sink": chosen.kind, "params": params, "destination": destination,
-            "until": until, "likely_available": all(f.likely_start is not None for f in findings),
+            "until": until, "isolation": isolation,
+            "isolation_note": backfill_isolation_note(isolation=isolation, declared=group.declared_isolation),
+            "likely_available": all(f.likely_start is not None for f in findings),
             "plan": [p.as_dict() for p in planned], "total": sum(p.range.count for p in planned),
             "total_definite": sum(p.definite for p in planned), "total_possible": sum(p.possible for p in planned),
             "records": _planned_records(findings, planned)}

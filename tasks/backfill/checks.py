@@ -7,9 +7,12 @@ Spark job (``tasks.backfill.runner`` runs the job between the two):
 2. **replay topics** (kafka sink): created when missing, with the source's
    partition count; the principal may Write them (the replay) and Read them
    (the count); where each of their partitions ends before the write;
-3. **explaining**: each offset the sink does not hold is labelled
+3. **verifying**: a reader of the group's isolation reads the whole range
+   again (the record count: markers never, aborted records only for
+   read_uncommitted), and each offset the sink does not hold is labelled
    (``groups.domain.backfill.explain_missing``) from the log start after the
-   job and, above it, what a read_committed and a read_uncommitted reader see.
+   job and, above it, what that reader and (read_committed) a
+   read_uncommitted reader see.
 
 Every Kafka call goes through the adapter and is retried for a while on
 ``KafkaUnavailable`` (``_patiently``): a leader moving must not fail a job
@@ -21,8 +24,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
-from groups.domain.backfill import PreparedRange, explain_missing, partition_report
+from groups.domain.backfill import PreparedRange, explain_missing, partition_report, records_in
 from groups.domain.planning import BackfillRange, PlanError
+from groups.domain.read_isolation import READ_COMMITTED
 from groups.domain.sinks import KAFKA
 from tasks.kafka.adapter import AccessRefused, KafkaAdapter, KafkaUnavailable, TopicDetails, missing_acl
 from tasks.spark.spec import SinkSpec
@@ -36,11 +40,13 @@ class ClusterChecks:
     """The checks of one backfill against its cluster. ``topic_ids``: the
     topic ids the plan was made for (optional); ``replay_topics``: the replay
     topic of each source topic, as decided with the sink (kafka); ``deadline``
-    (``time.monotonic()``) bounds the explaining reads."""
+    (``time.monotonic()``) bounds the verifying reads; ``isolation``: the
+    group's, which the job reads with and the records are counted with."""
 
     def __init__(self, adapter: KafkaAdapter, *, ranges: tuple[BackfillRange, ...], topic_ids: Mapping[str, str],
-                 replay_topics: Mapping[str, str], deadline: float) -> None:
+                 replay_topics: Mapping[str, str], deadline: float, isolation: str = READ_COMMITTED) -> None:
         self.adapter = adapter
+        self.isolation = isolation
         self.ranges = ranges
         self.topic_ids = topic_ids
         self.replay_topics = replay_topics
@@ -123,39 +129,47 @@ class ClusterChecks:
 
     def report(self, prepared: list[PreparedRange], summaries: dict, compacted: dict[str, bool], *,
                 probe: bool) -> list[dict]:
-        """Per prepared range: log start now, then label each hole; only holes
-        above the log start need the two readers (and the topic's cleanup
-        policy)."""
+        """Per prepared range: log start now; the records a reader of the
+        job's isolation reads now from there to the range's end (the count the
+        sink must hold, whatever the offsets); then each hole labelled, where
+        read_committed needs the other reader only across the holes."""
         log_starts: dict[tuple[str, int], int] = {}
         for topic in sorted({p.range.topic for p in prepared}):
             partitions = [p.range.partition for p in prepared if p.range.topic == topic]
             for partition, offsets in self._offsets(topic, partitions).items():
                 log_starts[(topic, partition)] = offsets.log_start
+        committed_only = self.isolation == READ_COMMITTED
         report = []
         for p in prepared:
             key = (p.range.topic, p.range.partition)
             summary = summaries.get(key)
             log_start = log_starts[key]
             holes = [tuple(h) for h in summary["holes"]] if summary else []
+            counted_from = min(max(p.read_start, log_start), p.range.end)
+            seen: list = []
+            if probe and counted_from < p.range.end:
+                seen = self.adapter.visible_runs(topic=key[0], partition=key[1], start=counted_from,
+                                                 end=p.range.end, committed_only=committed_only,
+                                                 deadline=self.deadline)
+            if probe and key[0] not in compacted:
+                compacted[key[0]] = self.adapter.topic_compacted(key[0])
             above = [(max(a, log_start), b) for a, b in holes if b > log_start]
-            committed_runs: list = []
-            uncommitted_runs: list = []
-            if above and probe:
-                span_start, span_end = above[0][0], above[-1][1]
+            uncommitted_runs: list = [] if committed_only else seen
+            if above and probe and committed_only:
                 deadline = min(self.deadline, time.monotonic() + PROBE_SECONDS)
-                committed_runs = self.adapter.visible_runs(topic=key[0], partition=key[1], start=span_start,
-                                                         end=span_end, committed_only=True, deadline=deadline)
-                uncommitted_runs = self.adapter.visible_runs(topic=key[0], partition=key[1], start=span_start,
-                                                           end=span_end, committed_only=False, deadline=deadline)
-                if key[0] not in compacted:
-                    compacted[key[0]] = self.adapter.topic_compacted(key[0])
-            labelled = explain_missing(holes=holes, log_start=log_start, committed_runs=committed_runs,
-                                       uncommitted_runs=uncommitted_runs, compacted=compacted.get(key[0], False))
-            report.append(partition_report(p, summary, log_start_after=log_start, labelled=labelled))
+                uncommitted_runs = self.adapter.visible_runs(
+                    topic=key[0], partition=key[1], start=above[0][0], end=above[-1][1], committed_only=False,
+                    deadline=deadline)
+            labelled = explain_missing(holes=holes, log_start=log_start, committed_runs=seen if committed_only else (),
+                                       uncommitted_runs=uncommitted_runs, compacted=compacted.get(key[0], False),
+                                       isolation=self.isolation)
+            report.append(partition_report(p, summary, log_start_after=log_start, labelled=labelled,
+                                           records=records_in(seen), isolation=self.isolation,
+                                           compacted=compacted.get(key[0], False)))
         extra = [s for k, s in summaries.items() if k not in {(p.range.topic, p.range.partition) for p in prepared}]
         for s in extra:  # records of a partition the job did not ask for
-            report.append({"topic": s["topic"], "partition": s["partition"], "start": 0, "end": 0, "expected": 0,
-                           "delivered": 0, "explained": {}, "unexplained": s["outside_range"],
+            report.append({"topic": s["topic"], "partition": s["partition"], "start": 0, "end": 0, "offsets": 0,
+                           "expected": 0, "delivered": 0, "explained": {}, "unexplained": s["outside_range"],
                            "problems": [f"{s['outside_range']} records of a partition not in the plan"],
                            "missing_ranges": []})
         return report
@@ -172,7 +186,9 @@ class ClusterChecks:
                 offsets[(topic, partition)] = now.log_start
         for r in missing:
             prepared = PreparedRange(r, log_start=offsets[(r.topic, r.partition)], high_watermark=r.end)
-            report.append(partition_report(prepared, None, log_start_after=prepared.log_start, labelled=[]))
+            # Entirely expired: no record is left to read, none expected.
+            report.append(partition_report(prepared, None, log_start_after=prepared.log_start, labelled=[],
+                                           records=0, isolation=self.isolation))
         return sorted(report, key=lambda p: (p["topic"], p["partition"]))
 
 

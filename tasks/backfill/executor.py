@@ -23,9 +23,10 @@ from django.conf import settings
 
 from groups.domain.backfill import ERROR_LIMIT, condense_error, summary_line
 from groups.domain.planning import BackfillRange, PlanError
+from groups.domain.read_isolation import READ_COMMITTED, reader_isolation
 from groups.domain.sinks import BackfillSink
 from groups.models import Cluster, RemediationJob
-from groups.services.jobs import job_record_progress, job_record_result
+from groups.services.jobs import job_record_progress, job_record_reason, job_record_result
 from groups.services.remediation import job_transition
 from tasks.backfill.runner import WORKDIR_PREFIX, BackfillFailed, BackfillRequest, BackfillRunner
 from tasks.job_lock import job_lock
@@ -38,9 +39,10 @@ Status = RemediationJob.Status
 
 
 def backfill_request_for(job: RemediationJob) -> BackfillRequest:
-    """The job's plan and the sink its approval decided (``BackfillSink`` in
-    its params: the group's settings of today do not change it), with the
-    topic ids its findings were made under."""
+    """The job's plan, and the sink and isolation level its approval decided
+    (``BackfillSink`` and ``isolation`` in its params: the group's settings
+    of today do not change them; a job approved without one reads
+    read_committed), with the topic ids its findings were made under."""
     ranges = tuple(BackfillRange(r["topic"], int(r["partition"]), int(r["start"]), int(r["end"])) for r in job.plan)
     if not ranges:
         raise PlanError("the job has no planned range")
@@ -49,18 +51,20 @@ def backfill_request_for(job: RemediationJob) -> BackfillRequest:
         if topic_id:
             topic_ids[topic] = topic_id
     return cluster_request(cluster=job.cluster, ranges=ranges, sink=BackfillSink.from_params(job.params),
-                           run_id=str(job.id), topic_ids=topic_ids)
+                           run_id=str(job.id), topic_ids=topic_ids,
+                           isolation=reader_isolation(job.params.get("isolation", "")))
 
 
 def cluster_request(*, cluster: Cluster, ranges: tuple[BackfillRange, ...], sink: BackfillSink, run_id: str,
-                    topic_ids: dict[str, str] | None = None) -> BackfillRequest:
+                    topic_ids: dict[str, str] | None = None, isolation: str = READ_COMMITTED) -> BackfillRequest:
     """A request with the settings of this install; the command line's has
     no job row (the output is named ``run_id``) and no topic ids."""
     return BackfillRequest(
         run_id=run_id, cluster=cluster.client_config(), ranges=tuple(ranges), sink=sink.kind,
         replay_topics=sink.replay_topics({r.topic for r in ranges}), handler=sink.handler,
-        topic_ids=topic_ids or {}, output=str(settings.BACKFILL_OUTPUT),
-        timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS, master=settings.SPARK_MASTER,
+        topic_ids=topic_ids or {}, isolation=isolation, output=str(settings.BACKFILL_OUTPUT),
+        timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,
+        transaction_wait_seconds=settings.BACKFILL_TRANSACTION_WAIT_SECONDS, master=settings.SPARK_MASTER,
         spark_connect=settings.SPARK_CONNECT_URL, spark_connect_token=settings.SPARK_CONNECT_TOKEN,
     )
 
@@ -108,9 +112,12 @@ def execute_backfill(*, job_id: int) -> str:
         def on_attempt(attempts: list[dict]) -> None:
             job_record_result(job_id=job_id, result={"attempts": earlier + attempts})
 
+        def on_wait(reason: str) -> None:
+            job_record_reason(job_id=job_id, reason=reason[:1000])
+
         try:
             request = backfill_request_for(job)
-            result = BackfillRunner(request, on_progress=on_progress, on_attempt=on_attempt).run()
+            result = BackfillRunner(request, on_progress=on_progress, on_attempt=on_attempt, on_wait=on_wait).run()
         except BackfillFailed as failure:
             result = {**failure.result, "attempts": earlier + failure.result.get("attempts", [])}
             job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,

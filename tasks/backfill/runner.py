@@ -64,12 +64,15 @@ from django.utils import timezone
 from groups.domain.backfill import PreparedRange, condense_error, report_explained
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.planning import BackfillRange
+from groups.domain.read_isolation import READ_COMMITTED
 from groups.domain.secrets import secret_redact
 from groups.domain.sinks import DEFAULT_SINK, HANDLER, KAFKA, PARQUET
 from groups.domain.tls import key_as_pkcs8
+from groups.domain.transaction_wait import HeldRange, OpenTransaction, abort_due_ms, held_ranges, hold_message
 from tasks.backfill.checks import ClusterChecks
 from tasks.backfill.launch import ConnectJob, JobProcess, launch
-from tasks.kafka.adapter import KafkaAdapter
+from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable
+from tasks.kafka.transactions import TransactionReads
 from tasks.spark.handshake import (
     DISCARD,
     FINISHED,
@@ -141,8 +144,14 @@ class BackfillRequest:
     replay_topics: dict[str, str] = field(default_factory=dict)
     handler: str = ""
     topic_ids: dict[str, str] = field(default_factory=dict)
+    # The group's isolation.level as approved (``read_isolation.reader_isolation``):
+    # the job reads with it and the records are counted with it.
+    isolation: str = READ_COMMITTED
     output: str = ""
     timeout_seconds: int = 3600
+    # How long a read_committed job waits for open transactions to leave its ranges
+    # (BACKFILL_TRANSACTION_WAIT_SECONDS), within ``timeout_seconds``.
+    transaction_wait_seconds: int = 900
     master: str = "local[*]"
     # A Spark Connect server (sc://host:port) and its token; empty: every attempt in a process of its own.
     spark_connect: str = ""
@@ -182,12 +191,16 @@ class BackfillRunner:
     (re-run once if a signal kills it), explanation, publish or discard.
 
     ``on_progress(done, total)`` and ``on_attempt(attempts)`` let the caller
-    record progress and the attempts (with the job process id) as they happen.
+    record progress and the attempts (with the job process id) as they happen;
+    ``on_wait(reason)`` what the job waits for before it starts Spark.
     """
 
     def __init__(self, request: BackfillRequest, *, on_progress: Callable[[int, int], None] | None = None,
-                 on_attempt: Callable[[list[dict]], None] | None = None) -> None:
+                 on_attempt: Callable[[list[dict]], None] | None = None,
+                 on_wait: Callable[[str], None] | None = None) -> None:
         self.request = request
+        self.on_wait = on_wait or (lambda reason: None)
+        self.transaction_wait: dict = {}
         self.secrets = job_secrets(request.cluster)
         self.on_progress = on_progress or (lambda done, total: None)
         self.on_attempt = on_attempt or (lambda attempts: None)
@@ -196,18 +209,22 @@ class BackfillRunner:
         self.started = time.time()
         self.deadline = time.monotonic() + request.timeout_seconds
         self.checks = ClusterChecks(self.adapter, ranges=request.ranges, topic_ids=request.topic_ids,
-                                    replay_topics=request.replay_topics, deadline=self.deadline)
+                                    replay_topics=request.replay_topics, deadline=self.deadline,
+                                    isolation=request.isolation)
 
     def preflight(self) -> list[PreparedRange]:
         """The ranges as the cluster has them now (``ClusterChecks.preflight``)."""
         return self.checks.preflight()
 
     def run(self) -> dict:
-        """1. Preflight; 2. where the job delivers (``_sink``); 3. the job's
-        attempts (``_attempts``), unless everything expired already; 4. the
-        result, or BackfillFailed unless every difference is explained."""
+        """1. Preflight; 2. read_committed: wait until no open transaction
+        holds a range (``_wait_for_stable``); 3. where the job delivers
+        (``_sink``); 4. the job's attempts (``_attempts``), unless everything
+        expired already; 5. the result, or BackfillFailed unless every
+        difference is explained."""
         prepared = self.preflight()
         readable = [p for p in prepared if p.to_read > 0]
+        self._wait_for_stable(readable)
         self.on_progress(0, sum(p.to_read for p in readable))
         sink = self._sink(prepared)
         compacted: dict[str, bool] = {}
@@ -219,6 +236,68 @@ class BackfillRunner:
                                  for p in report if p["problems"])
             raise BackfillFailed(f"unexplained difference: {problems}", result=result)
         return result
+
+    def _wait_for_stable(self, readable: list[PreparedRange]) -> None:
+        """Until the last stable offset of each partition reaches its range's
+        end, for at most ``transaction_wait_seconds`` (within the job's time):
+        a read_committed read of an offset an open transaction holds ends
+        early. While it waits, ``on_wait`` says which partition is held, from
+        which offset and by which transaction (asked again only when what is
+        held changes); past the bound, BackfillFailed with the same words.
+        A read_uncommitted job reads up to the high watermark: no wait."""
+        if self.request.isolation != READ_COMMITTED or not readable:
+            return
+        ranges = [BackfillRange(p.range.topic, p.range.partition, p.read_start, p.range.end) for p in readable]
+        started = time.monotonic()
+        limit = min(self.deadline, started + self.request.transaction_wait_seconds)
+        pause = 0.2
+        seen: list[HeldRange] | None = None
+        transactions: list[OpenTransaction] = []
+        while True:
+            held = held_ranges(ranges, self._stable_offsets(ranges))
+            if not held:
+                if seen:
+                    self.transaction_wait["seconds"] = round(time.monotonic() - started, 3)
+                    self.on_wait("starting the Spark job: no open transaction holds the ranges any more")
+                return
+            if held != seen:
+                transactions = self._open_transactions(held)
+                seen = held
+            now_ms = int(time.time() * 1000)
+            message = hold_message(held, transactions, now_ms=now_ms)
+            self.transaction_wait.update({"held": message, "seconds": round(time.monotonic() - started, 3)})
+            if time.monotonic() >= limit:
+                due = abort_due_ms(held, transactions)
+                after = f"; its coordinator aborts it in {max(0, due - now_ms) / 1000:.0f} s at the latest" \
+                    if due else ""
+                raise BackfillFailed(
+                    f"waited {time.monotonic() - started:.0f} s for open transactions, nothing was read: "
+                    f"{message}{after}", result=self._result({"kind": self.request.sink}, []))
+            self.on_wait(f"waiting for an open transaction to end: {message}")
+            time.sleep(min(pause, max(0.0, limit - time.monotonic())))
+            pause = min(pause * 2, 2.0)
+
+    def _stable_offsets(self, ranges: list[BackfillRange]) -> dict[tuple[str, int], int]:
+        stable: dict[tuple[str, int], int] = {}
+        for topic in sorted({r.topic for r in ranges}):
+            partitions = [r.partition for r in ranges if r.topic == topic]
+            for partition, offset in self.adapter.last_stable_offsets(topic=topic, partitions=partitions).items():
+                stable[(topic, partition)] = offset
+        return stable
+
+    def _open_transactions(self, held: list[HeldRange]) -> list[OpenTransaction]:
+        """What the broker says about the transactions holding ``held``
+        (Kafka's Java Admin); none where it cannot say (no JVM here, a broker
+        without DescribeProducers, no Describe ACL): the words then name the
+        partition and offset only."""
+        reads = TransactionReads(self.request.cluster, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        try:
+            return reads.open_transactions(sorted({(h.range.topic, h.range.partition) for h in held}))
+        except KafkaUnavailable as error:
+            log.warning("backfill %s: could not describe the open transactions: %s", self.request.run_id, error)
+            return []
+        finally:
+            reads.close()
 
     def _sink(self, prepared: list[PreparedRange]) -> SinkSpec:
         """The spec's sink: replay topics made ready (kafka), the handler, or
@@ -250,7 +329,10 @@ class BackfillRunner:
     def _result(self, sink: dict, report: list[dict], timings: dict | None = None) -> dict:
         result = {
             "sink": sink,
-            "expected": sum(r.count for r in self.request.ranges),
+            "isolation": self.request.isolation,
+            # Records a reader of that isolation reads (counted when verified), and the planned offsets.
+            "expected": sum(p["expected"] for p in report) if report else self.request.total,
+            "offsets": self.request.total,
             "delivered": sum(p["delivered"] for p in report),
             "partitions": report,
             "attempts": self.attempts,
@@ -258,6 +340,8 @@ class BackfillRunner:
         }
         if timings:
             result["timings"] = timings
+        if self.transaction_wait:
+            result["transaction_wait"] = dict(self.transaction_wait)
         return result
 
     def _attempt(self, readable: list[PreparedRange], sink: SinkSpec, compacted: dict[str, bool]) -> dict:
@@ -304,7 +388,7 @@ class BackfillRunner:
             kafka=job_settings(config),
             ranges=tuple(BackfillRange(p.range.topic, p.range.partition, p.read_start, p.range.end)
                          for p in readable),
-            sink=sink, master=self.request.master, jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),
+            isolation=self.request.isolation, sink=sink, master=self.request.master, jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),
             records_per_task=RECORDS_PER_TASK, kafka_timeout_ms=settings.BACKFILL_KAFKA_TIMEOUT_SECONDS * 1000,
             progress_file=str(folder / PROGRESS_FILE), result_file=str(folder / RESULT_FILE),
         )

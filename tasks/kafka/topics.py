@@ -141,6 +141,32 @@ class TopicOperations(KafkaClient):
             for partition in partitions
         }
 
+    def last_stable_offsets(self, *, topic: str, partitions: Sequence[int]) -> dict[int, int]:
+        """The last stable offset of some partitions of one topic, now: the
+        end a read_committed reader may read up to (ListOffsets ``latest`` with
+        READ_COMMITTED). Below the high watermark while a transaction that
+        wrote to the partition is open; equal to it otherwise."""
+        if not partitions:
+            return {}
+        try:
+            futures = self.admin.list_offsets(
+                {TopicPartition(topic, partition): OffsetSpec.latest() for partition in partitions},
+                isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self._timeout,
+            )
+        except KafkaException as error:
+            raise self._unavailable("watermarks", f"last stable offsets of {topic!r}: "
+                                    f"{describe_error(error, topic=topic)}", cause=error) from None
+        found: dict[int, int] = {}
+        for key, future in futures.items():
+            try:
+                found[key.partition] = future.result(timeout=self._timeout + WAIT_GRACE_SECONDS).offset
+            except Exception as error:  # noqa: BLE001 - KafkaException or a timeout: both mean no answer
+                raise self._unavailable(
+                    "watermarks", f"last stable offset of {topic!r} [{key.partition}]: "
+                    f"{describe_error(error, topic=topic)}", cause=error,
+                ) from None
+        return {partition: found[partition] for partition in partitions}
+
     def offsets_for_times(
         self, *, topic: str, partitions: Sequence[int], timestamp_ms: int
     ) -> dict[int, int | None]:

@@ -120,7 +120,11 @@ def kafka_reader(spark, options: dict[str, str]):
 def read_ranges(spark, spec: JobSpec, options: dict[str, str], *, parallelism: int):
     """The records of every range: ``assign`` the partitions, exact
     ``startingOffsets``/``endingOffsets`` (end exclusive), headers included,
-    committed records only (aborted transactions are not data).
+    with the group's isolation level (``spec.isolation``): a read_committed
+    group's backfill gets no record of an aborted transaction. Spark's own
+    default is read_uncommitted, so it is always set. The runner started the
+    job only once the last stable offset passed every range's end: a
+    read_committed read of an offset an open transaction holds would end early.
 
     ``failOnDataLoss=false``: offsets that retention removes while the job
     runs are skipped instead of failing the read; the summary shows them
@@ -136,7 +140,7 @@ def read_ranges(spark, spec: JobSpec, options: dict[str, str], *, parallelism: i
         .option("assign", json.dumps({t: sorted(int(p) for p in e["start"]) for t, e in by_topic.items()}))
         .option("startingOffsets", json.dumps({t: e["start"] for t, e in by_topic.items()}))
         .option("endingOffsets", json.dumps({t: e["end"] for t, e in by_topic.items()}))
-        .option("kafka.isolation.level", "read_committed")
+        .option("kafka.isolation.level", spec.isolation)
         # A broker that stops answering fails the job after about this long
         # (fetches; the offsets Spark plans with, retried fetchOffset.numRetries
         # = 3 times), not after Spark's 120 s per fetch and 60 s per offset request.

@@ -19,6 +19,7 @@ The JSON form (``to_json``)::
                 "ssl_endpoint_identification": true,
                 "oauth_token_endpoint": "", "oauth_client_id": "", "oauth_scope": ""},
       "ranges": [{"topic": "orders", "partition": 2, "start": 1000, "end": 5000}],
+      "isolation": "read_committed",       # or "read_uncommitted": the group's isolation.level
       "sink": {"kind": "parquet", "output": "/data/backfills"}
            | {"kind": "kafka", "topics": {"orders": "orders.replay"},
               "start_offsets": {"orders.replay": {"0": 0, "1": 0, "2": 0}}}
@@ -44,6 +45,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
 from groups.domain.planning import BackfillRange, backfill_range_problem
+from groups.domain.read_isolation import READ_COMMITTED, isolation_problem
 from groups.domain.sinks import HANDLER, JOB_SINKS, KAFKA, PARQUET
 
 SECRETS_ENV = "GAPWATCH_KAFKA_SECRETS"
@@ -170,7 +172,9 @@ class SinkSpec:
 @dataclass(frozen=True)
 class JobSpec:
     """One attempt of one backfill. ``ranges`` are half-open ``[start, end)``,
-    sorted by (topic, partition), one per partition."""
+    sorted by (topic, partition), one per partition. ``isolation``: the
+    ``isolation.level`` the ranges are read with, the group's
+    (``groups.domain.read_isolation.reader_isolation``)."""
 
     job_id: str
     attempt: str
@@ -184,11 +188,15 @@ class JobSpec:
     driver_memory: str = DEFAULT_DRIVER_MEMORY
     records_per_task: int = DEFAULT_RECORDS_PER_TASK
     kafka_timeout_ms: int = DEFAULT_KAFKA_TIMEOUT_MS
+    isolation: str = READ_COMMITTED
 
     def __post_init__(self) -> None:
         for name in ("job_id", "attempt", "jars_dir", "progress_file", "result_file"):
             if not getattr(self, name):
                 raise SpecError(f"spec.{name} must be a non-empty str")
+        problem = isolation_problem(self.isolation)
+        if problem:
+            raise SpecError(f"spec.{problem}")
         if not self.ranges:
             raise SpecError("spec.ranges must not be empty")
         seen = set()
@@ -222,7 +230,7 @@ class JobSpec:
     def to_json(self) -> dict:
         return {
             "job_id": self.job_id, "attempt": self.attempt, "kafka": self.kafka.to_json(),
-            "ranges": self.ranges_json(), "sink": self.sink.to_json(),
+            "ranges": self.ranges_json(), "isolation": self.isolation, "sink": self.sink.to_json(),
             "spark": {"master": self.master, "jars_dir": self.jars_dir, "driver_memory": self.driver_memory,
                       "records_per_task": self.records_per_task, "kafka_timeout_ms": self.kafka_timeout_ms},
             "progress_file": self.progress_file, "result_file": self.result_file,
@@ -262,6 +270,7 @@ class JobSpec:
             attempt=_required(data, "attempt", str),
             kafka=KafkaSettings.from_json(kafka),
             ranges=tuple(clean),
+            isolation=data.get("isolation", READ_COMMITTED),
             sink=sink_spec,
             master=spark.get("master") or DEFAULT_MASTER,
             jars_dir=_required(spark, "jars_dir", str, "spec.spark"),

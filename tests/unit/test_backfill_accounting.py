@@ -46,7 +46,9 @@ def test_it_counts_an_unexplained_difference_as_a_problem():
     prepared = PreparedRange(BackfillRange("orders", 2, 0, 100), log_start=10, high_watermark=120)
     summary = {"delivered": 85, "duplicates": 0, "outside_range": 0, "missing": 5, "holes": [[40, 45]],
                "holes_truncated": False}
-    report = partition_report(prepared, summary, log_start_after=10, labelled=[(40, 45, "not_delivered")])
+    report = partition_report(prepared, summary, log_start_after=10, labelled=[(40, 45, "not_delivered")],
+                              records=90)
+    assert (report["expected"], report["offsets"]) == (90, 100)
     assert report["explained"] == {"retention": 10}  # [0, 10) was below the log start before the job
     assert report["unexplained"] == 5
     assert report["problems"] == ["5 offsets readable now were not delivered"]
@@ -101,10 +103,12 @@ def test_it_accounts_every_offset_of_a_partition_exactly():
     labelled = [(110, 115, "retention"), (115, 120, "not_delivered"), (120, 123, "not_delivered"),
                 (123, 125, "transaction_markers"), (125, 130, "aborted_transaction")]
 
-    report = partition_report(prepared, summary, log_start_after=115, labelled=labelled)
+    # A read_committed reader reads 68 records in [115, 200): the 60 delivered and the 8 not delivered.
+    report = partition_report(prepared, summary, log_start_after=115, labelled=labelled, records=68)
 
     assert report == {
-        "topic": "orders", "partition": 2, "start": 100, "end": 200, "expected": 100, "delivered": 60,
+        "topic": "orders", "partition": 2, "start": 100, "end": 200, "offsets": 100, "isolation": "read_committed",
+        "expected": 68, "delivered": 60,
         "read_start": 110, "log_start_before": 110, "log_start_after": 115, "high_watermark": 250,
         # [100, 110) gone before the job plus [110, 115) gone during it; markers and aborts explained.
         "explained": {"retention": 15, "transaction_markers": 2, "aborted_transaction": 5},
@@ -128,12 +132,14 @@ def test_it_accounts_every_offset_of_a_partition_exactly():
 
 def test_a_partition_the_job_never_read_is_reported_as_such():
     prepared = PreparedRange(BackfillRange("orders", 3, 40, 60), log_start=0, high_watermark=60)
-    assert partition_report(prepared, None, log_start_after=0, labelled=[]) == {
-        "topic": "orders", "partition": 3, "start": 40, "end": 60, "expected": 20, "delivered": 0,
+    assert partition_report(prepared, None, log_start_after=0, labelled=[], records=20) == {
+        "topic": "orders", "partition": 3, "start": 40, "end": 60, "offsets": 20, "isolation": "read_committed",
+        "expected": 20, "delivered": 0,
         "read_start": 40, "log_start_before": 0, "log_start_after": 0, "high_watermark": 60,
         "explained": {}, "unexplained": 0, "missing_ranges": [],
-        "problems": ["counts do not add up: 0 accounted for, 20 expected"],
-    }, "no summary: nothing delivered and nothing explained, so the 20 offsets are a problem"
+        "problems": ["20 records a read_committed reader reads were not delivered",
+                     "counts do not add up: 0 accounted for, 20 expected"],
+    }, "no summary: nothing delivered and nothing explained, so the 20 records and offsets are a problem"
 
 
 def test_it_lists_at_most_the_first_missing_ranges_but_counts_all():
@@ -141,7 +147,7 @@ def test_it_lists_at_most_the_first_missing_ranges_but_counts_all():
     labelled = [(n, n + 1, "transaction_markers") for n in range(0, 1000, 2)]
     summary = {"delivered": 500, "duplicates": 0, "outside_range": 0, "missing": 500,
                "holes": [[a, b] for a, b, _ in labelled], "holes_truncated": False}
-    report = partition_report(prepared, summary, log_start_after=0, labelled=labelled)
+    report = partition_report(prepared, summary, log_start_after=0, labelled=labelled, records=500)
     assert len(report["missing_ranges"]) == MISSING_RANGES_LISTED == 200
     assert report["explained"] == {"transaction_markers": 500}
     assert report["problems"] == []
@@ -234,3 +240,75 @@ def test_without_a_cause_the_head_is_followed_by_the_cut_marker():
 ])
 def test_only_a_report_with_everything_explained_may_publish(report, expected, why):
     assert report_explained(report) is expected, why
+
+
+# --- records, not offsets: a partition [0, 10) with a transaction in it -----------------------
+# 0-2 committed, 3-5 an aborted transaction, 6 its abort marker, 7-9 committed.
+# A read_committed reader reads 6 records (0-2, 7-9); a read_uncommitted one 9 (all but the marker).
+ABORTED = (3, 6)
+MARKER = (6, 7)
+
+
+def _holes(*holes):
+    return {"delivered": 10 - sum(b - a for a, b in holes), "duplicates": 0, "outside_range": 0,
+            "missing": sum(b - a for a, b in holes), "holes": [list(h) for h in holes], "holes_truncated": False}
+
+
+@pytest.mark.parametrize(
+    ("isolation", "summary", "labelled", "records", "compacted", "expected", "unexplained", "problems", "why"),
+    [
+        ("read_committed", _holes(ABORTED, MARKER), [(*ABORTED, "aborted_transaction"), (*MARKER, "transaction_markers")],
+         6, False, 6, 0, [], "the committed records and nothing else: 6 records of 10 offsets, verified"),
+        ("read_committed", _holes(MARKER), [(*MARKER, "transaction_markers")], 6, False, 6, 3,
+         ["3 records delivered that a read_committed reader does not read (records of aborted transactions)"],
+         "the aborted records delivered: the span's holes are all explained, only the record count shows it"),
+        ("read_uncommitted", _holes(MARKER), [(*MARKER, "transaction_markers")], 9, False, 9, 0, [],
+         "a read_uncommitted group read the aborted records too: 9 records, the marker is no record"),
+        ("read_uncommitted", _holes(ABORTED, MARKER), [(*ABORTED, "not_delivered"), (*MARKER, "transaction_markers")],
+         9, False, 9, 3, ["3 offsets readable now were not delivered"],
+         "to a read_uncommitted group aborted records are records: missing them is a loss"),
+        ("read_committed", _holes(MARKER), [(*MARKER, "compaction_or_markers")], 6, True, 6, 0, [],
+         "on a compacted topic records the sink got may have been compacted away since: more is no proof of aborts"),
+        ("read_committed", {**_holes(ABORTED, MARKER), "duplicates": 3},
+         [(*ABORTED, "aborted_transaction"), (*MARKER, "transaction_markers")], 6, False, 6, 3,
+         ["3 duplicate records"],
+         "a duplicated write is caught even when the distinct offsets match"),
+    ],
+)
+def test_it_verifies_the_records_a_reader_of_the_isolation_reads(
+        isolation, summary, labelled, records, compacted, expected, unexplained, problems, why):
+    prepared = PreparedRange(BackfillRange("orders", 2, 0, 10), log_start=0, high_watermark=10)
+    report = partition_report(prepared, summary, log_start_after=0, labelled=labelled, records=records,
+                              isolation=isolation, compacted=compacted)
+    assert (report["offsets"], report["expected"], report["unexplained"], report["problems"]) \
+        == (10, expected, unexplained, problems), why
+
+
+def test_records_below_a_log_start_that_moved_during_the_job_count_as_delivered():
+    # Read [0, 10) read_uncommitted; retention then took [0, 4): the sink holds 0-3 (4 records), and the
+    # reader now reads 4, 5, 7, 8, 9 (5 records) above the log start. 9 records expected, 9 delivered.
+    prepared = PreparedRange(BackfillRange("orders", 2, 0, 10), log_start=0, high_watermark=10)
+    report = partition_report(prepared, _holes(MARKER), log_start_after=4, labelled=[(*MARKER, "transaction_markers")],
+                              records=5, isolation="read_uncommitted")
+    assert (report["expected"], report["delivered"], report["problems"]) == (9, 9, [])
+
+
+@pytest.mark.parametrize(
+    ("isolation", "committed", "uncommitted", "expected", "why"),
+    [
+        ("read_committed", [(0, 3), (7, 10)], [(3, 6)], [(3, 6, "aborted_transaction"), (6, 7, "transaction_markers")],
+         "read_committed: what only a read_uncommitted reader reads is an aborted transaction, explained"),
+        ("read_uncommitted", [], [(0, 6), (7, 10)], [(3, 6, "not_delivered"), (6, 7, "transaction_markers")],
+         "read_uncommitted: the aborted records are the group's records, so missing them is not explained"),
+    ],
+)
+def test_it_labels_holes_by_the_isolation_of_the_reader(isolation, committed, uncommitted, expected, why):
+    assert explain_missing(holes=[(3, 7)], log_start=0, committed_runs=committed, uncommitted_runs=uncommitted,
+                           isolation=isolation) == expected, why
+
+
+def test_the_summary_line_says_offsets_when_they_are_not_the_records():
+    report = [{"topic": "orders", "partition": 2, "expected": 6, "offsets": 10, "delivered": 6,
+               "explained": {"aborted_transaction": 3, "transaction_markers": 1}}]
+    assert summary_line(report) == ("delivered 6 of 6 records (10 offsets); orders[2]: 3 aborted transaction; "
+                                    "orders[2]: 1 transaction markers")

@@ -155,3 +155,18 @@ def test_the_spec_loads_without_django_or_spark():
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert answer.returncode == 0, answer.stderr
     assert answer.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("isolation, why", [
+    ("read_committed", "the default, and what an undeclared group's backfill reads"),
+    ("read_uncommitted", "a group that declared read_uncommitted read aborted records too"),
+])
+def test_the_isolation_level_travels_in_the_spec(isolation, why):
+    written = typed(isolation=isolation)
+    assert JobSpec.from_json(json.loads(json.dumps(written.to_json()))).isolation == isolation, why
+
+
+def test_a_spec_without_an_isolation_reads_committed_and_a_bad_one_is_refused():
+    assert parse_spec(spec(one_range(5))).isolation == "read_committed"
+    with pytest.raises(SpecError, match="spec.isolation must be one of read_committed, read_uncommitted"):
+        parse_spec({**spec(one_range(5)), "isolation": "unknown"})

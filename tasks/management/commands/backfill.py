@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from groups.services.jobs import backfill_record_cli_run
 from groups.models import Cluster, RemediationJob, Topic
 from groups.domain.planning import PlanError, plan_backfill
+from groups.domain.read_isolation import ISOLATION_LEVELS, READ_COMMITTED
 from groups.text import text_table
 from groups.domain.sinks import DEFAULT_SINK, GROUP_SINKS, KAFKA, backfill_sink_for
 from tasks.backfill.executor import cluster_request
@@ -40,6 +41,9 @@ class Command(BaseCommand):
         parser.add_argument("--end", type=int, help="offset after the last one to deliver (exclusive)")
         parser.add_argument("--sink", choices=GROUP_SINKS, default="", help=f"default {DEFAULT_SINK}")
         parser.add_argument("--replay-topic", default="", help="for --sink kafka (default <topic>.replay)")
+        parser.add_argument("--isolation", choices=ISOLATION_LEVELS, default=READ_COMMITTED,
+                            help="the isolation.level of the group it is for (read_uncommitted delivers aborted "
+                                 "records too); default read_committed")
         parser.add_argument("--job", type=int, help="an existing backfill job instead of a range")
         parser.add_argument("--execute", action="store_true", help="run it now; without it, only print the plan")
 
@@ -69,7 +73,8 @@ class Command(BaseCommand):
         except PlanError as error:
             raise CommandError(str(error)) from None
         run_id = f"cli-{topic}-{partition}-{start}-{end}"
-        request = cluster_request(cluster=cluster, ranges=tuple(ranges), sink=sink, run_id=run_id)
+        request = cluster_request(cluster=cluster, ranges=tuple(ranges), sink=sink, run_id=run_id,
+                                  isolation=options["isolation"])
         runner = BackfillRunner(request, on_progress=self._progress)
         try:
             prepared = runner.preflight()
