@@ -12,8 +12,10 @@ and is never restarted: Kafka's Java console consumer (classic and KIP-848,
 default 5 s auto-commit), librdkafka (classic and KIP-848 with default
 auto-commit; manual synchronous commits every 25 records at 20 ms a record;
 1.5 s of work in on_assign), producers whose clock is 30 s ahead or behind
-(CreateTime), a LogAppendTime topic, and a group that joined right after a
-full poll and seconds before the change. ``--trials`` trials with the machine
+(CreateTime), a LogAppendTime topic, a group that joined right after a
+full poll and seconds before the change, and the Go clients (sarama,
+segmentio/kafka-go with WatchPartitionChanges, franz-go, confluent-kafka-go;
+tests/clients/go, built by scripts/setup.sh). ``--trials`` trials with the machine
 as it is (``idle``) and with a CPU-bound process per core beside it
 (``loaded``), started and killed by the bench.
 
@@ -123,7 +125,8 @@ def trial_rows(outcomes: list[Outcome], load: str, trial: int) -> list[dict]:
             "first_commit": f.get("first_commit"), "backfill": [f.get("backfill_start"), f.get("backfill_end")],
             "state": f.get("state"), "likely": likely, "likely_evidence": f.get("likely_evidence"),
             "likely_error": likely - o.start if likely is not None and o.start is not None else None,
-            "decided_after_s": o.decided_after_s, "sound": not o.problems(), "problems": o.problems(),
+            "decided_after_s": o.decided_after_s, "read_after_s": o.read_after_s, "sound": not o.problems(),
+            "problems": o.problems(),
             "skipped_after_start": o.skipped_after_start, "notes": o.notes,
         })
     return rows

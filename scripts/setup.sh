@@ -7,6 +7,8 @@
 #     the Java 21+ it needs, built once for the tests (SKIP_KEYCLOAK=1: neither).
 #  3. .venv with the project and its test dependencies (redone when
 #     pyproject.toml changes).
+#  4. The Go clients of the pickup tests, built with the Go toolchain
+#     (Debian's golang-go when go is missing and running as root).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$GAPWATCH_ROOT"
@@ -130,6 +132,39 @@ if [ "$(cat "$java_helpers/.stamp" 2>/dev/null)" != "$helpers_hash" ]; then
   rm -rf "$java_helpers" && mkdir -p "$java_helpers"
   javac --release 17 -nowarn -cp "$GAPWATCH_HOME/lib/kafka/*" -d "$java_helpers" services/java/gapwatch/*.java
   echo "$helpers_hash" >"$java_helpers/.stamp"
+fi
+
+# The Go clients of the pickup tests (tests/clients/go: sarama, kafka-go, franz-go,
+# confluent-kafka-go) in one program, built with cgo (confluent-kafka-go links the
+# librdkafka its module ships); its modules are fetched here, never when tests run.
+go_sources=tests/clients/go
+go_binary=$GAPWATCH_HOME/bin/gapwatch-go-consumer
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+  export PATH=$PATH:/usr/local/go/bin
+fi
+if ! command -v go >/dev/null; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: the Go clients of the pickup tests need the Go toolchain; install it (apt-get install golang-go)" \
+      "or run as root" >&2
+    exit 1
+  fi
+  echo "setup: installing golang-go"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends golang-go >/dev/null
+fi
+go_needed=$(awk '$1 == "go" {print $2}' "$go_sources/go.mod")
+go_have=$(go env GOVERSION | sed 's/^go//')
+if [ "$(printf '%s\n%s\n' "$go_needed" "$go_have" | sort -V | head -1)" != "$go_needed" ]; then
+  echo "setup: the Go clients (tests/clients/go/go.mod) need Go $go_needed or newer; $(command -v go) is $go_have" >&2
+  exit 1
+fi
+go_hash=$( (go env GOVERSION; cat "$go_sources"/go.mod "$go_sources"/go.sum "$go_sources"/*.go) | sha256sum | cut -c1-16)
+if [ "$(cat "$go_binary.stamp" 2>/dev/null)" != "$go_hash" ]; then
+  echo "setup: building the Go clients (downloading their modules on the first build)"
+  mkdir -p "$GAPWATCH_HOME/bin"
+  rm -f "$go_binary" "$go_binary.stamp"
+  (cd "$go_sources" && CGO_ENABLED=1 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" go build -o "$go_binary" .)
+  echo "$go_hash" >"$go_binary.stamp"
 fi
 
 # A class-data-sharing archive of Spark's classes (tasks/spark/class_archive.py),

@@ -86,11 +86,18 @@ class Broker:
 
 class ReadOffsets:
     """What a consumer running in a thread read: ``received``, the offsets
-    per partition in the order read, guarded by ``_lock``."""
+    per partition in the order read, and ``first_read_at``, when (monotonic)
+    each partition's first record arrived; both guarded by ``_lock``."""
 
     def __init__(self) -> None:
         self.received: dict[int, list[int]] = defaultdict(list)
+        self.first_read_at: dict[int, float] = {}
         self._lock = threading.Lock()
+
+    def _record(self, partition: int, offset: int) -> None:
+        with self._lock:
+            self.first_read_at.setdefault(partition, time.monotonic())
+            self.received[partition].append(offset)
 
     def count(self, partition: int) -> int:
         with self._lock:
@@ -125,8 +132,7 @@ class ShareGroupConsumer(ReadOffsets):
                 continue
             for message in messages:
                 if message.error() is None:
-                    with self._lock:
-                        self.received[message.partition()].append(message.offset())
+                    self._record(message.partition(), message.offset())
 
     def close(self) -> None:
         self._stop.set()
@@ -193,8 +199,7 @@ class GroupConsumer(ReadOffsets):
             message = self.consumer.poll(0.2)
             if message is None or message.error():
                 continue
-            with self._lock:
-                self.received[message.partition()].append(message.offset())
+            self._record(message.partition(), message.offset())
             if self.commit_every:
                 self._uncommitted += 1
                 if self._uncommitted >= self.commit_every:
@@ -265,9 +270,37 @@ class KafkaStreamsWordCount:
 _PRINTED = re.compile(r"Partition:(\d+)\tOffset:(\d+)")
 
 
-class _PrintingJavaTool(ReadOffsets):
+class _PrintingClient(ReadOffsets):
+    """A consumer in a process of its own (``command``) printing partition and
+    offset of each record it receives as Kafka's console consumer does:
+    ``received`` holds them, per partition. ``close`` sends SIGTERM and gives
+    it ``grace`` seconds to leave its group; ``returncode`` is then its exit."""
+
+    def __init__(self, command: list[str], *, grace: float) -> None:
+        super().__init__()
+        self.grace = grace
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            match = _PRINTED.search(line)
+            if match:
+                self._record(int(match.group(1)), int(match.group(2)))
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    def close(self) -> None:
+        _stop(self.process, grace=self.grace)
+        self._thread.join(timeout=5)
+
+
+class _PrintingJavaTool(_PrintingClient):
     """One of Kafka's console tools in a JVM of its own, printing partition and
-    offset of each record it receives: ``received`` holds them, per partition."""
+    offset of each record it receives."""
 
     def __init__(self, tool: str, bootstrap: str, group_id: str, topic: str, *, refresh_ms: int,
                  properties: tuple[str, ...] = ()) -> None:
@@ -280,21 +313,7 @@ class _PrintingJavaTool(ReadOffsets):
             "--command-property", f"client.id={group_id}-java",
             "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
         ]
-        super().__init__()
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            match = _PRINTED.search(line)
-            if match:
-                with self._lock:
-                    self.received[int(match.group(1))].append(int(match.group(2)))
-
-    def close(self) -> None:
-        _stop(self.process, grace=15)
-        self._thread.join(timeout=5)
+        super().__init__(command, grace=15)
 
 
 class JavaConsoleConsumer(_PrintingJavaTool):
@@ -318,6 +337,34 @@ class JavaConsoleShareConsumer(_PrintingJavaTool):
 
     def __init__(self, bootstrap: str, group_id: str, topic: str, *, refresh_ms: int = 5000) -> None:
         super().__init__("ConsoleShareConsumer", bootstrap, group_id, topic, refresh_ms=refresh_ms)
+
+
+GO_CLIENTS = ("sarama", "kafka-go", "kafka-go-nowatch", "franz-go", "confluent-kafka-go")
+
+
+def go_consumer_binary() -> str:
+    """The Go clients' program (tests/clients/go), built by scripts/setup.sh."""
+    home = os.environ.get("GAPWATCH_HOME") or os.path.join(os.path.dirname(__file__), "..", "..", ".gapwatch")
+    return os.path.join(home, "bin", "gapwatch-go-consumer")
+
+
+class GoClientConsumer(_PrintingClient):
+    """One real Go Kafka client (``client``, one of GO_CLIENTS) as the only
+    member of ``latest`` group ``group_id``, in a process of its own: no
+    committed offset means the end, offsets auto-committed every 5 s, metadata
+    refreshed every ``refresh_ms``. sarama, kafka-go (``WatchPartitionChanges``),
+    franz-go and confluent-kafka-go (librdkafka) rebalance when a refresh shows
+    a new partition; ``kafka-go-nowatch`` (kafka-go's default) never does.
+    kafka-go takes up to ~10 s to leave its group on SIGTERM."""
+
+    def __init__(self, client: str, bootstrap: str, group_id: str, topic: str, *, refresh_ms: int = 5000) -> None:
+        if client not in GO_CLIENTS:
+            raise ValueError(f"unknown Go client {client!r}: one of {', '.join(GO_CLIENTS)}")
+        binary = go_consumer_binary()
+        if not os.access(binary, os.X_OK):
+            raise FileNotFoundError(f"{binary} is missing: run scripts/setup.sh, which builds it")
+        super().__init__([binary, "-client", client, "-bootstrap", bootstrap, "-group", group_id, "-topic", topic,
+                          "-refresh-ms", str(refresh_ms)], grace=20)
 
 
 def kafka_tool(*args: str, timeout: float = 60.0) -> str:

@@ -25,6 +25,7 @@ from confluent_kafka.admin import NewPartitions
 
 from tests.integration.kafka_harness import (
     Broker,
+    GoClientConsumer,
     GroupConsumer,
     JavaConsoleConsumer,
     JavaConsoleShareConsumer,
@@ -55,8 +56,11 @@ class Scenario:
     rdkafka-manual (auto-commit off, a synchronous commit every 25 records,
     20 ms of work per record), rdkafka-slow-assign (1.5 s of work in
     ``on_assign``), java-share (Kafka's console share consumer, a share
-    group: its start offset is its position). ``late_join``: the group starts after the last full poll
-    before the change, so no full poll ever recorded it reading the topic.
+    group: its start offset is its position), go-sarama, go-kafka-go
+    (``WatchPartitionChanges``), go-franz-go, go-confluent-kafka-go (the Go
+    clients of tests/clients/go, each auto-committing every 5 s).
+    ``late_join``: the group starts after the last full poll before the
+    change, so no full poll ever recorded it reading the topic.
 
     Transactions (issue 32): ``isolation`` is the librdkafka client's
     ``isolation.level`` (None: its default, read_committed), ``declared_isolation``
@@ -99,6 +103,13 @@ SCENARIOS = (
     Scenario("rdkafka-txn-open-read-uncommitted", "rdkafka-classic", transactions="open",
              isolation="read_uncommitted", declared_isolation="read_uncommitted"),
     Scenario("rdkafka-txn-aborted", "rdkafka-classic", transactions="aborted"),
+    # The Go clients the loss was first reported on (issue 32). sarama compares partition
+    # counts with its metadata every refresh, so it takes the partition after one or two
+    # (~10 s); kafka-go without WatchPartitionChanges never does (tests/integration/test_go_clients.py).
+    Scenario("go-sarama", "go-sarama"),
+    Scenario("go-kafka-go", "go-kafka-go"),
+    Scenario("go-franz-go", "go-franz-go"),
+    Scenario("go-confluent-kafka-go", "go-confluent-kafka-go"),
 )
 
 
@@ -106,6 +117,8 @@ def start_client(scenario: Scenario, bootstrap: str, group_id: str, topic: str):
     kind = scenario.client
     if kind == "java-share":
         return JavaConsoleShareConsumer(bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
+    if kind.startswith("go-"):
+        return GoClientConsumer(kind.removeprefix("go-"), bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
     if kind.startswith("java-"):
         return JavaConsoleConsumer(bootstrap, group_id, topic, protocol=kind.split("-", 1)[1], refresh_ms=REFRESH_MS)
     common = dict(offset_reset="latest", refresh_ms=REFRESH_MS, commit_interval_ms=5000)  # librdkafka's default
@@ -136,6 +149,7 @@ class Outcome:
     finding: dict | None = None  # FINDING_FIELDS plus likely, likely_evidence; None: no finding at all
     decided: bool = False
     decided_after_s: float | None = None  # from create_partitions to the finding decided
+    read_after_s: float | None = None  # from create_partitions to the client's first record of partition 1
     start: int | None = None  # S: the first offset the client read on partition 1
     truth: int | None = None  # offsets of partition 1 below S it never received
     skipped_after_start: int = 0  # offsets in [S, last read] it never received (should be 0)
@@ -166,7 +180,8 @@ class Outcome:
 
     def describe(self) -> str:
         f = self.finding or {}
-        return (f"{self.scenario.id}: start {self.start}, truth {self.truth}; "
+        return (f"{self.scenario.id}: start {self.start}, truth {self.truth}, first read "
+                f"{'-' if self.read_after_s is None else f'{self.read_after_s:.1f}s'} after the change; "
                 f"definite/possible {f.get('missed_definite')}/{f.get('missed_possible')}, "
                 f"first commit {f.get('first_commit')}, likely {f.get('likely')}, "
                 f"backfill [{f.get('backfill_start')}, {f.get('backfill_end')}), state {f.get('state')}: "
@@ -295,6 +310,7 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
             client = clients.get(o.group_id)
             received = client.offsets(1) if client is not None else []
             if received:
+                o.read_after_s = client.first_read_at[1] - raised
                 o.start = min(received)
                 o.truth = never_consumed(received, log_start=(o.finding or {}).get("first_log_start") or 0,
                                          end=o.start)
