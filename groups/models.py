@@ -11,6 +11,7 @@ from django.db import models
 
 from groups import crypto
 from groups.domain.cluster_config import ClusterConfig
+from groups.domain.kafka_features import features_absent
 from groups.domain.sinks import DEFAULT_SINK
 
 
@@ -79,6 +80,11 @@ class Cluster(models.Model):
     # a cluster too big for its workers shows here, never as silence.
     slow_polls_total = models.PositiveBigIntegerField(default=0)
     skipped_polls_total = models.PositiveBigIntegerField(default=0)
+    # What the cluster finalized at the last full poll that could ask
+    # (``Admin.describeFeatures``): {"metadata_version": "3.9-IV0", "levels":
+    # {"metadata.version": 21, ...}}; {} until then. The clusters page shows
+    # the kinds of group its release lacks (groups.domain.kafka_features).
+    kafka_features = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -86,6 +92,13 @@ class Cluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def features_absent(self) -> list[str]:
+        if not self.kafka_features:
+            return []
+        return features_absent(metadata_version=self.kafka_features.get("metadata_version", ""),
+                               levels=self.kafka_features.get("levels", {}))
 
     @property
     def has_sasl_password(self) -> bool:

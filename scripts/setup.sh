@@ -56,6 +56,23 @@ if [ "$(cat "$jars_stamp" 2>/dev/null)" != "$jars_hash" ]; then
   echo "$jars_hash" >"$jars_stamp"
 fi
 
+# The older brokers of the release matrix (tests/integration/test_kafka_releases.py),
+# one folder each: $GAPWATCH_HOME/lib/kafka-<version>. 3.x logs through log4j 1, 4.x Log4j2.
+releases_dir=$GAPWATCH_HOME/lib/kafka-releases
+releases_hash=$(cat services/maven/kafka-release/pom.xml services/maven/kafka-release/releases | sha256sum | cut -c1-16)
+if [ "$(cat "$releases_dir/.stamp" 2>/dev/null)" != "$releases_hash" ]; then
+  rm -rf "$releases_dir"
+  while read -r release; do
+    [ -n "$release" ] || continue
+    echo "setup: fetching the Kafka $release broker jars with Maven"
+    logging=log4j2
+    [ "${release%%.*}" -ge 4 ] || logging=log4j1
+    mvn -q -B -s services/maven/settings.xml -f services/maven/kafka-release/pom.xml dependency:copy-dependencies \
+      -P "$logging" -Dkafka.release="$release" -Djars.dir="$releases_dir/$release"
+  done <services/maven/kafka-release/releases
+  echo "$releases_hash" >"$releases_dir/.stamp"
+fi
+
 # Keycloak runs on Java 21 or newer; the broker and Spark stay on the default java.
 java_21_home() {
   local home version

@@ -19,6 +19,7 @@ from groups.selectors.watcher import cluster_watch_state, findings_awaiting_like
 from groups.domain.detection import FindingKey, LikelyStart
 from groups.domain.snapshot import Snapshot
 from groups.models import Cluster, Finding
+from groups.services.clusters import cluster_record_features
 from groups.services.polls import (
     PollSummary,
     cluster_record_failure,
@@ -116,11 +117,25 @@ def poll_cluster(
         cluster_id=cluster.id, snapshot=snapshot, now=snapshot.taken_at, kafka_seconds=time.monotonic() - started,
         likely_starts=likely,
     )
+    if topics is None and groups is None and settings.SHARE_AND_STREAMS_GROUPS:
+        record_features(cluster_id=cluster.id, adapter=adapter)
     if parts is not None:
         summary = replace(summary, parts={"count": part_count, "read_elsewhere": parts.answered_elsewhere,
                                           "read_here": parts.read_here, "retaken": parts.retaken})
     poll_follow_up(summary=summary, snapshot=snapshot)
     return summary
+
+
+def record_features(*, cluster_id: int, adapter: KafkaAdapter) -> None:
+    """After a full poll: what the cluster's release serves (one
+    DescribeFeatures request). A cluster that does not answer keeps what was
+    stored; the poll stands either way."""
+    try:
+        metadata_version, levels = adapter.finalized_features()
+    except KafkaUnavailable as error:
+        log.warning("features of cluster %s not read: %s", cluster_id, error)
+        return
+    cluster_record_features(cluster_id=cluster_id, metadata_version=metadata_version, levels=levels)
 
 
 def likely_starts(*, cluster_id: int, adapter: KafkaAdapter) -> dict[FindingKey, LikelyStart]:

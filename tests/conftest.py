@@ -91,6 +91,19 @@ def broker(kafka_bootstrap):
     broker.close()
 
 
+@pytest.fixture(scope="session")
+def kafka_4_3(tmp_path_factory):
+    """A single-node Kafka 4.3.1 broker of the session's own (the release
+    matrix's jars), started on first use: the last release whose share groups
+    start a partition added to a topic they read at its end, and so lose what
+    was written before (4.4.0 starts it at offset 0, KAFKA-20742)."""
+    from tests.faults.procs import KafkaCluster
+
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-4.3.1"), release="4.3.1", heap="384m").start()
+    yield cluster
+    cluster.close()
+
+
 @pytest.fixture
 def approver(db):
     """A user in the approver role (may approve remediations)."""

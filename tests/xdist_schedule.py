@@ -34,6 +34,13 @@ UNITS: dict[str, tuple[str, ...]] = {
     ),
     "spark-connect": ("tests/integration/test_backfill_connect.py",),
     "spark-process": ("tests/integration/test_backfill.py",),
+    # One Kafka 4.3.1 broker (the session's kafka_4_3) for the release matrix and the share-group loss tests.
+    "kafka-4.3.1": (
+        "tests/integration/test_kafka_releases.py",
+        "tests/integration/test_share_group_detection.py",
+        "tests/integration/test_share_groups.py",
+        "tests/integration/test_share_group_repair.py",
+    ),
     "chromium": (
         # These two share the demo's state too (tests/integration/demo_harness.py).
         "tests/integration/test_browser_access.py",

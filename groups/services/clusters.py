@@ -197,6 +197,14 @@ def cluster_record_test(*, cluster_id: int, ok: bool, message: str) -> None:
                          object_id=cluster_id, detail={"ok": ok, "message": message})
 
 
+def cluster_record_features(*, cluster_id: int, metadata_version: str, levels: Mapping[str, int]) -> bool:
+    """Store what the cluster finalized (a system observation, not audited);
+    True when it changed (an upgrade, or the first read)."""
+    features = {"metadata_version": metadata_version, "levels": dict(sorted(levels.items()))}
+    return bool(Cluster.objects.filter(id=cluster_id).exclude(kafka_features=features)
+                .update(kafka_features=features))
+
+
 def cluster_set_enabled(*, user, cluster_id: int, enabled: bool) -> bool:
     """Enable or disable polling (compare-and-set: a repeated request changes
     nothing and writes no second audit row). Returns whether it changed."""

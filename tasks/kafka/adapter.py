@@ -38,3 +38,8 @@ class KafkaAdapter(SnapshotReads, GroupOperations, TopicOperations, RecordReads)
     """Reads (and, for resets and replay topics, writes) one cluster.
     ``KafkaAdapter(config, timeout=..., max_in_flight=...)``: every request
     carries ``timeout``; at most ``max_in_flight`` admin calls are outstanding."""
+
+    def finalized_features(self) -> tuple[str, dict[str, int]]:
+        """The cluster's ``metadata.version`` name and finalized feature
+        levels, through Kafka's Java client (``JavaClient.finalized_features``)."""
+        return self._java.finalized_features()

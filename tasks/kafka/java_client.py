@@ -107,6 +107,24 @@ class JavaClient:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
+    def finalized_features(self) -> tuple[str, dict[str, int]]:
+        """The cluster's finalized features (``Admin.describeFeatures``): the
+        name of its ``metadata.version`` level ("3.9-IV0", as this JVM's
+        Kafka names it; "level N" for a level newer than it knows) and every
+        feature's finalized level, e.g. {"metadata.version": 21, ...}."""
+        with self._calls("describe features"):
+            metadata = self._get(self._client.describeFeatures().featureMetadata())
+            finalized = metadata.finalizedFeatures()
+            levels = {str(name): int(finalized.get(name).maxVersionLevel()) for name in java_items(finalized.keySet())}
+        level = levels.get("metadata.version")
+        if level is None:
+            return "", levels
+        try:
+            named = self._jvm.org.apache.kafka.server.common.MetadataVersion.fromFeatureLevel(level)
+            return str(named.version()), levels
+        except Py4JError:
+            return f"level {level}", levels
+
     # -- plumbing --------------------------------------------------------------
 
     def _list_ids(self, kind: str) -> tuple[str, ...]:

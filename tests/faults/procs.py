@@ -2,7 +2,8 @@
 kill and restart at will without touching the shared stack of `make test`.
 
 - ``KafkaCluster``: 1 or 3 KRaft nodes (each broker and controller) from the
-  Maven jars that scripts/setup.sh installs.
+  Maven jars that scripts/setup.sh installs: the local broker's release, or
+  an older one of the release matrix.
 - ``RedisServer``: a redis-server.
 - ``Postgres``: a PostgreSQL cluster of its own (initdb in a temporary folder).
 - ``SparkStandalone``: a Spark master and workers from the pyspark install.
@@ -88,15 +89,20 @@ def _port_open(port: int) -> bool:
 
 
 class KafkaCluster:
-    """``nodes`` combined broker+controller KRaft nodes with a static quorum."""
+    """``nodes`` combined broker+controller KRaft nodes with a static quorum,
+    from the local broker's jars (``$GAPWATCH_HOME/lib/kafka``) or, with
+    ``release``, from that release's (``lib/kafka-releases/<release>``, one
+    line of services/maven/kafka-release/releases). 3.x brokers log through
+    log4j 1, 4.x through Log4j2."""
 
-    def __init__(self, workdir: Path, *, nodes: int = 1, heap: str = "256m") -> None:
-        self.workdir, self.nodes, self.heap = workdir, nodes, heap
+    def __init__(self, workdir: Path, *, nodes: int = 1, heap: str = "256m", release: str | None = None) -> None:
+        self.workdir, self.nodes, self.heap, self.release = workdir, nodes, heap, release
         ports = free_ports(2 * nodes)
         self.broker_ports, self.controller_ports = ports[:nodes], ports[nodes:]
         self.processes: dict[int, subprocess.Popen] = {}
-        self.libs = GAPWATCH_HOME / "lib" / "kafka"
+        self.libs = GAPWATCH_HOME / "lib" / ("kafka" if release is None else f"kafka-releases/{release}")
         assert self.libs.is_dir(), f"Kafka jars missing in {self.libs} (run scripts/setup.sh)"
+        self.log4j1 = release is not None and int(release.split(".")[0]) < 4
 
     @property
     def bootstrap(self) -> str:
@@ -106,8 +112,10 @@ class KafkaCluster:
         return f"127.0.0.1:{self.broker_ports[node_id - 1]}"
 
     def _java(self, *args: str) -> list[str]:
+        logging = (f"-Dlog4j.configuration={(self.workdir / 'log4j.properties').as_uri()}" if self.log4j1
+                   else f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}")
         return ["java", "-Xms64m", f"-Xmx{self.heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}", "-cp", f"{self.libs}/*", *args]
+                logging, "-cp", f"{self.libs}/*", *args]
 
     def _write_config(self, node_id: int) -> Path:
         index = node_id - 1
@@ -152,6 +160,12 @@ class KafkaCluster:
             f"appender.file.fileName = {self.workdir}/kafka.log\n"
             "appender.file.layout.type = PatternLayout\nappender.file.layout.pattern = [%d] %p %m (%c)%n\n"
             "rootLogger.level = WARN\nrootLogger.appenderRef.file.ref = file\n"
+        )
+        (self.workdir / "log4j.properties").write_text(
+            "log4j.rootLogger=WARN, file\nlog4j.appender.file=org.apache.log4j.FileAppender\n"
+            f"log4j.appender.file.File={self.workdir}/kafka.log\n"
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
         )
         cluster_id = random_cluster_id()
         for node_id in range(1, self.nodes + 1):

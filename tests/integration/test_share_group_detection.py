@@ -7,7 +7,13 @@ while they consume (issue 25).
 The truth is what the consumer printed: the first offset it delivered on the
 new partition. The finding's bounds must hold it: the high watermark an
 observation saw before the group initialised the partition below it, the
-first start offset seen above it (start offsets only move forward)."""
+first start offset seen above it (start offsets only move forward).
+
+Share groups lose records on a new partition up to Kafka 4.3: the loss is
+shown on a 4.3.1 broker of the session's own (``kafka_4_3``), a release
+people run. From 4.4.0 (the local broker) a share group left at the default
+starts a partition added to a topic it already read at offset 0
+(KAFKA-20742), and Gapwatch shows it covered."""
 
 from __future__ import annotations
 
@@ -15,7 +21,13 @@ import pytest
 
 from groups.models import Cluster, ConsumerGroup, Finding
 from tasks.jobs import watch_cluster_task
-from tests.integration.kafka_harness import JavaConsoleShareConsumer, ShareGroupConsumer, kafka_tool, wait_until
+from tests.integration.kafka_harness import (
+    Broker,
+    JavaConsoleShareConsumer,
+    ShareGroupConsumer,
+    kafka_tool,
+    wait_until,
+)
 from tests.integration.scenarios import poll
 
 # The share consumer's metadata refresh: how long a new partition waits for it.
@@ -47,10 +59,19 @@ def _raise_and_watch(broker, cluster, topic: str, group_id: str) -> Finding:
 CLIENTS = {"java": JavaConsoleShareConsumer, "rdkafka": ShareGroupConsumer}
 
 
+@pytest.fixture
+def broker_4_3(kafka_4_3):
+    """The 4.3.1 broker; topics a test creates through it are deleted after it."""
+    broker = Broker(kafka_4_3.bootstrap)
+    yield broker
+    broker.close()
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("kind", sorted(CLIENTS))
 def test_a_share_group_that_started_a_new_partition_at_the_end_has_a_gap_whose_bounds_hold_the_truth(
-        broker, kafka_bootstrap, share_consumers, unique, client, viewer, kind):
+        broker_4_3, share_consumers, unique, client, viewer, kind):
+    broker, kafka_bootstrap = broker_4_3, broker_4_3.bootstrap
     topic, group_id = f"share-find-{kind}-{unique}", f"share-find-{kind}-{unique}"
     cluster = Cluster.objects.create(name=f"share-{unique}", bootstrap_servers=kafka_bootstrap)
     broker.create_topic(topic, 1)
@@ -98,8 +119,8 @@ def test_a_share_group_set_to_earliest_is_covered_and_says_why(broker, kafka_boo
     topic, group_id = f"share-early-find-{unique}", f"share-early-find-{unique}"
     cluster = Cluster.objects.create(name=f"share-early-{unique}", bootstrap_servers=kafka_bootstrap)
     broker.create_topic(topic, 1)
-    kafka_tool("kafka.admin.ConfigCommand", "--bootstrap-server", kafka_bootstrap, "--alter", "--entity-type",
-               "groups", "--entity-name", group_id, "--add-config", "share.auto.offset.reset=earliest")
+    kafka_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", kafka_bootstrap, "--alter",
+               "--entity-type", "groups", "--entity-name", group_id, "--add-config", "share.auto.offset.reset=earliest")
     consumer = JavaConsoleShareConsumer(kafka_bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
     share_consumers.append(consumer)
     wait_until(lambda: broker.produce(topic, 0, 1) or consumer.count(0) > 0,
@@ -112,4 +133,27 @@ def test_a_share_group_set_to_earliest_is_covered_and_says_why(broker, kafka_boo
     assert finding.policy_source in ("declared", "evidenced")
     assert (finding.missed_definite, finding.missed_possible, finding.backfill_start) == (0, 0, None)
     wait_until(lambda: consumer.count(1) >= EARLY, what="the earliest share group to read the early records")
+    assert min(consumer.offsets(1)) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_kafka_4_4_a_share_group_left_at_the_default_reads_a_new_partition_from_0_and_is_covered(
+        broker, kafka_bootstrap, share_consumers, unique):
+    """KAFKA-20742 (4.4.0): the broker starts a partition added to a topic the
+    group already reads at offset 0, whatever share.auto.offset.reset says; the
+    start offset below the high watermark the observation saw proves it."""
+    topic, group_id = f"share-44-find-{unique}", f"share-44-find-{unique}"
+    cluster = Cluster.objects.create(name=f"share-44-{unique}", bootstrap_servers=kafka_bootstrap)
+    broker.create_topic(topic, 1)
+    consumer = JavaConsoleShareConsumer(kafka_bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
+    share_consumers.append(consumer)
+    wait_until(lambda: broker.produce(topic, 0, 1) or consumer.count(0) > 0,
+               what="the share consumer to read partition 0")
+    wait_until(lambda: _reading(cluster, group_id, topic), what="a poll to store the share group reading the topic")
+
+    finding = _raise_and_watch(broker, cluster, topic, group_id)
+
+    assert finding.state == Finding.State.COVERED, finding.explanation
+    assert (finding.missed_definite, finding.missed_possible, finding.backfill_start) == (0, 0, None)
+    wait_until(lambda: consumer.count(1) >= EARLY, what="the share group to read the early records")
     assert min(consumer.offsets(1)) == 0

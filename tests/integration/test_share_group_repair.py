@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicCollection, TopicPartition
 
+from groups.domain.cluster_config import ClusterConfig
 from groups.models import AuditEvent, ConsumerGroup, Finding, PartitionGeneration, RemediationJob, Topic
 from groups.services.previews import job_preview
 from groups.services.remediation import job_request_previewed
@@ -33,6 +34,21 @@ from tests.integration.kafka_harness import JavaConsoleShareConsumer, share_grou
 K = 20  # records written to the new partition before the group first fetched from it
 # The share consumer's metadata refresh: how soon it fetches from a new partition.
 REFRESH_MS = 2000
+
+
+# Share groups lose records on a new partition up to Kafka 4.3 (4.4.0 starts it
+# at offset 0, KAFKA-20742): this module runs on a 4.3.1 broker of its own.
+@pytest.fixture(scope="module")
+def kafka_bootstrap(kafka_4_3):
+    return kafka_4_3.bootstrap
+
+
+@pytest.fixture(scope="module")
+def share_reader(kafka_bootstrap):
+    """A reader of the 4.3.1 broker's share groups (the process's JVM stays for the session)."""
+    reader = ShareGroupReader(ClusterConfig(kafka_bootstrap), timeout=10)
+    yield reader
+    reader.close()
 
 
 def job_of(job_id: int) -> RemediationJob:

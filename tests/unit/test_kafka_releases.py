@@ -1,0 +1,51 @@
+"""The README's "Supported Kafka" table names exactly the releases the suite
+runs (services/maven/kafka-release/releases and the local broker's
+kafka.version), and what each lacks is what the clusters page says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from groups.domain.kafka_features import features_absent, kafka_release
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def supported_table() -> dict[str, str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Supported Kafka"):]
+    section = section[:section.index("\n#")]
+    rows = [line.split("|")[1:-1] for line in section.splitlines() if re.match(r"\| \d", line)]
+    return {cells[0].strip(): cells[2].strip() for cells in rows}
+
+
+def test_it_lists_exactly_the_releases_the_suite_runs():
+    older = (ROOT / "services/maven/kafka-release/releases").read_text().split()
+    main = re.search(r"<kafka.version>(.+)</kafka.version>", (ROOT / "services/maven/pom.xml").read_text()).group(1)
+    assert sorted(supported_table()) == sorted([*older, main])
+
+
+@pytest.mark.parametrize(("metadata_version", "levels", "absent"), [
+    # 3.7 finalizes only metadata.version: no kind of group beyond the classic one.
+    ("3.7-IV4", {"metadata.version": 19}, ["KIP-848 consumer groups", "share groups", "streams groups"]),
+    # 3.9 knows group.version but leaves it at 0.
+    ("3.9-IV0", {"metadata.version": 21, "group.version": 0}, ["KIP-848 consumer groups", "share groups",
+                                                             "streams groups"]),
+    ("4.0-IV3", {"metadata.version": 25, "group.version": 1}, ["share groups", "streams groups"]),
+    # A release that serves a feature only at level 0 (early access) lacks it.
+    ("4.1-IV1", {"group.version": 1, "share.version": 0, "streams.version": 0}, ["share groups", "streams groups"]),
+    ("4.4-IV0", {"group.version": 1, "share.version": 2, "streams.version": 1}, []),
+])
+def test_a_kind_of_group_whose_feature_is_missing_or_at_level_0_is_absent(metadata_version, levels, absent):
+    release = kafka_release(metadata_version)
+    assert features_absent(metadata_version=metadata_version, levels=levels) == [
+        f"no {what}: this cluster runs Kafka {release}" for what in absent]
+
+
+def test_the_table_says_what_each_release_lacks_as_the_page_does():
+    table = supported_table()
+    assert table["3.9.1"] == "KIP-848 consumer groups, share groups, streams groups"
+    assert table["4.0.2"] == "share groups, streams groups"
