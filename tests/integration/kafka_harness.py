@@ -250,15 +250,19 @@ def streams_jars() -> str:
 class KafkaStreamsWordCount:
     """Kafka's own ``WordCountDemo`` (kafka-streams-examples) as application
     ``application_id`` under the streams rebalance protocol (KIP-1071): a
-    streams group reading ``WORD_COUNT_INPUT``, whose name the demo fixes."""
+    streams group reading ``WORD_COUNT_INPUT``, whose name the demo fixes.
+    ``exactly_once``: ``processing.guarantee=exactly_once_v2``, so its output,
+    changelog and commits are written in transactions."""
 
     INPUT = "streams-plaintext-input"
 
-    def __init__(self, bootstrap: str, application_id: str, state_dir: str) -> None:
+    def __init__(self, bootstrap: str, application_id: str, state_dir: str, *, exactly_once: bool = False) -> None:
         properties = os.path.join(state_dir, "streams.properties")
         with open(properties, "w") as out:
             out.write(f"bootstrap.servers={bootstrap}\napplication.id={application_id}\ngroup.protocol=streams\n"
                       f"state.dir={state_dir}\ncommit.interval.ms=500\n")
+            if exactly_once:
+                out.write("processing.guarantee=exactly_once_v2\n")
         command = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", streams_jars(),
                    "org.apache.kafka.streams.examples.wordcount.WordCountDemo", properties]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

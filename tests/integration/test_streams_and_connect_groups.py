@@ -104,3 +104,34 @@ def test_a_connect_sinks_group_is_covered_for_connects_default_earliest(broker, 
     client.force_login(viewer)
     page = client.get(f"/findings/{finding.id}/").content.decode()
     assert "earliest, its framework's default, is assumed" in page, page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_exactly_once_streams_application_is_a_streams_group_with_its_transactional_commits(
+        broker, kafka_bootstrap, unique, tmp_path):
+    """Issue 32: Kafka Streams with exactly_once_v2 commits its input
+    positions inside its transactions (visible once each one commits) and
+    reads read_committed. Gapwatch lists it as a streams group with those
+    commits as its positions. (Observed while writing this, not asserted: the
+    demo, Streams 4.3.1 on a 4.4.0 broker, took no partition added to its
+    input within two minutes; Gapwatch showed it pending, then unowned.)"""
+    cluster = Cluster.objects.create(name=f"streams-eos-{unique}", bootstrap_servers=kafka_bootstrap)
+    topic, application = KafkaStreamsWordCount.INPUT, f"wordcount-eos-{unique}"
+    if topic not in broker.admin.list_topics(timeout=10).topics:
+        broker.create_topic(topic, 2)
+    app = KafkaStreamsWordCount(kafka_bootstrap, application, str(tmp_path), exactly_once=True)
+    try:
+        def reading():
+            for partition in (0, 1):
+                broker.produce(topic, partition, 1, prefix="e f")
+            poll(cluster)
+            group = ConsumerGroup.objects.filter(cluster=cluster, group_id=application).first()
+            positions = committed(group) if group is not None else {}
+            return {(topic, 0), (topic, 1)} <= set(positions) and (group, positions)
+
+        group, positions = wait_until(reading, timeout=120, interval=1,
+                                      what="the exactly-once application to commit its input")
+    finally:
+        app.close()
+    assert (group.type, group.assignor) == ("streams", "streams")
+    assert all(positions[(topic, p)] > 0 for p in (0, 1)), positions
