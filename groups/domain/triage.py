@@ -149,7 +149,7 @@ def recommend(*, group: GroupInfo, findings: Iterable[OpenFinding]) -> Recommend
         return Recommendation("reset", f"nobody has taken {_plural(len(untaken), 'new partition')} yet: reset to "
                               f"earliest {when}; a backfill cannot cover what the group skips later", **numbers)
     if backfill_recommended(redelivered=redelivered, missed_at_most=missed_at_most):
-        return Recommendation("backfill", f"a reset would re-deliver {redelivered} records to recover at most "
+        return Recommendation("backfill", f"a reset would re-deliver {redelivered} offsets to recover at most "
                               f"{missed_at_most}: replay only the missed ranges", **numbers)
     if group.empty:
         return Recommendation("reset", f"the group is empty: a reset to earliest recovers at most {missed_at_most} "

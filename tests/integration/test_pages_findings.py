@@ -230,7 +230,7 @@ def test_the_reset_preview_shows_missed_beside_redelivered_and_recommends_a_back
     client = client_for(approver)
     body = client.get("/findings/reset", {"ids": finding.id}).content.decode()
     assert '<td class="num missed">70 / 3</td>\n      <td class="num">1034</td>' in body
-    assert "This reset re-delivers 1034 records to recover at most\n  73 missed." in body
+    assert "This reset re-delivers 1034 offsets to recover at most\n  73 missed." in body
     assert f'<a href="/findings/backfill?ids={finding.id}">preview a backfill of the same findings</a>' in body
     shifted = client.get("/findings/reset", {"ids": finding.id, "target": "shift", "value": "-500"}).content.decode()
     assert "70 / 3" in shifted and "recommend-backfill" not in shifted  # 500 for 73 is not over 10 times

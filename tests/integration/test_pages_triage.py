@@ -82,14 +82,14 @@ def test_it_triages_open_work_live_groups_with_definite_loss_first(approver, vie
     assert "2 live members" in live
     ids = f"{work['live_2'].id},{work['live_3'].id}"
     assert f'href="/findings/backfill?ids={ids}">Backfill 2 partitions…</a>' in live
-    assert "a reset would re-deliver 1100 records to recover at most 45" in live
+    assert "a reset would re-deliver 1100 offsets to recover at most 45" in live
     empty = article(body, work["empty"].group_id)
     assert f'href="/findings/reset?ids={work["empty"].id}">Reset 1 partition…</a>' in empty
     assert "the group is empty" in empty
     # A viewer reads the same recommendation, without the buttons that act on it.
     seen = article(client_for(viewer).get("/").content.decode(), work["live_2"].group_id)
     assert "<strong>backfill 2 partitions</strong>" in seen and "/findings/backfill" not in seen
-    assert "a reset would re-deliver 1100 records to recover at most 45" in seen
+    assert "a reset would re-deliver 1100 offsets to recover at most 45" in seen
 
 
 def test_covered_findings_are_good_news_without_repair_buttons(approver, work):
@@ -176,7 +176,7 @@ def test_the_finding_page_shows_the_evidence_in_words_and_numbers(viewer, work):
     likely = re.search(r'<tr data-option="backfill-likely">.*?</tr>', body, re.S).group(0)
     assert re.findall(r'<td class="num">([^<]*)</td>', likely) == ["[0, 35)", "35", "30", "5", "at most 5"]
     assert f'/findings/backfill?ids={finding.id}&amp;until=likely' in likely
-    assert "<strong>Recommended:</strong>\n  backfill — a reset would re-deliver 600 records" in body
+    assert "<strong>Recommended:</strong>\n  backfill — a reset would re-deliver 600 offsets" in body
     # The audit trail: the named row and the older unnamed one of this partition, not partition 3's.
     trail = re.search(r'<table class="audit" tabindex="0">.*?</table>', body, re.S).group(0)
     assert trail.count("<code>finding.") == 2 and "partition=3" not in trail

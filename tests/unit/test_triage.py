@@ -87,13 +87,13 @@ CASES = [
 # The reasons of the cases above, word for word (a case without its own ``reason``).
 REASONS = {
     "covered only": "covered: the group read the new partition from its start; nothing to repair",
-    "covered beside a gap": "a reset would re-deliver 600 records to recover at most 40: replay only the missed "
+    "covered beside a gap": "a reset would re-deliver 600 offsets to recover at most 40: replay only the missed "
                             "ranges",
-    "reset re-delivers far more": "a reset would re-deliver 600 records to recover at most 40: replay only the "
+    "reset re-delivers far more": "a reset would re-deliver 600 offsets to recover at most 40: replay only the "
                                   "missed ranges",
     "a Dead group counts as empty": "the group is empty: a reset to earliest recovers at most 40 and re-delivers "
                                     "45, no Spark job needed",
-    "a job works on one of two": "a reset would re-deliver 600 records to recover at most 40: replay only the "
+    "a job works on one of two": "a reset would re-deliver 600 offsets to recover at most 40: replay only the "
                                  "missed ranges",
     "undecided, no commit yet": "the group has 2 live members: a reset would wait until they stop; a backfill does "
                                 "not disturb them",
@@ -126,7 +126,7 @@ def test_it_recommends_one_repair_with_its_reason(case: Case):
 
 def test_a_recommendation_carries_the_numbers_it_was_made_from():
     assert recommend(group=LIVE, findings=[finding()]) == Recommendation(
-        "backfill", "a reset would re-deliver 600 records to recover at most 40: replay only the missed ranges",
+        "backfill", "a reset would re-deliver 600 offsets to recover at most 40: replay only the missed ranges",
         finding_ids=(1,), redelivered=600, missed_at_most=40)
 
 
