@@ -491,8 +491,7 @@ class TransactionalRateProducer(RateProducer):
                 # The transaction failed (e.g. a partition not yet known to its
                 # coordinator right after it was added): abort it, begin another.
                 self.errors.append(str(error))
-                self.producer.abort_transaction(30)
-                self.transactions["aborted"] += 1
+                self._abort()
                 self.producer.begin_transaction()
                 began = time.monotonic()
             self.producer.poll(0)
@@ -505,15 +504,33 @@ class TransactionalRateProducer(RateProducer):
     def _end(self, number: int) -> None:
         if not self.abort_every or number % self.abort_every:
             try:
-                self.producer.commit_transaction(30)
+                self._patiently(self.producer.commit_transaction)
                 self.transactions["committed"] += 1
                 return
             except KafkaException as error:
                 if not error.args[0].txn_requires_abort():
                     raise
                 self.errors.append(str(error))
-        self.producer.abort_transaction(30)
+        self._abort()
+
+    def _abort(self) -> None:
+        self._patiently(self.producer.abort_transaction)
         self.transactions["aborted"] += 1
+
+    def _patiently(self, finish) -> None:
+        """Commit or abort, called again while it fails with a retriable error
+        (a busy broker: "failed to flush all outstanding messages within the
+        API timeout"), as librdkafka's transactional API asks, for 2 minutes."""
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                finish(10)
+                return
+            except KafkaException as error:
+                if not error.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                self.errors.append(str(error))
+                self.producer.poll(0.1)
 
 
 def group_committed(admin: AdminClient, group_id: str, topic: str, partitions: list[int]) -> dict[int, int]:

@@ -50,7 +50,7 @@ def test_an_operator_finds_the_gap_previews_a_reset_and_approves_a_backfill(page
     page.wait_for_url(f"**{link}")
     explanation = page.locator("p.explanation")
     assert explanation.is_visible() and f"{K} definitely missed" in explanation.inner_text()
-    assert page.locator("dd.definite").inner_text().startswith(f"{K} records")
+    assert page.locator("dd.definite").inner_text().startswith(f"{K} offsets")
     page.screenshot(path=str(ARTIFACTS / "0-finding.png"), full_page=True)
 
     page.goto(f"{live_server.url}/")

@@ -193,7 +193,7 @@ def test_a_missed_range_with_an_aborted_transaction_is_counted_in_records_for_ea
     assert (row.state, row.missed_definite, row.backfill_start) == ("gap", 15, 0), row.explanation
     client.force_login(admin_user)
     page = client.get(f"/findings/{row.id}/").content.decode()
-    assert "15 offsets [0, 15)" in page and "records not counted yet" in page
+    assert "15 offsets [0, 15)" in page and "records: not counted yet" in page
 
     assert count_missed_records(cluster_id=cluster.id, seconds=60) == 1
     row.refresh_from_db()
