@@ -84,13 +84,15 @@ def poll_cluster_task(cluster_id: int) -> dict:
 def count_missed_records_task(cluster_id: int) -> int:
     """Count the records of decided findings' ranges (offsets are not records
     once transactions put markers and aborted records in them), one counter
-    per cluster at a time, for at most a poll interval."""
+    per cluster at a time, for at most a minute (or a poll interval, if longer):
+    each range costs about a second; what is left waits for the next poll's call."""
+    seconds = max(60, settings.POLL_INTERVAL_SECONDS)
     client = redis.Redis.from_url(settings.REDIS_URL)
-    lock = client.lock(f"gapwatch:count-records:{cluster_id}", timeout=2 * settings.POLL_INTERVAL_SECONDS + 60)
+    lock = client.lock(f"gapwatch:count-records:{cluster_id}", timeout=2 * seconds + 60)
     if not lock.acquire(blocking=False):
         return 0  # another worker counts this cluster now
     try:
-        return count_missed_records(cluster_id=cluster_id, seconds=settings.POLL_INTERVAL_SECONDS)
+        return count_missed_records(cluster_id=cluster_id, seconds=seconds)
     finally:
         try:
             lock.release()

@@ -203,7 +203,7 @@ def count_missed_records(*, cluster_id: int, seconds: float) -> int:
             read = adapter.count_records(topic=row.topic.name, partition=row.partition, start=row.backfill_start,
                                          end=row.backfill_end, deadline=deadline)
         except KafkaUnavailable as error:
-            log.warning("counting the records of finding %s: %s", row.id, error)
+            log.warning("the records of finding %s are left for the next poll's count: %s", row.id, error)
             break
         stored += finding_record_count_write(finding_id=row.id, counted=CountedRange(
             read.start, read.end, read.read_committed, read.read_uncommitted))
