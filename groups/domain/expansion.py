@@ -189,6 +189,14 @@ class GroupPlan:
     expected_missed: MissEstimate
     sink: str = ""
 
+    @property
+    def outcome_label(self) -> str:
+        return OUTCOME_LABELS[self.outcome]
+
+    @property
+    def policy_source_label(self) -> str:
+        return POLICY_SOURCE_LABELS[self.policy_source]
+
 
 @dataclass(frozen=True)
 class ExpansionPlan:

@@ -18,8 +18,6 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 
 from groups.domain.expansion import (
-    OUTCOME_LABELS,
-    POLICY_SOURCE_LABELS,
     BrokerVerdict,
     ExpansionPlan,
     partitions_problem,
@@ -80,13 +78,14 @@ def expansion_plan_of(*, cluster: Cluster, topic: Topic, partitions: object, ver
 
 
 def expansion_plan(*, user, cluster: object, topic: object, partitions: object, dry_run: object,
-                   verdict: Verdict = _verdict_from_worker) -> PlannedExpansion:
+                   verdict: Verdict | None = None) -> PlannedExpansion:
     """The plan for a person (the page and the API).
 
     1. Only a dry run: anything else is refused (NOT_YET), before anything is read.
     2. The viewer role; the topic must be one the person's scope reads
        (ExpansionNotFound otherwise, as for a topic that does not exist).
     3. Only the groups their scope shows are planned; the others are counted.
+    4. The broker's verdict from ``verdict``, by default a worker's answer.
     Raises PermissionDenied, ExpansionNotFound, ValidationError.
     """
     if dry_run is not True:
@@ -102,7 +101,8 @@ def expansion_plan(*, user, cluster: object, topic: object, partitions: object, 
         raise ExpansionNotFound(f"no topic {topic!r} on cluster {cluster!r} that you may read")
     readers = GroupTopic.objects.filter(topic=row, group__present=True)
     shown = scope.rows(readers, cluster="topic__cluster__name", group="group__group_id", topic="topic__name")
-    return expansion_plan_of(cluster=row.cluster, topic=row, partitions=partitions, verdict=verdict, readers=shown,
+    return expansion_plan_of(cluster=row.cluster, topic=row, partitions=partitions,
+                             verdict=verdict or _verdict_from_worker, readers=shown,
                              groups_outside_scope=readers.count() - shown.count())
 
 
@@ -134,8 +134,8 @@ def expansion_plan_as_dict(planned: PlannedExpansion) -> dict:
             {
                 "group": g.group_id, "kind": g.kind, "protocol": g.protocol, "state": g.state, "members": g.members,
                 "policy": g.policy, "policy_source": g.policy_source,
-                "policy_source_label": POLICY_SOURCE_LABELS[g.policy_source], "policy_words": g.policy_words,
-                "outcome": g.outcome, "outcome_label": OUTCOME_LABELS[g.outcome], "reason": g.reason,
+                "policy_source_label": g.policy_source_label, "policy_words": g.policy_words,
+                "outcome": g.outcome, "outcome_label": g.outcome_label, "reason": g.reason,
                 "sink": g.sink or None,
                 "expected_missed": {"estimate": True, "low": g.expected_missed.low, "high": g.expected_missed.high,
                                     "words": g.expected_missed.words},

@@ -386,3 +386,11 @@ def test_sink_problem_names_a_replay_topic_that_is_no_replay_topic():
                         existing_topics={"orders", "payments"}) == "", "the group's own configured replay topic"
     assert "internal topic" in sink_problem(sink="kafka", replay_topic="__consumer_offsets", topic="orders",
                                             existing_topics=set())
+
+
+def test_labels_name_the_outcome_and_the_policy_source():
+    plan = plan_group(reader(members=0, commits_on_topic=True), rate=RATE, added=4, new_count=8,
+                      metadata_version=KAFKA_44)
+    assert (plan.outcome_label, plan.policy_source_label) == ("protected before", "assumed")
+    plan = plan_group(reader("j", type="share"), rate=RATE, added=4, new_count=8, metadata_version=KAFKA_43)
+    assert plan.policy_source_label == "the cluster's group config"
