@@ -24,6 +24,7 @@ from tests.factories import NOW, make_group, make_group_topic, user_with_role
 from tests.integration.kafka_harness import GroupConsumer, ShareGroupConsumer, wait_until
 from tests.integration.pages_harness import client_for
 from tests.integration.scenarios import poll, start_consuming_group
+from tests.integration.test_api import check_against_schema, response_schema
 
 HOSTILE = "<script>alert('plan')</script>"
 
@@ -79,7 +80,8 @@ def test_it_plans_every_reader_with_the_brokers_verdict_and_changes_nothing(
     response = post_json(client, {"cluster": "local", "topic": topic, "partitions": 4, "dry_run": True})
     assert response.status_code == 200, response.content
     plan = json.loads(response.content)
-    print(json.dumps(plan, indent=2))  # the report's example
+    document = json.loads(client.get("/api/v1/schema").content)
+    check_against_schema(document, plan, response_schema(document, "/api/v1/expansions", "post", 200), "plan")
 
     assert (plan["current_partitions"], plan["new_partitions"], plan["added_partitions"]) == (2, 4, [2, 3])
     assert plan["broker_verdict"] == {"accepted": True, "asked": True,
@@ -216,6 +218,9 @@ def test_bad_input_is_refused_and_changes_nothing(stored_topic, body, status, er
     assert response.status_code == status, response.content
     assert error in json.loads(response.content)["error"]
     assert Topic.objects.get().partition_count == 2
+    document = json.loads(client.get("/api/v1/schema").content)
+    check_against_schema(document, json.loads(response.content),
+                         response_schema(document, "/api/v1/expansions", "post", status), "refused")
 
 
 def test_who_may_plan(stored_topic):
