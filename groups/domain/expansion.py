@@ -257,7 +257,7 @@ def share_reset(setting: str) -> tuple[str, bool]:
 def sink_problem(*, sink: str, replay_topic: str, topic: str, existing_topics: Collection[str]) -> str:
     """Why the group's backfill sink cannot take a repair of ``topic`` ("" when it can)."""
     try:
-        backfill_sink_for(sink=sink, replay_topic="", handler="", default_sink=sink,
+        backfill_sink_for(sink=sink, replay_topic="", handler="", default_sink="",
                           configured_replay_topic=replay_topic, handlers=(), sources=(topic,),
                           existing_topics=existing_topics)
     except PlanError as error:
@@ -281,7 +281,8 @@ def _policy(reader: ReaderFacts, kind: str) -> _Policy:
     if kind == SHARE:
         value, default = share_reset(reader.reset_setting)
         origin = "the broker's default" if default else "set on the group"
-        return _Policy(value.split(":", 1)[0], "cluster", f"{SHARE_RESET}={value} ({origin})")
+        policy = "by_duration" if value.startswith("by_duration") else value
+        return _Policy(policy, "cluster", f"{SHARE_RESET}={value} ({origin})")
     if reader.declared_policy in ("earliest", "latest"):
         return _Policy(reader.declared_policy, "declared", f"declared {reader.declared_policy} by an operator")
     if reader.evidence:
@@ -325,11 +326,11 @@ def _share_outcome(policy: _Policy, metadata_version: str) -> tuple[Outcome, str
                                 "added, and restores its previous value once every new partition is initialised")
 
 
-def _pickup_kind(kind: str, protocol: str) -> str:
+def _pickup_kind(protocol: str) -> str:
     """Whose pickup delay applies: KIP-848's for consumer, share and streams
     groups (assigned by their coordinator), classic's for the others (an
     undescribed group included: the longer wait, not the shorter)."""
-    return CONSUMER if protocol in (CONSUMER, SHARE, STREAMS) or kind in (SHARE, STREAMS) else CLASSIC
+    return CONSUMER if protocol in (CONSUMER, SHARE, STREAMS) else CLASSIC
 
 
 def _expected_missed(outcome: Outcome, *, pickup: str, rate: ProduceRate | None, added: int,
@@ -357,14 +358,14 @@ def plan_group(reader: ReaderFacts, *, rate: ProduceRate | None, added: int, new
         group_id=reader.group_id, kind=kind, protocol=reader.type or "unknown", state=reader.state,
         members=reader.members, policy=policy.policy, policy_source=policy.source, policy_words=policy.words,
         outcome=outcome, reason=reason,
-        expected_missed=_expected_missed(outcome, pickup=_pickup_kind(kind, reader.type), rate=rate,
+        expected_missed=_expected_missed(outcome, pickup=_pickup_kind(reader.type), rate=rate,
                                          added=added, new_count=new_count),
         sink=reader.sink if outcome in ("repaired_after", "at_risk") else "",
     )
 
 
 def plan_expansion(*, topic: TopicFacts, readers: Sequence[ReaderFacts], new_partitions: int,
-                   verdict: BrokerVerdict, metadata_version: str = "") -> ExpansionPlan:
+                   verdict: BrokerVerdict, metadata_version: str) -> ExpansionPlan:
     """The plan of raising ``topic`` to ``new_partitions`` (above its count:
     ``partitions_problem`` first). Groups sorted by id; ``metadata_version``:
     the cluster's, "" when unknown."""

@@ -289,16 +289,19 @@ def test_only_groups_a_backfill_repairs_name_their_sink():
 def test_a_plan_lists_every_group_sorted_with_the_added_partitions_and_counts():
     readers = [reader("zeta"), reader("alpha", declared_policy="earliest"), reader("<script>", members=0,
                                                                                     commits_on_topic=True),
-               reader("mid", sink_problem="no sink")]
+               reader("mid", sink_problem="no sink"), reader("jobs", type="share", reset_setting=SHARE_DEFAULT)]
     plan = plan_expansion(topic=ORDERS, readers=readers, new_partitions=6, verdict=ACCEPTED,
                           metadata_version=KAFKA_44)
-    assert [g.group_id for g in plan.groups] == ["<script>", "alpha", "mid", "zeta"]
+    assert [g.group_id for g in plan.groups] == ["<script>", "alpha", "jobs", "mid", "zeta"]
     assert plan.added_partitions == (4, 5) and (plan.current_partitions, plan.new_partitions) == (4, 6)
-    assert plan.counts() == {"covered": 1, "protected_before": 1, "repaired_after": 1, "at_risk": 1}
+    assert plan.counts() == {"covered": 2, "protected_before": 1, "repaired_after": 1, "at_risk": 1}
+    assert plan.groups[2].outcome == "covered", "the cluster's release reaches each group's plan (KAFKA-20742)"
     assert [g.group_id for g in plan.at_risk] == ["mid"]
     assert plan.verdict is ACCEPTED and plan.rate is RATE and plan.topic == "orders"
     # 80/s over 6 partitions, 2 new: 26.7/s, for 1 to 10 s.
     assert (plan.groups[3].expected_missed.low, plan.groups[3].expected_missed.high) == (26, 267)
+    assert plan_expansion(topic=ORDERS, readers=readers, new_partitions=6, verdict=ACCEPTED,
+                          metadata_version=KAFKA_43).groups[2].outcome == "protected_before"
     assert plan.groups[0].group_id == "<script>" and plan.groups[0].protocol == "consumer"
 
 
@@ -338,6 +341,7 @@ RATE_CASES = [
     pytest.param(100, 80.0, 400, 70.0, None, "time went backwards: no rate", id="backwards"),
     pytest.param(400, 10.0, 100, 70.0, None, "the sum went down (topic recreated): no rate", id="sum-down"),
     pytest.param(400, 10.0, 400, 70.0, 0.0, "nothing produced: a rate of 0, measured", id="idle"),
+    pytest.param(100, 10.0, 110, 10.5, 20.0, "samples half a second apart still give a rate", id="sub-second"),
 ]
 
 
@@ -358,6 +362,7 @@ RELEASE_CASES = [
     pytest.param("4", (4, 4), None, "no minor: unreadable", id="no-minor"),
     pytest.param("x.y-IV0", (4, 4), None, "not numbers", id="not-numbers"),
     pytest.param("4.y-IV0", (4, 4), None, "minor not a number", id="minor-not-number"),
+    pytest.param("4.4.x-IV0", (4, 4), True, "only the first two parts name the release", id="three-parts"),
 ]
 
 
@@ -384,6 +389,8 @@ def test_sink_problem_names_a_replay_topic_that_is_no_replay_topic():
         "The replay topic must not be the topic the records come from."
     assert sink_problem(sink="kafka", replay_topic="payments", topic="orders",
                         existing_topics={"orders", "payments"}) == "", "the group's own configured replay topic"
+    assert sink_problem(sink="handler", replay_topic="", topic="orders", existing_topics=set()).startswith(
+        "Choose a handler listed in BACKFILL_HANDLERS"), "a group's sink is never a handler: none is allowed"
     assert "internal topic" in sink_problem(sink="kafka", replay_topic="__consumer_offsets", topic="orders",
                                             existing_topics=set())
 
@@ -394,3 +401,52 @@ def test_labels_name_the_outcome_and_the_policy_source():
     assert (plan.outcome_label, plan.policy_source_label) == ("protected before", "assumed")
     plan = plan_group(reader("j", type="share"), rate=RATE, added=4, new_count=8, metadata_version=KAFKA_43)
     assert plan.policy_source_label == "the cluster's group config"
+
+
+# The exact words per kind of answer: what the page, the API and the command show.
+REASON_CASES = [
+    pytest.param(reader(guard="g"), KAFKA_44,
+                 "its members run Gapwatch's guard, which seeks a partition it never knew to its start", id="guard"),
+    pytest.param(reader(declared_policy="earliest"), KAFKA_44,
+                 "it starts a new partition at its log start (declared by an operator)", id="declared-earliest"),
+    pytest.param(reader(members=0, commits_on_topic=True), KAFKA_44,
+                 "no members and commits on the topic: Gapwatch commits the new partitions at their log start right "
+                 "after they exist, before any member returns", id="empty"),
+    pytest.param(reader(sink="kafka", sink_problem="no replay topic"), KAFKA_44,
+                 "a latest group nothing on the broker can start earlier, and its backfill sink (kafka) cannot take "
+                 "the repair: no replay topic", id="at-risk"),
+    pytest.param(reader(), KAFKA_44,
+                 "a latest group: its members choose where they start, and the broker lets no outsider change it; a "
+                 "backfill of the sound range (log start to its first commit) to parquet, approved with this plan, "
+                 "runs once its first commit on each new partition is seen", id="live"),
+    pytest.param(reader("w", type="streams", declared_policy="latest"), KAFKA_44,
+                 "a latest group: Gapwatch does not commit a streams group's offsets; a backfill of the sound range "
+                 "(log start to its first commit) to parquet, approved with this plan, runs once its first commit "
+                 "on each new partition is seen", id="streams-latest"),
+    pytest.param(reader("j", type="share", reset_setting=SHARE_EARLIEST), KAFKA_43,
+                 "share.auto.offset.reset=earliest on the group: it starts new partitions at their log start",
+                 id="share-earliest"),
+    pytest.param(reader("j", type="share", reset_setting=SHARE_DEFAULT), KAFKA_44,
+                 "Kafka 4.4 starts a share group left at the default on a partition added to a topic it already "
+                 "reads at offset 0 (KAFKA-20742)", id="share-4.4"),
+    pytest.param(reader("j", type="share", reset_setting=SHARE_DEFAULT), KAFKA_43,
+                 "Gapwatch sets share.auto.offset.reset=earliest on the group before the partitions are added, and "
+                 "restores its previous value once every new partition is initialised", id="share-4.3"),
+]
+
+
+@pytest.mark.parametrize(("facts", "metadata_version", "reason"), REASON_CASES)
+def test_reasons_in_words(facts, metadata_version, reason):
+    assert plan_group(facts, rate=RATE, added=4, new_count=8, metadata_version=metadata_version).reason == reason
+
+
+def test_the_words_of_an_estimate_not_made_and_of_nothing_to_miss():
+    covered = plan_group(reader(declared_policy="earliest"), rate=RATE, added=4, new_count=8,
+                         metadata_version=KAFKA_44)
+    assert covered.expected_missed.words == "none: it starts the new partitions at their log start"
+    unmeasured = plan_group(reader(), rate=None, added=4, new_count=8, metadata_version=KAFKA_44)
+    assert unmeasured.expected_missed.words == \
+        "not estimated: no produce rate measured yet (two polls of the topic are needed)"
+    assumed = plan_group(reader(), rate=RATE, added=4, new_count=8, metadata_version=KAFKA_44)
+    assert assumed.policy_words == ("assumed latest: the default of the Java client, librdkafka and sarama (declare "
+                                    "the group's policy to change it)")
