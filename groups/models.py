@@ -149,6 +149,14 @@ class Topic(models.Model):
     deleted = models.BooleanField(default=False)
     first_seen_at = models.DateTimeField()
     updated_at = models.DateTimeField()
+    # The sum of the partitions' high watermarks at the last two samples (a
+    # poll writes one at most every LAG_SAMPLE_INTERVAL_SECONDS), and when:
+    # the topic's produce rate in offsets per second (an expansion's plan,
+    # groups.domain.expansion.produce_rate). None until sampled.
+    end_offsets = models.BigIntegerField(null=True, blank=True)
+    end_offsets_at = models.DateTimeField(null=True, blank=True)
+    previous_end_offsets = models.BigIntegerField(null=True, blank=True)
+    previous_end_offsets_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["cluster", "name"]

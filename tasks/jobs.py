@@ -18,6 +18,7 @@ from groups.services.polls import cluster_record_skipped_poll
 from groups.services.remediation import job_transition
 from groups.services.resets import reset_jobs_retry_waiting
 from tasks.connection import run_connection_test
+from tasks.expansions import validate_partitions
 from tasks.executors import EXECUTORS
 from tasks.job_lock import job_lock_free
 from tasks.notifications import send_notification
@@ -29,7 +30,8 @@ from tasks.watching import observation_step, watch_cluster
 # Every task module is imported here, so the worker (autodiscovery of
 # ``tasks.jobs``) registers every name ``groups.services.dispatch`` sends.
 __all__ = ["poll_all_clusters", "poll_cluster_task", "poll_part_task", "ping", "watch_all_clusters", "watch_cluster_task", "recover_jobs", "run_connection_test",
-           "read_records", "run_remediation_job", "send_notification", "count_missed_records_task"]
+           "read_records", "run_remediation_job", "send_notification", "count_missed_records_task",
+           "validate_partitions"]
 
 log = logging.getLogger(__name__)
 

@@ -24,9 +24,10 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import APIKeyHeader, SessionAuth
 
-from groups.api import read, write
+from groups.api import expansions, read, write
 from groups.api.schemas import Error
 from groups.services.dispatch import QueueUnavailable
+from groups.services.expansions import ExpansionNotFound
 from groups.services.remediation import Conflict, DuplicateJob, FindingNotFound
 from groups.services.tokens import presented_key
 
@@ -153,6 +154,11 @@ def _no_finding(request: HttpRequest, error: FindingNotFound) -> HttpResponse:
     return _error(request, 404, " ".join(error.messages))
 
 
+@api.exception_handler(ExpansionNotFound)
+def _no_topic(request: HttpRequest, error: ExpansionNotFound) -> HttpResponse:
+    return _error(request, 404, str(error))
+
+
 @api.exception_handler(PermissionDenied)
 def _forbidden(request: HttpRequest, error: PermissionDenied) -> HttpResponse:
     return _error(request, 403, str(error) or "permission denied")
@@ -188,4 +194,5 @@ def schema(request: HttpRequest):
 
 # Writes first: POST findings/dismiss must not be taken for GET findings/{id} with id "dismiss".
 api.add_router("", write.router)
+api.add_router("", expansions.router)
 api.add_router("", read.router)

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
-from pydantic import AfterValidator, ConfigDict, PlainSerializer, StrictInt, StrictStr, WithJsonSchema, field_validator
+from pydantic import AfterValidator, ConfigDict, PlainSerializer, StrictBool, StrictInt, StrictStr, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError, PydanticUseDefault
 
 from groups.domain.group_kinds import GROUP_KINDS, group_kind
@@ -482,3 +482,75 @@ class ApprovedManyOut(Schema):
     @staticmethod
     def resolve_refused(result) -> list[dict]:
         return [{"id": finding_id, "error": why} for finding_id, why in result.refused]
+
+
+# --- Expansions (issue 33, item 1: planned only) ---------------------------------------
+
+
+class ExpansionIn(Schema):
+    """Plan raising a topic's partition count. Only a dry run so far: any other
+    ``dry_run`` is a 400 and changes nothing."""
+
+    cluster: Text = Field(description="Cluster name.")
+    topic: Text = Field(description="Topic name.")
+    partitions: StrictInt = Field(description="The new total partition count: higher than the topic's count.")
+    dry_run: StrictBool | None = Field(None, description="Must be true: expansions are only planned so far.")
+
+
+class ProduceRateOut(Schema):
+    model_config = _CLOSED
+    offsets_per_second: float = Field(description="Offsets appended per second over the topic's partitions "
+                                      "(transaction markers included), between the two samples.")
+    offsets: int
+    seconds: float
+    measured_from: str | None
+    measured_until: str | None
+
+
+class VerdictOut(Schema):
+    model_config = _CLOSED
+    accepted: bool = Field(description="The broker would add the partitions (CreatePartitions, validate_only).")
+    asked: bool = Field(description="False when the broker could not be asked (the reason says why).")
+    reason: str = Field(description="The broker's refusal (error name and message; a missing Alter ACL named so).")
+
+
+class MissedOut(Schema):
+    model_config = _CLOSED
+    estimate: bool = Field(description="Always true: an estimate, never a bound.")
+    low: int | None = Field(description="Offsets, low end of the range; null when not estimable.")
+    high: int | None = Field(description="Offsets, high end of the range; null when not estimable.")
+    words: str
+
+
+class GroupPlanOut(Schema):
+    model_config = _CLOSED
+    group: str = Field(description="Consumer group id, verbatim.")
+    kind: GroupKind = Field(description=_GROUP_KIND)
+    protocol: str = Field(description="The broker's group type: classic, consumer, share, streams; unknown.")
+    state: str
+    members: int
+    policy: str = Field(description="Where the group starts a partition it has no position on.")
+    policy_source: Literal["declared", "evidenced", "guard", "cluster", "assumed"]
+    policy_source_label: str
+    policy_words: str
+    outcome: Literal["covered", "protected_before", "repaired_after", "at_risk"]
+    outcome_label: str
+    reason: str
+    sink: str | None = Field(description="The backfill's sink, for a group repaired after (or at risk).")
+    expected_missed: MissedOut
+
+
+class ExpansionPlanOut(Schema):
+    model_config = _CLOSED
+    dry_run: bool
+    changed: str
+    cluster: str
+    topic: str
+    current_partitions: int
+    new_partitions: int
+    added_partitions: list[int]
+    produce_rate: ProduceRateOut | None = Field(description="Null until two polls sampled the topic's end offsets.")
+    broker_verdict: VerdictOut
+    counts: dict[str, int]
+    groups_outside_scope: int = Field(description="Groups reading the topic that your scope does not show.")
+    groups: list[GroupPlanOut]

@@ -17,7 +17,8 @@ RUN_REMEDIATION_JOB = "gapwatch.run_remediation_job"
 SEND_NOTIFICATION = "gapwatch.send_notification"
 TEST_CONNECTION = "gapwatch.test_connection"
 READ_RECORDS = "gapwatch.read_records"
-TASK_NAMES = (RUN_REMEDIATION_JOB, SEND_NOTIFICATION, TEST_CONNECTION, READ_RECORDS)
+VALIDATE_PARTITIONS = "gapwatch.validate_partitions"
+TASK_NAMES = (RUN_REMEDIATION_JOB, SEND_NOTIFICATION, TEST_CONNECTION, READ_RECORDS, VALIDATE_PARTITIONS)
 
 
 class QueueUnavailable(Exception):
@@ -45,7 +46,7 @@ def task_answer(*, name: str, args: tuple, timeout: float) -> object:
     """Send task ``name`` now and wait up to ``timeout`` seconds for its
     return value, which is then deleted from the result backend. For the
     rare request that needs a worker's answer on the page (the record
-    viewer); raises QueueUnavailable or TaskTimedOut."""
+    viewer, an expansion's plan); raises QueueUnavailable or TaskTimedOut."""
     if name not in TASK_NAMES:
         raise ValueError(f"unknown task {name!r}")
     queue_check()

@@ -211,19 +211,34 @@ def poll_record_success(
 def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes: detection.Changes, now: datetime) -> dict:
     """Only new and changed topics are written (at 60k partitions, rewriting
     every row every poll was most of the poll's database time): a topic's
-    ``updated_at`` is when it last changed."""
-    rows = [
-        Topic(
+    ``updated_at`` is when it last changed. A topic whose end-offsets sample
+    is due (one every LAG_SAMPLE_INTERVAL_SECONDS) is written too, its last sample kept as the
+    previous one: the produce rate an expansion's plan reads."""
+    sample_due = now - timedelta(seconds=settings.LAG_SAMPLE_INTERVAL_SECONDS)
+    rows = []
+    for t in snapshot.topics:
+        row = stored.get(t.name)
+        due = row is None or row.end_offsets_at is None or row.end_offsets_at <= sample_due
+        if row is not None and not due and not _topic_changed(row, t):
+            continue
+        topic = Topic(
             cluster=cluster, name=t.name, kafka_topic_id=t.topic_id, is_internal=t.is_internal,
             partition_count=len(t.partitions), deleted=False,
-            first_seen_at=stored[t.name].first_seen_at if t.name in stored else now, updated_at=now,
+            first_seen_at=row.first_seen_at if row is not None else now,
+            updated_at=now if row is None or _topic_changed(row, t) else row.updated_at,
         )
-        for t in snapshot.topics
-        if t.name not in stored or _topic_changed(stored[t.name], t)
-    ]
+        if due:
+            topic.end_offsets, topic.end_offsets_at = sum(p.high_watermark for p in t.partitions), now
+            if row is not None:
+                topic.previous_end_offsets, topic.previous_end_offsets_at = row.end_offsets, row.end_offsets_at
+        else:
+            for name in _END_OFFSETS_FIELDS:
+                setattr(topic, name, getattr(row, name))
+        rows.append(topic)
     Topic.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["cluster", "name"],
-        update_fields=["kafka_topic_id", "is_internal", "partition_count", "deleted", "updated_at"],
+        update_fields=["kafka_topic_id", "is_internal", "partition_count", "deleted", "updated_at",
+                       *_END_OFFSETS_FIELDS],
     )
     topics = {**stored, **{row.name: row for row in rows}}  # the upsert sets each row's id
     deleted = [name for name in changes.deleted_topics if name in topics and not topics[name].deleted]
@@ -232,6 +247,9 @@ def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes
         for name in deleted:
             topics[name].deleted, topics[name].updated_at = True, now
     return topics
+
+
+_END_OFFSETS_FIELDS = ("end_offsets", "end_offsets_at", "previous_end_offsets", "previous_end_offsets_at")
 
 
 def _topic_changed(row: Topic, topic: TopicSnapshot) -> bool:

@@ -22,6 +22,7 @@ from functools import wraps
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -62,6 +63,7 @@ from groups.services.clusters import (
     group_update_settings,
     require_manager,
 )
+from groups.services.expansions import ExpansionNotFound, expansion_plan
 from groups.text import partition_ranges
 from groups.web.charts import (
     CHART_FIT,
@@ -152,9 +154,27 @@ def topic_detail(request: HttpRequest, topic_id: int) -> HttpResponse:
     readers = Paginator(readers, TOPIC_READERS_PER_PAGE).get_page(
         request.GET.get("page")
     )
+    planned, plan_error = _expansion_plan(request, topic)
     return render(request, "browse/topic.html", {
         "topic": topic, "timeline": timeline, "readers": readers, "page_query": _page_query(request),
-    })
+        "planned": planned, "plan_error": plan_error, "plan_partitions": request.GET.get("partitions", ""),
+    }, status=400 if plan_error else 200)
+
+
+def _expansion_plan(request: HttpRequest, topic) -> tuple[object | None, str]:
+    """The plan of the count the form asked for (``?partitions=N``), or why
+    there is none: a dry run, read from stored state plus the broker's verdict
+    through a worker (groups.services.expansions). Nothing changes."""
+    text = request.GET.get("partitions")
+    if text is None:
+        return None, ""
+    text = text.strip()
+    partitions: object = int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else text
+    try:
+        return expansion_plan(user=request.user, cluster=topic.cluster.name, topic=topic.name,
+                              partitions=partitions, dry_run=True), ""
+    except (ValidationError, ExpansionNotFound, PermissionDenied) as error:
+        return None, " ".join(error.messages) if isinstance(error, ValidationError) else str(error)
 
 
 def _topic_row(topic, group_topic, findings: list) -> dict:

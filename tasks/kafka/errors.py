@@ -48,6 +48,18 @@ PARTITION_TROUBLE = frozenset(
         KafkaError.UNKNOWN_LEADER_EPOCH,
     }
 )
+# Errors that mean the cluster did not answer a request (as opposed to
+# refusing it): the client's own timeouts and lost connections.
+NO_ANSWER = frozenset(
+    {
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NETWORK_EXCEPTION,
+        KafkaError._DESTROY,
+    }
+)
 # A group coordinator that is moving or still loading its partition of
 # __consumer_offsets (right after a broker starts, or a leader moves): Kafka's
 # own admin client asks again; so does the snapshot, within the timeout.

@@ -1,6 +1,7 @@
 """The topics' face of the adapter: one topic described or created, the
 offsets of some of its partitions now, and for the Spark backfill, its
-compaction and the offsets a reader can actually read.
+compaction and the offsets a reader can actually read; for an expansion's
+plan, the broker's verdict on a new partition count.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ import uuid
 from collections.abc import Sequence
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import ConfigResource, NewTopic, OffsetSpec, ResourceType
+from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic, OffsetSpec, ResourceType
 
+from groups.domain.expansion import BrokerVerdict
 from groups.domain.snapshot import PartitionOffsets
 from tasks.kafka.client import WAIT_GRACE_SECONDS, KafkaClient, TopicDetails, topic_details
-from tasks.kafka.errors import TOPIC_GONE, describe_error, error_code
+from tasks.kafka.errors import NO_ANSWER, TOPIC_GONE, describe_error, error_code
 
 
 class TopicOperations(KafkaClient):
@@ -32,6 +34,27 @@ class TopicOperations(KafkaClient):
             raise self._unavailable("topics", f"describe topic {topic!r}: {describe_error(error, topic=topic)}",
                                     cause=error) from None
         return topic_details(topic, description)
+
+    def validate_partitions(self, topic: str, count: int) -> BrokerVerdict:
+        """The broker's verdict on raising ``topic`` to ``count`` partitions:
+        CreatePartitions with ``validate_only``, so nothing changes. A refusal
+        (a count not higher, the cluster's limits, a missing Alter ACL on the
+        topic, an unknown topic) is a verdict in words; only a cluster that
+        does not answer raises KafkaUnavailable."""
+        try:
+            future = self.admin.create_partitions([NewPartitions(topic, count)], validate_only=True,
+                                                  request_timeout=self._timeout)[topic]
+            future.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
+        except ValueError as error:  # librdkafka's own limits (at most 100,000 partitions), checked before asking
+            return BrokerVerdict(accepted=False, asked=False, reason=f"the client refused it before asking the "
+                                 f"broker: {error}")
+        except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+            if error_code(error) in (None, *NO_ANSWER):
+                raise self._unavailable("topics", f"validate {count} partitions for {topic!r}: "
+                                        f"{describe_error(error, operation='Alter', topic=topic)}",
+                                        cause=error) from None
+            return BrokerVerdict(accepted=False, reason=describe_error(error, operation="Alter", topic=topic))
+        return BrokerVerdict(accepted=True, reason=f"the broker would raise {topic!r} to {count} partitions")
 
     def create_topic(self, topic: str, *, partitions: int, replication_factor: int) -> None:
         try:

@@ -33,6 +33,9 @@ def test_a_refused_permission_or_login_is_said_in_words(code, words):
     (KafkaError.TOPIC_AUTHORIZATION_FAILED, {"operation": "Read", "group": "g", "topic": "orders"},
      "missing ACL: Read on topic 'orders'"),
     (KafkaError.TOPIC_AUTHORIZATION_FAILED, {"topic": "orders"}, "missing ACL: Describe on topic 'orders'"),
+    # Why: an expansion's plan asks CreatePartitions (validate_only), which needs Alter on the topic.
+    (KafkaError.TOPIC_AUTHORIZATION_FAILED, {"operation": "Alter", "topic": "orders"},
+     "missing ACL: Alter on topic 'orders'"),
     # Why: a group refusal on a request that names only a topic cannot name the group: the generic words.
     (KafkaError.GROUP_AUTHORIZATION_FAILED, {"topic": "orders"}, "lacks an ACL on this consumer group"),
 ])

@@ -1,0 +1,70 @@
+"""What an expansion's plan reads (issue 33, item 1): the topic with its
+produce rate, and every group reading it as the last poll stored it, in the
+pure core's types (``groups.domain.expansion``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from groups.domain.expansion import ProduceRate, ReaderFacts, TopicFacts, produce_rate, sink_problem
+from groups.models import Finding, GroupTopic, Topic
+
+
+@dataclass(frozen=True)
+class RateSamples:
+    """When the two end-offset sums behind the rate were read (None: not yet)."""
+
+    measured_from: datetime | None
+    measured_until: datetime | None
+
+
+def _seconds(moment: datetime | None) -> float | None:
+    return moment.timestamp() if moment is not None else None
+
+
+def topic_facts(*, topic: Topic) -> tuple[TopicFacts, RateSamples]:
+    """The topic's partition count and produce rate (its last two end-offset samples)."""
+    rate: ProduceRate | None = produce_rate(
+        previous_end=topic.previous_end_offsets, previous_at=_seconds(topic.previous_end_offsets_at),
+        end=topic.end_offsets, at=_seconds(topic.end_offsets_at))
+    samples = RateSamples(topic.previous_end_offsets_at, topic.end_offsets_at) if rate else RateSamples(None, None)
+    return TopicFacts(name=topic.name, partitions=topic.partition_count, rate=rate), samples
+
+
+def expansion_readers(*, topic: Topic, readers: QuerySet[GroupTopic]) -> list[ReaderFacts]:
+    """Each group of ``readers`` (GroupTopic rows of ``topic``) that the
+    cluster still lists, with what decides its plan: members, declared
+    policy, a share group's config, its commits on the topic, the evidence
+    and guard reports of its findings, and whether its sink can take a backfill."""
+    rows = list(readers.filter(topic=topic, group__present=True).select_related("group"))
+    group_ids = [row.group_id for row in rows]
+    existing = set(Topic.objects.filter(cluster_id=topic.cluster_id, deleted=False).values_list("name", flat=True))
+    evidence: dict[int, str] = {}
+    guard: dict[int, str] = {}
+    proofs = (Finding.objects.filter(group_id__in=group_ids, policy_source__in=("evidenced", "guard"))
+              .select_related("topic").order_by("-created_at", "-id"))
+    for finding in proofs:
+        where = f"{finding.topic.name} [{finding.partition}]"
+        if finding.policy_source == "evidenced" and finding.state == Finding.State.COVERED:
+            evidence.setdefault(finding.group_id, (
+                f"proven by evidence: its first commit {finding.first_commit} on {where} was below the high "
+                f"watermark {finding.pre_pickup_high_watermark} seen before it took the partition, which a latest "
+                "consumer cannot commit"))
+        elif finding.policy_source == "guard":
+            guard.setdefault(finding.group_id, f"its members run Gapwatch's guard: it reported a start offset on "
+                                               f"{where}")
+    facts = []
+    for row in rows:
+        group = row.group
+        facts.append(ReaderFacts(
+            group_id=group.group_id, type=group.type, state=group.state, members=group.member_count,
+            declared_policy=group.declared_policy, reset_setting=group.reset_setting,
+            commits_on_topic=any(p.get("committed") is not None for p in row.partitions),
+            evidence=evidence.get(group.id, ""), guard=guard.get(group.id, ""), sink=group.backfill_sink,
+            sink_problem=sink_problem(sink=group.backfill_sink, replay_topic=group.replay_topic, topic=topic.name,
+                                      existing_topics=existing),
+        ))
+    return facts

@@ -1,0 +1,39 @@
+"""The broker's verdict for an expansion's plan (issue 33, item 1): a worker
+asks CreatePartitions with validate_only, with the cluster's stored
+credentials, for the page, the API or the command that shows the plan
+(``groups.services.expansions``). Nothing on the cluster changes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from celery import shared_task
+from django.conf import settings
+
+from groups.crypto import SecretUnreadable
+from groups.domain.expansion import BrokerVerdict
+from groups.domain.secrets import secret_redact
+from groups.models import Cluster
+from tasks.kafka import KafkaAdapter, KafkaUnavailable
+
+
+def partitions_verdict(*, cluster: Cluster | None, topic: str, count: int) -> BrokerVerdict:
+    """The broker's verdict on ``count`` partitions for ``topic``; a cluster
+    that is gone or does not answer is a verdict not asked, saying why."""
+    secrets: tuple[str, ...] = ()
+    try:
+        if cluster is None:
+            raise LookupError("the cluster no longer exists")
+        config = cluster.client_config()
+        secrets = config.secrets
+        return KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS).validate_partitions(topic, count)
+    except (LookupError, SecretUnreadable, KafkaUnavailable) as error:
+        return BrokerVerdict(accepted=False, asked=False,
+                             reason=f"the broker could not be asked: {secret_redact(str(error), *secrets)}")
+
+
+@shared_task(name="gapwatch.validate_partitions")
+def validate_partitions(cluster_id: int, topic: str, count: int) -> dict:
+    """``{"accepted", "reason", "asked"}``: the broker's verdict, as plain data for the result backend."""
+    return asdict(partitions_verdict(cluster=Cluster.objects.filter(id=cluster_id).first(), topic=topic,
+                                     count=count))

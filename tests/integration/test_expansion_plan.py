@@ -1,0 +1,264 @@
+"""An expansion's plan (issue 33, item 1) on the real stack: a real broker
+(Kafka 4.4.0), real groups (librdkafka consumers, a librdkafka share
+consumer), a real Celery worker asking the broker's verdict with
+CreatePartitions validate_only. The plan changes nothing: the topic keeps its
+partitions and nothing is stored.
+
+One topic, read by a live latest group (repaired after), a group that
+consumed, committed and left (protected before), a group declared earliest
+(covered) and a share group left at the default (covered on 4.4.0:
+KAFKA-20742)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from confluent_kafka import TopicCollection
+from django.core.management import call_command
+
+from groups.models import AuditEvent, Cluster, ConsumerGroup, RemediationJob, Topic
+from groups.services.expansions import NOT_YET
+from tests.factories import NOW, make_group, make_group_topic, user_with_role
+from tests.integration.kafka_harness import GroupConsumer, ShareGroupConsumer, wait_until
+from tests.integration.pages_harness import client_for
+from tests.integration.scenarios import poll, start_consuming_group
+from tests.integration.test_api import check_against_schema, response_schema
+
+HOSTILE = "<script>alert('plan')</script>"
+
+
+def post_json(client, body, **extra):
+    data = body if isinstance(body, str) else json.dumps(body)
+    return client.post("/api/v1/expansions", data=data, content_type="application/json", **extra)
+
+
+def broker_partitions(broker, topic: str) -> int:
+    description = broker.admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=30)
+    return len(description.partitions)
+
+
+@pytest.fixture
+def readers(transactional_db, broker, cluster, unique, settings, share_consumers):
+    """Topic ``plan-<unique>`` (2 partitions) with its four readers, polled
+    twice a second apart while records are produced (the produce rate)."""
+    settings.LAG_SAMPLE_INTERVAL_SECONDS = 1
+    topic = f"plan-{unique}"
+    broker.create_topic(topic, 2)
+    live = start_consuming_group(broker, cluster, topic, f"live-{unique}", offset_reset="latest")
+    left = start_consuming_group(broker, cluster, topic, f"left-{unique}", offset_reset="latest")
+    left.close()
+    earliest = start_consuming_group(broker, cluster, topic, f"early-{unique}", offset_reset="earliest")
+    ConsumerGroup.objects.filter(group_id=f"early-{unique}").update(declared_policy="earliest")
+    share = ShareGroupConsumer(broker.bootstrap, f"share-{unique}", topic)
+    share_consumers.append(share)
+    wait_until(lambda: broker.produce(topic, 0, 1) or share.count(0) > 0, interval=0.5,
+               what="the share consumer to read partition 0")
+
+    def everyone_seen() -> bool:
+        poll(cluster)
+        groups = {g.group_id: g for g in ConsumerGroup.objects.filter(group_topics__topic__name=topic)}
+        return (groups.get(f"left-{unique}") is not None and groups[f"left-{unique}"].member_count == 0
+                and f"share-{unique}" in groups and groups[f"live-{unique}"].member_count == 1)
+
+    wait_until(everyone_seen, interval=0.5, what="a poll to see the four readers as they are")
+    broker.produce(topic, 0, 50)
+    broker.produce(topic, 1, 50)
+    time.sleep(1.1)  # the samples of the produce rate are at least LAG_SAMPLE_INTERVAL_SECONDS apart
+    poll(cluster)
+    wait_until(lambda: Topic.objects.get(name=topic).previous_end_offsets is not None, what="two end samples")
+    yield topic
+    live.close()
+    earliest.close()
+
+
+def test_it_plans_every_reader_with_the_brokers_verdict_and_changes_nothing(
+        transactional_db, broker, cluster, unique, readers, celery_worker_thread):
+    topic = readers
+    client = client_for(user_with_role("viewer", "viewer"))
+    response = post_json(client, {"cluster": "local", "topic": topic, "partitions": 4, "dry_run": True})
+    assert response.status_code == 200, response.content
+    plan = json.loads(response.content)
+    document = json.loads(client.get("/api/v1/schema").content)
+    check_against_schema(document, plan, response_schema(document, "/api/v1/expansions", "post", 200), "plan")
+
+    assert (plan["current_partitions"], plan["new_partitions"], plan["added_partitions"]) == (2, 4, [2, 3])
+    assert plan["broker_verdict"] == {"accepted": True, "asked": True,
+                                      "reason": f"the broker would raise '{topic}' to 4 partitions"}
+    assert plan["produce_rate"]["offsets"] >= 100 and plan["produce_rate"]["offsets_per_second"] > 0
+    groups = {g["group"]: g for g in plan["groups"]}
+    assert set(groups) == {f"live-{unique}", f"left-{unique}", f"early-{unique}", f"share-{unique}"}
+
+    live = groups[f"live-{unique}"]
+    assert (live["outcome"], live["policy"], live["policy_source"], live["protocol"], live["members"]) == \
+        ("repaired_after", "latest", "assumed", "classic", 1)
+    assert live["sink"] == "parquet" and "backfill of the sound range" in live["reason"]
+    missed = live["expected_missed"]
+    assert missed["estimate"] is True and 0 <= missed["low"] < missed["high"]
+    assert missed["words"].startswith("estimate:") and "300 s" in missed["words"]
+
+    left = groups[f"left-{unique}"]
+    assert (left["outcome"], left["members"], left["policy_source"]) == ("protected_before", 0, "assumed")
+    assert "commits the new partitions at their log start" in left["reason"]
+    assert (left["expected_missed"]["low"], left["expected_missed"]["high"]) == (0, 0)
+
+    early = groups[f"early-{unique}"]
+    assert (early["outcome"], early["policy"], early["policy_source"]) == ("covered", "earliest", "declared")
+
+    share = groups[f"share-{unique}"]
+    assert Cluster.objects.get(name="local").kafka_features["metadata_version"].startswith("4.4")
+    assert (share["outcome"], share["kind"], share["policy"], share["policy_source"]) == \
+        ("covered", "share", "latest", "cluster")
+    assert "KAFKA-20742" in share["reason"]
+    assert share["policy_words"] == "share.auto.offset.reset=latest (the broker's default)"
+    assert plan["counts"] == {"covered": 2, "protected_before": 1, "repaired_after": 1, "at_risk": 0}
+
+    # A plan only: the broker still has 2 partitions; no job, no audit row.
+    assert broker_partitions(broker, topic) == 2
+    assert not RemediationJob.objects.exists() and not AuditEvent.objects.filter(action__startswith="expansion")
+
+    # The command line shows the same plan, asking the broker itself.
+    call_command("plan_expansion", "--cluster", "local", "--topic", topic, "--partitions", "4", "--json",
+                 stdout=(out := _Out()))
+    assert {g["group"]: g["outcome"] for g in json.loads(out.text)["groups"]} == \
+        {g: groups[g]["outcome"] for g in groups}
+    call_command("plan_expansion", "--cluster", "local", "--topic", topic, "--partitions", "4", stdout=(out := _Out()))
+    assert "broker: accepts" in out.text and "repaired after" in out.text and "protected before" in out.text
+
+
+def test_the_brokers_refusal_is_shown_in_words(transactional_db, broker, cluster, unique, celery_worker_thread):
+    """Partitions added behind Gapwatch's back (no poll since): the stored count
+    says 2, the broker has 3, so 3 is no increase and the broker says so."""
+    topic = f"refused-{unique}"
+    broker.create_topic(topic, 2)
+    poll(cluster)
+    broker.raise_partitions(topic, 3)
+    approver = user_with_role("approver", "approver")
+    response = post_json(client_for(approver), {"cluster": "local", "topic": topic, "partitions": 3,
+                                                "dry_run": True})
+    assert response.status_code == 200, response.content
+    verdict = json.loads(response.content)["broker_verdict"]
+    assert verdict["accepted"] is False and verdict["asked"] is True
+    assert verdict["reason"].startswith("INVALID_PARTITIONS: ") and "3 partition" in verdict["reason"]
+
+    page = client_for(approver).get(f"/topics/{Topic.objects.get(name=topic).id}/", {"partitions": "3"})
+    body = page.content.decode()
+    assert page.status_code == 200 and "The broker refuses" in body and "INVALID_PARTITIONS" in body
+
+    # More than the broker takes in one request: its own limit, in its words.
+    response = post_json(client_for(approver), {"cluster": "local", "topic": topic, "partitions": 20_003,
+                                                "dry_run": True})
+    verdict = json.loads(response.content)["broker_verdict"]
+    assert verdict["accepted"] is False and verdict["reason"].startswith("POLICY_VIOLATION: ")
+    assert broker_partitions(broker, topic) == 3
+
+
+class _Out:
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, text: str) -> None:
+        self.text += text
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.fixture
+def stored_topic(db):
+    cluster = Cluster.objects.create(name="local", bootstrap_servers="127.0.0.1:1")
+    topic = Topic.objects.create(cluster=cluster, name="orders", kafka_topic_id="id", partition_count=2,
+                                 first_seen_at=NOW, updated_at=NOW)
+    make_group_topic(make_group(cluster, HOSTILE, member_count=1), topic, 0)
+    return topic
+
+
+def _refused_without_asking(cluster, topic, count):
+    raise AssertionError("bad input must be refused before the broker is asked")
+
+
+@pytest.mark.parametrize(("body", "status", "error"), [
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": 3, "dry_run": False}, 400, NOT_YET,
+                 id="dry-run-false"),
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": 3}, 400, NOT_YET, id="dry-run-missing"),
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": 3, "dry_run": "true"}, 400,
+                 "dry_run must be", id="dry-run-text"),
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": "3", "dry_run": True}, 400,
+                 "partitions must be a whole number", id="partitions-text"),
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": 3.5, "dry_run": True}, 400,
+                 "partitions must be a whole number", id="partitions-float"),
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": True, "dry_run": True}, 400,
+                 "partitions must be a whole number", id="partitions-bool"),
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": None, "dry_run": True}, 400,
+                 "partitions must be", id="partitions-null"),
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": 2, "dry_run": True}, 400,
+                 "higher than the topic's 2 partitions", id="partitions-not-higher"),
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": -1, "dry_run": True}, 400,
+                 "higher than the topic's 2 partitions", id="partitions-negative"),
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": 2**63, "dry_run": True}, 400,
+                 "partitions must be at most", id="partitions-huge"),
+    pytest.param({"cluster": "local", "topic": "ord\x00ers", "partitions": 3, "dry_run": True}, 400,
+                 "NUL", id="nul-in-topic"),
+    pytest.param({"cluster": ["local"], "topic": "orders", "partitions": 3, "dry_run": True}, 400,
+                 "cluster must be text", id="cluster-list"),
+    pytest.param({"cluster": "nope", "topic": "orders", "partitions": 3, "dry_run": True}, 404,
+                 "no topic 'orders' on cluster 'nope'", id="unknown-cluster"),
+    pytest.param({"cluster": "local", "topic": "nope", "partitions": 3, "dry_run": True}, 404,
+                 "no topic 'nope' on cluster 'local'", id="unknown-topic"),
+    pytest.param("[1, 2]", 400, "the body must be a JSON object", id="body-a-list"),
+    pytest.param("{not json", 400, "the body must be a JSON object", id="body-not-json"),
+])
+def test_bad_input_is_refused_and_changes_nothing(stored_topic, body, status, error, monkeypatch):
+    from groups.services import expansions
+
+    monkeypatch.setattr(expansions, "_verdict_from_worker", _refused_without_asking)
+    client = client_for(user_with_role("viewer", "viewer"))
+    response = post_json(client, body)
+    assert response.status_code == status, response.content
+    assert error in json.loads(response.content)["error"]
+    assert Topic.objects.get().partition_count == 2
+    document = json.loads(client.get("/api/v1/schema").content)
+    check_against_schema(document, json.loads(response.content),
+                         response_schema(document, "/api/v1/expansions", "post", status), "refused")
+
+
+def test_who_may_plan(stored_topic):
+    anonymous = post_json(client_for_anonymous(), {"cluster": "local", "topic": "orders", "partitions": 3,
+                                                   "dry_run": True})
+    assert anonymous.status_code == 401
+    nobody = post_json(client_for(user_with_role("nobody", None)), {"cluster": "local", "topic": "orders",
+                                                                    "partitions": 3, "dry_run": True})
+    assert nobody.status_code == 403 and "no role" in json.loads(nobody.content)["error"]
+    csrf = post_json(client_for(user_with_role("viewer", "viewer"), csrf=True),
+                     {"cluster": "local", "topic": "orders", "partitions": 3, "dry_run": True})
+    assert csrf.status_code == 403  # a session's POST without its CSRF token
+
+
+def client_for_anonymous():
+    from django.test import Client
+
+    return Client()
+
+
+def test_the_page_plans_and_escapes_a_hostile_group_id(stored_topic, monkeypatch):
+    from groups.domain.expansion import BrokerVerdict
+    from groups.services import expansions
+
+    monkeypatch.setattr(expansions, "_verdict_from_worker",
+                        lambda cluster, topic, count: BrokerVerdict(accepted=True, reason="would raise"))
+    client = client_for(user_with_role("viewer", "viewer"))
+    page = client.get(f"/topics/{stored_topic.id}/")
+    assert page.status_code == 200 and 'name="partitions"' in page.content.decode()
+
+    page = client.get(f"/topics/{stored_topic.id}/", {"partitions": "3"})
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert "&lt;script&gt;alert(&#x27;plan&#x27;)&lt;/script&gt;" in body and HOSTILE not in body
+    assert "repaired after" in body and "estimate" in body and "The broker accepts" in body
+    assert "dry run" in body.lower()
+
+    bad = client.get(f"/topics/{stored_topic.id}/", {"partitions": "2"})
+    assert bad.status_code == 400 and "higher than the topic&#x27;s 2 partitions" in bad.content.decode()
+    junk = client.get(f"/topics/{stored_topic.id}/", {"partitions": "x\x00"})
+    assert junk.status_code == 400
