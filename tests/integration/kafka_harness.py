@@ -218,9 +218,14 @@ class GroupConsumer(ReadOffsets):
         return {tp.partition: tp.offset for tp in result}
 
     def close(self) -> None:
+        """Stop polling, then close the member (leave the group), for 30 s at
+        most: in the accuracy bench one close never returned after a trial
+        deleted its topics, and a harness must not hang a run."""
         self._stop.set()
         self._thread.join(timeout=10)
-        self.consumer.close()
+        closing = threading.Thread(target=self.consumer.close, daemon=True)
+        closing.start()
+        closing.join(timeout=30)
 
 
 def kafka_jars() -> str:
