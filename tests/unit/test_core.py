@@ -867,7 +867,8 @@ STORIES = [
             isolation="read_committed",
             states=("pending", "gap"),
             final=dict(missed_definite=12, missed_possible=25),
-            explanation_mentions="[12, 30) is possibly, not definitely, missed",
+            explanation_mentions="a read_committed member starts at the last stable offset (declared read_committed), "
+                                 "so [12, 30) is possibly, not definitely, missed",
         ),
         "declared read_committed, transaction open from 12: [0, 12) committed before it is definite, the rest "
         "possible",
@@ -893,6 +894,40 @@ STORIES = [
         ),
         "the same commit from a declared read_uncommitted group is evidence: its latest start is at least 30",
         id="transaction-commit-below-hw-read-uncommitted-is-evidence",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 30, open_transaction_from=10), Step(0, 40, owned=True, commit=5)),
+            states=("pending", "covered"),
+            final=dict(policy_source="evidenced", missed_definite=0, missed_possible=0),
+            explanation_mentions="first commit 5 is below 10, the last stable offset before pickup",
+        ),
+        "a first commit below L_k: no latest member, read committed or not, starts there, so covered, and the "
+        "words name the last stable offset as the bound it is below",
+        id="transaction-commit-below-lso-is-evidence",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, share=LATEST_SHARE, open_transaction_from=10),
+                   Step(0, 60, owned=True, commit=51, share=LATEST_SHARE)),
+            isolation="read_uncommitted",
+            states=("pending", "gap"),
+            final=dict(missed_definite=40, missed_possible=11, policy_source="declared"),
+        ),
+        "a share group declared read_uncommitted: the cluster's setting gives its policy, the declaration its "
+        "isolation, so H_k bounds it though a transaction was open",
+        id="transaction-share-group-declared-read-uncommitted",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, share=LATEST_SHARE, open_transaction_from=10),
+                   Step(0, 60, owned=True, commit=51, share=LATEST_SHARE)),
+            states=("pending", "gap"),
+            final=dict(missed_definite=10, missed_possible=41),
+            explanation_mentions="a transaction was open at the pickup",
+        ),
+        "the same share group, isolation not declared: bounded by the last stable offset",
+        id="transaction-share-group-isolation-unknown",
     ),
     pytest.param(
         Story(
@@ -1087,8 +1122,23 @@ KIND_CASES = [
 @pytest.mark.parametrize("group_id, kind, share, declared, verdict, words, why", KIND_CASES)
 def test_a_frameworks_default_is_assumed_only_for_its_undeclared_groups(group_id, kind, share, declared, verdict,
                                                                          words, why):
+    _kind_story(group_id, kind, share, {group_id: KnownGroup(group_id, frozenset({"orders"}), declared)},
+                verdict, words, why)
+
+
+@pytest.mark.parametrize("group_id, kind, share, declared, verdict, words, why",
+                         [case for case in KIND_CASES if case.values[3] == "unknown"])
+def test_a_group_no_poll_stored_gets_its_frameworks_default_and_its_clusters_setting(group_id, kind, share, declared,
+                                                                                     verdict, words, why):
+    """The same verdicts for a group the store never knew (it joined since the
+    last full poll, read_before_change): nothing declared, the cluster's
+    setting and the framework's default still apply."""
+    _kind_story(group_id, kind, share, {}, verdict, words, why)
+
+
+def _kind_story(group_id, kind, share, known_groups, verdict, words, why):
     store = billing_store()
-    store.groups = {group_id: KnownGroup(group_id, frozenset({"orders"}), declared)}
+    store.groups = known_groups
 
     def seen(high_watermark, *, owned, commit=None):
         commits = {("orders", 0): 1000, ("orders", 1): 1000, **({("orders", 2): commit} if commit is not None else {})}

@@ -23,6 +23,9 @@ COUNTED = CountedRange(start=0, end=40, read_committed=30, read_uncommitted=36)
     (0, 40, CountedRange(0, 40, None, 36), True, "read_committed waited on an open transaction: count again"),
     (None, None, None, False, "no range (undecided, covered): nothing to count"),
     (40, 40, None, False, "an empty range holds nothing"),
+    (39, 40, None, True, "a range of one offset is counted"),
+    (None, 40, None, False, "no start: no range"),
+    (0, None, None, False, "no end: no range"),
     (0, COUNT_MAX_OFFSETS, None, True, "at the bound: counted"),
     (0, COUNT_MAX_OFFSETS + 1, None, False, "past the bound: stays in offsets"),
 ])
