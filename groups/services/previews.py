@@ -82,7 +82,8 @@ def reset_preview(*, finding_ids: Iterable[int], target_kind: str, target_value:
     group = findings[0].group
     missed = {(f.topic.name, f.partition): f for f in findings}
     rows = [{**row, "missed_definite": missed[row["topic"], row["partition"]].missed_definite,
-             "missed_possible": missed[row["topic"], row["partition"]].missed_possible} for row in plan]
+             "missed_possible": missed[row["topic"], row["partition"]].missed_possible,
+             "missed_records": _finding_records(missed[row["topic"], row["partition"]])} for row in plan]
     redelivered = sum(row["redelivered"] for row in plan)
     missed_at_most = sum(f.missed_definite + f.missed_possible for f in findings)
     return {
@@ -145,6 +146,12 @@ def backfill_preview(
             "plan": [p.as_dict() for p in planned], "total": sum(p.range.count for p in planned),
             "total_definite": sum(p.definite for p in planned), "total_possible": sum(p.possible for p in planned),
             "records": _planned_records(findings, planned)}
+
+
+def _finding_records(finding: Finding) -> int | None:
+    """The records of the finding's missed range for its group, once counted from the log."""
+    return group_records(isolation=finding.group.declared_isolation, counted=finding_counted_range(finding=finding),
+                         start=finding.backfill_start, end=finding.backfill_end)
 
 
 def _planned_records(findings: list[Finding], planned) -> int | None:

@@ -205,3 +205,8 @@ def test_a_missed_range_with_an_aborted_transaction_is_counted_in_records_for_ea
     assert f"{3 + 4 + after} records in [0, {end}) for this group" in page
     assert f"{3 + 4 + after} read committed, {3 + 5 + 4 + after} read uncommitted" in page
     assert count_missed_records(cluster_id=cluster.id, seconds=60) == 0, "counted once"
+    # The previews of both repairs say the records once counted: the backfill's total, the reset's row.
+    backfill = client.get(f"/findings/backfill?ids={row.id}").content.decode()
+    assert f'<strong class="records-total">{3 + 4 + after}</strong> records in them' in backfill
+    reset = client.get(f"/findings/reset?ids={row.id}").content.decode()
+    assert f'<span class="muted records-counted">{3 + 4 + after} records</span>' in reset
