@@ -41,7 +41,7 @@ from groups.domain.group_kinds import (
     STREAMS,
     group_kind,
 )
-from groups.domain.kafka_features import kafka_release
+from groups.domain.kafka_features import SHARE_RESET, kafka_release, release_at_least, share_reset
 from groups.domain.planning import PlanError
 from groups.domain.sinks import backfill_sink_for
 
@@ -66,7 +66,6 @@ MAX_PARTITIONS = 2**31 - 1
 # The first release whose share groups start a partition added to a topic they
 # already read at offset 0 under the default share.auto.offset.reset (KAFKA-20742).
 SHARE_STARTS_ADDED_AT_ZERO = (4, 4)
-SHARE_RESET = "share.auto.offset.reset"
 
 # Seconds from the partitions' creation until a member of the group starts
 # reading them, (low, high), and why. An estimate: the broker knows neither.
@@ -232,26 +231,6 @@ def partitions_problem(*, current: int, requested: object) -> str:
         return (f"partitions must be higher than the topic's {current} partitions (as of the last poll): "
                 f"Kafka only adds partitions, got {requested}")
     return ""
-
-
-def release_at_least(metadata_version: str, release: tuple[int, int]) -> bool | None:
-    """Whether ``metadata.version`` ("4.4-IV0") names ``release`` or later;
-    None when it names no release this code can read."""
-    parts = kafka_release(metadata_version).split(".")
-    if len(parts) < 2 or not all(part.isdigit() for part in parts[:2]):
-        return None
-    return (int(parts[0]), int(parts[1])) >= release
-
-
-def share_reset(setting: str) -> tuple[str, bool]:
-    """A share group's start rule from the poll's words
-    ("share.auto.offset.reset=latest (the broker's default)"): the value, and
-    whether it is the broker's default; ("latest", True) when none is stored."""
-    prefix = f"{SHARE_RESET}="
-    if not setting.startswith(prefix):
-        return "latest", True
-    value, _, origin = setting[len(prefix):].partition(" ")
-    return value, origin != "(set on the group)"
 
 
 def sink_problem(*, sink: str, replay_topic: str, topic: str, existing_topics: Collection[str]) -> str:

@@ -19,6 +19,7 @@ from django.db.models import F
 
 from groups.domain import detection
 from groups.domain.group_kinds import group_kind
+from groups.domain.kafka_features import share_groups_on_release
 from groups.domain.known_partitions import known_partition_sets
 from groups.domain.record_counts import CountedRange
 from groups.selectors.polls import cluster_poll_state, finding_key, finding_state, findings_partitions
@@ -148,6 +149,9 @@ def poll_record_success(
         # NO KEY UPDATE: polls of one cluster exclude each other, while rows
         # that merely refer to the cluster (audit, jobs) can still be written.
         cluster = Cluster.objects.select_for_update(no_key=True).get(id=cluster_id)
+        # A share group's start rule as the cluster's release applies it (KAFKA-20742 from Kafka 4.4).
+        snapshot = share_groups_on_release(snapshot=snapshot,
+                                           metadata_version=(cluster.kafka_features or {}).get("metadata_version", ""))
         stored = cluster_poll_state(cluster=cluster, snapshot=snapshot)
         # Locked like every lifecycle action locks them: a finding a job repairs or
         # a person dismisses meanwhile is written after this poll, never under it.

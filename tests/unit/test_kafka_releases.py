@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from groups.domain.kafka_features import features_absent, kafka_release
+from groups.domain.kafka_features import features_absent, kafka_release, share_groups_on_release
+from groups.domain.snapshot import GroupSnapshot, Snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,3 +50,38 @@ def test_the_table_says_what_each_release_lacks_as_the_page_does():
     table = supported_table()
     assert table["3.9.1"] == "KIP-848 consumer groups, share groups, streams groups"
     assert table["4.0.2"] == "share groups, streams groups"
+
+
+# --- a share group's start rule on the cluster's release (KAFKA-20742) ------
+
+
+DEFAULT_LATEST = "share.auto.offset.reset=latest (the broker's default)"
+
+
+def _share(reset_policy: str, reset_setting: str, kind: str = "share") -> GroupSnapshot:
+    return GroupSnapshot(group_id="q", state="Stable", type=kind, assignor="simple", members=(),
+                         reset_policy=reset_policy, reset_setting=reset_setting)
+
+
+@pytest.mark.parametrize("metadata_version, group, policy, why", [
+    ("4.4-IV2", _share("latest", DEFAULT_LATEST), "earliest",
+     "4.4 starts a default share group on an added partition at 0: earliest there"),
+    ("5.0-IV0", _share("latest", DEFAULT_LATEST), "earliest", "a later release keeps 4.4's behaviour"),
+    ("4.3-IV0", _share("latest", DEFAULT_LATEST), "latest", "4.3 started it at the end: latest stays"),
+    ("", _share("latest", DEFAULT_LATEST), "latest", "release not known yet: the sound latest stays"),
+    ("4.4-IV2", _share("latest", "share.auto.offset.reset=latest (set on the group)"), "latest",
+     "an explicit latest was not checked on 4.4: its rule stays"),
+    ("4.4-IV2", _share("by_duration", "share.auto.offset.reset=by_duration:PT1H (set on the group)"), "by_duration",
+     "by_duration is not the default"),
+    ("4.4-IV2", _share("latest", DEFAULT_LATEST, kind="consumer"), "latest", "only share groups"),
+])
+def test_a_share_groups_rule_follows_its_clusters_release(metadata_version, group, policy, why):
+    snapshot = Snapshot(cluster="c", taken_at=None, topics=(), groups=(group,))
+    (applied,) = share_groups_on_release(snapshot=snapshot, metadata_version=metadata_version).groups
+    assert applied.reset_policy == policy, why
+    if policy == group.reset_policy:
+        assert applied == group, why
+    else:
+        assert applied.reset_setting == (f"{DEFAULT_LATEST}, which Kafka {metadata_version.split('-')[0]} applies to "
+                                         "an added partition of a topic the group already reads as offset 0 "
+                                         "(KAFKA-20742)"), why
