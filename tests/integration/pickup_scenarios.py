@@ -150,7 +150,9 @@ class Outcome:
     decided: bool = False
     decided_after_s: float | None = None  # from create_partitions to the finding decided
     read_after_s: float | None = None  # from create_partitions to the client's first record of partition 1
-    start: int | None = None  # S: the first offset the client read on partition 1
+    start: int | None = None  # S: where the client started on partition 1 (see run_scenarios, step 6)
+    # The client's own first commit on partition 1 as the broker answered it (transactional scenarios).
+    client_commit: int | None = None
     truth: int | None = None  # offsets of partition 1 below S it never received
     skipped_after_start: int = 0  # offsets in [S, last read] it never received (should be 0)
     notes: list[str] = field(default_factory=list)
@@ -219,7 +221,12 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
        writes to it once its own metadata shows it;
     5. until every finding is decided (a decided state and a first commit;
        with ``wait_for_likely`` a likely start too) and every client read
-       partition 1, or ``decide_timeout``.
+       partition 1, or ``decide_timeout``;
+    6. S, where each client started: the first offset it read on partition
+       1, or, for the transactional scenarios, its own first commit there
+       (read from the broker while it is pending) when that is lower: a
+       read_committed member skips aborted records and markers without
+       reading them, so its first record read can lie above its start.
 
     Returns one Outcome per scenario; a scenario that timed out keeps what
     was last seen. Its consumer groups and topics are deleted afterwards.
@@ -288,6 +295,9 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
         deadline = raised + decide_timeout
         while pending and time.monotonic() < deadline:
             for o in list(pending):
+                if o.scenario.transactions and o.client_commit is None:
+                    commit = group_committed(broker.admin, o.group_id, o.topic, [1]).get(1, -1)
+                    o.client_commit = commit if commit >= 0 else None
                 row = Finding.objects.filter(cluster=cluster, topic__name=o.topic, group__group_id=o.group_id,
                                              partition=1).order_by("-id").first()
                 if row is None:
@@ -311,7 +321,9 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
             received = client.offsets(1) if client is not None else []
             if received:
                 o.read_after_s = client.first_read_at[1] - raised
-                o.start = min(received)
+                # A latest member's commit is at or above where it started: below its first record
+                # read, it shows a read_committed member that skipped aborted records and markers.
+                o.start = min(received + ([o.client_commit] if o.client_commit is not None else []))
                 o.truth = never_consumed(received, log_start=(o.finding or {}).get("first_log_start") or 0,
                                          end=o.start)
                 o.skipped_after_start = never_consumed(received, log_start=o.start, end=max(received) + 1)
