@@ -471,8 +471,17 @@ class TransactionalRateProducer(RateProducer):
                                  "transactional.id": f"{topic}-tx-{uuid.uuid4().hex[:6]}"}
         super().__init__(bootstrap, topic, rate=rate, partitions=partitions)
 
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        try:
+            self.producer.flush(30)
+        except KafkaException as error:  # a producer a fatal error ended: said in ``errors``, not raised
+            self.errors.append(str(error))
+
     def _make_producer(self, bootstrap: str) -> Producer:
-        producer = Producer(self._producer_config)
+        producer = Producer({**self._producer_config,
+                             "transactional.id": f"{self._producer_config['transactional.id']}-{uuid.uuid4().hex[:4]}"})
         producer.init_transactions(30)
         return producer
 
@@ -485,7 +494,15 @@ class TransactionalRateProducer(RateProducer):
         while not self._stop.is_set():
             if self.partitions != serving or time.monotonic() - began >= hold:
                 grown = self.partitions != serving
-                self._end(number)
+                try:
+                    self._end(number)
+                except KafkaException as error:
+                    if not error.args[0].fatal():
+                        raise
+                    # A fatal error (seen under load: INVALID_TXN_STATE ending a transaction whose
+                    # commit timed out): that producer is done; a new one, with a new id, goes on.
+                    self.errors.append(str(error))
+                    self.producer = self._make_producer(self._producer_config["bootstrap.servers"])
                 serving, number = list(self.partitions), number + 1
                 self.producer.begin_transaction()
                 began, hold = time.monotonic(), self.hold_new_s if grown else self.hold_s
@@ -496,7 +513,14 @@ class TransactionalRateProducer(RateProducer):
                 # The transaction failed (e.g. a partition not yet known to its
                 # coordinator right after it was added): abort it, begin another.
                 self.errors.append(str(error))
-                self._abort()
+                try:
+                    if error.args[0].fatal():
+                        raise error
+                    self._abort()
+                except KafkaException as fatal:
+                    if not fatal.args[0].fatal():
+                        raise
+                    self.producer = self._make_producer(self._producer_config["bootstrap.servers"])
                 self.producer.begin_transaction()
                 began = time.monotonic()
             self.producer.poll(0)
@@ -532,7 +556,7 @@ class TransactionalRateProducer(RateProducer):
                 finish(10)
                 return
             except KafkaException as error:
-                if not error.args[0].retriable() or time.monotonic() > deadline:
+                if error.args[0].fatal() or not error.args[0].retriable() or time.monotonic() > deadline:
                     raise
                 self.errors.append(str(error))
                 self.producer.poll(0.1)
