@@ -2,7 +2,8 @@
 
 ``evaluate_snapshot`` implements DESIGN.md section 3 as a pure function: no
 I/O, no clock reads (``now`` is passed in), nothing imported beyond the
-standard library, ``groups.domain.snapshot`` and ``groups.domain.group_kinds``.
+standard library, ``groups.domain.snapshot``, ``groups.domain.group_kinds`` and
+``groups.domain.read_isolation`` (the one rule of which isolation a group reads with).
 Offsets mean "the next message to read"; every range is half-open ``[start, end)``. For a finding on partition p:
 
 - ``E``, ``H``, ``C``: log start, high watermark, committed offset at this poll;
@@ -93,6 +94,7 @@ from datetime import datetime
 from typing import Literal
 
 from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, group_kind
+from groups.domain.read_isolation import READ_UNCOMMITTED, reader_isolation
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
 Policy = Literal["unknown", "latest", "earliest", "by_duration"]
@@ -392,7 +394,7 @@ def start_floor(*, finding: FindingState, rules: GroupRules) -> int | None:
     L_k (a read_committed member starts at the last stable offset, below H_k
     while a transaction is open; librdkafka's default isolation)."""
     high = finding.pre_pickup_high_watermark
-    if high is None or rules.isolation == "read_uncommitted" or finding.pre_pickup_stable_offset is None:
+    if high is None or reader_isolation(rules.isolation) == READ_UNCOMMITTED or finding.pre_pickup_stable_offset is None:
         return high
     return min(high, finding.pre_pickup_stable_offset)
 
