@@ -420,7 +420,7 @@ class RateProducer:
     def _make_producer(self, bootstrap: str) -> Producer:
         return Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
 
-    def add(self, partitions: list[int]) -> None:
+    def add(self, partitions: list[int], *, timeout: float = 120.0) -> None:
         total = max(partitions) + 1
 
         def sees() -> bool:
@@ -429,7 +429,7 @@ class RateProducer:
             except KafkaException:
                 return False  # a metadata request that timed out (a busy broker): ask again
 
-        wait_until(sees, interval=0.05, what=f"the producer to see {total} partitions of {self.topic}")
+        wait_until(sees, timeout=timeout, interval=0.05, what=f"the producer to see {total} partitions of {self.topic}")
         self.partitions = self.partitions + list(partitions)
 
     def _run(self) -> None:

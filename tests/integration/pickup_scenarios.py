@@ -282,13 +282,24 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
         driver.after_change()
         log(f"partition 1 added to {len(outcomes)} topics")
         # Each producer on its own metadata, at once (not one after another).
-        adding = [threading.Thread(target=producers[o.group_id].add, args=([1],)) for o in outcomes]
+        # A busy broker (two suites on two cores) can take a minute to answer metadata: each waits 120 s.
+        failures: dict[str, BaseException] = {}
+
+        def add(o: Outcome) -> None:
+            try:
+                producers[o.group_id].add([1], timeout=120)
+            except BaseException as error:  # said below, with its topic
+                failures[o.topic] = error
+
+        adding = [threading.Thread(target=add, args=(o,)) for o in outcomes]
         for thread in adding:
             thread.start()
         for thread in adding:
-            thread.join(timeout=120)
-        if any(len(p.partitions) < 2 for p in producers.values()):
-            raise AssertionError("a producer never saw partition 1 of its topic")
+            thread.join(timeout=150)
+        blind = [o.topic for o in outcomes if len(producers[o.group_id].partitions) < 2]
+        if blind:
+            raise AssertionError(f"producers never saw partition 1 of {blind}: "
+                                 + "; ".join(f"{t}: {e}" for t, e in failures.items()))
         log(f"every producer writes to partition 1 ({time.monotonic() - raised:.1f}s after the change)")
 
         pending = list(outcomes)
