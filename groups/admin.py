@@ -17,6 +17,8 @@ from groups.models import (
     Notification,
     PartitionGeneration,
     RemediationJob,
+    RepairRule,
+    RuleRepair,
     Topic,
 )
 from groups.services.clusters import (
@@ -28,6 +30,7 @@ from groups.services.clusters import (
 )
 from groups.selectors.access import scope_of
 from groups.services.identity import role_mapping_delete, role_mapping_save
+from groups.services.standing_rules import rule_delete, rule_problems, rule_save
 from groups.services.tokens import api_token_create, api_token_revoke
 
 
@@ -291,3 +294,50 @@ class DirectoryIdentityAdmin(ReadOnlyAdmin):
     list_filter = ["source"]
     search_fields = ["user__username", "subject"]
     list_select_related = ["user"]
+
+
+class RepairRuleForm(forms.ModelForm):
+    class Meta:
+        model = RepairRule
+        fields = ["cluster", "name", "topic_pattern", "group_pattern", "sink", "replay_topic", "handler",
+                  "max_records", "enabled"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors:
+            candidate = RepairRule(**{name: cleaned.get(name) for name in self.Meta.fields})
+            for field, problem in rule_problems(candidate).items():
+                self.add_error(field, problem)
+        return cleaned
+
+
+@admin.register(RepairRule)
+class RepairRuleAdmin(ScopedAdmin, admin.ModelAdmin):
+    """Standing repair rules (issue 33, item 5): repairs approved in advance
+    for expansions nobody announced; every change is audited."""
+
+    scope_fields = {"cluster": "cluster__name"}
+    form = RepairRuleForm
+    list_display = ["name", "cluster", "topic_pattern", "group_pattern", "sink", "max_records", "enabled"]
+    list_filter = ["cluster", "sink", "enabled"]
+    search_fields = ["name", "topic_pattern", "group_pattern"]
+
+    def save_model(self, request, obj, form, change):
+        rule_save(rule=obj, by=request.user)
+
+    def delete_model(self, request, obj):
+        rule_delete(rule=obj, by=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for rule in queryset:
+            rule_delete(rule=rule, by=request.user)
+
+
+@admin.register(RuleRepair)
+class RuleRepairAdmin(ScopedAdmin, ReadOnlyAdmin):
+    """What each rule did: the job it queued, or why it left a finding to a person."""
+
+    scope_fields = {"cluster": "rule__cluster__name", "group": "finding__group__group_id",
+                    "topic": "finding__topic__name"}
+    list_display = ["rule", "finding", "job", "refused", "created_at"]
+    list_select_related = ["rule", "finding", "job"]

@@ -582,3 +582,45 @@ class RoleMapping(models.Model):
     @property
     def cluster_patterns(self) -> tuple[str, ...]:
         return tuple(part.strip() for part in self.clusters.split(",") if part.strip())
+
+
+class RepairRule(models.Model):
+    """A standing repair rule (issue 33, item 5; ``groups.domain.standing_rules``):
+    findings of groups matching ``group_pattern`` on topics matching
+    ``topic_pattern`` of ``cluster`` are backfilled to the rule's sink by
+    themselves once decided, up to ``max_records``. Written only through
+    ``groups.services.standing_rules`` (audited)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="repair_rules")
+    name = models.CharField(max_length=100)
+    topic_pattern = models.CharField(max_length=255, help_text="topic names, e.g. orders.* (* any run, ? one)")
+    group_pattern = models.CharField(max_length=255, help_text="consumer group ids, e.g. billing-* (* = all)")
+    sink = models.CharField(max_length=10, help_text="parquet, kafka (a replay topic) or handler")
+    replay_topic = models.CharField(max_length=249, blank=True, default="",
+                                    help_text="kafka sink: the replay topic (empty: <topic>.replay)")
+    handler = models.CharField(max_length=255, blank=True, default="",
+                               help_text="handler sink: one of BACKFILL_HANDLERS")
+    max_records = models.PositiveBigIntegerField(help_text="the most records one finding's backfill may replay "
+                                                           "by itself; more waits for a person")
+    enabled = models.BooleanField(default=True)
+    created_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="one_rule_name_per_cluster")]
+
+    def __str__(self) -> str:
+        return f"rule {self.name} ({self.topic_pattern} / {self.group_pattern})"
+
+
+class RuleRepair(models.Model):
+    """What a standing rule did with one finding, once: the job it queued, or
+    why it left the finding to a person (``refused``)."""
+
+    rule = models.ForeignKey(RepairRule, on_delete=models.CASCADE, related_name="repairs")
+    finding = models.OneToOneField(Finding, on_delete=models.CASCADE, related_name="rule_repair")
+    job = models.ForeignKey(RemediationJob, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    refused = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)

@@ -27,6 +27,7 @@ from groups.services.polls import (
     poll_record_success,
 )
 from groups.services.resets import reset_auto_repair
+from groups.services.standing_rules import standing_rules_apply
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.notifications import send_notification
 from tasks.poll_parts import CeleryParts, split_parts
@@ -122,7 +123,7 @@ def poll_cluster(
     if parts is not None:
         summary = replace(summary, parts={"count": part_count, "read_elsewhere": parts.answered_elsewhere,
                                           "read_here": parts.read_here, "retaken": parts.retaken})
-    poll_follow_up(summary=summary, snapshot=snapshot)
+    poll_follow_up(cluster_id=cluster.id, summary=summary, snapshot=snapshot)
     return summary
 
 
@@ -169,20 +170,27 @@ def likely_starts(*, cluster_id: int, adapter: KafkaAdapter) -> dict[FindingKey,
     return ends
 
 
-def poll_follow_up(*, summary: PollSummary, snapshot: Snapshot) -> None:
+def poll_follow_up(*, cluster_id: int, summary: PollSummary, snapshot: Snapshot) -> None:
     """What a committed poll starts, in this order:
 
     1. auto-repair: opt-in groups that are Empty in this snapshot get their new
        partitions reset at once (before their consumers return);
-    2. webhooks: one task per notification the poll recorded.
+    2. standing rules: decided findings a rule covers get its backfill queued
+       (the watcher's polls too, so a repair starts within a second of the bound);
+    3. webhooks: one task per notification the poll recorded.
 
-    Neither can undo the poll: a failure here is logged and the poll stands.
+    None can undo the poll: a failure here is logged and the poll stands.
     """
     if summary.new_finding_ids:
         try:
             reset_auto_repair(finding_ids=summary.new_finding_ids, snapshot=snapshot)
         except Exception:
             log.exception("auto-repair after the poll of %s failed", summary.cluster)
+    if summary.ok:
+        try:
+            standing_rules_apply(cluster_id=cluster_id)
+        except Exception:
+            log.exception("standing rules after the poll of %s failed", summary.cluster)
     for notification_id in summary.notification_ids:
         send_notification.delay(notification_id)
 

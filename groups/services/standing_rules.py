@@ -1,0 +1,136 @@
+"""Standing repair rules (issue 33, item 5): written by a person who may
+manage clusters, applied after every poll (full or the watcher's) by
+``standing_rules_apply``. The decision is the pure core's
+(``groups.domain.standing_rules``); the backfill is planned by the same
+preview a person sees (``previews.backfill_preview``) and written by the one
+job writer (``remediation.job_create``), approved on the rule's behalf and
+audited as the rule's. A finding is acted on once (``RuleRepair``): queued,
+or left to a person with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from groups.domain.replay_topics import replay_topic_problem
+from groups.domain.sinks import HANDLER, JOB_SINKS, KAFKA
+from groups.domain.standing_rules import StandingRule, rule_decision, rule_for
+from groups.models import Finding, RemediationJob, RepairRule, RuleRepair
+from groups.services.audit import audit_record
+from groups.services.clusters import require_manager
+from groups.services.dispatch import QueueUnavailable
+from groups.services.previews import backfill_preview
+from groups.services.lifecycle import Conflict
+from groups.services.remediation import job_create
+
+log = logging.getLogger(__name__)
+
+SOURCE_RULE = "standing-rule"
+
+
+def rule_problems(rule: RepairRule) -> dict[str, str]:
+    """Field -> what is wrong with the rule's sink, before it is saved."""
+    problems = {}
+    if rule.sink not in JOB_SINKS:
+        problems["sink"] = f"unknown sink {rule.sink!r}: use {', '.join(JOB_SINKS)}"
+    if rule.sink == HANDLER and rule.handler not in settings.BACKFILL_HANDLERS:
+        problems["handler"] = "a handler sink needs one of BACKFILL_HANDLERS"
+    if rule.sink == KAFKA and rule.replay_topic:
+        problem = replay_topic_problem(rule.replay_topic, sources=(), existing=(), configured=rule.replay_topic)
+        if problem:
+            problems["replay_topic"] = problem
+    if rule.max_records is None or rule.max_records < 1:
+        problems["max_records"] = "at least one record"
+    return problems
+
+
+def _detail(rule: RepairRule) -> dict:
+    return {"name": rule.name, "topics": rule.topic_pattern, "groups": rule.group_pattern, "sink": rule.sink,
+            "replay_topic": rule.replay_topic, "handler": rule.handler, "max_records": rule.max_records,
+            "enabled": rule.enabled}
+
+
+def rule_save(*, rule: RepairRule, by) -> RepairRule:
+    """Create or change a rule, audited: it approves repairs in advance, so
+    only someone who may manage every cluster writes one."""
+    require_manager(by)
+    problems = rule_problems(rule)
+    if problems:
+        raise ValidationError(problems)
+    with transaction.atomic():
+        created = rule.pk is None
+        if created:
+            rule.created_by = by
+        rule.save()
+        audit_record(action="repair_rule.created" if created else "repair_rule.changed", actor=by,
+                     cluster=rule.cluster, object_type="repair_rule", object_id=rule.pk, detail=_detail(rule))
+    return rule
+
+
+def rule_delete(*, rule: RepairRule, by) -> None:
+    require_manager(by)
+    with transaction.atomic():
+        audit_record(action="repair_rule.deleted", actor=by, cluster=rule.cluster, object_type="repair_rule",
+                     object_id=rule.pk, detail=_detail(rule))
+        rule.delete()
+
+
+def _record(*, rule: RepairRule, finding: Finding, job: RemediationJob | None, reason: str) -> None:
+    RuleRepair.objects.create(rule=rule, finding=finding, job=job, refused="" if job else reason)
+    audit_record(action="repair_rule.queued" if job else "repair_rule.left", actor=None, cluster=rule.cluster,
+                 object_type="finding", object_id=finding.id,
+                 detail={"rule": rule.id, "name": rule.name, "group": finding.group.group_id,
+                         "topic": finding.topic.name, "partition": finding.partition,
+                         "job": job.id if job else None, "reason": reason})
+
+
+def standing_rules_apply(*, cluster_id: int) -> list[int]:
+    """Every open, decided finding of the cluster that an enabled rule covers
+    and that no rule acted on yet: the rule's backfill of the sound range,
+    queued (or, past its maximum, left to a person, once). Returns the ids
+    of the jobs queued. A queue that does not answer leaves the finding for
+    the next poll; a job already active on it (a person's) is left alone."""
+    rows = {row.id: row for row in RepairRule.objects.filter(cluster_id=cluster_id, enabled=True)}
+    if not rows:
+        return []
+    rules = [StandingRule(id=r.id, name=r.name, topic_pattern=r.topic_pattern, group_pattern=r.group_pattern,
+                          max_records=r.max_records) for r in rows.values()]
+    findings = (Finding.objects.filter(cluster_id=cluster_id, closed_at__isnull=True, state=Finding.State.GAP,
+                                       backfill_end__isnull=False,
+                                       rule_repair__isnull=True)
+                .exclude(job_findings__active=True).select_related("cluster", "group", "topic").order_by("id"))
+    queued = []
+    for finding in findings:
+        rule = rule_for(rules, topic=finding.topic.name, group=finding.group.group_id)
+        if rule is None:
+            continue
+        row = rows[rule.id]
+        try:
+            preview = backfill_preview(finding_ids=[finding.id], sink=row.sink, replay_topic=row.replay_topic,
+                                       handler=row.handler)
+        except ValidationError as error:
+            with transaction.atomic():
+                _record(rule=row, finding=finding, job=None, reason="; ".join(error.messages))
+            continue
+        decision = rule_decision(rule, state=finding.state, bound_end=finding.backfill_end,
+                                 offsets=preview["total"], records=preview["records"])
+        if decision.decision in ("wait", "none"):
+            continue
+        try:
+            with transaction.atomic():
+                job = None
+                if decision.decision == "queue":
+                    job = job_create(cluster=finding.cluster, group=finding.group, kind=RemediationJob.Kind.BACKFILL,
+                                     params={**preview["params"], "rule": row.id}, plan=preview["plan"],
+                                     findings=[finding], requested_by=None, source=f"{SOURCE_RULE} {row.name}")
+                _record(rule=row, finding=finding, job=job, reason=decision.reason)
+        except (Conflict, QueueUnavailable) as error:  # a job already on it, the finding closed, no queue
+            log.info("rule %s left finding %s for now: %s", row.name, finding.id, error)
+            continue
+        if job is not None:
+            queued.append(job.id)
+    return queued
