@@ -477,3 +477,30 @@ def test_a_replay_topic_backfill_needs_create_and_write_on_it_and_says_so(
         assert sorted(replayed_rows(broker, scenario.topic, replay)) == scenario.expected_rows()
     finally:
         broker.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_expansion_plan_without_alter_on_the_topic_shows_the_brokers_refusal_and_changes_nothing(
+    secure_kafka, unique, approver,  # noqa: F811
+):
+    """Issue 33: the plan asks the broker (CreatePartitions, validate_only) as
+    the cluster's principal. Without Alter on the topic the broker refuses,
+    the plan says which ACL is missing, and the topic keeps its partitions;
+    given Alter, the same plan is accepted, and still nothing changes."""
+    from tasks.expansions import partitions_verdict
+
+    kafka, broker = secure_kafka, Broker(secure_kafka.listeners.plaintext)
+    topic = f"exp-acl-{unique}"
+    cluster = scram_cluster(kafka, approver, f"exp-acl-{unique}", WATCH_ACLS)
+    try:
+        broker.create_topic(topic, 2)
+        verdict = partitions_verdict(cluster=cluster, topic=topic, count=4)
+        assert (verdict.accepted, verdict.asked) == (False, True)
+        assert verdict.reason.startswith("TOPIC_AUTHORIZATION_FAILED") and "Alter on topic" in verdict.reason, \
+            verdict.reason
+        kafka.grant(cluster.principal, ((ResourceType.TOPIC, topic, AclOperation.ALTER),))
+        wait_until(lambda: partitions_verdict(cluster=cluster, topic=topic, count=4).accepted, interval=0.25,
+                   what="the broker to accept the plan once Alter is granted")
+        assert len(broker.admin.list_topics(topic, timeout=10).topics[topic].partitions) == 2
+    finally:
+        broker.close()
