@@ -84,6 +84,28 @@ class ClusterAdmin(ScopedAdmin, admin.ModelAdmin):
             cluster_set_enabled(user=request.user, cluster_id=obj.pk, enabled=data["enabled"])
 
 
+class ServiceWrittenAdmin(admin.ModelAdmin):
+    """Rows a person writes in the admin, saved and deleted (one by one, in
+    bulk too) only through their audited service: ``service_save`` and
+    ``service_delete``."""
+
+    def service_save(self, obj, by) -> None:
+        raise NotImplementedError
+
+    def service_delete(self, obj, by) -> None:
+        raise NotImplementedError
+
+    def save_model(self, request, obj, form, change):
+        self.service_save(obj, request.user)
+
+    def delete_model(self, request, obj):
+        self.service_delete(obj, request.user)
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            self.service_delete(obj, request.user)
+
+
 class ReadOnlyAdmin(admin.ModelAdmin):
     """Observed state is written by the poller only."""
 
@@ -267,7 +289,7 @@ class LagSampleAdmin(ScopedAdmin, ReadOnlyAdmin):
 
 
 @admin.register(RoleMapping)
-class RoleMappingAdmin(admin.ModelAdmin):
+class RoleMappingAdmin(ServiceWrittenAdmin):
     """Directory group -> role, re-applied at each person's next login; every
     change is in the audit log."""
 
@@ -275,15 +297,11 @@ class RoleMappingAdmin(admin.ModelAdmin):
     list_filter = ["role"]
     search_fields = ["directory_group"]
 
-    def save_model(self, request, obj, form, change):
-        role_mapping_save(mapping=obj, by=request.user)
+    def service_save(self, obj, by) -> None:
+        role_mapping_save(mapping=obj, by=by)
 
-    def delete_model(self, request, obj):
-        role_mapping_delete(mapping=obj, by=request.user)
-
-    def delete_queryset(self, request, queryset):
-        for mapping in queryset:
-            role_mapping_delete(mapping=mapping, by=request.user)
+    def service_delete(self, obj, by) -> None:
+        role_mapping_delete(mapping=obj, by=by)
 
 
 @admin.register(DirectoryIdentity)
@@ -312,7 +330,7 @@ class RepairRuleForm(forms.ModelForm):
 
 
 @admin.register(RepairRule)
-class RepairRuleAdmin(ScopedAdmin, admin.ModelAdmin):
+class RepairRuleAdmin(ScopedAdmin, ServiceWrittenAdmin):
     """Standing repair rules (issue 33, item 5): repairs approved in advance
     for expansions nobody announced; every change is audited."""
 
@@ -322,15 +340,11 @@ class RepairRuleAdmin(ScopedAdmin, admin.ModelAdmin):
     list_filter = ["cluster", "sink", "enabled"]
     search_fields = ["name", "topic_pattern", "group_pattern"]
 
-    def save_model(self, request, obj, form, change):
-        rule_save(rule=obj, by=request.user)
+    def service_save(self, obj, by) -> None:
+        rule_save(rule=obj, by=by)
 
-    def delete_model(self, request, obj):
-        rule_delete(rule=obj, by=request.user)
-
-    def delete_queryset(self, request, queryset):
-        for rule in queryset:
-            rule_delete(rule=rule, by=request.user)
+    def service_delete(self, obj, by) -> None:
+        rule_delete(rule=obj, by=by)
 
 
 @admin.register(RuleRepair)

@@ -175,3 +175,17 @@ def test_register_cluster_validates_like_the_form_and_audits_as_the_system():
         ("cluster.changed", None, {"before": {"bootstrap_servers": "127.0.0.1:9092"},
                                    "after": {"bootstrap_servers": "10.0.0.1:9092"}, "via": "cli"}),
     ], "the repeated registration changed nothing and wrote nothing"
+
+
+@pytest.mark.django_db
+def test_role_mappings_are_written_and_deleted_in_bulk_through_the_audited_service(admin_client):
+    from groups.models import RoleMapping
+
+    form = {"directory_group": HOSTILE, "role": "viewer", "clusters": "", "group_pattern": "*", "topic_pattern": "*"}
+    assert admin_client.post("/admin/groups/rolemapping/add/", form).status_code == 302
+    mapping = RoleMapping.objects.get()
+    assert AuditEvent.objects.get(action="role_mapping.created").detail["directory_group"] == HOSTILE
+    deleted = admin_client.post("/admin/groups/rolemapping/", {"action": "delete_selected", "post": "yes",
+                                                                "_selected_action": [mapping.id]})
+    assert deleted.status_code == 302 and not RoleMapping.objects.exists()
+    assert AuditEvent.objects.get(action="role_mapping.deleted").object_id == str(mapping.id)

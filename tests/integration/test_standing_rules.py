@@ -173,3 +173,7 @@ def test_the_admin_writes_rules_through_the_audited_service_and_shows_form_error
     assert created.detail["max_records"] == 100
     listing = client.get("/admin/groups/repairrule/").content.decode()
     assert "&lt;script&gt;*" in listing and "<script>*" not in listing
+    deleted = client.post("/admin/groups/repairrule/", {"action": "delete_selected", "post": "yes",
+                                                        "_selected_action": [rule.id]})
+    assert deleted.status_code == 302 and not RepairRule.objects.exists()
+    assert AuditEvent.objects.get(action="repair_rule.deleted").detail["name"] == "all"
