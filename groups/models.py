@@ -10,6 +10,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from groups import crypto
+from groups.domain import finding_states as states
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.kafka_features import features_absent
 from groups.domain.sinks import DEFAULT_SINK
@@ -271,12 +272,13 @@ class Finding(models.Model):
     ranges half-open."""
 
     class State(models.TextChoices):
-        PENDING = "pending"  # nobody took the partition yet
-        UNDECIDED = "undecided"  # taken, no first commit yet: no upper bound
-        UNOWNED = "unowned"
-        GAP = "gap"
-        COVERED = "covered"
-        EXPIRED = "expired"
+        # The core's one list (groups.domain.finding_states), what each means said there.
+        PENDING = states.PENDING
+        UNDECIDED = states.UNDECIDED
+        UNOWNED = states.UNOWNED
+        GAP = states.GAP
+        COVERED = states.COVERED
+        EXPIRED = states.EXPIRED
 
     class Resolution(models.TextChoices):
         REPAIRED = "repaired"  # a verified job covered the whole sound range

@@ -16,6 +16,7 @@ from ninja import Field, Schema
 from pydantic import AfterValidator, ConfigDict, PlainSerializer, StrictBool, StrictInt, StrictStr, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError, PydanticUseDefault
 
+from groups.domain import detection, expansion
 from groups.domain.group_kinds import GROUP_KINDS, group_kind
 from groups.domain.planning import BACKFILL_UNTIL
 from groups.domain.replay_topics import replay_topic_for
@@ -111,7 +112,7 @@ class FindingOut(Schema):
     backfill_start: int | None = Field(description="Default backfill range start, inclusive.")
     backfill_end: int | None = Field(description=(
         "Default backfill range end, exclusive: the first commit, the sound upper bound. Null while undecided."))
-    policy_source: Literal["declared", "evidenced", "guard", "assumed"] | None = Field(
+    policy_source: detection.PolicySource | None = Field(
         description="Where the group's auto.offset.reset came from; null while undecided.")
     explanation: str
     pickup_after: IsoDateTime | None = Field(description=(
@@ -530,10 +531,10 @@ class GroupPlanOut(Schema):
     state: str
     members: int
     policy: str = Field(description="Where the group starts a partition it has no position on.")
-    policy_source: Literal["declared", "evidenced", "guard", "cluster", "assumed"]
+    policy_source: expansion.PolicySource
     policy_source_label: str
     policy_words: str
-    outcome: Literal["covered", "protected_before", "repaired_after", "at_risk"]
+    outcome: expansion.Outcome
     outcome_label: str
     reason: str
     sink: str | None = Field(description="The backfill's sink, for a group repaired after (or at risk).")

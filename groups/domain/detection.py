@@ -93,13 +93,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
+from groups.domain.finding_states import COVERED, EXPIRED, GAP, PENDING, UNDECIDED, UNOWNED, FindingStatus
 from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, group_kind
 from groups.domain.read_isolation import READ_UNCOMMITTED, reader_isolation
 from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
 
 Policy = Literal["unknown", "latest", "earliest", "by_duration"]
 Isolation = Literal["unknown", "read_committed", "read_uncommitted"]
-FindingStatus = Literal["pending", "undecided", "unowned", "covered", "gap", "expired"]
 PolicySource = Literal["declared", "evidenced", "guard", "assumed"]
 
 DEFAULT_UNOWNED_AFTER_POLLS = 30
@@ -430,15 +430,15 @@ def _undecided_verdict(
         return _taken_uncommitted_verdict(finding=finding, seen=seen, rules=rules)
     if seen.assignee is not None:
         return _Verdict(
-            "pending", None, f"{seen.assignee.client_id} is being given the partition (target assignment); "
+            PENDING, None, f"{seen.assignee.client_id} is being given the partition (target assignment); "
             f"{unread} messages at risk",
         )
     if finding.polls_without_owner >= unowned_after_polls and unread > 0:
         return _Verdict(
-            "unowned", None,
+            UNOWNED, None,
             f"no member has owned the partition for {finding.polls_without_owner} polls; {unread} messages unread",
         )
-    return _Verdict("pending", None, f"no member owns the partition yet; {unread} messages at risk")
+    return _Verdict(PENDING, None, f"no member owns the partition yet; {unread} messages at risk")
 
 
 def _taken_uncommitted_verdict(*, finding: FindingState, seen: _Observation, rules: GroupRules) -> _Verdict:
@@ -450,16 +450,16 @@ def _taken_uncommitted_verdict(*, finding: FindingState, seen: _Observation, rul
     choices = (f"no upper bound on where it started until its first {position}: backfill to the current end, "
                f"reset to earliest while the group is empty, or wait for the {position}")
     if rules.policy == "earliest":
-        return _Verdict("undecided", "assumed" if rules.assumed else "declared",
+        return _Verdict(UNDECIDED, "assumed" if rules.assumed else "declared",
                         f"{who} took the partition ({rules.setting or 'declared earliest'}); {choices}")
     if rules.policy == "by_duration":
-        return _Verdict("undecided", "declared", f"{who} took the partition, no {position} yet; {rules.setting}: "
+        return _Verdict(UNDECIDED, "declared", f"{who} took the partition, no {position} yet; {rules.setting}: "
                         f"the start comes from record timestamps, so nothing is definitely missed; {choices}")
     source, because = _latest_source(rules)
     start, before_pickup = finding.first_log_start, start_floor(finding=finding, rules=rules)
     definite_end = start if before_pickup is None else max(start, before_pickup)
     return _Verdict(
-        "undecided", source,
+        UNDECIDED, source,
         f"{who} took the partition, no {position} yet; {because}: {definite_end - start} definitely missed "
         f"[{start}, {definite_end}){_open_transaction_words(finding=finding, rules=rules, floor=before_pickup)}, "
         f"then {choices}",
@@ -471,9 +471,9 @@ def _guard_verdict(*, finding: FindingState, guard_start: int) -> _Verdict:
     """The consumer-side guard reported where it started: the missed range is exact."""
     start = finding.first_log_start
     if guard_start <= start:
-        return _Verdict("covered", "guard", f"the guard started at {guard_start}, at the log start: nothing missed")
+        return _Verdict(COVERED, "guard", f"the guard started at {guard_start}, at the log start: nothing missed")
     return _Verdict(
-        "gap", "guard", f"the guard started at {guard_start}: [{start}, {guard_start}) missed",
+        GAP, "guard", f"the guard started at {guard_start}: [{start}, {guard_start}) missed",
         missed_definite=guard_start - start, missed_end=guard_start,
     )
 
@@ -485,7 +485,7 @@ def _evidence_verdict(*, first_commit: int, floor: int | None, position: str, st
         return None
     what = "the last stable offset" if stable else "the end"
     return _Verdict(
-        "covered", "evidenced",
+        COVERED, "evidenced",
         f"first {position} {first_commit} is below {floor}, {what} before pickup: "
         "the group did not start at latest",
     )
@@ -520,7 +520,7 @@ def _gap_verdict(
     if before_pickup is None:
         because += "; no poll saw the partition before the group picked it up: nothing is definitely missed"
     if missed_definite + missed_possible == 0:
-        return _Verdict("covered", source, f"{because}; the group started at the log start: nothing missed")
+        return _Verdict(COVERED, source, f"{because}; the group started at the log start: nothing missed")
     said = (f"{because}: {missed_definite} definitely missed [{start}, {definite_end}), "
             f"{missed_possible} possibly missed [{definite_end}, {possible_end}) (the first {rules.position} "
             f"{first_commit} bounds the start)"
@@ -529,7 +529,7 @@ def _gap_verdict(
     if likely is not None and missed_possible:
         said += f"; {_likely_words(finding, likely)}"
     return _Verdict(
-        "gap", source, said,
+        GAP, source, said,
         missed_definite=missed_definite, missed_possible=missed_possible, missed_end=possible_end,
     )
 
@@ -541,9 +541,9 @@ def _duration_verdict(*, finding: FindingState, first_commit: int, rules: GroupR
     end = max(start, first_commit)
     because = f"{rules.setting}: the start comes from record timestamps, so nothing is definitely missed"
     if end == start:
-        return _Verdict("covered", "declared", f"{because}; the group started at the log start: nothing missed")
+        return _Verdict(COVERED, "declared", f"{because}; the group started at the log start: nothing missed")
     return _Verdict(
-        "gap", "declared", f"{because}; {end - start} possibly missed [{start}, {end}) (the first "
+        GAP, "declared", f"{because}; {end - start} possibly missed [{start}, {end}) (the first "
         f"{rules.position} {first_commit} bounds the start)",
         missed_possible=end - start, missed_end=end,
     )
@@ -554,7 +554,7 @@ def _policy_verdict(*, finding: FindingState, first_commit: int, rules: GroupRul
     cluster's setting) decides, else latest is assumed."""
     if rules.policy == "earliest":
         said = rules.setting or "declared earliest"
-        return _Verdict("covered", "assumed" if rules.assumed else "declared",
+        return _Verdict(COVERED, "assumed" if rules.assumed else "declared",
                         f"{said}; first {rules.position} {first_commit} cannot tell otherwise")
     if rules.policy == "by_duration":
         return _duration_verdict(finding=finding, first_commit=first_commit, rules=rules)
@@ -619,7 +619,7 @@ def _account_finding(
         )
         expired, backfill = _expired_count(**bounds), _backfill_range(**bounds)
         if expired:
-            state, explanation = "expired", f"{explanation}; {expired} already deleted by retention"
+            state, explanation = EXPIRED, f"{explanation}; {expired} already deleted by retention"
     owner = seen.owner
     return FindingAccounting(
         key=finding.key, created_at=finding.created_at, first_log_start=finding.first_log_start,
@@ -692,7 +692,7 @@ def _new_findings(
         FindingState(
             key=FindingKey(group.group_id, generation.topic, partition, generation.generation),
             created_at=now, first_log_start=log_starts[(generation.topic, partition)],
-            pre_pickup_high_watermark=None, first_commit=None, polls_without_owner=0, state="pending",
+            pre_pickup_high_watermark=None, first_commit=None, polls_without_owner=0, state=PENDING,
         )
         for generation in generations
         if not generation.is_new_lineage and generation.topic not in internal
@@ -782,7 +782,7 @@ def evaluate_snapshot(
         new_findings=tuple(f.key for f in created),
         accounting=tuple(accounting),
         closed_findings=closed,
-        groups_to_watch=frozenset(a.key.group_id for a in accounting if a.state == "undecided"),
+        groups_to_watch=frozenset(a.key.group_id for a in accounting if a.state == UNDECIDED),
         transitions=tuple(transitions),
-        expired_findings=tuple(a.key for a in accounting if a.state == "expired" and a.backfill_start is None),
+        expired_findings=tuple(a.key for a in accounting if a.state == EXPIRED and a.backfill_start is None),
     )

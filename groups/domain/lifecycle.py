@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from groups.domain.sinks import HANDLER, KAFKA, PARQUET
+
 
 @dataclass(frozen=True)
 class Recovery:
@@ -29,14 +31,14 @@ def sink_description(sink: dict) -> str:
     """Where a backfill delivered, from its result's ``sink``, in words. A
     result written before the sink was built (the job failed early) has only
     the kind: its place is said to be unrecorded, never left blank."""
-    kinds = {"kafka": "Kafka topic", "handler": "handler", "parquet": "parquet at"}
+    kinds = {KAFKA: "Kafka topic", HANDLER: "handler", PARQUET: "parquet at"}
     kind = sink.get("kind")
     if kind not in kinds:
         return "an unknown sink"
-    if kind == "kafka":
+    if kind == KAFKA:
         where = ", ".join(sorted(set((sink.get("topics") or {}).values())))
     else:
-        where = sink.get("handler" if kind == "handler" else "output") or ""
+        where = sink.get("handler" if kind == HANDLER else "output") or ""
     return f"{kinds[kind]} {where}" if where else f"{kinds[kind].removesuffix(' at')} (not recorded)"
 
 

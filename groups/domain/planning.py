@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from groups.domain.finding_states import UNDECIDED, UNTAKEN
+
 TargetKind = Literal["earliest", "offset", "timestamp", "shift"]
 # Messages read as English: "an offset reset", "a shift reset".
 _ARTICLE = {"earliest": "an", "offset": "an", "timestamp": "a", "shift": "a"}
@@ -266,9 +268,9 @@ def _backfill_end(missed: MissedRange, until: str) -> tuple[int, str]:
         return missed.likely_start, "likely start (an estimate)"
     if missed.bound_end is not None:
         return missed.bound_end, "first commit (a bound)"
-    if missed.state == "undecided":
+    if missed.state == UNDECIDED:
         return missed.high_watermark, "current end (no commit yet, so no bound)"
-    if missed.state in ("pending", "unowned"):
+    if missed.state in UNTAKEN:
         raise PlanError(f"{where}: nobody has taken the partition yet, so a backfill now cannot cover what the "
                         "group will skip when it does; reset it to earliest while the group is empty, or wait")
     raise PlanError(f"{where}: nothing to backfill ({missed.state}: no missed range is left to replay)")

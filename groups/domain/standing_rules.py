@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from groups.domain.finding_states import COVERED, GAP
 from groups.domain.scopes import matches
 
 Decision = Literal["queue", "wait", "refuse", "none"]
@@ -63,9 +64,9 @@ def rule_decision(rule: StandingRule, *, state: str, bound_end: int | None, offs
       log: left for a person;
     - ``queue``: the backfill of the sound range, by itself.
     """
-    if state == "covered":
+    if state == COVERED:
         return RuleDecision("none", "the group starts the new partition at its log start: nothing to repair")
-    if state != "gap" or bound_end is None:
+    if state != GAP or bound_end is None:
         return RuleDecision("wait", "not decided yet: the group has no first commit on the new partition")
     if offsets <= 0:
         return RuleDecision("none", "the sound range is empty: nothing to repair")

@@ -14,12 +14,13 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal, TypeVar
 
+from groups.domain.finding_states import COVERED, UNTAKEN
 from groups.domain.planning import PartitionPosition, ResetTarget, backfill_recommended, plan_reset
 
 Action = Literal["backfill", "reset", "job", "none"]
 # Nobody has taken these partitions: a backfill cannot cover what the group will skip when it does.
-UNTAKEN_STATES = ("pending", "unowned")
-NOTHING_TO_REPAIR = "covered"
+UNTAKEN_STATES = UNTAKEN
+NOTHING_TO_REPAIR = COVERED
 # A group whose broker state is one of these, or that has no member, accepts an offset commit.
 EMPTY_GROUP_STATES = ("Empty", "Dead")
 

@@ -28,10 +28,10 @@ def cluster_watch_state(*, cluster_id: int) -> tuple[dict[str, int], set[str]]:
     taken_since = timezone.now() - timedelta(seconds=settings.FIRST_COMMIT_WATCH_SECONDS)
     watched = set(
         open_findings.filter(
-            Q(state="pending")
-            | Q(state="undecided", pickup_before__gte=taken_since)
+            Q(state=Finding.State.PENDING)
+            | Q(state=Finding.State.UNDECIDED, pickup_before__gte=taken_since)
             | Q(pickup_before__isnull=False, likely_start__isnull=True, guard_start_offset__isnull=True)
-        ).exclude(state="unowned").values_list("topic__name", flat=True)
+        ).exclude(state=Finding.State.UNOWNED).values_list("topic__name", flat=True)
     )
     return counts, watched
 

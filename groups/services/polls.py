@@ -41,7 +41,7 @@ from groups.domain.snapshot import GroupSnapshot, Snapshot, TopicSnapshot
 log = logging.getLogger(__name__)
 
 # Transitions worth telling a person about (old state None = just created).
-NOTIFY_STATES = {"gap", "unowned"}
+NOTIFY_STATES = {Finding.State.GAP, Finding.State.UNOWNED}
 
 # What every poll copies from the core's accounting onto a finding's row: all
 # of it but the key and what the row got when it was created.

@@ -13,7 +13,7 @@ from groups.models import Cluster, ConsumerGroup, Finding
 from groups.cluster_forms import ClusterForm  # noqa: F401 - the cluster pages' form, shared with the admin
 from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
 from groups.domain.replay_topics import TOPIC_NAME
-from groups.domain.sinks import GROUP_SINKS
+from groups.domain.sinks import GROUP_SINKS, KAFKA
 from groups.services.clusters import GROUP_SETTINGS_FIELDS
 
 class ClusterEnabledForm(forms.Form):
@@ -55,7 +55,7 @@ class GroupSettingsForm(forms.ModelForm):
 
     def clean(self) -> dict:
         data = super().clean()
-        if data.get("backfill_sink") == "kafka" and not data.get("replay_topic"):
+        if data.get("backfill_sink") == KAFKA and not data.get("replay_topic"):
             self.add_error("replay_topic", "The kafka sink needs a replay topic.")
         return data
 
