@@ -29,7 +29,6 @@ from groups.services.polls import (
 from groups.services.resets import reset_auto_repair
 from groups.services.standing_rules import standing_rules_apply
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
-from tasks.notifications import send_notification
 from tasks.poll_parts import CeleryParts, split_parts
 
 log = logging.getLogger(__name__)
@@ -176,10 +175,10 @@ def poll_follow_up(*, cluster_id: int, summary: PollSummary, snapshot: Snapshot)
     1. auto-repair: opt-in groups that are Empty in this snapshot get their new
        partitions reset at once (before their consumers return);
     2. standing rules: decided findings a rule covers get its backfill queued
-       (the watcher's polls too, so a repair starts within a second of the bound);
-    3. webhooks: one task per notification the poll recorded.
+       (the watcher's polls too, so a repair starts within a second of the bound).
 
-    None can undo the poll: a failure here is logged and the poll stands.
+    (Webhooks went out when the poll's write committed: services/notifications.)
+    Neither can undo the poll: a failure here is logged and the poll stands.
     """
     if summary.new_finding_ids:
         try:
@@ -191,8 +190,6 @@ def poll_follow_up(*, cluster_id: int, summary: PollSummary, snapshot: Snapshot)
             standing_rules_apply(cluster_id=cluster_id)
         except Exception:
             log.exception("standing rules after the poll of %s failed", summary.cluster)
-    for notification_id in summary.notification_ids:
-        send_notification.delay(notification_id)
 
 
 def count_missed_records(*, cluster_id: int, seconds: float) -> int:

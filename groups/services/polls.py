@@ -25,6 +25,7 @@ from groups.domain.record_counts import CountedRange
 from groups.selectors.polls import cluster_poll_state, finding_key, finding_state, findings_partitions
 from groups.services import known_partitions
 from groups.services.lifecycle import findings_lock
+from groups.services.notifications import notifications_create
 from groups.models import (
     AuditEvent,
     Cluster,
@@ -139,10 +140,10 @@ def poll_record_success(
     2. Ask the core what the snapshot changes.
     3. Upsert topics, generations, groups and group-topic lag; write lag
        samples; create, update and close findings; audit every state change
-       and queue notifications — all in bulk, in this one transaction.
+       and queue notifications (sent once it commits) — all in bulk, in this one transaction.
     4. After commit: publish the known-partition sets for consumer-side guards.
-       The caller runs the rest (auto-repair of the new findings, webhooks)
-       from the summary's ``new_finding_ids`` and ``notification_ids``.
+       The caller runs the rest (auto-repair of the new findings, standing
+       rules) from the summary's ``new_finding_ids``.
     """
     started = time.monotonic()
     with transaction.atomic():
@@ -424,28 +425,22 @@ def _write_audit_and_notifications(
         )
         for t in changes.transitions
     )
-    url = cluster.webhook_url or settings.WEBHOOK_URL
-    if not url:
-        return []
     accounting = {a.key: a for a in changes.accounting}
     types = {group.group_id: group.type for group in groups}
-    notifications = []
+    events = []
     for transition in changes.transitions:
         if transition.old_state is not None and transition.new_state not in NOTIFY_STATES:
             continue
         event = "finding.created" if transition.old_state is None else f"finding.{transition.new_state}"
         a = accounting[transition.key]
-        notifications.append(Notification(
-            cluster=cluster, finding=findings.get(transition.key), url=url, event=event,
-            payload={
-                "event": event, "cluster": cluster.name, "group": a.key.group_id,
-                "group_type": group_kind(types.get(a.key.group_id, ""), a.key.group_id), "topic": a.key.topic,
-                "partition": a.key.partition, "generation": a.key.generation, "state": a.state,
-                "previous_state": transition.old_state, "lag": a.lag, "missed_definite": a.missed_definite,
-                "missed_possible": a.missed_possible, "explanation": a.explanation,
-            },
-        ))
-    return Notification.objects.bulk_create(notifications)
+        events.append((event, {
+            "event": event, "cluster": cluster.name, "group": a.key.group_id,
+            "group_type": group_kind(types.get(a.key.group_id, ""), a.key.group_id), "topic": a.key.topic,
+            "partition": a.key.partition, "generation": a.key.generation, "state": a.state,
+            "previous_state": transition.old_state, "lag": a.lag, "missed_definite": a.missed_definite,
+            "missed_possible": a.missed_possible, "explanation": a.explanation,
+        }, findings.get(transition.key)))
+    return notifications_create(cluster=cluster, events=events)
 
 
 def finding_record_count_write(*, finding_id: int, counted: CountedRange) -> bool:

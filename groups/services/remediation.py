@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from groups.domain.group_kinds import group_kind
-from groups.models import Finding, JobFinding, Notification, RemediationJob
+from groups.models import Finding, JobFinding, RemediationJob
 from groups.services import dispatch
 from groups.services.access import act_detail, same_person, scope_require_act
 from groups.services.audit import audit_record
@@ -30,6 +30,7 @@ from groups.services.lifecycle import (
     findings_lock,
     findings_resolve_by_job,
 )
+from groups.services.notifications import notifications_create
 from groups.services.previews import job_preview
 
 log = logging.getLogger(__name__)
@@ -190,9 +191,6 @@ def job_transition(*, job_id: int, from_statuses: Iterable[str], to_status: str,
 def _notify_job_outcome(job: RemediationJob, *, repaired: list[int]) -> None:
     """``job.repaired`` (with what each finding recovered) or ``job.failed``
     to the cluster's webhook, sent after commit."""
-    url = job.cluster.webhook_url or settings.WEBHOOK_URL
-    if not url:
-        return
     event = "job.repaired" if job.status == RemediationJob.Status.SUCCEEDED else "job.failed"
     findings = Finding.objects.filter(job_findings__job=job).select_related("topic").order_by("topic__name",
                                                                                             "partition")
@@ -207,8 +205,7 @@ def _notify_job_outcome(job: RemediationJob, *, repaired: list[int]) -> None:
             for f in findings
         ],
     }
-    notification = Notification.objects.create(cluster=job.cluster, url=url, event=event, payload=payload)
-    dispatch.task_enqueue_on_commit(dispatch.SEND_NOTIFICATION, notification.id)
+    notifications_create(cluster=job.cluster, events=[(event, payload, None)])
 
 
 def job_approve(*, user, job_id: int) -> RemediationJob:
