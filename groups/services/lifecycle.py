@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 
 from groups.domain.lifecycle import Recovery, backfill_recovery, reset_recovery, sink_description
 from groups.domain.planning import MissedRange
-from groups.models import Finding, JobFinding, RemediationJob
+from groups.models import Cluster, Finding, JobFinding, RemediationJob
 from groups.services.audit import audit_record
 
 
@@ -39,6 +39,32 @@ def findings_lock(queryset: QuerySet[Finding]) -> list[Finding]:
     ``FOR NO KEY UPDATE``: it excludes the other lifecycle actions and a poll's
     write, but not a row inserted elsewhere that merely refers to a finding."""
     return list(queryset.select_for_update(no_key=True, of=("self",)).order_by("id"))
+
+
+def finding_close(*, finding: Finding, cluster: Cluster, resolution: str, reason: str, now: datetime, by=None,
+                  detail: dict | None = None, **fields) -> bool:
+    """The one write of every way out (repaired, partial, dismissed,
+    expired): closed once (compare-and-set on ``closed_at``), with its reason,
+    and audited as ``finding.<resolution>`` by ``by`` (None: the system).
+    ``fields``: what else the way out records (the job, what it recovered;
+    ``closed_by`` when the person named differs from the actor). Returns
+    whether this call closed it."""
+    fields.setdefault("closed_by", by)
+    closed = Finding.objects.filter(id=finding.id, closed_at__isnull=True).update(
+        resolution=resolution, closed_at=now, closed_reason=reason, updated_at=now, **fields)
+    if closed:
+        audit_record(action=f"finding.{resolution}", actor=by, cluster=cluster, object_type="finding",
+                     object_id=finding.id, detail={"group": finding.group.group_id, "topic": finding.topic.name,
+                                                   "partition": finding.partition, **(detail or {})})
+    return bool(closed)
+
+
+def findings_expire(*, cluster: Cluster, closing: Iterable[tuple[Finding, str]], now: datetime) -> None:
+    """Expiry, the poll's way out: the topic was deleted or recreated, or
+    retention deleted the whole missed range. ``closing``: (finding, reason)."""
+    for finding, reason in closing:
+        finding_close(finding=finding, cluster=cluster, resolution=Finding.Resolution.EXPIRED, reason=reason, now=now,
+                      detail={"reason": reason})
 
 
 def finding_require_open(finding: Finding) -> None:
@@ -109,15 +135,10 @@ def findings_resolve_by_job(*, job: RemediationJob, now: datetime) -> list[int]:
     for finding_id, recovery in recoveries.items():
         finding = by_id[finding_id]
         resolution = Finding.Resolution.REPAIRED if recovery.complete else Finding.Resolution.PARTIAL
-        Finding.objects.filter(id=finding_id).update(
-            resolution=resolution, closed_at=now, closed_reason=recovery.reason,
-            closed_by=job.approved_by, resolved_by_job=job, recovered_messages=recovery.recovered,
-            redelivered_messages=recovery.redelivered, updated_at=now,
-        )
-        audit_record(action=f"finding.{resolution}", actor=None, cluster=job.cluster, object_type="finding",
-                     object_id=finding_id, detail={
-                         "group": finding.group.group_id, "topic": finding.topic.name,
-                         "partition": finding.partition, "job": job.id, "kind": job.kind,
-                         "recovered": recovery.recovered, "redelivered": recovery.redelivered,
-                         "reason": recovery.reason})
+        # Closed in the job approver's name; audited as the system's act (the job's verified result).
+        finding_close(finding=finding, cluster=job.cluster, resolution=resolution, reason=recovery.reason, now=now,
+                      detail={"job": job.id, "kind": job.kind, "recovered": recovery.recovered,
+                              "redelivered": recovery.redelivered, "reason": recovery.reason},
+                      closed_by=job.approved_by, resolved_by_job=job, recovered_messages=recovery.recovered,
+                      redelivered_messages=recovery.redelivered)
     return sorted(recoveries)

@@ -24,7 +24,7 @@ from groups.domain.known_partitions import known_partition_sets
 from groups.domain.record_counts import CountedRange
 from groups.selectors.polls import cluster_poll_state, finding_key, finding_state, findings_partitions
 from groups.services import known_partitions
-from groups.services.lifecycle import findings_lock
+from groups.services.lifecycle import findings_expire, findings_lock
 from groups.services.notifications import notifications_create
 from groups.models import (
     AuditEvent,
@@ -390,24 +390,16 @@ def _write_findings(
 
 def _close_expired(*, cluster: Cluster, by_key: dict, changes: detection.Changes, accounting: dict,
                    now: datetime) -> None:
-    """Expiry, the poll's one way out: the topic was deleted or recreated, or
-    retention deleted the whole missed range. Final and audited, like the others."""
+    """Expiry, the poll's one way out (written by services/lifecycle, like
+    the others): the topic was deleted or recreated, or retention deleted
+    the whole missed range."""
     reasons = {key: "topic deleted or recreated: its offsets are gone" for key in changes.closed_findings}
     reasons.update(
         (key, f"retention deleted all {accounting[key].expired} missed messages before they were replayed")
         for key in changes.expired_findings
     )
-    closing = [(by_key[key], reason) for key, reason in sorted(reasons.items()) if key in by_key]
-    for row, reason in closing:
-        Finding.objects.filter(id=row.id, closed_at__isnull=True).update(
-            resolution=Finding.Resolution.EXPIRED, closed_at=now, closed_reason=reason, updated_at=now
-        )
-    AuditEvent.objects.bulk_create(
-        AuditEvent(system=True, cluster=cluster, action="finding.expired", object_type="finding",
-                   object_id=str(row.id), detail={"group": row.group.group_id, "topic": row.topic.name,
-                                                  "partition": row.partition, "reason": reason})
-        for row, reason in closing
-    )
+    findings_expire(cluster=cluster, closing=[(by_key[key], reason) for key, reason in sorted(reasons.items()) if key in by_key],
+                    now=now)
 
 
 def _write_audit_and_notifications(

@@ -26,6 +26,7 @@ from groups.services.lifecycle import (
     Conflict,
     FindingNotFound,
     finding_active_job,
+    finding_close,
     finding_require_open,
     findings_lock,
     findings_resolve_by_job,
@@ -290,13 +291,8 @@ def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
         if active is not None:
             raise Conflict(f"{active.kind} job {active.id} is {active.status} on finding {finding_id}: "
                            "cancel it (or let it finish) before dismissing")
-        Finding.objects.filter(id=finding_id).update(
-            resolution=Finding.Resolution.DISMISSED, closed_at=now, closed_reason=f"dismissed: {reason[:1000]}",
-            closed_by=user, updated_at=now,
-        )
         finding = Finding.objects.select_related("cluster", "group", "topic").get(id=finding_id)
-        audit_record(action="finding.dismissed", actor=user, cluster=finding.cluster, object_type="finding",
-                     object_id=finding_id, detail={"group": finding.group.group_id, "topic": finding.topic.name,
-                                                   "partition": finding.partition, "reason": reason[:1000],
-                                                   **acted})
+        finding_close(finding=finding, cluster=finding.cluster, resolution=Finding.Resolution.DISMISSED, reason=f"dismissed: {reason[:1000]}",
+                      now=now, by=user, detail={"reason": reason[:1000], **acted})
+        finding.refresh_from_db()
     return finding

@@ -258,3 +258,30 @@ def test_known_partition_sets_follow_the_guard_contract(broker, cluster, unique,
     poll(cluster)
     assert PartitionGeneration.objects.filter(topic__name=topic, is_new_lineage=True, number__gt=1).exists()
     assert not client.exists(guard_key) and not client.exists(known_key)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_recreated_topic_expires_its_open_findings_audited_as_the_system(broker, cluster, unique):
+    """The poll's way out (services/lifecycle.findings_expire): a topic deleted
+    and created again took the missed offsets with it."""
+    from groups.models import AuditEvent
+
+    topic, group_id = f"gone-{unique}", f"gone-{unique}"
+    broker.create_topic(topic, 2)
+    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest")
+    consumer.close()
+    broker.raise_partitions(topic, 3)
+    poll(cluster)
+    (finding,) = findings(topic, group_id).values()
+    broker.admin.delete_topics([topic])[topic].result(timeout=30)
+    wait_until(lambda: topic not in broker.admin.list_topics(timeout=10).topics, what="topic deleted")
+    broker.topics.remove(topic)
+    broker.create_topic(topic, 3)
+    wait_until(lambda: poll(cluster) and Finding.objects.get(id=finding.id).closed_at is not None, interval=0.5,
+               what="the finding to be closed")
+    finding.refresh_from_db()
+    assert (finding.resolution, finding.closed_reason, finding.closed_by) == (
+        "expired", "topic deleted or recreated: its offsets are gone", None)
+    audited = AuditEvent.objects.get(action="finding.expired", object_id=str(finding.id))
+    assert audited.system and audited.detail["reason"] == finding.closed_reason
+    assert audited.detail["partition"] == 2 and audited.detail["group"] == group_id
