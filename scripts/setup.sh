@@ -39,6 +39,12 @@ mkdir -p "$setup_logs"
 # 5 s and then 20 s apart. Its output goes to $setup_logs/<step>.log (quiet when
 # it works); when the last try fails, the step is named and the end of that
 # output shown, and setup stops.
+# The line of a tool's output most likely to say why it failed: its first error
+# line (npm, Maven, pip and apt-get print the cause first), else its last line.
+first_error() {
+  { grep -m 1 -iE 'error|fail|^E:' "$1" || grep -v '^[[:space:]]*$' "$1" | tail -n 1; } | cut -c1-200
+}
+
 fetch() {
   local step=$1 try pause log
   shift
@@ -49,7 +55,7 @@ fetch() {
     fi
     [ "$try" = 3 ] && break
     pause=$((5 * try * try))
-    echo "setup: $step failed (try $try of 3: $(grep -v '^\s*$' "$log" | tail -n 1 | cut -c1-200));" \
+    echo "setup: $step failed (try $try of 3: $(first_error "$log"));" \
       "trying again in ${pause} s" >&2
     sleep "$pause"
   done
