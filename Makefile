@@ -2,10 +2,15 @@
 SHELL := /bin/bash
 ENV := source scripts/env.sh &&
 
-.PHONY: up down test setup services mutation bench
+.PHONY: up down test setup setup-tests services mutation bench
 
+# What the stack needs (docs/development.md, "What each command installs").
 setup:
 	@bash scripts/setup.sh
+
+# What only the tests (and the benchmarks) need, on top of the stack's.
+setup-tests: setup
+	@bash scripts/setup.sh tests
 
 services: setup
 	@bash scripts/services.sh start
@@ -23,7 +28,7 @@ down:
 	@bash scripts/services.sh stop
 
 # The tests' Spark JVMs are short-lived: compiled by C1 only, they start in
-# about half the time (README, "Tests").
+# about half the time (docs/development.md).
 TEST_JVM_OPTS := -XX:TieredStopAtLevel=1
 # Two pytest-xdist workers (tests/xdist_schedule.py hands them whole modules);
 # PYTEST_WORKERS=0 runs the tests in one process.
@@ -32,14 +37,14 @@ PYTEST_WORKERS ?= 2
 # Tests use Redis database 1 so a running `make up` stack never takes their
 # tasks, and close database connections at once so live-server threads do not
 # keep the test database open. Backfill tests start their own Spark Connect servers.
-test: services
+test: setup-tests services
 	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 SPARK_CONNECT_URL= \
 	  SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS $(TEST_JVM_OPTS)" $$VENV/bin/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The issue-11 benchmarks in one run (poll cost vs the CLI, accuracy with real
 # clients, detection latency; ~10 minutes), in their own database. Results:
 # bench/RESULTS.md. Not part of `make test`.
-bench: services
+bench: setup-tests services
 	@$(ENV) BENCH_SHARED_SERVICES=1 bash bench/run.sh
 
 # Mutation testing of the pure domain, judged by tests/unit (no services; ~3 minutes

@@ -1,4 +1,4 @@
-"""The README's screenshots, from a running `make up` stack (with its demo):
+"""The screenshots of README.md and docs/console.md, from a running `make up` stack (with its demo):
 the home page, the finding page of the triage's first partition and its
 missed records, taken by headless
 Chromium through Playwright as the admin.
