@@ -172,7 +172,7 @@ class GapwatchCollector:
 
     def _lag_metrics(self) -> Iterator[Metric]:
         # Summed per group, topic and state, not one series per partition: those grew with the
-        # open findings (3.7 MB a scrape at 20,000, 8.2 MB at 50,000). README, "Read API, metrics".
+        # open findings (3.7 MB a scrape at 20,000, 8.2 MB at 50,000). docs/operations.md, "Metrics".
         finding_lag = GaugeMetricFamily(
             "gapwatch_finding_lag_messages",
             "Lag of a group on the partitions of a topic with an open finding in this state, summed (per "

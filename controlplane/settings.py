@@ -178,7 +178,7 @@ AUTHENTICATION_BACKENDS = [
     "groups.web.sso.LocalBackend",  # Gapwatch's own passwords, unless LOCAL_LOGIN=0
 ]
 
-# Single sign-on through OpenID Connect (groups/web/sso.py; README, "Single
+# Single sign-on through OpenID Connect (groups/web/sso.py; docs/people.md, "Single
 # sign-on"): off while OIDC_ISSUER is empty. The provider's endpoints come from
 # its discovery document; the client is confidential and uses PKCE (S256).
 OIDC_ISSUER = env_str("OIDC_ISSUER", "").rstrip("/") or ""
@@ -195,7 +195,7 @@ OIDC_TIMEOUT = env_int("OIDC_TIMEOUT_SECONDS", 10, minimum=1)
 OIDC_VERIFY_SSL = env_str("OIDC_CA_BUNDLE", "") or True
 OIDC_OP_LOGOUT_URL_METHOD = "groups.web.sso.provider_logout_url"
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_callback"
-# LDAP / Active Directory login (groups/web/ldap_login.py; README, "LDAP /
+# LDAP / Active Directory login (groups/web/ldap_login.py; docs/people.md, "LDAP /
 # Active Directory"): off while LDAP_SERVER_URI is empty. People are found by
 # LDAP_USER_FILTER under LDAP_USER_SEARCH_BASE as LDAP_BIND_DN, then bind with
 # their own password; their groups are found under LDAP_GROUP_SEARCH_BASE.

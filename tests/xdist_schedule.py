@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-# Unit name -> its modules. Longest first (measured with --durations; README, "Tests").
+# Unit name -> its modules. Longest first (measured with --durations; docs/development.md, "The tests").
 UNITS: dict[str, tuple[str, ...]] = {
     "kafka-fault-clusters": (
         "tests/faults/test_kafka_faults.py",

@@ -100,7 +100,7 @@ REFUSED_RESOURCE = {
     KafkaError.CLUSTER_AUTHORIZATION_FAILED: "cluster",
 }
 # What a refusal means when the request does not say which resource or
-# operation it needed (README, "Connecting to a secured cluster", has the ACLs).
+# operation it needed (docs/security.md, "ACLs", has them).
 REFUSAL_MEANING = {
     KafkaError.TOPIC_AUTHORIZATION_FAILED:
         "the principal Gapwatch connects as lacks an ACL on a topic (Describe to watch it, Read to reset "

@@ -1,7 +1,7 @@
 """Writes a class-data-sharing archive of the classes a Spark JVM loads, so
 that later Spark JVMs (a job's own process, the Connect server) map them
 instead of loading and verifying them again: a local session starts in about
-2 s instead of 4-11 s on 2 cores (README, "Configuration").
+2 s instead of 4-11 s on 2 cores (docs/development.md).
 
     SPARK_SUBMIT_OPTS="-XX:ArchiveClassesAtExit=ARCHIVE" python -m tasks.spark.class_archive
 

@@ -55,8 +55,8 @@ ROOT = Path(__file__).resolve().parents[2]
 GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
 HEAP = "384m"
 
-# What a Gapwatch principal needs, by capability (README, "Connecting to a
-# secured cluster", has the same table; test_least_privilege checks each set
+# What a Gapwatch principal needs, by capability (docs/security.md, "ACLs", has
+# the same table; test_least_privilege checks each set
 # alone and each ACL of the watch set removed):
 WATCH_ACLS = (
     (ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE),  # every group listed, not only the permitted
@@ -292,7 +292,7 @@ def secure_kafka(keycloak):
 
 def replay_acls(replay: str, *, create: bool = True, write: bool = True) -> tuple:
     """What a backfill to the replay topic ``replay`` needs beyond ``BACKFILL_ACLS``
-    (README's ACL table): Create (when Gapwatch makes the topic) and Write; Describe
+    (docs/security.md's ACL table): Create (when Gapwatch makes the topic) and Write; Describe
     and Read come with the watch and backfill sets' ``*``."""
     return (*([(ResourceType.TOPIC, replay, AclOperation.CREATE)] if create else []),
             *([(ResourceType.TOPIC, replay, AclOperation.WRITE)] if write else []))

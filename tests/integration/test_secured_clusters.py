@@ -441,7 +441,7 @@ def test_a_replay_topic_backfill_needs_create_and_write_on_it_and_says_so(
     secure_kafka, unique, approver, backfill_settings, enqueued, job_files  # noqa: F811
 ):
     """The kafka sink on the SCRAM listener, as a principal holding the watch
-    and backfill ACLs, then the replay topic's (README's ACL table):
+    and backfill ACLs, then the replay topic's (docs/security.md's ACL table):
 
     1. Without Create on the replay topic: the job fails before Spark starts,
        naming the ACL, and no topic is made.
