@@ -30,6 +30,13 @@ _ROLE_GROUPS = (VIEWER, APPROVER)
 APPROVE_PERMISSION = "groups.approve_remediation"
 
 
+def may_approve(user) -> bool:
+    """The approver role (repairs, dismissals, record reads): the one rule the
+    pages, the API and the services ask; which findings it covers is the
+    scope's (``Scope.may_act_on_finding``)."""
+    return bool(user and user.is_authenticated and user.has_perm(APPROVE_PERMISSION))
+
+
 @dataclass(frozen=True)
 class Scope:
     grants: tuple[Grant, ...]

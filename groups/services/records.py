@@ -21,7 +21,7 @@ from groups.services.access import scope_require_act
 from groups.services.audit import audit_record
 from groups.services.dispatch import READ_RECORDS, task_answer
 from groups.services.lifecycle import missed_range_of
-from groups.services.remediation import APPROVE_PERMISSION
+from groups.selectors.access import may_approve
 
 # How long a page waits for the worker's read (its Kafka requests time out sooner).
 RECORDS_WAIT_SECONDS = 30.0
@@ -61,7 +61,7 @@ def finding_records_read(*, user, finding_id: int, count: object) -> tuple[Recor
     Raises Finding.DoesNotExist, PermissionDenied, ValidationError,
     RecordsUnreadable, and QueueUnavailable or TaskTimedOut from dispatch.
     """
-    if not user.has_perm(APPROVE_PERMISSION):
+    if not may_approve(user):
         raise PermissionDenied("reading records needs the approver role")
     text = str(count).strip() if isinstance(count, (int, str)) and not isinstance(count, bool) else ""
     if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_RECORDS_PER_END):

@@ -31,11 +31,11 @@ from groups.services.lifecycle import (
     findings_lock,
     findings_resolve_by_job,
 )
+from groups.selectors.access import may_approve
 from groups.services.notifications import notifications_create
 from groups.services.previews import job_preview
 
 log = logging.getLogger(__name__)
-APPROVE_PERMISSION = "groups.approve_remediation"
 # Who asked for a job, in system jobs' params and audit rows.
 SOURCE_DASHBOARD = "dashboard"
 SOURCE_CLI = "cli"
@@ -56,7 +56,7 @@ def _named(findings: QuerySet[Finding]) -> list[Finding]:
 
 
 def _require_approver(user) -> None:
-    if not (user and user.is_authenticated and user.has_perm(APPROVE_PERMISSION)):
+    if not may_approve(user):
         raise PermissionDenied("approving remediations needs the approver role")
 
 

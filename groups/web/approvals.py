@@ -19,7 +19,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from groups.selectors.access import scope_of, visible_findings
+from groups.selectors.access import may_approve, scope_of, visible_findings
 from groups.selectors.lists import (
     findings_selected,
 )
@@ -80,7 +80,7 @@ def _render_approve(request: HttpRequest, *, kind: str, ids, params, preview, er
         "ids_csv": ",".join(map(str, ids)), "params": params, "preview": preview, "kind": kind,
         "previewed": _previewed(kind=kind, preview=preview) if preview else "",
         "errors": list(errors), "handlers": settings.BACKFILL_HANDLERS,
-        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION) and not (preview and any(
+        "can_approve": may_approve(request.user) and not (preview and any(
             scope_of(request.user).may_act_on_finding(finding) is None for finding in preview["findings"])),
     }, status=status)
 
@@ -110,7 +110,7 @@ def _approve(request: HttpRequest, *, kind: str) -> HttpResponse:
        values received, with a message, as a 409; nothing is created.
     4. Otherwise create one job from that preview (planned once), then show it.
     """
-    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+    if not may_approve(request.user):
         raise PermissionDenied("approving remediations needs the approver role")
     if "preview" in request.POST:
         shown = [(name, value) for name in ("ids", *FORM_FIELDS[kind]) for value in request.POST.getlist(name)]
@@ -175,7 +175,7 @@ def dismiss_form(request: HttpRequest, finding_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def dismiss(request: HttpRequest, finding_id: int) -> HttpResponse:
-    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+    if not may_approve(request.user):
         raise PermissionDenied("dismissing findings needs the approver role")
     finding = get_object_or_404(visible_findings(scope_of(request.user), Finding.objects.select_related(
         "group", "topic", "cluster")), id=finding_id)
@@ -226,7 +226,7 @@ def dismiss_many(request: HttpRequest) -> HttpResponse:
     (``bulk.findings_dismiss``): bad input is shown on the form and
     dismisses nothing; otherwise the list says what was dismissed and what
     was refused, and why."""
-    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+    if not may_approve(request.user):
         raise PermissionDenied("dismissing findings needs the approver role")
     try:
         ids = _selected_ids(request)
@@ -274,7 +274,7 @@ def approve_many_form(request: HttpRequest) -> HttpResponse:
     """The preview of approving one job of a kind per selected finding (of
     any groups): what each would plan, exactly as its own approve page would,
     and what is refused and why. Approvers only; changes nothing."""
-    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+    if not may_approve(request.user):
         raise PermissionDenied("approving remediations needs the approver role")
     kind = request.GET.get("kind", "") if request.GET.get("kind") in previews.BULK_PARAMS else "reset"
     try:
@@ -296,7 +296,7 @@ def approve_many(request: HttpRequest) -> HttpResponse:
     finding, each only if its plan is still the one the preview showed (the
     form's fingerprints). Bad input is shown on the form and creates nothing;
     otherwise the list says which jobs were created and what was refused, and why."""
-    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+    if not may_approve(request.user):
         raise PermissionDenied("approving remediations needs the approver role")
     kind = request.POST.get("kind", "") if request.POST.get("kind") in previews.BULK_PARAMS else "reset"
     try:

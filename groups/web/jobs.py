@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from groups.selectors.access import scope_of, visible_jobs
+from groups.selectors.access import may_approve, scope_of, visible_jobs
 from groups.web.job_result import job_result_view
 from groups.services import remediation
 from groups.services.dispatch import QueueUnavailable
@@ -77,7 +77,7 @@ def _job_context(request: HttpRequest, job_id: int) -> dict:
     scope = scope_of(request.user)
     return {
         "job": job, "findings": findings, "result": job_result_view(job),
-        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION)
+        "can_approve": may_approve(request.user)
         and all(scope.may_act_on_finding(finding) is not None for finding in findings),
         "cancellable": job.status in RemediationJob.CANCELLABLE, "active": job.status in RemediationJob.ACTIVE,
     }

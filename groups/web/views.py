@@ -22,7 +22,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from groups.selectors.access import actable_finding_ids, scope_of, visible_clusters
+from groups.selectors.access import actable_finding_ids, may_approve, scope_of, visible_clusters
 from groups.selectors.finding import (
     finding_audit_events_list,
     finding_get,
@@ -40,7 +40,6 @@ from groups.selectors.lists import (
 from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
 from groups.domain.triage import triage_slice
 from groups.web.forms import FindingFilterForm
-from groups.services import remediation
 from groups.services.previews import finding_repair_options
 from groups.domain.records import MAX_RECORDS_PER_END
 from groups.services import records
@@ -165,7 +164,7 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
         "query": urlencode(query),
         "query_with_sort": urlencode({**query, "sort": sort}),
         "clusters": visible_clusters(scope, Cluster.objects.all()).values_list("name", flat=True),
-        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        "can_approve": may_approve(request.user),
         # The rows whose action links are shown: those the person's scope lets them act on.
         "actable": actable_finding_ids(scope, (f.id for f in page.object_list)),
     }, 200 if valid else 400
@@ -207,7 +206,7 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
         "group_kinds": GROUP_KIND_CHOICES,
         "query": urlencode(filtered),
         "clusters": visible_clusters(scope, Cluster.objects.all()).values_list("name", flat=True),
-        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION),
+        "can_approve": may_approve(request.user),
         "actable": actable_finding_ids(scope, (f.id for c in shown for g in c.groups for t in g.topics
                                                for f in t.findings)),
     }, 200 if valid else 400
@@ -262,7 +261,7 @@ def finding_records(request: HttpRequest, finding_id: int) -> HttpResponse:
     """The record viewer (approvers only): GET shows what would be read; POST
     reads the first and last records of the missed range through a worker
     and shows them, once: the answer is sent with no-store and kept nowhere."""
-    if not request.user.has_perm(remediation.APPROVE_PERMISSION):
+    if not may_approve(request.user):
         raise PermissionDenied("reading records needs the approver role")
     finding = _readable_finding(request, finding_id)
     if scope_of(request.user).may_act_on_finding(finding) is None:
@@ -313,7 +312,7 @@ def _finding_context(request: HttpRequest, finding_id: int) -> dict:
         "definite_end": finding.first_log_start + finding.missed_definite,
         "possible_end": finding.first_log_start + finding.missed_definite + finding.missed_possible,
         "records": finding_record_counts(finding=finding),
-        "can_approve": request.user.has_perm(remediation.APPROVE_PERMISSION)
+        "can_approve": may_approve(request.user)
         and scope_of(request.user).may_act_on_finding(finding) is not None,
     }
 
