@@ -9,14 +9,13 @@ errors are shown to logged-in users with a role.
 
 from __future__ import annotations
 
-import redis
-from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from groups.models import Cluster
+from groups.services.redis_client import redis_client
 from groups.roles import has_role
 
 BAD_CLUSTER_STATES = (Cluster.Status.UNREACHABLE, Cluster.Status.ERROR)
@@ -33,7 +32,7 @@ def _check_database() -> dict:
 
 def _check_redis() -> dict:
     try:
-        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+        client = redis_client(timeout=2)
         client.ping()
         return {"ok": True}
     except Exception as error:  # noqa: BLE001

@@ -6,7 +6,6 @@ import logging
 import time
 from datetime import timedelta
 
-import redis
 from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
@@ -15,6 +14,7 @@ from groups.models import Cluster, RemediationJob
 from groups.selectors.finding import findings_to_count
 from groups.services.jobs import job_note_unrunnable, jobs_touch_stalled
 from groups.services.polls import cluster_record_skipped_poll
+from groups.services.redis_client import redis_lock
 from groups.services.remediation import job_transition
 from groups.services.resets import reset_jobs_retry_waiting
 from tasks.connection import run_connection_test
@@ -60,19 +60,13 @@ def poll_cluster_task(cluster_id: int) -> dict:
     While a group owns a new partition without a first commit, poll again after
     FAST_POLL_SECONDS, to catch that first commit (the evidence of its policy).
     """
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    lock = client.lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS)
     # The watcher's ticks hold the same lock for a moment every second: wait that out.
-    if not lock.acquire(blocking=True, blocking_timeout=2 * settings.WATCH_INTERVAL_SECONDS + 1):
-        cluster_record_skipped_poll(cluster_id=cluster_id)  # counted and shown, never silent
-        return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is already running"}
-    try:
+    with redis_lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS,
+                    wait=2 * settings.WATCH_INTERVAL_SECONDS + 1) as held:
+        if not held:
+            cluster_record_skipped_poll(cluster_id=cluster_id)  # counted and shown, never silent
+            return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is already running"}
         summary = poll_cluster(cluster_id=cluster_id)
-    finally:
-        try:
-            lock.release()
-        except redis.exceptions.LockError:
-            log.warning("poll lock of cluster %s expired before the poll ended", cluster_id)
     if summary.groups_to_watch:
         poll_cluster_task.apply_async((cluster_id,), countdown=settings.FAST_POLL_SECONDS)
     if summary.ok:
@@ -89,17 +83,10 @@ def count_missed_records_task(cluster_id: int) -> int:
     per cluster at a time, for at most a minute (or a poll interval, if longer):
     each range costs about a second; what is left waits for the next poll's call."""
     seconds = max(60, settings.POLL_INTERVAL_SECONDS)
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    lock = client.lock(f"gapwatch:count-records:{cluster_id}", timeout=2 * seconds + 60)
-    if not lock.acquire(blocking=False):
-        return 0  # another worker counts this cluster now
-    try:
+    with redis_lock(f"gapwatch:count-records:{cluster_id}", timeout=2 * seconds + 60) as held:
+        if not held:
+            return 0  # another worker counts this cluster now
         return count_missed_records(cluster_id=cluster_id, seconds=seconds)
-    finally:
-        try:
-            lock.release()
-        except redis.exceptions.LockError:
-            log.warning("record count lock of cluster %s expired", cluster_id)
 
 
 @shared_task(name=PART_TASK, ignore_result=True, acks_late=False)
@@ -126,17 +113,10 @@ def watch_cluster_task(cluster_id: int) -> dict:
     observations are scheduled from its arrival, so waiting never pushes the
     next tick's out."""
     arrived = time.monotonic()
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    lock = client.lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS)
-    if not lock.acquire(blocking=True, blocking_timeout=observation_step()):
-        return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is running"}
-    try:
+    with redis_lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS, wait=observation_step()) as held:
+        if not held:
+            return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is running"}
         return watch_cluster(cluster_id=cluster_id, started=arrived)
-    finally:
-        try:
-            lock.release()
-        except redis.exceptions.LockError:
-            log.warning("poll lock of cluster %s expired before the watcher's tick ended", cluster_id)
 
 
 @shared_task(name="gapwatch.recover_jobs", ignore_result=True)

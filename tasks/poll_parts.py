@@ -26,11 +26,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import redis
 from celery import current_app
 from django.conf import settings
 
 from groups.models import Cluster
+from groups.services.redis_client import redis_client
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.kafka.parts import GROUPS, WATERMARKS, error_out
 
@@ -73,7 +73,7 @@ class CeleryParts:
     def __init__(self, *, cluster_id: int, adapter: KafkaAdapter, part_wait: float | None = None) -> None:
         self.cluster_id = cluster_id
         self.adapter = adapter
-        self.redis = redis.Redis.from_url(settings.REDIS_URL)
+        self.redis = redis_client(timeout=None)
         self.part_wait = part_wait if part_wait is not None else part_wait_default()
         # Which parts other workers answered, for the poll's summary and the tests.
         self.answered_elsewhere = 0
@@ -117,7 +117,7 @@ def answer_part(*, cluster_id: int, kind: str, key: str, payload: dict[str, Any]
     """The ``gapwatch.poll_part`` task's work: claim the part (False when the
     poll's worker or another worker has it), read it, answer through Redis.
     A failed read drops the worker's client (``forget``), as a failed poll does."""
-    client = redis.Redis.from_url(settings.REDIS_URL)
+    client = redis_client(timeout=None)
     ttl = _claim_seconds(part_wait_default())
     if not client.set(f"{key}:claim", "worker", nx=True, ex=ttl):
         return False

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 
 import redis
-from django.conf import settings
+from groups.services.redis_client import redis_client
 from gapwatch_guard.keys import (
     GUARD_STARTS_PREFIX,
     KNOWN_PARTITIONS_PREFIX,
@@ -55,7 +55,7 @@ def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]], new_li
             if key not in published or published[key][0] != partitions or now - published[key][1] > REPUBLISH_SECONDS}
     if not sets and not new_lineages:
         return
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+    client = redis_client()
     try:
         for topic in new_lineages:
             for prefix in (KNOWN_PARTITIONS_PREFIX, GUARD_STARTS_PREFIX):
@@ -81,7 +81,7 @@ def publish(*, cluster: str, sets: dict[tuple[str, str], frozenset[int]], new_li
 
 
 def read(*, cluster: str, topic: str, group_id: str) -> frozenset[int]:
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+    client = redis_client()
     members = client.smembers(known_partitions_key(cluster=cluster, topic=topic, group_id=group_id))
     return frozenset(int(member) for member in members)
 
@@ -95,7 +95,7 @@ def read_guard_starts(*, cluster: str, pairs: Iterable[tuple[str, str]]) -> dict
     pairs = sorted(set(pairs))
     if not pairs:
         return {}
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+    client = redis_client()
     try:
         pipe = client.pipeline(transaction=False)
         for topic, group_id in pairs:
