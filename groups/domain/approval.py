@@ -33,16 +33,18 @@ def bulk_refusal(*, state: str, closed_reason: str | None, active_job: tuple[int
 
 
 def approval_fingerprint(
-    *, kind: str, finding_id: int, params: Mapping, plan: Sequence[Mapping], state: str, missed_definite: int,
-    missed_possible: int,
+    *, kind: str, params: Mapping, plan: Sequence[Mapping], findings: Sequence[tuple[int, str, int, int]],
 ) -> str:
-    """The fingerprint of one finding's previewed job: the kind, the finding,
-    the job's parameters, what the plan would do (a backfill's ranges; a
-    reset's planned offsets) and the finding's accounting. A confirmation
-    whose fresh preview fingerprints differently was not what the screen
-    showed. A plain hash, not a secret: it catches change, not forgery."""
+    """The fingerprint of a previewed job, the one rule of single and bulk
+    approvals: the kind, the job's parameters, what the plan would do (a
+    backfill's ranges; a reset's planned offsets) and each finding's
+    accounting, ``findings`` as (id, state, missed definite, missed
+    possible). An approval whose fresh preview fingerprints differently was
+    not what the screen showed (a poll re-accounted a finding, the values
+    changed on screen). A plain hash, not a secret: it catches change, not
+    forgery."""
     decided = [dict(row) if kind == "backfill" else {key: row.get(key) for key in RESET_DECIDES} for row in plan]
-    shown = {"kind": kind, "finding": finding_id, "params": dict(params), "plan": decided, "state": state,
-             "missed": [missed_definite, missed_possible]}
+    shown = {"kind": kind, "params": dict(params), "plan": decided,
+             "findings": sorted([list(finding) for finding in findings])}
     # Plain JSON, as the job row stores its params and plan (a value JSON cannot hold is a bug, not hashed text).
     return hashlib.sha256(json.dumps(shown, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

@@ -17,8 +17,14 @@ from groups.models import Finding, RemediationJob
 from groups.services import dispatch
 from groups.services.access import OutOfScope
 from groups.services.lifecycle import Conflict, FindingNotFound, findings_lock
-from groups.services.previews import BulkPlan, findings_bulk_preview
-from groups.services.remediation import _dismiss_reason, _require_approver, finding_dismiss, job_request_previewed
+from groups.services.previews import findings_bulk_preview
+from groups.services.remediation import (
+    ChangedSincePreview,
+    _dismiss_reason,
+    _require_approver,
+    finding_dismiss,
+    job_request_previewed,
+)
 
 # The most findings one bulk action takes (the API's largest page).
 MAX_BULK_FINDINGS = 500
@@ -121,20 +127,15 @@ def findings_approve(
     with transaction.atomic():
         findings_lock(Finding.objects.filter(id__in=ids))
         for plan in findings_bulk_preview(finding_ids=ids, kind=kind, user=user):
-            why = _approval_refusal(plan, previewed)
-            if why:
-                refused.append((plan.finding_id, why))
+            if plan.refused:
+                refused.append((plan.finding_id, plan.refused))
                 continue
             try:
-                jobs.append((plan.finding_id, job_request_previewed(user=user, kind=kind, preview=plan.preview)))
+                jobs.append((plan.finding_id, job_request_previewed(
+                    user=user, kind=kind, preview=plan.preview,
+                    previewed=None if previewed is None else previewed.get(plan.finding_id, ""))))
+            except ChangedSincePreview:
+                refused.append((plan.finding_id, CHANGED_SINCE_PREVIEW))
             except (Conflict, OutOfScope) as error:
                 refused.append((plan.finding_id, str(error)))
     return BulkApproval(jobs=tuple(jobs), refused=tuple(refused))
-
-
-def _approval_refusal(plan: BulkPlan, previewed: Mapping[int, str] | None) -> str:
-    if plan.refused:
-        return plan.refused
-    if previewed is not None and previewed.get(plan.finding_id) != plan.fingerprint:
-        return CHANGED_SINCE_PREVIEW
-    return ""

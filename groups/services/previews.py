@@ -229,12 +229,16 @@ def findings_bulk_preview(*, finding_ids: Iterable[int], kind: str, user=None) -
             preview, refused = _option_or_refusal(
                 lambda finding_id=finding_id: job_preview(finding_ids=[finding_id], kind=kind,
                                                           params=dict(BULK_PARAMS[kind])))
-        fingerprint = approval_fingerprint(
-            kind=kind, finding_id=finding_id, params=preview["params"], plan=preview["plan"], state=finding.state,
-            missed_definite=finding.missed_definite, missed_possible=finding.missed_possible,
-        ) if preview else ""
+        fingerprint = preview_fingerprint(kind=kind, preview=preview) if preview else ""
         plans.append(BulkPlan(finding_id, finding, preview, fingerprint, refused))
     return tuple(plans)
+
+
+def preview_fingerprint(*, kind: str, preview: dict) -> str:
+    """What a preview showed, as single and bulk approvals send it back
+    (``groups.domain.approval.approval_fingerprint``)."""
+    return approval_fingerprint(kind=kind, params=preview["params"], plan=preview["plan"], findings=[
+        (f.id, f.state, f.missed_definite, f.missed_possible) for f in preview["findings"]])
 
 
 def _option_or_refusal(plan) -> tuple[dict | None, str]:

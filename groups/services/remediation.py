@@ -33,7 +33,7 @@ from groups.services.lifecycle import (
 )
 from groups.selectors.access import may_approve
 from groups.services.notifications import notifications_create
-from groups.services.previews import job_preview
+from groups.services.previews import job_preview, preview_fingerprint
 
 log = logging.getLogger(__name__)
 # Who asked for a job, in system jobs' params and audit rows.
@@ -69,11 +69,23 @@ def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) ->
                                  preview=job_preview(finding_ids=finding_ids, kind=kind, params=params))
 
 
-def job_request_previewed(*, user, kind: str, preview: dict) -> RemediationJob:
+class ChangedSincePreview(Conflict):
+    """The approval sent the fingerprint of another preview than the one
+    planned now: nothing was created; the fresh preview is to be shown."""
+
+
+CHANGED_SINCE_PREVIEW = "The values changed since the preview; check the plan below and approve again."
+
+
+def job_request_previewed(*, user, kind: str, preview: dict, previewed: str | None = None) -> RemediationJob:
     """A person's request for the job a preview (``job_preview``) shows, as
     the approve page has it already: the job stores the preview's params and
-    plan, planned once. Then ``job_create``."""
+    plan, planned once. ``previewed``: the fingerprint of the preview the
+    person saw (``previews.preview_fingerprint``); another one is
+    ChangedSincePreview. Then ``job_create``."""
     _require_approver(user)
+    if previewed is not None and previewed != preview_fingerprint(kind=kind, preview=preview):
+        raise ChangedSincePreview(CHANGED_SINCE_PREVIEW)
     findings = preview["findings"]
     return job_create(cluster=findings[0].cluster, group=findings[0].group, kind=kind, params=preview["params"],
                       plan=preview["plan"], findings=findings, requested_by=user)

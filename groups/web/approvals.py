@@ -6,8 +6,6 @@ preview on screen showed, or nothing.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -61,24 +59,13 @@ def _preview(request: HttpRequest, *, kind: str, source) -> tuple[list[int], dic
 # The inputs of each approve form besides the findings' ids.
 FORM_FIELDS = {RemediationJob.Kind.RESET: ("target", "value"),
                RemediationJob.Kind.BACKFILL: ("sink", "replay_topic", "handler", "until")}
-CHANGED_SINCE_PREVIEW = "The values changed since the preview; check the plan below and approve again."
-
-
-def _previewed(*, kind: str, preview: dict) -> str:
-    """The fingerprint of what a preview shows: the kind, the findings and the
-    job's parameters as the service normalised them (what the job would
-    store). The approve form sends it back; an approval whose own values
-    fingerprint differently creates nothing. A plain hash, not a secret: it
-    catches a form changed after its preview, not a forger (an approver may
-    approve anything anyway)."""
-    shown = {"kind": kind, "findings": sorted(f.id for f in preview["findings"]), "params": preview["params"]}
-    return hashlib.sha256(json.dumps(shown, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _render_approve(request: HttpRequest, *, kind: str, ids, params, preview, errors=(), status=200) -> HttpResponse:
     return render(request, f"groups/approve_{kind}.html", {
         "ids_csv": ",".join(map(str, ids)), "params": params, "preview": preview, "kind": kind,
-        "previewed": _previewed(kind=kind, preview=preview) if preview else "",
+        # What this preview shows (the plan and each finding's accounting too), sent back on approval.
+        "previewed": previews.preview_fingerprint(kind=kind, preview=preview) if preview else "",
         "errors": list(errors), "handlers": settings.BACKFILL_HANDLERS,
         "can_approve": may_approve(request.user) and not (preview and any(
             scope_of(request.user).may_act_on_finding(finding) is None for finding in preview["findings"])),
@@ -117,10 +104,11 @@ def _approve(request: HttpRequest, *, kind: str) -> HttpResponse:
         return redirect(f"{reverse(f'preview_{kind}')}?{urlencode(shown)}")
     try:
         ids, params, preview = _preview(request, kind=kind, source=request.POST)
-        if request.POST.get("previewed") != _previewed(kind=kind, preview=preview):
-            return _render_approve(request, kind=kind, ids=ids, params=params, preview=preview,
-                                   errors=[CHANGED_SINCE_PREVIEW], status=409)
-        job = remediation.job_request_previewed(user=request.user, kind=kind, preview=preview)
+        job = remediation.job_request_previewed(user=request.user, kind=kind, preview=preview,
+                                                previewed=request.POST.get("previewed", ""))
+    except remediation.ChangedSincePreview as changed:
+        return _render_approve(request, kind=kind, ids=ids, params=params, preview=preview,
+                               errors=[str(changed)], status=409)
     except remediation.DuplicateJob as duplicate:
         messages.warning(request, str(duplicate))
         return redirect("job_detail", job_id=duplicate.job.id)

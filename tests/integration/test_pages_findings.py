@@ -539,3 +539,20 @@ def test_the_group_page_lists_members_and_their_assignments_as_text(viewer, gap_
     body = client_for(viewer).get(f"/groups/{group.id}/").content.decode()
     assert ATTRIBUTE_BREAKER not in body and "&quot; onmouseover=&quot;x" in body
     assert "orders[2], orders[3]" in body and "/10.0.0.9" in body
+
+
+def test_a_single_approval_after_a_poll_re_accounted_the_finding_creates_nothing(approver, gap_findings):
+    """Issue 34: one fingerprint for single and bulk approvals, of the plan and
+    each finding's accounting too, checked in the service: a first commit
+    seen between the preview and the click moved the bound."""
+    client = client_for(approver)
+    ids = {"ids": gap_findings[0].id}
+    fingerprint = previewed(client, "backfill", {**ids, "sink": "parquet"})
+    Finding.objects.filter(id=gap_findings[0].id).update(missed_possible=12, backfill_end=42)
+    response = client.post("/findings/backfill/approve", {**ids, "sink": "parquet", "previewed": fingerprint})
+    assert response.status_code == 409 and RemediationJob.objects.count() == 0
+    body = response.content.decode()
+    assert "The values changed since the preview" in body
+    again = re.search(r'name="previewed" value="([^"]*)"', body).group(1)
+    assert client.post("/findings/backfill/approve", {**ids, "sink": "parquet", "previewed": again}).status_code == 302
+    assert [(row["start"], row["end"]) for row in RemediationJob.objects.get().plan] == [(0, 42)]

@@ -40,9 +40,10 @@ BACKFILL_ROW = {"topic": "orders", "partition": 2, "start": 0, "end": 40, "count
                 "possible": 10, "basis": "first commit (a bound)"}
 
 
-def fingerprint(**changes):
-    values = {"kind": "reset", "finding_id": 3, "params": {"target": "earliest", "value": None},
-              "plan": [RESET_ROW], "state": "gap", "missed_definite": 30, "missed_possible": 10, **changes}
+def fingerprint(*, finding_id=3, state="gap", missed_definite=30, missed_possible=10, findings=None, **changes):
+    values = {"kind": "reset", "params": {"target": "earliest", "value": None}, "plan": [RESET_ROW],
+              "findings": findings if findings is not None else [(finding_id, state, missed_definite, missed_possible)],
+              **changes}
     return approval_fingerprint(**values)
 
 
@@ -59,7 +60,15 @@ FINGERPRINTS = [
     ({"params": {"target": "earliest", "value": 5}}, False, "the job stores its params"),
     ({"state": "undecided"}, False, "a finding that changed state was re-accounted"),
     ({"missed_possible": 11}, False, "the loss shown is not the loss now"),
+    ({"missed_definite": 31}, False, "the definite loss shown is not the loss now"),
+    ({"findings": [(3, "gap", 30, 10), (4, "gap", 1, 1)]}, False, "a job of more findings is another job"),
 ]
+
+
+def test_the_order_the_findings_come_in_does_not_matter_what_each_says_does():
+    two = [(3, "gap", 30, 10), (4, "pending", 0, 0)]
+    assert fingerprint(findings=two) == fingerprint(findings=list(reversed(two)))
+    assert fingerprint(findings=two) != fingerprint(findings=[(3, "gap", 30, 10), (4, "gap", 0, 0)])
 
 
 @pytest.mark.parametrize("changes, same, why", FINGERPRINTS, ids=[case[-1] for case in FINGERPRINTS])
