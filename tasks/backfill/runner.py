@@ -406,7 +406,8 @@ class BackfillRunner:
                 self.on_progress(int(progress.get("done") or 0), int(progress.get("total") or 0))
             if progress.get("phase") == STAGED and not attempt.decided:
                 attempt.job.send(self._explain_staged(attempt, readable, compacted))
-            time.sleep(PROGRESS_POLL_SECONDS)
+                continue
+            attempt.job.wait_for_change(PROGRESS_POLL_SECONDS)
 
     def _explain_staged(self, attempt: _Attempt, readable: list[PreparedRange], compacted: dict[str, bool]) -> str:
         """Protocol step 3: explain the staged counts against the cluster, and decide."""

@@ -120,11 +120,14 @@ class ParentPipe(threading.Thread):
 
 class Decision:
     """Step 4 for an attempt in the runner's own process (Spark Connect): what
-    ``ParentPipe`` is to a job process. The first decision counts."""
+    ``ParentPipe`` is to a job process. The first decision counts.
+    ``asked`` is set when the job waits for it (step 2), so the runner in
+    the same process need not poll for that."""
 
-    def __init__(self) -> None:
+    def __init__(self, asked: threading.Event | None = None) -> None:
         self.decision: str | None = None
         self.decided = threading.Event()
+        self.asked = asked or threading.Event()
 
     def decide(self, decision: str) -> None:
         if not self.decided.is_set():
@@ -144,6 +147,9 @@ def await_decision(*, channel: ParentPipe | Decision | None, result: dict, resul
     result["status"] = STAGED
     write_json(result_file, result)
     progress.write(STAGED, progress.total)
+    asked = getattr(channel, "asked", None)
+    if asked is not None:
+        asked.set()
     channel.decided.wait()
     return channel.decision
 
