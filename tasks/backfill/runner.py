@@ -231,6 +231,8 @@ class BackfillRunner:
         outcome = self._attempts(readable, sink, compacted) if readable else {}
         report = outcome.get("report") or self.checks.report(prepared, {}, compacted, probe=False)
         result = self._result(outcome.get("sink") or sink.describe(), report, outcome.get("timings"))
+        if outcome.get("verified_by"):
+            result["verified_by"] = outcome["verified_by"]
         if not report_explained(report):
             problems = "; ".join(f"{p['topic']}[{p['partition']}]: {', '.join(p['problems'])}"
                                  for p in report if p["problems"])
@@ -466,7 +468,7 @@ class BackfillRunner:
             report = self.checks.report_from(outcome, readable, compacted)
         # A discarded output comes with problems in the report: run() fails the job with them.
         return {"report": self.checks.with_unread(report, readable), "sink": outcome.get("sink") or sink.describe(),
-                "timings": attempt.record["timings"]}
+                "timings": attempt.record["timings"], "verified_by": outcome.get("verified_by", "")}
 
     def _ended(self, attempt: _Attempt, outcome: str) -> None:
         attempt.record["outcome"] = outcome
