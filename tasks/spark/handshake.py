@@ -76,18 +76,22 @@ def read_json(path: str | Path) -> dict | None:
 
 
 class ProgressFile:
-    """The job's progress: ``{"phase", "done", "total", "at", ...}``, rewritten
-    whole at every change."""
+    """The job's progress: ``{"phase", "done", "total", "at", "phases", ...}``,
+    rewritten whole at every change; ``phases`` says when each phase so far
+    began (epoch seconds), so a reader that missed one still knows it."""
 
     def __init__(self, path: str, total: int) -> None:
         self.path = Path(path)
         self.total = total
         self._lock = threading.Lock()
+        self._phases: dict[str, float] = {}
 
     def write(self, phase: str, done: int, **extra) -> None:
-        payload = {"phase": phase, "done": int(done), "total": self.total, "at": time.time(), **extra}
         with self._lock:  # the progress trackers write from their own threads
-            write_json(self.path, payload)
+            at = time.time()
+            self._phases.setdefault(phase, at)
+            write_json(self.path, {"phase": phase, "done": int(done), "total": self.total, "at": at,
+                                   "phases": dict(self._phases), **extra})
 
 
 class ParentPipe(threading.Thread):
