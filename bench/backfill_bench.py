@@ -29,6 +29,16 @@ and their executors), sampled every MEMORY_INTERVAL seconds.
 Targets: the Connect warm steady-state read at least 0.5x kcat's speed; a
 1-record job on the warm local server at most 2 s end to end.
 
+``--big`` (issue 35) measures only the real-size table: per ``--partitions``
+layout of ``--records`` values of ``--value-bytes``, kcat and the whole
+verified Parquet job on one warm local Connect server (1g driver) in the same
+run, each stage, records/s, MB/s, the server's CPU seconds, disk bytes and
+peak memory per job; then the fixed cost and the server's memory after
+``--idle`` seconds. Targets: whole job >= 0.3x kcat, fixed cost <= 1 s,
+memory back within 20% of ready.
+
+    .venv/bin/python bench/backfill_bench.py --big --records 10000000 --partitions 1,12 --runs 1
+
 Topics ``bench.backfill.p1`` and ``bench.backfill.p8`` are created once and
 deleted at the end unless ``--keep``. Every process the bench starts runs in
 a process group of its own, is killed at the end (also on errors), and dies
@@ -101,8 +111,9 @@ TARGET_READ_VS_KCAT = 0.5
 TARGET_FIXED_SECONDS = 2.0
 
 
-def prepare(admin: AdminClient, bootstrap: str, topic: str, partitions: int, records: int) -> None:
-    """Idempotent: the topic with ``records`` values of 200 bytes, spread evenly."""
+def prepare(admin: AdminClient, bootstrap: str, topic: str, partitions: int, records: int,
+            value_bytes: int = VALUE_BYTES) -> None:
+    """Idempotent: the topic with ``records`` values of ``value_bytes``, spread evenly."""
     adapter = KafkaAdapter(ClusterConfig(bootstrap))
     if topic in admin.list_topics(timeout=10).topics:
         offsets = adapter.partition_offsets(topic=topic, partitions=list(range(partitions)))
@@ -115,7 +126,7 @@ def prepare(admin: AdminClient, bootstrap: str, topic: str, partitions: int, rec
     time.sleep(2)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
                          "queue.buffering.max.messages": 1_000_000})
-    payload = (os.urandom(VALUE_BYTES // 2).hex().encode())[:VALUE_BYTES]
+    payload = (os.urandom(value_bytes // 2 + 1).hex().encode())[:value_bytes]
     for number in range(records):
         while True:
             try:
@@ -334,11 +345,11 @@ def run_job(bootstrap: str, topic: str, partitions: int, records: int, master: s
     assert result["delivered"] == per_partition * partitions, result
     attempts = result["attempts"]
     assert len(attempts) == 1 and attempts[0]["mode"] == ("connect" if server else "process"), attempts
-    return {**result["timings"], "total": result["seconds"]}
+    return {**result["timings"], "total": result["seconds"], "verified_by": result.get("verified_by", "")}
 
 
 def medians(jobs: list[dict]) -> dict:
-    return {key: median([job[key] for job in jobs]) for key in jobs[0]}
+    return {key: median([job[key] for job in jobs]) for key in jobs[0] if not isinstance(jobs[0][key], str)}
 
 
 def measure_server(label: str, server: ConnectServer, layouts: list[tuple[str, int]], args, output: str,
@@ -451,6 +462,132 @@ def print_report(report: dict, layouts: list[tuple[str, int]], runs: int) -> Non
     for label, value, met in targets:
         print(f"- {label}: {value}, {'met' if met else 'NOT MET'}")
 
+# -- real size (issue 35): --big ---------------------------------------------------------------
+
+TARGET_WHOLE_JOB_VS_KCAT = 0.3
+TARGET_BIG_FIXED_SECONDS = 1.0
+TARGET_MEMORY_BACK = 0.2
+# After the last job, the server idles this long (its Kafka consumer caches
+# expire after 30 s) before its "end" memory is read.
+IDLE_SECONDS = 45
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def tree_counters(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) and bytes written to disk by a process and
+    its living descendants, from /proc (what exited is not counted)."""
+    cpu = written = 0.0
+    for member in [pid, *descendants(pid, process_children())]:
+        try:
+            with open(f"/proc/{member}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            cpu += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            with open(f"/proc/{member}/io") as io:
+                for line in io:
+                    if line.startswith("write_bytes:"):
+                        written += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return {"cpu": cpu, "written": written}
+
+
+def counted_job(server: ConnectServer, sampler: MemorySampler, **job) -> dict:
+    """``run_job`` on ``server`` with the server's CPU seconds, disk bytes
+    written and peak memory (MiB) during the job."""
+    before = tree_counters(server.pid)
+    overall, sampler.peak_total = sampler.peak_total, 0
+    timings = run_job(server=server, **job)
+    after = tree_counters(server.pid)
+    peak, sampler.peak_total = sampler.peak_total, max(overall, sampler.peak_total)
+    return {**timings, "cpu_seconds": after["cpu"] - before["cpu"], "disk_bytes": after["written"] - before["written"],
+            "peak_mib": peak / 1024}
+
+
+def big_run(args, admin: AdminClient, workdir: Path, output: str, servers: list) -> dict:
+    """The real-size table: per layout (``--partitions``) of ``--records`` values
+    of ``--value-bytes``, kcat and the whole verified Parquet job on a warm
+    local Connect server (1g driver: on local[*] the executors are the
+    driver's threads, so the whole job runs in 1 GiB of heap), in the same
+    run; then the fixed cost of a 1-record job and the server's memory."""
+    layouts = [(f"bench.backfill.big.p{p}.v{args.value_bytes}", p) for p in args.partitions]
+    for topic, partitions in layouts:
+        say(f"preparing {topic}: {args.records:,} records of {args.value_bytes} B")
+        prepare(admin, args.bootstrap, topic, partitions, args.records, args.value_bytes)
+    report: dict = {"records": args.records, "value_bytes": args.value_bytes, "layouts": {},
+                    "load_before": os.getloadavg()}
+    server = connect_server(workdir, "big", master=args.master)
+    servers.append(server)
+    sampler = MemorySampler(local_parts(server))
+    report["server_startup"] = server.startup
+    say("warm-up: two 1-record jobs and one job of 1,000,000 records")
+    for _ in range(2):
+        run_job(args.bootstrap, layouts[0][0], 1, 1, args.master, output, server)
+    run_job(args.bootstrap, layouts[0][0], layouts[0][1], min(args.records, 1_000_000), args.master, output, server)
+    for topic, partitions in layouts:
+        say(f"{topic}: kcat x{args.runs}")
+        kcat = [time_kcat(args.bootstrap, topic, partitions, args.records) for _ in range(args.runs)]
+        jobs = []
+        for run in range(args.runs):
+            say(f"{topic}: job {run + 1} of {args.runs}")
+            jobs.append(counted_job(server, sampler, bootstrap=args.bootstrap, topic=topic, partitions=partitions,
+                                    records=args.records, master=args.master, output=output))
+            say(f"{topic}: job {run + 1}: {jobs[-1]}")
+        report["layouts"][topic] = {"partitions": partitions, "kcat": median(kcat), "kcat_raw": kcat,
+                                    "job": medians(jobs), "raw": jobs, "verified_by": jobs[-1]["verified_by"],
+                                    "load": os.getloadavg()}
+    say("fixed cost: 1 warm-up + 3 1-record jobs")
+    run_job(args.bootstrap, layouts[0][0], 1, 1, args.master, output, server)
+    tiny = [run_job(args.bootstrap, layouts[0][0], 1, 1, args.master, output, server) for _ in range(3)]
+    report["fixed_cost"] = medians(tiny)
+    report["raw_fixed_cost"] = tiny
+    say(f"idle {args.idle} s, then the server's memory")
+    time.sleep(args.idle)
+    report["memory"] = sampler.finish()
+    report["idle"] = args.idle
+    report["load_after"] = os.getloadavg()
+    for topic, _ in layouts:
+        if not args.keep:
+            admin.delete_topics([topic])[topic].result(timeout=60)
+    return report
+
+
+def print_big(report: dict) -> None:
+    n, size = report["records"], report["value_bytes"]
+    megabytes = n * size / 1e6
+    print(f"\n{n:,} records of {size} B ({megabytes:,.0f} MB of values), Parquet sink, Connect local[*] (1g), "
+          f"load average before {report['load_before'][0]:.1f}, after {report['load_after'][0]:.1f}\n")
+    print("| partitions | kcat | whole job | vs kcat | records/s | MB/s | start-up | read + write | verify "
+          "| explain + publish | rest (Kafka checks) | verified by | server CPU s | disk written | peak memory |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    targets = []
+    for topic, layout in report["layouts"].items():
+        job, kcat = layout["job"], layout["kcat"]
+        stages = job.get("startup", 0) + job.get("write", 0) + job.get("verify", 0) + job.get("finish", 0)
+        ratio = kcat / job["total"]
+        print(f"| {layout['partitions']} | {kcat:.2f} s | **{job['total']:.2f} s** | **{ratio:.2f}x** "
+              f"| {n / job['total']:,.0f} | {megabytes / job['total']:.0f} | {job.get('startup', 0):.2f} s "
+              f"| {job.get('write', 0):.2f} s | {job.get('verify', 0):.2f} s | {job.get('finish', 0):.2f} s "
+              f"| {job['total'] - stages:.2f} s | {layout['verified_by']} | {job['cpu_seconds']:.0f} "
+              f"| {job['disk_bytes'] / 1e9:.2f} GB | {job['peak_mib']:,.0f} MiB |")
+        targets.append((f"whole verified job >= {TARGET_WHOLE_JOB_VS_KCAT}x kcat, {layout['partitions']} "
+                        f"partition(s)", f"{ratio:.2f}x", ratio >= TARGET_WHOLE_JOB_VS_KCAT))
+    fixed = report["fixed_cost"]
+    print(f"\nFixed cost, a 1-record job on the warm server (median of 3): **{fixed['total']:.2f} s** (start-up "
+          f"{fixed.get('startup', 0):.2f}, read + write {fixed.get('write', 0):.2f}, verify {fixed.get('verify', 0):.2f}, "
+          f"explain + publish {fixed.get('finish', 0):.2f}; runs {[round(t['total'], 2) for t in report['raw_fixed_cost']]})")
+    targets.append((f"fixed cost <= {TARGET_BIG_FIXED_SECONDS:.0f} s", f"{fixed['total']:.2f} s",
+                    fixed["total"] <= TARGET_BIG_FIXED_SECONDS))
+    memory = report["memory"]["total"]
+    back = memory["end"] / memory["ready"] - 1
+    print(f"\nConnect server memory (VmRSS of the JVM and children): ready {memory['ready']:,.0f} MiB, peak "
+          f"{memory['peak']:,.0f} MiB, end {memory['end']:,.0f} MiB after {report['idle']} s idle "
+          f"({back:+.0%} of ready)")
+    targets.append((f"memory back within {TARGET_MEMORY_BACK:.0%} of ready", f"{back:+.0%}", back <= TARGET_MEMORY_BACK))
+    print("\nTargets:")
+    for label, value, met in targets:
+        print(f"- {label}: {value}, {'met' if met else 'NOT MET'}")
+
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -460,12 +597,31 @@ def main() -> None:
     parser.add_argument("--master", default="local[*]", help="of the local Connect server and own-process jobs")
     parser.add_argument("--no-cluster", action="store_true", help="skip the standalone cluster")
     parser.add_argument("--keep", action="store_true", help="keep the bench topics for the next run")
+    parser.add_argument("--big", action="store_true",
+                        help="the real-size table only (issue 35): kcat and the whole Parquet job per --partitions")
+    parser.add_argument("--partitions", type=lambda text: [int(p) for p in text.split(",")], default=[1, 12],
+                        help="with --big: the layouts, comma-separated partition counts")
+    parser.add_argument("--value-bytes", type=int, default=VALUE_BYTES, help="with --big")
+    parser.add_argument("--idle", type=int, default=IDLE_SECONDS,
+                        help="with --big: seconds the server idles before its end memory is read")
     args = parser.parse_args()
     if not shutil.which("kcat"):
         sys.exit("kcat is missing: apt-get install kcat")
     # A SIGTERM runs the clean-up below like an error would.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
+    if args.big:
+        workdir = Path(tempfile.mkdtemp(prefix="gapwatch-backfill-bench-"))
+        servers: list[ConnectServer] = []
+        try:
+            report = big_run(args, admin, workdir, str(workdir / "output"), servers)
+            print_big(report)
+            print("\n" + json.dumps(report))
+        finally:
+            for server in servers:
+                server.shut_down()
+            shutil.rmtree(workdir, ignore_errors=True)
+        return
     layouts = [("bench.backfill.p1", 1), ("bench.backfill.p8", 8)]
     began = time.monotonic()
     for topic, partitions in layouts:

@@ -462,6 +462,8 @@ class RemediationJob(models.Model):
     result = models.JSONField(default=dict, blank=True)
     progress_done = models.BigIntegerField(null=True, blank=True)
     progress_total = models.BigIntegerField(null=True, blank=True)
+    # A backfill's stages as the runner saw them (``groups.domain.job_progress``).
+    progress_stages = models.JSONField(default=list, blank=True)
     status_reason = models.TextField(blank=True, default="")
     error = models.TextField(blank=True, default="")
     requested_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, related_name="+")

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('groups', '0022_topic_end_offsets'),
+        ('groups', '0024_backfill_progress'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -34,6 +34,12 @@ def job_record_progress(*, job_id: int, done: int, total: int) -> None:
         progress_done=done, progress_total=total, updated_at=timezone.now())
 
 
+def job_record_stages(*, job_id: int, stages: list[dict]) -> None:
+    """A running backfill's stages (``groups.domain.job_progress``), as its runner last saw them."""
+    RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(progress_stages=stages,
+                                                                         updated_at=timezone.now())
+
+
 def job_record_reason(*, job_id: int, reason: str) -> None:
     """What a running job is doing or waiting for, in words (its status stays)."""
     RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(status_reason=reason,

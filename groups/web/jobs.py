@@ -4,6 +4,7 @@ actions (cancel, retry, the second approval of four-eyes).
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -16,6 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from groups.domain.job_progress import stage_lines
 from groups.selectors.access import may_approve, scope_of, visible_jobs
 from groups.web.job_result import job_result_view
 from groups.services import remediation
@@ -77,6 +79,7 @@ def _job_context(request: HttpRequest, job_id: int) -> dict:
     scope = scope_of(request.user)
     return {
         "job": job, "findings": findings, "result": job_result_view(job),
+        "stages": stage_lines(job.progress_stages or [], now=time.time()),
         "can_approve": may_approve(request.user)
         and all(scope.may_act_on_finding(finding) is not None for finding in findings),
         "cancellable": job.status in RemediationJob.CANCELLABLE, "active": job.status in RemediationJob.ACTIVE,

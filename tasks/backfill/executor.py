@@ -26,7 +26,7 @@ from groups.domain.planning import BackfillRange, PlanError
 from groups.domain.read_isolation import READ_COMMITTED, reader_isolation
 from groups.domain.sinks import BackfillSink
 from groups.models import Cluster, RemediationJob
-from groups.services.jobs import job_record_progress, job_record_reason, job_record_result
+from groups.services.jobs import job_record_progress, job_record_reason, job_record_result, job_record_stages
 from groups.services.remediation import job_transition
 from tasks.backfill.runner import WORKDIR_PREFIX, BackfillFailed, BackfillRequest, BackfillRunner
 from tasks.job_lock import job_lock
@@ -109,6 +109,9 @@ def execute_backfill(*, job_id: int) -> str:
         def on_progress(done: int, total: int) -> None:
             job_record_progress(job_id=job_id, done=done, total=total)
 
+        def on_stages(stages: list[dict]) -> None:
+            job_record_stages(job_id=job_id, stages=stages)
+
         def on_attempt(attempts: list[dict]) -> None:
             job_record_result(job_id=job_id, result={"attempts": earlier + attempts})
 
@@ -117,7 +120,8 @@ def execute_backfill(*, job_id: int) -> str:
 
         try:
             request = backfill_request_for(job)
-            result = BackfillRunner(request, on_progress=on_progress, on_attempt=on_attempt, on_wait=on_wait).run()
+            result = BackfillRunner(request, on_progress=on_progress, on_attempt=on_attempt, on_wait=on_wait,
+                                    on_stages=on_stages).run()
         except BackfillFailed as failure:
             result = {**failure.result, "attempts": earlier + failure.result.get("attempts", [])}
             job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,

@@ -72,6 +72,13 @@ class JobProcess:
     def poll(self) -> int | None:
         return self.process.poll()
 
+    def wait_for_change(self, seconds: float) -> None:
+        """Until the process exits, at most ``seconds``."""
+        try:
+            self.process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            pass
+
     def send(self, decision: str) -> None:
         try:
             self.process.stdin.write(f"{decision}\n".encode())
@@ -127,7 +134,9 @@ class ConnectJob:
         self.returncode: int | None = None
         self._lost: str | None = None
         self.tag = job_tag(spec.job_id, spec.attempt)
-        self._decision = Decision()
+        # Set when the job waits for its decision and when it ends: the runner wakes at once.
+        self._changed = threading.Event()
+        self._decision = Decision(asked=self._changed)
         self._stopped = False
         started = time.time()
         self.session = connect_session(url, token=token)  # ConnectUnavailable: ``launch`` falls back
@@ -150,6 +159,7 @@ class ConnectJob:
                     self._lost = f"the Spark Connect server at {self.server} going away (stopped or crashed)"
                     code = -1
                 self.returncode = code
+                self._changed.set()
 
         self._thread = threading.Thread(target=target, name=f"backfill-connect-{spec.job_id}", daemon=True)
         self._thread.start()
@@ -163,6 +173,11 @@ class ConnectJob:
 
     def poll(self) -> int | None:
         return self.returncode
+
+    def wait_for_change(self, seconds: float) -> None:
+        """Until the job asks for its decision or ends, at most ``seconds``."""
+        if self._changed.wait(seconds):
+            self._changed.clear()
 
     def send(self, decision: str) -> None:
         self._decision.decide(decision)

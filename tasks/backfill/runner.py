@@ -63,6 +63,7 @@ from django.utils import timezone
 
 from groups.domain.backfill import PreparedRange, condense_error, report_explained
 from groups.domain.cluster_config import ClusterConfig
+from groups.domain.job_progress import backfill_stages
 from groups.domain.planning import BackfillRange
 from groups.domain.read_isolation import READ_COMMITTED
 from groups.domain.secrets import secret_redact
@@ -192,13 +193,17 @@ class BackfillRunner:
 
     ``on_progress(done, total)`` and ``on_attempt(attempts)`` let the caller
     record progress and the attempts (with the job process id) as they happen;
-    ``on_wait(reason)`` what the job waits for before it starts Spark.
+    ``on_wait(reason)`` what the job waits for before it starts Spark;
+    ``on_stages(stages)`` each stage's records, start and last news
+    (``groups.domain.job_progress``).
     """
 
     def __init__(self, request: BackfillRequest, *, on_progress: Callable[[int, int], None] | None = None,
                  on_attempt: Callable[[list[dict]], None] | None = None,
-                 on_wait: Callable[[str], None] | None = None) -> None:
+                 on_wait: Callable[[str], None] | None = None,
+                 on_stages: Callable[[list[dict]], None] | None = None) -> None:
         self.request = request
+        self.on_stages = on_stages or (lambda stages: None)
         self.on_wait = on_wait or (lambda reason: None)
         self.transaction_wait: dict = {}
         self.secrets = job_secrets(request.cluster)
@@ -231,6 +236,8 @@ class BackfillRunner:
         outcome = self._attempts(readable, sink, compacted) if readable else {}
         report = outcome.get("report") or self.checks.report(prepared, {}, compacted, probe=False)
         result = self._result(outcome.get("sink") or sink.describe(), report, outcome.get("timings"))
+        if outcome.get("verified_by"):
+            result["verified_by"] = outcome["verified_by"]
         if not report_explained(report):
             problems = "; ".join(f"{p['topic']}[{p['partition']}]: {', '.join(p['problems'])}"
                                  for p in report if p["problems"])
@@ -401,12 +408,19 @@ class BackfillRunner:
                 attempt.job.stop()
                 return
             progress = read_json(attempt.folder / PROGRESS_FILE) or {}
-            if progress and (progress.get("done"), progress.get("total")) != last_progress:
-                last_progress = (progress.get("done"), progress.get("total"))
+            if progress and (progress.get("phase"), progress.get("done"), progress.get("total")) != last_progress:
+                last_progress = (progress.get("phase"), progress.get("done"), progress.get("total"))
                 self.on_progress(int(progress.get("done") or 0), int(progress.get("total") or 0))
+                self._stage(progress)
             if progress.get("phase") == STAGED and not attempt.decided:
                 attempt.job.send(self._explain_staged(attempt, readable, compacted))
-            time.sleep(PROGRESS_POLL_SECONDS)
+                continue
+            attempt.job.wait_for_change(PROGRESS_POLL_SECONDS)
+
+    def _stage(self, progress: dict) -> None:
+        self.on_stages(backfill_stages(phases=progress.get("phases") or {}, phase=str(progress.get("phase") or ""),
+                                       done=int(progress.get("done") or 0), total=int(progress.get("total") or 0),
+                                       at=float(progress.get("at") or time.time())))
 
     def _explain_staged(self, attempt: _Attempt, readable: list[PreparedRange], compacted: dict[str, bool]) -> str:
         """Protocol step 3: explain the staged counts against the cluster, and decide."""
@@ -422,6 +436,9 @@ class BackfillRunner:
     def _collect(self, attempt: _Attempt, returncode: int) -> tuple[dict, str]:
         """The attempt's result file and its log's tail; its work folder goes."""
         outcome = read_json(attempt.folder / RESULT_FILE) or {}
+        last = read_json(attempt.folder / PROGRESS_FILE) or {}
+        if last.get("phase") == "done":
+            self._stage(last)
         log_tail = _tail(attempt.folder / "job.log")
         shutil.rmtree(attempt.folder, ignore_errors=True)
         attempt.record["ended_at"] = timezone.now().isoformat()
@@ -465,7 +482,7 @@ class BackfillRunner:
             report = self.checks.report_from(outcome, readable, compacted)
         # A discarded output comes with problems in the report: run() fails the job with them.
         return {"report": self.checks.with_unread(report, readable), "sink": outcome.get("sink") or sink.describe(),
-                "timings": attempt.record["timings"]}
+                "timings": attempt.record["timings"], "verified_by": outcome.get("verified_by", "")}
 
     def _ended(self, attempt: _Attempt, outcome: str) -> None:
         attempt.record["outcome"] = outcome

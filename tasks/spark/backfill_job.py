@@ -178,6 +178,7 @@ def run(spec: JobSpec, *, parent_pipe, started: float, spark=None, secrets: Kafk
         timings["written"] = time.time()
         progress.write("verifying", spec.total)
         result["partitions"] = sink.summarize(spec.ranges)
+        result["verified_by"] = sink.verified_by
         timings["verified"] = time.time()
         result["status"] = _settle(sink, spec, result=result, parent_pipe=parent_pipe, progress=progress)
         timings["finished"] = time.time()

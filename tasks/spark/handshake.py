@@ -76,18 +76,22 @@ def read_json(path: str | Path) -> dict | None:
 
 
 class ProgressFile:
-    """The job's progress: ``{"phase", "done", "total", "at", ...}``, rewritten
-    whole at every change."""
+    """The job's progress: ``{"phase", "done", "total", "at", "phases", ...}``,
+    rewritten whole at every change; ``phases`` says when each phase so far
+    began (epoch seconds), so a reader that missed one still knows it."""
 
     def __init__(self, path: str, total: int) -> None:
         self.path = Path(path)
         self.total = total
         self._lock = threading.Lock()
+        self._phases: dict[str, float] = {}
 
     def write(self, phase: str, done: int, **extra) -> None:
-        payload = {"phase": phase, "done": int(done), "total": self.total, "at": time.time(), **extra}
         with self._lock:  # the progress trackers write from their own threads
-            write_json(self.path, payload)
+            at = time.time()
+            self._phases.setdefault(phase, at)
+            write_json(self.path, {"phase": phase, "done": int(done), "total": self.total, "at": at,
+                                   "phases": dict(self._phases), **extra})
 
 
 class ParentPipe(threading.Thread):
@@ -120,11 +124,14 @@ class ParentPipe(threading.Thread):
 
 class Decision:
     """Step 4 for an attempt in the runner's own process (Spark Connect): what
-    ``ParentPipe`` is to a job process. The first decision counts."""
+    ``ParentPipe`` is to a job process. The first decision counts.
+    ``asked`` is set when the job waits for it (step 2), so the runner in
+    the same process need not poll for that."""
 
-    def __init__(self) -> None:
+    def __init__(self, asked: threading.Event | None = None) -> None:
         self.decision: str | None = None
         self.decided = threading.Event()
+        self.asked = asked or threading.Event()
 
     def decide(self, decision: str) -> None:
         if not self.decided.is_set():
@@ -144,6 +151,9 @@ def await_decision(*, channel: ParentPipe | Decision | None, result: dict, resul
     result["status"] = STAGED
     write_json(result_file, result)
     progress.write(STAGED, progress.total)
+    asked = getattr(channel, "asked", None)
+    if asked is not None:
+        asked.set()
     channel.decided.wait()
     return channel.decision
 

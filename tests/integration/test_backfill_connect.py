@@ -22,6 +22,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from django.conf import settings
 from django.db import connection
+from django.test import Client
 
 from groups.models import Cluster, RemediationJob
 from groups.domain.planning import BackfillRange
@@ -57,6 +58,14 @@ def test_a_connect_server_backfills_exactly_the_range_and_a_rerun_replaces_it(
         == [("connect", f"localhost:{connect_server.port}", "published")]
     assert attempts[0]["tag"] == f"gapwatch-backfill-{job.id}-{attempts[0]['attempt']}" and attempts[0]["session_id"]
     assert job.progress_done == 2 * K == job.progress_total
+    assert [(s["name"], s["done"], s["total"], s["finished"]) for s in job.progress_stages] == [
+        ("read and write", 2 * K, 2 * K, True), ("verify", 2 * K, 2 * K, True),
+        ("explain and publish", 2 * K, 2 * K, True)]
+    assert job.result["verified_by"] == "footers and checksum"
+    page = Client()
+    page.force_login(approver)
+    text = page.get(f"/jobs/{job.id}/").content.decode()
+    assert "read and write" in text and "records/s" in text and "explain and publish" in text
     output = Path(backfill_settings.BACKFILL_OUTPUT) / str(job.id)
     assert parquet_rows(str(output)) == scenario.expected_rows()
     again = run_backfill(backfill_request_for(job))

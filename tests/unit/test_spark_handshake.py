@@ -74,5 +74,17 @@ def test_a_file_not_written_yet_or_half_written_reads_as_none(tmp_path):
     (tmp_path / "progress.json").write_text('{"phase": "wri')
     assert read_json(tmp_path / "progress.json") is None
     ProgressFile(str(tmp_path / "progress.json"), total=3).write("writing", 1, tasks_done=1)
-    assert {k: v for k, v in json.loads((tmp_path / "progress.json").read_text()).items() if k != "at"} == {
+    written = json.loads((tmp_path / "progress.json").read_text())
+    assert {k: v for k, v in written.items() if k not in ("at", "phases")} == {
         "phase": "writing", "done": 1, "total": 3, "tasks_done": 1}
+    assert written["phases"] == {"writing": written["at"]}
+
+
+def test_the_progress_file_keeps_when_each_phase_began(tmp_path):
+    progress = ProgressFile(str(tmp_path / "progress.json"), total=3)
+    progress.write("writing", 0)
+    began = read_json(tmp_path / "progress.json")["at"]
+    progress.write("writing", 2)
+    progress.write("verifying", 3)
+    written = read_json(tmp_path / "progress.json")
+    assert written["phases"] == {"writing": began, "verifying": written["at"]}

@@ -2,8 +2,10 @@
 delivered. Runs inside the Spark job (``tasks.spark.backfill_job``): no
 Django, no ORM. ``backfill_job.make_sink`` picks one of three sinks:
 
-- ``parquet.ParquetSink`` writes to a staging folder, counts what the staging
-  folder holds (read back from storage, not from the writer), and only then
+- ``parquet.ParquetSink`` writes to a staging folder, proves what the staging
+  folder holds from its files' footers and a checksum of the offsets the
+  write observed (``tasks.spark.offset_check``; read back from storage when
+  that proof fails, to locate every hole and duplicate), and only then
   swaps it in as ``<output>/<job id>/`` (``tasks.spark.handshake``): a re-run
   replaces the previous output, never adds to it;
 - ``kafka.KafkaSink`` produces to the replay topic (partition p of the source
@@ -16,7 +18,7 @@ Django, no ORM. ``backfill_job.make_sink`` picks one of three sinks:
   is shipped to the session, ``code_archive``), and counts the records the
   function pulled.
 
-Each has ``needs_publish``, ``describe()``, ``prepare()`` (before reading),
+Each has ``needs_publish``, ``verified_by`` (how ``summarize`` knew), ``describe()``, ``prepare()`` (before reading),
 ``write(records)``, ``summarize(ranges)``, ``publish(manifest)`` and
 ``discard()``, and ends with the same per-partition summary
 (``tasks.spark.counting``; Spark counts delivered offsets in ``summary``):

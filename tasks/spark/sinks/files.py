@@ -77,6 +77,37 @@ class OutputFiles:
             return []
         return [f"{folder.rstrip('/')}/{info.base_name}" for info in found if info.base_name.startswith(prefix)]
 
+    def parquet_footers(self, folder: str, column: str) -> list[tuple[dict[str, str], int, int | None, int | None]]:
+        """Every Parquet data file under ``folder`` as its footer says: the
+        ``name=value`` folder levels above it (Spark's escaping undone), its
+        rows, and the least and greatest value of ``column`` (None when a
+        row group has no statistics for it). Reads footers only, never data."""
+        from urllib.parse import unquote
+
+        import pyarrow.parquet as pq
+        from pyarrow import fs
+
+        filesystem, path = self._resolve(folder)
+        footers = []
+        for info in filesystem.get_file_info(fs.FileSelector(path, recursive=True)):
+            if info.type != fs.FileType.File or not info.base_name.endswith(".parquet"):
+                continue
+            levels = dict(unquote(part).split("=", 1) for part in info.path[len(path):].strip("/").split("/")[:-1]
+                          if "=" in part)
+            with filesystem.open_input_file(info.path) as handle:
+                metadata = pq.ParquetFile(handle).metadata
+            index = metadata.schema.names.index(column) if column in metadata.schema.names else None
+            low = high = None
+            for group in range(metadata.num_row_groups if metadata.num_rows else 0):
+                statistics = metadata.row_group(group).column(index).statistics if index is not None else None
+                if statistics is None or not statistics.has_min_max:
+                    low = high = None
+                    break
+                low = statistics.min if low is None else min(low, statistics.min)
+                high = statistics.max if high is None else max(high, statistics.max)
+            footers.append((levels, metadata.num_rows, low, high))
+        return footers
+
     def write_text(self, uri: str, text: str) -> None:
         filesystem, path = self._resolve(uri)
         with filesystem.open_output_stream(path) as stream:

@@ -25,6 +25,8 @@ class HandlerSink:
     task, and a re-run of the job calls the handler again."""
 
     needs_publish = False
+    # What the handler pulled from its iterators, counted as it pulled them.
+    verified_by = "the handler's own count"
 
     def __init__(self, spark: SparkSession, *, handler: str) -> None:
         self.spark = spark

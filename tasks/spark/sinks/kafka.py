@@ -20,7 +20,7 @@ from tasks.spark.sinks.records import (
     ORIGIN_PARTITION,
     ORIGIN_TOPIC,
 )
-from tasks.spark.sinks.summary import summarize_offsets
+from tasks.spark.sinks.summary import READ_BACK, summarize_offsets
 
 
 class KafkaSink:
@@ -31,6 +31,7 @@ class KafkaSink:
     origin headers identify them."""
 
     needs_publish = False
+    verified_by = READ_BACK
 
     def __init__(self, spark: SparkSession, *, kafka_options: dict[str, str], topics: dict[str, str],
                  start_offsets: dict[str, dict[str, int]], job_id: str, attempt: str) -> None:

@@ -10,7 +10,40 @@ from pyspark.sql import DataFrame, SparkSession
 
 from groups.domain.planning import BackfillRange
 from tasks.spark.counting import partition_summary
-from tasks.spark.session import sql_api
+from tasks.spark.offset_check import Checksum
+from tasks.spark.session import is_connect, sql_api
+
+# How a sink's summary was made: proven from what its files say and the
+# write's own checksum, or counted by reading everything back.
+FOOTERS = "footers and checksum"
+READ_BACK = "read back"
+
+
+class ObservedChecksum:
+    """The count and checksum of the offsets a write passes
+    (``offset_check.Checksum``), as Spark observes them in the same pass:
+    ``df.observe(o.observation, *o.columns)``, then ``o.result()`` after
+    the write (None if Spark reported nothing)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        F, _ = sql_api(spark)  # noqa: N806
+        if is_connect(spark):
+            from pyspark.sql.connect.observation import Observation
+        else:
+            from pyspark.sql import Observation
+        self.observation = Observation("gapwatch-offsets")
+        hashed = F.xxhash64(F.col("offset"))
+        self.columns = (
+            F.count(F.lit(1)).alias("rows"),
+            F.coalesce(F.sum(F.shiftright(hashed, 32)), F.lit(0)).alias("high"),
+            F.coalesce(F.sum(hashed.bitwiseAND(F.lit(0xFFFFFFFF))), F.lit(0)).alias("low"),
+        )
+
+    def result(self) -> Checksum | None:
+        values = self.observation.get
+        if not values or any(values.get(name) is None for name in ("rows", "high", "low")):
+            return None
+        return Checksum(rows=int(values["rows"]), high=int(values["high"]), low=int(values["low"]))
 
 
 def summarize_offsets(spark: SparkSession, delivered: DataFrame, ranges: Sequence[BackfillRange]) -> list[dict]:

@@ -1,0 +1,16 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ("groups", "0022_topic_end_offsets"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="remediationjob",
+            name="progress_stages",
+            field=models.JSONField(blank=True, default=list),
+        ),
+    ]
