@@ -28,7 +28,7 @@ from groups.domain.sinks import BackfillSink
 from groups.models import Cluster, RemediationJob
 from groups.services.jobs import job_record_progress, job_record_reason, job_record_result, job_record_stages
 from groups.services.remediation import job_transition
-from tasks.backfill.runner import WORKDIR_PREFIX, BackfillFailed, BackfillRequest, BackfillRunner
+from tasks.backfill.runner import BackfillFailed, BackfillRequest, BackfillRunner, work_prefix
 from tasks.job_lock import job_lock
 from tasks.kafka.adapter import KafkaUnavailable
 from tasks.spark.connect import ConnectUnavailable, interrupt
@@ -88,7 +88,7 @@ def execute_backfill(*, job_id: int) -> str:
         if not locked:
             return "running elsewhere"
         # Work folders of attempts whose worker died (nobody else runs this job: we hold its lock).
-        for stale in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}{job_id}-*"):
+        for stale in Path(tempfile.gettempdir()).glob(f"{work_prefix(str(job_id))}*"):
             shutil.rmtree(stale, ignore_errors=True)
         earlier: list[dict] = []
         if not job_transition(job_id=job_id, from_statuses=[Status.QUEUED], to_status=Status.RUNNING,

@@ -47,6 +47,7 @@ Re-runs and kills:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -92,6 +93,17 @@ MAX_ATTEMPTS = 2
 PROGRESS_POLL_SECONDS = 0.5
 # Each attempt's spec, progress, result and log live in <tmp>/<prefix><run id>-<random>/.
 WORKDIR_PREFIX = "gapwatch-backfill-"
+
+
+def work_prefix(run_id: str) -> str:
+    """The name every work folder of a run starts with, in the temp folder:
+    the install's database first (host, port and name, hashed), then the run.
+    Two installs on one machine, or the suite's two workers, number their
+    jobs alike; a job clearing its dead attempts' folders must find only its
+    own (it once deleted another install's live attempt)."""
+    database = settings.DATABASES["default"]
+    install = hashlib.sha256(f"{database.get('HOST')}:{database.get('PORT')}/{database.get('NAME')}".encode())
+    return f"{WORKDIR_PREFIX}{install.hexdigest()[:8]}-{run_id}-"
 # Ranges bigger than this are split across Spark tasks (minPartitions); also
 # the grain of the progress estimate.
 RECORDS_PER_TASK = 200_000
@@ -373,7 +385,7 @@ class BackfillRunner:
 
     def _start(self, readable: list[PreparedRange], sink: SinkSpec) -> _Attempt:
         attempt_id = uuid.uuid4().hex[:12]
-        folder = Path(tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.request.run_id}-"))
+        folder = Path(tempfile.mkdtemp(prefix=work_prefix(self.request.run_id)))
         spec = self._spec(attempt_id, readable, sink, folder)
         (folder / "spec.json").write_text(json.dumps(spec.to_json(), indent=1))
         record = {"attempt": attempt_id, "started_at": timezone.now().isoformat(), "pid": None, "outcome": "running"}

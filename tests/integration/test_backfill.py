@@ -35,7 +35,7 @@ from groups.domain.planning import BackfillRange
 from groups.services.remediation import job_transition
 from tasks.backfill import runner as backfill
 from tasks.backfill.executor import backfill_request_for
-from tasks.backfill.runner import BackfillRequest, run_backfill
+from tasks.backfill.runner import BackfillRequest, run_backfill, work_prefix
 from tasks.spark.session import build_session, spark_dir
 from tests.integration.backfill_harness import (
     BIG, LATER, ROOT, K, Scenario, alive, parquet_rows, replayed_rows, run_job, staging_leftovers,
@@ -226,7 +226,7 @@ def test_it_restarts_a_job_whose_worker_died_and_publishes_exactly_the_range(
     output = Path(backfill_settings.BACKFILL_OUTPUT) / str(job.id)
     assert parquet_rows(str(output)) == scenario.expected_rows(partitions=(2, 3))
     assert staging_leftovers(backfill_settings) == []
-    assert list(Path(tempfile.gettempdir()).glob(f"gapwatch-backfill-{job.id}-*")) == []  # the dead attempt's too
+    assert list(Path(tempfile.gettempdir()).glob(f"{work_prefix(str(job.id))}*")) == []  # the dead attempt's too
 
 
 @pytest.mark.spark
@@ -305,3 +305,14 @@ def test_it_prints_the_plan_by_default_and_runs_it_with_execute(broker, unique, 
     assert f"succeeded: {K - 5} of {K - 5} records delivered" in printed
     assert "on a Spark process of its own" in printed  # no Spark host in this test
     assert parquet_rows(str(output)) == [row for row in scenario.expected_rows(partitions=(3,)) if row[2] >= 5]
+
+
+def test_two_installs_never_share_a_jobs_work_folders(settings):
+    """A job clears its dead attempts' folders by their prefix: another install
+    (or the suite's other worker, with a database of its own) numbers its jobs
+    alike, and its live attempt's folder must not match."""
+    mine = work_prefix("1")
+    settings.DATABASES = {**settings.DATABASES, "default": {**settings.DATABASES["default"], "NAME": "other"}}
+    theirs = work_prefix("1")
+    assert mine != theirs and not theirs.startswith(mine) and not mine.startswith(theirs)
+    assert not work_prefix("12").startswith(work_prefix("1")), "job 1 never takes job 12's folders"
