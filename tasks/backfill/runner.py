@@ -69,7 +69,6 @@ from groups.domain.planning import BackfillRange
 from groups.domain.read_isolation import READ_COMMITTED
 from groups.domain.secrets import secret_redact
 from groups.domain.sinks import DEFAULT_SINK, HANDLER, KAFKA, PARQUET
-from groups.domain.tls import key_as_pkcs8
 from groups.domain.transaction_wait import HeldRange, OpenTransaction, abort_due_ms, held_ranges, hold_message
 from tasks.backfill.checks import ClusterChecks
 from tasks.backfill.launch import ConnectJob, JobProcess, launch
@@ -104,27 +103,11 @@ def work_prefix(run_id: str) -> str:
     database = settings.DATABASES["default"]
     install = hashlib.sha256(f"{database.get('HOST')}:{database.get('PORT')}/{database.get('NAME')}".encode())
     return f"{WORKDIR_PREFIX}{install.hexdigest()[:8]}-{run_id}-"
+
+
 # Ranges bigger than this are split across Spark tasks (minPartitions); also
 # the grain of the progress estimate.
 RECORDS_PER_TASK = 200_000
-
-
-def job_settings(config: ClusterConfig) -> KafkaSettings:
-    """What the job's spec says about the cluster: everything but the secrets."""
-    return KafkaSettings(
-        bootstrap_servers=config.bootstrap_servers, security_protocol=config.security_protocol,
-        sasl_mechanism=config.sasl_mechanism, sasl_username=config.sasl_username, ssl_ca_pem=config.ssl_ca_pem,
-        ssl_certificate_pem=config.ssl_certificate_pem, ssl_endpoint_identification=config.ssl_endpoint_identification,
-        oauth_token_endpoint=config.oauth_token_endpoint, oauth_client_id=config.oauth_client_id,
-        oauth_scope=config.oauth_scope)
-
-
-def job_secrets(config: ClusterConfig) -> KafkaSecrets:
-    """The secrets the job gets beside its spec; the key as unencrypted
-    PKCS#8, the form the Java client reads (``tls.key_as_pkcs8``), so no key password."""
-    key = key_as_pkcs8(config.ssl_key_pem, config.ssl_key_password) if config.ssl_key_pem else ""
-    return KafkaSecrets(sasl_password=config.sasl_password, ssl_key_pem=key,
-                        oauth_client_secret=config.oauth_client_secret)
 
 
 class BackfillFailed(Exception):
@@ -218,7 +201,7 @@ class BackfillRunner:
         self.on_stages = on_stages or (lambda stages: None)
         self.on_wait = on_wait or (lambda reason: None)
         self.transaction_wait: dict = {}
-        self.secrets = job_secrets(request.cluster)
+        self.secrets = KafkaSecrets.of(request.cluster)
         self.on_progress = on_progress or (lambda done, total: None)
         self.on_attempt = on_attempt or (lambda attempts: None)
         self.adapter = KafkaAdapter(request.cluster, timeout=settings.KAFKA_TIMEOUT_SECONDS)
@@ -404,7 +387,7 @@ class BackfillRunner:
         config = self.request.cluster
         return JobSpec(
             job_id=self.request.run_id, attempt=attempt,
-            kafka=job_settings(config),
+            kafka=KafkaSettings.of(config),
             ranges=tuple(BackfillRange(p.range.topic, p.range.partition, p.read_start, p.range.end)
                          for p in readable),
             isolation=self.request.isolation, sink=sink, master=self.request.master, jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),

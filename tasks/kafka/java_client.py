@@ -31,7 +31,6 @@ from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.secrets import secret_redact
-from groups.domain.tls import key_as_pkcs8
 from tasks.kafka.errors import AccessRefused, KafkaUnavailable, missing_acl
 from tasks.kafka.jvm import JvmUnavailable, gateway_discard, java_gateway
 from tasks.spark.reader import kafka_options
@@ -68,16 +67,8 @@ def java_client_properties(config: ClusterConfig) -> dict[str, str]:
     Kafka source gets (PEM trust and key stores, JAAS from the secrets, the
     OAuth login handler), without its ``kafka.`` prefix. The key is given as
     unencrypted PKCS#8, the form the Java client reads."""
-    settings = KafkaSettings(
-        bootstrap_servers=config.bootstrap_servers, security_protocol=config.security_protocol,
-        sasl_mechanism=config.sasl_mechanism, sasl_username=config.sasl_username, ssl_ca_pem=config.ssl_ca_pem,
-        ssl_certificate_pem=config.ssl_certificate_pem, ssl_endpoint_identification=config.ssl_endpoint_identification,
-        oauth_token_endpoint=config.oauth_token_endpoint, oauth_client_id=config.oauth_client_id,
-        oauth_scope=config.oauth_scope)
-    key = key_as_pkcs8(config.ssl_key_pem, config.ssl_key_password) if config.ssl_key_pem else ""
-    secrets = KafkaSecrets(sasl_password=config.sasl_password, ssl_key_pem=key,
-                           oauth_client_secret=config.oauth_client_secret)
-    return {name.removeprefix("kafka."): value for name, value in kafka_options(settings, secrets).items()}
+    options = kafka_options(KafkaSettings.of(config), KafkaSecrets.of(config))
+    return {name.removeprefix("kafka."): value for name, value in options.items()}
 
 
 class JavaClient:

@@ -44,9 +44,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
+from groups.domain.cluster_config import ClusterConfig
 from groups.domain.planning import BackfillRange, backfill_range_problem
 from groups.domain.read_isolation import READ_COMMITTED, isolation_problem
 from groups.domain.sinks import HANDLER, JOB_SINKS, KAFKA, PARQUET
+from groups.domain.tls import key_as_pkcs8
 
 SECRETS_ENV = "GAPWATCH_KAFKA_SECRETS"
 DEFAULT_RECORDS_PER_TASK = 200_000
@@ -98,6 +100,12 @@ class KafkaSettings:
                    **{**text, "security_protocol": text["security_protocol"] or "PLAINTEXT"},
                    ssl_endpoint_identification=kafka.get("ssl_endpoint_identification", True))
 
+    @classmethod
+    def of(cls, config: ClusterConfig) -> KafkaSettings:
+        """A cluster's connection settings, as every Java client of it gets
+        them (the Spark job's Kafka source, the poll's JVM): the one mapping."""
+        return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
+
 
 @dataclass(frozen=True)
 class KafkaSecrets:
@@ -130,6 +138,13 @@ class KafkaSecrets:
                 or not all(isinstance(value, str) for value in data.values()):
             raise SpecError(f"{SECRETS_ENV} must be a JSON object of the secrets' names and texts")
         return cls(**data)
+
+    @classmethod
+    def of(cls, config: ClusterConfig) -> KafkaSecrets:
+        """A cluster's secrets for a Java client: the key as unencrypted PKCS#8,
+        the form the Java client reads (``tls.key_as_pkcs8``), so no key password."""
+        key = key_as_pkcs8(config.ssl_key_pem, config.ssl_key_password) if config.ssl_key_pem else ""
+        return cls(sasl_password=config.sasl_password, ssl_key_pem=key, oauth_client_secret=config.oauth_client_secret)
 
 
 @dataclass(frozen=True)

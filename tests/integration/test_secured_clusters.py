@@ -36,7 +36,7 @@ from groups.models import AuditEvent, Cluster, Finding, RemediationJob
 from groups.services.clusters import cluster_create
 from groups.services.remediation import job_request
 from tasks import connection
-from tasks.backfill import runner
+from tasks.spark.spec import KafkaSecrets
 from tasks.jobs import run_remediation_job
 from tasks.polling import cluster_adapter, poll_cluster
 from tests.integration.backfill_harness import K as BACKFILL_K
@@ -196,7 +196,7 @@ def test_a_secured_cluster_is_polled_reset_and_backfilled(
                  *(str(event.detail) for event in AuditEvent.objects.all()),
                  cluster.last_error, cluster.ssl_key_pem_encrypted]
         # As stored, and as the job got them (the key opened, as PKCS#8).
-        for secret in (*secrets.values(), *runner.job_secrets(cluster.client_config()).values):
+        for secret in (*secrets.values(), *KafkaSecrets.of(cluster.client_config()).values):
             assert not any(secret in text for text in shown), "a secret was written down"
     finally:
         for future in broker.admin.delete_consumer_groups(group_ids, request_timeout=30).values():

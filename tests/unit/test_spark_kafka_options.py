@@ -10,7 +10,6 @@ import re
 import pytest
 
 from groups.domain.cluster_config import ClusterConfig
-from tasks.backfill.runner import job_secrets, job_settings
 from tasks.spark.reader import REDACTION_REGEX, SESSION_REDACTION, STRING_REDACTION_REGEX, kafka_options
 from tasks.spark.spec import SECRETS_ENV, JobSpec, KafkaSecrets, KafkaSettings, SinkSpec, SpecError
 from groups.domain.planning import BackfillRange
@@ -81,10 +80,10 @@ def test_the_secrets_travel_in_the_environment_and_never_in_the_spec():
     config = ClusterConfig("b:9093", "SASL_SSL", "SCRAM-SHA-512", "gw", "sasl-pw", ssl_ca_pem=ca.certificate_pem,
                            ssl_certificate_pem=client.certificate_pem, ssl_key_pem=client.key_pem("kp-1", traditional=True),
                            ssl_key_password="kp-1", oauth_client_secret="client-secret-1")
-    spec = JobSpec(job_id="1", attempt="a", kafka=job_settings(config), ranges=(BackfillRange("t", 0, 0, 1),),
+    spec = JobSpec(job_id="1", attempt="a", kafka=KafkaSettings.of(config), ranges=(BackfillRange("t", 0, 0, 1),),
                    sink=SinkSpec("parquet", output="/o"), jars_dir="/j", progress_file="/p", result_file="/r")
     text = json.dumps(spec.to_json())
-    secrets = job_secrets(config)
+    secrets = KafkaSecrets.of(config)
     assert JobSpec.from_json(json.loads(text)) == spec
     assert ca.certificate_pem in text.replace("\\n", "\n"), "the CA is public: it is in the spec"
     for secret in (*config.secrets, *secrets.values):
