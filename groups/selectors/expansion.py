@@ -91,3 +91,12 @@ def expansion_jobs_to_resume(*, stalled_before) -> list[int]:
     return list(ExpansionJob.objects.filter(
         Q(state=ExpansionJob.State.RUNNING) | Q(state=ExpansionJob.State.APPROVED, updated_at__lt=stalled_before))
         .order_by("id").values_list("id", flat=True))
+
+
+def expansion_jobs_visible(*, user):
+    """The expansion jobs whose topic the person's scope lets them read, newest first."""
+    from groups.models import ExpansionJob
+    from groups.selectors.access import scope_of
+
+    rows = ExpansionJob.objects.select_related("cluster", "topic", "requested_by", "approved_by")
+    return scope_of(user).rows(rows, cluster="cluster__name", topic="topic__name")
