@@ -3,7 +3,7 @@ topic (``dry_run`` true), the request for it (``dry_run`` false: an expansion
 job waiting for a second approver), its approval or refusal, and the job."""
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Status
 
 from groups.api.schemas import (
     Error,
@@ -39,7 +39,7 @@ def plan(request: HttpRequest, payload: ExpansionIn):
         job = expansion_jobs.expansion_request(user=request.user, cluster=payload.cluster, topic=payload.topic,
                                                partitions=payload.partitions, fingerprint=payload.fingerprint,
                                                repairs=repairs)
-        return 201, expansion_jobs_visible(user=request.user).get(id=job.id)
+        return Status(201, expansion_jobs_visible(user=request.user).get(id=job.id))
     planned = expansions.expansion_plan(user=request.user, cluster=payload.cluster, topic=payload.topic,
                                         partitions=payload.partitions, dry_run=payload.dry_run)
     return expansions.expansion_plan_as_dict(planned)
