@@ -76,8 +76,13 @@ class ExpansionRunner:
         self.topic = job.topic.name
         self.cluster_id = job.cluster_id
         self.config = job.cluster.client_config()
-        self.adapter = KafkaAdapter(self.config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        self.adapter = self.new_adapter()
         self._share: ShareGroupReader | None = None
+
+    def new_adapter(self) -> KafkaAdapter:
+        """A fresh client: librdkafka's admin client keeps the topic's metadata from before the
+        partitions were added, and answers "no leaders found" for them until its next refresh."""
+        return KafkaAdapter(self.config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
 
     @property
     def share(self) -> ShareGroupReader:
@@ -110,6 +115,7 @@ class ExpansionRunner:
             except (Refused, AccessRefused) as refused:
                 return self.fail(step, str(refused))
             except KafkaUnavailable as error:
+                self.adapter = self.new_adapter()
                 attempts += 1
                 if attempts >= MAX_ATTEMPTS:
                     return self.fail(step, f"{MAX_ATTEMPTS} attempts failed, the last: {error}")
@@ -167,6 +173,7 @@ class ExpansionRunner:
             raise Refused(f"the topic has {details.partitions} partitions, neither the planned {job.from_partitions} "
                           f"nor {job.to_partitions}: someone else changed it; no partitions were added")
         self.adapter.add_partitions(self.topic, job.to_partitions)
+        self.adapter = self.new_adapter()
         return {"added": True, "words": f"{job.from_partitions} → {job.to_partitions} partitions"}
 
     def step_commit_empty(self, job: ExpansionJob) -> dict:
