@@ -70,7 +70,8 @@ def test_a_worker_killed_before_a_share_config_is_restored_is_resumed_and_restor
     job = expansion_request(user=alice, cluster="local", topic=topic, partitions=4,
                             fingerprint=shown["fingerprint"], verdict=_broker_verdict)
 
-    env = worker_env(JOB_RECOVERY_SECONDS="2", EXPANSION_WATCH_SECONDS="600")
+    # A killed worker's poll lock (a watcher tick's) lasts POLL_LOCK_SECONDS: short, so it never outlives the test.
+    env = worker_env(JOB_RECOVERY_SECONDS="2", EXPANSION_WATCH_SECONDS="600", POLL_LOCK_SECONDS="10")
     log = open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the processes below
     first = start_celery(["worker", "--pool", "threads", "--concurrency", "2", "-n", f"first-{unique}@%h"], env, log)
     processes = [first]

@@ -291,7 +291,8 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
                 assert hole == [], (group_id, p, hole[:10], len(hole))
         missed_by_live = sum(len(delivered[p]) for p in (2, 3))
         assert missed_by_live > 0  # the latest group did start above the log start: the backfill mattered
-        print(f"\nexpansion {job_id}: live group missed and got back {missed_by_live} offsets; "
+        print(f"\nexpansion {job_id}: approval to verdict {(job.finished_at - job.approved_at).total_seconds():.1f} s; "
+              f"live group missed and got back {missed_by_live} offsets; "
               f"ends {ends}; verdicts {json.dumps({g: v['words'] for g, v in job.verdicts.items()})}")
 
         assert {"expansion.requested", "expansion.approved", "expansion.validate", "expansion.protected",
