@@ -35,7 +35,7 @@ from groups.selectors.metrics import (
 from groups.models import Cluster, Finding, RemediationJob
 
 class GapwatchCollector:
-    """Evaluated per scrape; five queries whatever the number of clusters.
+    """Evaluated per scrape; six queries whatever the number of clusters.
 
     ``scope`` (a person scraping with their session or API token, limited to
     a team scope): only the clusters it lets them read, and of the per-group
