@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicCollection
 
-from groups.models import AuditEvent, ConsumerGroup, ExpansionJob, RemediationJob, Topic
+from groups.models import AuditEvent, ConsumerGroup, ExpansionJob, Notification, RemediationJob, Topic
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
 from tests.integration.kafka_harness import GroupConsumer, RateProducer, ShareGroupConsumer, kafka_tool, wait_until
 from tests.integration.pages_harness import client_for
@@ -203,6 +203,7 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         backfill_settings):
     settings.FOUR_EYES = True
     settings.LAG_SAMPLE_INTERVAL_SECONDS = 1
+    settings.WEBHOOK_URL = "http://127.0.0.1:9/hook"  # the end's event is written; nobody needs to receive it
     topic = f"xp-{unique}"
     names = {kind: f"{kind}-{unique}" for kind in ("live", "left", "shared", "quiet", "early")}
     broker.create_topic(topic, 2)
@@ -299,6 +300,9 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
                 "expansion.add_partitions", "expansion.committed", "expansion.restored", "expansion.watch",
                 "expansion.backfills", "expansion.verify", "expansion.done"} <= set(
             AuditEvent.objects.filter(object_type="expansion").values_list("action", flat=True))
+        [event] = Notification.objects.filter(event="expansion.finished")
+        assert (event.payload["state"], event.payload["expansion"], set(event.payload["groups"])) == \
+            ("done", job_id, set(names.values()))
         assert "gapwatch_expansion_groups_total{cluster=\"local\",verdict=\"nothing_lost\"} 5.0" in \
             alice.get("/metrics").content.decode()
     finally:
