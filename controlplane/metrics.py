@@ -25,6 +25,8 @@ from groups.domain.scopes import VIEWER
 from groups.selectors.access import Scope, scope_of
 from groups.selectors.lists import clusters_with_certificates_list
 from groups.selectors.metrics import (
+    EXPANSION_VERDICTS,
+    expansion_verdicts_by_cluster,
     findings_open_lag_list,
     findings_summary_by_cluster,
     group_topics_lag_list,
@@ -33,7 +35,7 @@ from groups.selectors.metrics import (
 from groups.models import Cluster, Finding, RemediationJob
 
 class GapwatchCollector:
-    """Evaluated per scrape; five queries whatever the number of clusters.
+    """Evaluated per scrape; six queries whatever the number of clusters.
 
     ``scope`` (a person scraping with their session or API token, limited to
     a team scope): only the clusters it lets them read, and of the per-group
@@ -54,6 +56,17 @@ class GapwatchCollector:
         yield from self._finding_metrics(names, summary)
         yield from self._outcome_metrics(names, summary)
         yield from self._lag_metrics()
+        yield from self._expansion_metrics(names)
+
+    def _expansion_metrics(self, cluster_names: list[str]) -> Iterator[Metric]:
+        groups = CounterMetricFamily(
+            "gapwatch_expansion_groups", "Groups judged at the end of expansion jobs, by verdict (nothing_lost; "
+            "loss: offsets remain unrepaired; not_decided: the job failed first).", labels=["cluster", "verdict"])
+        counts = expansion_verdicts_by_cluster()
+        for name in cluster_names:
+            for verdict in EXPANSION_VERDICTS:
+                groups.add_metric([name, verdict], counts.get((name, verdict), 0))
+        yield groups
 
     def _cluster_metrics(self, clusters: list[Cluster]) -> Iterator[Metric]:
         up = GaugeMetricFamily("gapwatch_cluster_up", "1 if the last poll of the cluster succeeded.", labels=["cluster"])

@@ -82,6 +82,12 @@ FIRST_COMMIT_WATCH_SECONDS = env_int("FIRST_COMMIT_WATCH_SECONDS", 300, minimum=
 # Jobs whose worker died are found and enqueued again (tasks.jobs.recover_jobs).
 JOB_RECOVERY_SECONDS = env_int("JOB_RECOVERY_SECONDS", 60, minimum=1)
 JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 600, minimum=1)
+# An expansion job (issue 33) watches its new partitions at most this long for
+# every group's start to be decided (a classic group's members see them at their
+# metadata refresh, 300 s by default), and waits at most EXPANSION_VERIFY_SECONDS
+# for its backfills' verification; what is still open then is said in its verdict.
+EXPANSION_WATCH_SECONDS = env_int("EXPANSION_WATCH_SECONDS", 900, minimum=1)
+EXPANSION_VERIFY_SECONDS = env_int("EXPANSION_VERIFY_SECONDS", 3600, minimum=1)
 # A dead worker's poll lock expires after this long.
 POLL_LOCK_SECONDS = env_int("POLL_LOCK_SECONDS", max(120, 6 * POLL_INTERVAL_SECONDS), minimum=10)
 # A cluster of at least POLL_SPLIT_PARTITIONS partitions (0: never) is polled
@@ -314,6 +320,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "recover-jobs": {
         "task": "gapwatch.recover_jobs",
+        "schedule": float(JOB_RECOVERY_SECONDS),
+        "options": {"expires": float(JOB_RECOVERY_SECONDS)},
+    },
+    "recover-expansions": {
+        "task": "gapwatch.recover_expansions",
         "schedule": float(JOB_RECOVERY_SECONDS),
         "options": {"expires": float(JOB_RECOVERY_SECONDS)},
     },

@@ -628,3 +628,66 @@ class RuleRepair(models.Model):
     job = models.ForeignKey(RemediationJob, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     refused = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
+
+
+class ExpansionJob(models.Model):
+    """A guarded expansion (issue 33): raising ``topic`` from ``from_partitions``
+    to ``to_partitions``, with the plan as it was approved, and what the job
+    did for each group that reads the topic.
+
+    ``plan``: the plan's JSON as shown to the requester (``expansion_plan_as_dict``),
+    ``plan_fingerprint`` its decisions' hash (``groups.domain.expansion_job.plan_fingerprint``):
+    approval re-plans and refuses a plan that changed since.
+    ``decisions``: per group id, ``{"outcome", "kind", "reason", "sink",
+    "sink_params", "max_records", "protection": {...}, "fallback": ..., "backfill_jobs": [...]}``;
+    a share group's previous ``share.auto.offset.reset`` is written there
+    before the job changes it. ``steps``: per step name, when it was done and
+    what it found (``{"validate": {"done_at": ..., "detail": ...}}``); a re-run
+    continues at the first step not done. ``verdicts``: per group id, the
+    end's verdict: ``{"nothing_lost": bool, "words", "unrepaired": [{"partition", "start", "end", "why"}]}``.
+    Its state moves only by compare-and-set (``groups.services.expansion_jobs``).
+    """
+
+    class State(models.TextChoices):
+        PLANNED = "planned"  # requested: waiting for a second person's approval
+        APPROVED = "approved"
+        RUNNING = "running"
+        DONE = "done"  # nothing lost, for every group
+        DONE_WITH_LOSS = "done_with_loss"  # the verdicts say which offsets remain unrepaired
+        FAILED = "failed"  # the job stopped; ``error`` and the steps say what it left undone
+        REFUSED = "refused"  # the approver refused it; nothing was changed
+
+    ACTIVE = (State.PLANNED, State.APPROVED, State.RUNNING)
+    FINISHED = (State.DONE, State.DONE_WITH_LOSS, State.FAILED, State.REFUSED)
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="expansions")
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="expansions")
+    from_partitions = models.PositiveIntegerField()
+    to_partitions = models.PositiveIntegerField()
+    plan = models.JSONField(default=dict)
+    plan_fingerprint = models.CharField(max_length=64)
+    decisions = models.JSONField(default=dict)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PLANNED)
+    steps = models.JSONField(default=dict, blank=True)
+    verdicts = models.JSONField(default=dict, blank=True)
+    status_reason = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    requested_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, related_name="+")
+    approved_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # One expansion at a time per topic: a repeated request meets the first.
+            models.UniqueConstraint(fields=["topic"], condition=models.Q(state__in=["planned", "approved", "running"]),
+                                    name="one_active_expansion_per_topic"),
+        ]
+        indexes = [models.Index(fields=["state"])]
+
+    def __str__(self) -> str:
+        return f"expansion {self.id} of {self.topic_id} to {self.to_partitions} ({self.state})"

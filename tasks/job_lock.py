@@ -13,17 +13,19 @@ from django.db import connection
 
 log = logging.getLogger(__name__)
 LOCK_NAMESPACE = 0x6266
+# Expansion jobs (tasks/expansion_job.py) number their own rows: their locks live apart.
+EXPANSION_NAMESPACE = 0x6578
 
 
-def _key(job_id: int) -> tuple[int, int]:
-    return (LOCK_NAMESPACE, job_id % 2**31)
+def _key(job_id: int, namespace: int = LOCK_NAMESPACE) -> tuple[int, int]:
+    return (namespace, job_id % 2**31)
 
 
 @contextmanager
-def job_lock(job_id: int) -> Iterator[bool]:
+def job_lock(job_id: int, namespace: int = LOCK_NAMESPACE) -> Iterator[bool]:
     """Yield True while this connection holds the job's lock, False if another does."""
     with connection.cursor() as cursor:
-        cursor.execute("select pg_try_advisory_lock(%s, %s)", _key(job_id))
+        cursor.execute("select pg_try_advisory_lock(%s, %s)", _key(job_id, namespace))
         locked = bool(cursor.fetchone()[0])
     try:
         yield locked
@@ -31,12 +33,12 @@ def job_lock(job_id: int) -> Iterator[bool]:
         if locked:
             try:
                 with connection.cursor() as cursor:
-                    cursor.execute("select pg_advisory_unlock(%s, %s)", _key(job_id))
+                    cursor.execute("select pg_advisory_unlock(%s, %s)", _key(job_id, namespace))
             except Exception:  # noqa: BLE001 - a lost connection released it already
                 log.warning("could not release the lock of job %s", job_id, exc_info=True)
 
 
-def job_lock_free(job_id: int) -> bool:
+def job_lock_free(job_id: int, namespace: int = LOCK_NAMESPACE) -> bool:
     """True when no executor holds the job's lock (asked without keeping it)."""
-    with job_lock(job_id) as locked:
+    with job_lock(job_id, namespace) as locked:
         return locked

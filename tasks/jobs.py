@@ -7,6 +7,7 @@ import time
 from datetime import timedelta
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 from django.utils import timezone
 
@@ -18,6 +19,7 @@ from groups.services.redis_client import redis_lock
 from groups.services.remediation import job_transition
 from groups.services.resets import reset_jobs_retry_waiting
 from tasks.connection import run_connection_test
+from tasks.expansion_job import expansions_to_resume, run_expansion
 from tasks.expansions import validate_partitions
 from tasks.executors import EXECUTORS
 from tasks.job_lock import job_lock_free
@@ -31,7 +33,7 @@ from tasks.watching import observation_step, watch_cluster
 # ``tasks.jobs``) registers every name ``groups.services.dispatch`` sends.
 __all__ = ["poll_all_clusters", "poll_cluster_task", "poll_part_task", "ping", "watch_all_clusters", "watch_cluster_task", "recover_jobs", "run_connection_test",
            "read_records", "run_remediation_job", "send_notification", "count_missed_records_task",
-           "validate_partitions"]
+           "validate_partitions", "run_expansion_job", "recover_expansions"]
 
 log = logging.getLogger(__name__)
 
@@ -159,3 +161,26 @@ def run_remediation_job(job_id: int) -> str:
             job_id=job_id, reason=f"no executor for {kind} jobs is installed in this version; the job stays queued")
         return "no executor"
     return executor(job_id=job_id)
+
+
+@shared_task(name="gapwatch.run_expansion_job", acks_late=True, reject_on_worker_lost=True)
+def run_expansion_job(job_id: int) -> str:
+    """Carry out (or resume) an approved expansion (tasks/expansion_job.py),
+    watching its new partitions with this module's watcher tick."""
+    return run_expansion(job_id, tick=watch_cluster_task)
+
+
+@shared_task(name="gapwatch.recover_expansions", ignore_result=True)
+def recover_expansions() -> list[int]:
+    """Enqueue again every expansion whose worker died (beat, and each worker's start)."""
+    ids = expansions_to_resume()
+    for job_id in ids:
+        log.warning("expansion job %s has no live executor; resumed", job_id)
+        run_expansion_job.delay(job_id)
+    return ids
+
+
+@worker_ready.connect
+def _resume_expansions_on_start(sender=None, **_) -> None:
+    """A worker that starts resumes what a dead one left running."""
+    recover_expansions.delay()

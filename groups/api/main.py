@@ -27,6 +27,7 @@ from ninja.security import APIKeyHeader, SessionAuth
 from groups.api import expansions, read, write
 from groups.api.schemas import Error
 from groups.services.dispatch import QueueUnavailable
+from groups.services.expansion_jobs import ExpansionJobNotFound
 from groups.services.expansions import ExpansionNotFound
 from groups.services.remediation import Conflict, DuplicateJob, FindingNotFound
 from groups.services.tokens import presented_key
@@ -156,6 +157,11 @@ def _no_finding(request: HttpRequest, error: FindingNotFound) -> HttpResponse:
 
 @api.exception_handler(ExpansionNotFound)
 def _no_topic(request: HttpRequest, error: ExpansionNotFound) -> HttpResponse:
+    return _error(request, 404, str(error))
+
+
+@api.exception_handler(ExpansionJobNotFound)
+def _no_expansion(request: HttpRequest, error: ExpansionJobNotFound) -> HttpResponse:
     return _error(request, 404, str(error))
 
 

@@ -21,7 +21,7 @@ from groups.domain.group_kinds import GROUP_KINDS, group_kind
 from groups.domain.planning import BACKFILL_UNTIL
 from groups.domain.replay_topics import replay_topic_for
 from groups.domain.sinks import JOB_SINKS
-from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
+from groups.models import Cluster, ConsumerGroup, ExpansionJob, Finding, RemediationJob
 from groups.services.bulk import MAX_BULK_FINDINGS
 
 # ISO 8601 with the offset as Python writes it ("+00:00"), as the API always has.
@@ -488,14 +488,36 @@ class ApprovedManyOut(Schema):
 # --- Expansions (issue 33, item 1: planned only) ---------------------------------------
 
 
+class RepairIn(Schema):
+    model_config = _CLOSED
+    sink: Text | None = Field(None, description="parquet, kafka or handler; default: the group's backfill sink.")
+    replay_topic: Text | None = Field(None, description="For the kafka sink; default: the group's.")
+    handler: Text | None = Field(None, description="For the handler sink: one of BACKFILL_HANDLERS.")
+    max_records: Annotated[StrictInt, Field(ge=0, le=INT64_MAX)] | None = Field(
+        None, description="The most offsets the backfill may replay by itself (more waits for a person); "
+        "default: the plan's high estimate.")
+
+
 class ExpansionIn(Schema):
-    """Plan raising a topic's partition count. Only a dry run so far: any other
-    ``dry_run`` is a 400 and changes nothing."""
+    """Plan raising a topic's partition count (``dry_run`` true), or ask for it
+    (``dry_run`` false, with the plan's ``fingerprint``): the expansion job is
+    stored waiting for a second approver. A missing ``dry_run`` is a 400."""
 
     cluster: Text = Field(description="Cluster name.")
     topic: Text = Field(description="Topic name.")
     partitions: StrictInt = Field(description="The new total partition count: higher than the topic's count.")
-    dry_run: StrictBool | None = Field(None, description="Must be true: expansions are only planned so far.")
+    dry_run: StrictBool | None = Field(None, description="true: the plan only; false: request the expansion.")
+    fingerprint: Text | None = Field(None, description="With dry_run false: the fingerprint of the plan you saw.")
+    repairs: dict[str, RepairIn] | None = Field(
+        None, description="With dry_run false: per group id repaired after, its backfill's sink and maximum.")
+
+
+class ExpansionApproveIn(Schema):
+    fingerprint: Text | None = Field(None, description="The fingerprint of the plan you saw on the job's page.")
+
+
+class ExpansionRefuseIn(Schema):
+    reason: Text = Field(description="Why the expansion is refused.")
 
 
 class ProduceRateOut(Schema):
@@ -555,3 +577,46 @@ class ExpansionPlanOut(Schema):
     counts: dict[str, int]
     groups_outside_scope: int = Field(description="Groups reading the topic that your scope does not show.")
     groups: list[GroupPlanOut]
+    fingerprint: str = Field(description="What approving this plan approves (its decisions): send it back to "
+                             "request the expansion.")
+
+
+class ExpansionJobOut(Schema):
+    model_config = _CLOSED
+    id: int
+    url: str = Field(description="The job's page.")
+    cluster: str = Field(alias="cluster.name")
+    topic: str = Field(alias="topic.name")
+    from_partitions: int
+    to_partitions: int
+    state: Literal[tuple(ExpansionJob.State.values)] = Field(description=(
+        "planned (waiting for a second approver), approved, running, done (nothing lost for every group), "
+        "done_with_loss (the verdicts name what remains unrepaired), failed (the error and verdicts say what "
+        "was left undone), refused."))
+    plan: dict[str, Any] = Field(description="The plan as requested and approved.")
+    plan_fingerprint: str
+    decisions: dict[str, Any] = Field(description="Per group id: outcome, protection (previous value, applied, "
+                                      "undone), commits, fallback, sink, max_records, backfills queued.")
+    steps: dict[str, Any] = Field(description="Per step done: when, and what it found.")
+    verdicts: dict[str, Any] = Field(description="Per group id at the end: nothing_lost, words, unrepaired "
+                                     "[{partition, start, end, why}] (half-open offset ranges).")
+    status_reason: str
+    error: str
+    requested_by: str | None
+    approved_by: str | None
+    created_at: IsoDateTime
+    approved_at: IsoDateTime | None
+    started_at: IsoDateTime | None
+    finished_at: IsoDateTime | None
+
+    @staticmethod
+    def resolve_url(job) -> str:
+        return f"/expansions/{job.id}/"
+
+    @staticmethod
+    def resolve_requested_by(job) -> str | None:
+        return job.requested_by.get_username() if job.requested_by else None
+
+    @staticmethod
+    def resolve_approved_by(job) -> str | None:
+        return job.approved_by.get_username() if job.approved_by else None

@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("groups", "0022_topic_end_offsets"),
+        ("groups", "0023_expansion_job"),
     ]
 
     operations = [

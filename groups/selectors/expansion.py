@@ -68,3 +68,35 @@ def expansion_readers(*, topic: Topic, readers: QuerySet[GroupTopic]) -> list[Re
                                       existing_topics=existing),
         ))
     return facts
+
+
+def expansion_findings(*, job) -> dict[tuple[str, int], Finding]:
+    """The newest finding of each (group id, new partition) of an expansion
+    job: those the watcher made for the partitions it added (created after
+    its approval)."""
+    rows = (Finding.objects.filter(cluster_id=job.cluster_id, topic_id=job.topic_id,
+                                   partition__gte=job.from_partitions, partition__lt=job.to_partitions,
+                                   created_at__gte=job.approved_at or job.created_at)
+            .select_related("cluster", "group", "topic").order_by("created_at", "id"))
+    return {(finding.group.group_id, finding.partition): finding for finding in rows}
+
+
+def expansion_jobs_to_resume(*, stalled_before) -> list[int]:
+    """Expansion jobs ``running`` (whose executor may be gone: the caller
+    checks the job's lock), and ``approved`` ones untouched since ``stalled_before``."""
+    from django.db.models import Q
+
+    from groups.models import ExpansionJob
+
+    return list(ExpansionJob.objects.filter(
+        Q(state=ExpansionJob.State.RUNNING) | Q(state=ExpansionJob.State.APPROVED, updated_at__lt=stalled_before))
+        .order_by("id").values_list("id", flat=True))
+
+
+def expansion_jobs_visible(*, user):
+    """The expansion jobs whose topic the person's scope lets them read, newest first."""
+    from groups.models import ExpansionJob
+    from groups.selectors.access import scope_of
+
+    rows = ExpansionJob.objects.select_related("cluster", "topic", "requested_by", "approved_by")
+    return scope_of(user).rows(rows, cluster="cluster__name", topic="topic__name")

@@ -89,3 +89,21 @@ def group_topics_lag_list() -> list[dict]:
     )
     return [{"cluster": cluster, "group": group, "group_type": group_kind(type_, group), "topic": topic, "lag": lag}
             for cluster, group, type_, topic, lag in rows]
+
+
+# The verdict labels of gapwatch_expansion_groups: nothing_lost, loss, or not_decided (a failed job's groups).
+EXPANSION_VERDICTS = ("nothing_lost", "loss", "not_decided")
+
+
+def expansion_verdicts_by_cluster() -> dict[tuple[str, str], int]:
+    """Groups judged by finished expansion jobs, counted by (cluster name, verdict)."""
+    from groups.models import ExpansionJob
+
+    counts: dict[tuple[str, str], int] = {}
+    for cluster, verdicts in ExpansionJob.objects.filter(finished_at__isnull=False).values_list(
+            "cluster__name", "verdicts"):
+        for verdict in (verdicts or {}).values():
+            nothing_lost = verdict.get("nothing_lost")
+            label = "not_decided" if nothing_lost is None else "nothing_lost" if nothing_lost else "loss"
+            counts[cluster, label] = counts.get((cluster, label), 0) + 1
+    return counts

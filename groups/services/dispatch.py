@@ -18,7 +18,9 @@ SEND_NOTIFICATION = "gapwatch.send_notification"
 TEST_CONNECTION = "gapwatch.test_connection"
 READ_RECORDS = "gapwatch.read_records"
 VALIDATE_PARTITIONS = "gapwatch.validate_partitions"
-TASK_NAMES = (RUN_REMEDIATION_JOB, SEND_NOTIFICATION, TEST_CONNECTION, READ_RECORDS, VALIDATE_PARTITIONS)
+RUN_EXPANSION_JOB = "gapwatch.run_expansion_job"
+TASK_NAMES = (RUN_REMEDIATION_JOB, SEND_NOTIFICATION, TEST_CONNECTION, READ_RECORDS, VALIDATE_PARTITIONS,
+              RUN_EXPANSION_JOB)
 
 
 class QueueUnavailable(Exception):

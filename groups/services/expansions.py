@@ -23,6 +23,7 @@ from groups.domain.expansion import (
     partitions_problem,
     plan_expansion,
 )
+from groups.domain.expansion_job import plan_fingerprint
 from groups.domain.scopes import VIEWER
 from groups.models import Cluster, GroupTopic, Topic
 from groups.selectors.access import scope_of
@@ -31,8 +32,8 @@ from groups.services.dispatch import VALIDATE_PARTITIONS, QueueUnavailable, Task
 
 # How long a page or the API waits for the worker's CreatePartitions (validate_only).
 VERDICT_WAIT_SECONDS = 30.0
-NOT_YET = ("expansions are only planned so far: send \"dry_run\": true for the plan; nothing was changed "
-           "on the cluster and nothing was stored")
+NOT_YET = ("a plan is asked with \"dry_run\": true; the expansion itself with \"dry_run\": false and the "
+           "plan's \"fingerprint\" (then a second approver approves it); nothing was changed or stored")
 
 Verdict = Callable[[Cluster, str, int], BrokerVerdict]
 
@@ -117,7 +118,7 @@ def expansion_plan_as_dict(planned: PlannedExpansion) -> dict:
             "measured_from": samples.measured_from.isoformat() if samples.measured_from else None,
             "measured_until": samples.measured_until.isoformat() if samples.measured_until else None,
         }
-    return {
+    shown = {
         "dry_run": True,
         "changed": "nothing: a plan only; the broker was asked with validate_only",
         "cluster": planned.cluster,
@@ -143,3 +144,5 @@ def expansion_plan_as_dict(planned: PlannedExpansion) -> dict:
             for g in plan.groups
         ],
     }
+    # What approving this plan approves (the decisions, not the moving rate and estimates).
+    return {**shown, "fingerprint": plan_fingerprint(shown)}

@@ -2,8 +2,8 @@
 manage clusters, applied after every poll (full or the watcher's) by
 ``standing_rules_apply``. The decision is the pure core's
 (``groups.domain.standing_rules``); the backfill is planned by the same
-preview a person sees (``previews.backfill_preview``) and written by the one
-job writer (``remediation.job_create``), approved on the rule's behalf and
+preview a person sees and queued by the one writer of repairs approved in
+advance (``preapproved.queue_preapproved_backfill``, an expansion's too),
 audited as the rule's. A finding is acted on once (``RuleRepair``): queued,
 or left to a person with the reason.
 """
@@ -19,13 +19,12 @@ from django.db import transaction
 from groups.domain.replay_topics import replay_topic_problem
 from groups.domain.sinks import HANDLER, JOB_SINKS, KAFKA
 from groups.domain.standing_rules import StandingRule, rule_decision, rule_for
-from groups.models import Finding, RemediationJob, RepairRule, RuleRepair
+from groups.models import Finding, RepairRule, RuleRepair
 from groups.services.audit import audit_record
 from groups.services.clusters import require_manager
 from groups.services.dispatch import QueueUnavailable
+from groups.services.preapproved import queue_preapproved_backfill
 from groups.services.previews import backfill_preview
-from groups.services.lifecycle import Conflict
-from groups.services.remediation import job_create
 
 log = logging.getLogger(__name__)
 
@@ -79,15 +78,6 @@ def rule_delete(*, rule: RepairRule, by) -> None:
         rule.delete()
 
 
-def _record(*, rule: RepairRule, finding: Finding, job: RemediationJob | None, reason: str) -> None:
-    RuleRepair.objects.create(rule=rule, finding=finding, job=job, refused="" if job else reason)
-    audit_record(action="repair_rule.queued" if job else "repair_rule.left", actor=None, cluster=rule.cluster,
-                 object_type="finding", object_id=finding.id,
-                 detail={"rule": rule.id, "name": rule.name, "group": finding.group.group_id,
-                         "topic": finding.topic.name, "partition": finding.partition,
-                         "job": job.id if job else None, "reason": reason})
-
-
 def standing_rules_apply(*, cluster_id: int) -> list[int]:
     """Every open, decided finding of the cluster that an enabled rule covers
     and that no rule acted on yet: the rule's backfill of the sound range,
@@ -113,8 +103,7 @@ def standing_rules_apply(*, cluster_id: int) -> list[int]:
             preview = backfill_preview(finding_ids=[finding.id], sink=row.sink, replay_topic=row.replay_topic,
                                        handler=row.handler)
         except ValidationError as error:
-            with transaction.atomic():
-                _record(rule=row, finding=finding, job=None, reason="; ".join(error.messages))
+            RuleRepair.objects.create(rule=row, finding=finding, refused="; ".join(error.messages))
             continue
         decision = rule_decision(rule, state=finding.state, bound_end=finding.backfill_end,
                                  offsets=preview["total"], records=preview["records"])
@@ -122,14 +111,14 @@ def standing_rules_apply(*, cluster_id: int) -> list[int]:
             continue
         try:
             with transaction.atomic():
-                job = None
-                if decision.decision == "queue":
-                    job = job_create(cluster=finding.cluster, group=finding.group, kind=RemediationJob.Kind.BACKFILL,
-                                     params={**preview["params"], "rule": row.id}, plan=preview["plan"],
-                                     findings=[finding], requested_by=None, source=f"{SOURCE_RULE} {row.name}")
-                _record(rule=row, finding=finding, job=job, reason=decision.reason)
-        except (Conflict, QueueUnavailable) as error:  # a job already on it, the finding closed, no queue
-            log.info("rule %s left finding %s for now: %s", row.name, finding.id, error)
+                # The one way a repair approved in advance is queued (or left to a person, audited).
+                job, why = queue_preapproved_backfill(
+                    finding=finding, sink=row.sink, sink_params={"replay_topic": row.replay_topic,
+                                                                 "handler": row.handler},
+                    max_records=row.max_records, origin=f"{SOURCE_RULE} {row.name}", params={"rule": row.id})
+                RuleRepair.objects.create(rule=row, finding=finding, job=job, refused="" if job else why)
+        except QueueUnavailable as error:
+            log.info("rule %s left finding %s for the next poll: %s", row.name, finding.id, error)
             continue
         if job is not None:
             queued.append(job.id)

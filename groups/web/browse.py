@@ -63,7 +63,8 @@ from groups.services.clusters import (
     group_update_settings,
     require_manager,
 )
-from groups.services.expansions import ExpansionNotFound, expansion_plan
+from groups.selectors.expansion import expansion_jobs_visible
+from groups.services.expansions import ExpansionNotFound, expansion_plan, expansion_plan_as_dict
 from groups.text import partition_ranges
 from groups.web.charts import (
     CHART_FIT,
@@ -158,6 +159,8 @@ def topic_detail(request: HttpRequest, topic_id: int) -> HttpResponse:
     return render(request, "browse/topic.html", {
         "topic": topic, "timeline": timeline, "readers": readers, "page_query": _page_query(request),
         "planned": planned, "plan_error": plan_error, "plan_partitions": request.GET.get("partitions", ""),
+        "plan_fingerprint": expansion_plan_as_dict(planned)["fingerprint"] if planned else "",
+        "expansions": expansion_jobs_visible(user=request.user).filter(topic=topic)[:10],
     }, status=400 if plan_error else 200)
 
 

@@ -159,6 +159,31 @@ class ShareGroupReader(JavaReads):
                     found[group_id] = AutoOffsetReset(str(entry.value()), explicit=explicit)
             return found
 
+    def set_auto_offset_reset(self, *, group_id: str, value: str | None) -> None:
+        """Set the group's ``share.auto.offset.reset`` to ``value`` on the
+        GROUP config resource (IncrementalAlterConfigs), or with None delete
+        the group's own value, so the broker's default applies again. Takes
+        AlterConfigs on the group; a refusal raises ``AccessRefused`` naming it."""
+        stage = "alter share group config"
+        with self._calls(stage):
+            jvm = self._jvm
+            config_type = getattr(jvm, "org.apache.kafka.common.config.ConfigResource$Type").GROUP
+            resource = jvm.org.apache.kafka.common.config.ConfigResource(config_type, group_id)
+            op_types = getattr(jvm, "org.apache.kafka.clients.admin.AlterConfigOp$OpType")
+            entry = jvm.org.apache.kafka.clients.admin.ConfigEntry(AUTO_OFFSET_RESET, value)
+            operation = jvm.org.apache.kafka.clients.admin.AlterConfigOp(
+                entry, op_types.SET if value is not None else op_types.DELETE)
+            options = jvm.org.apache.kafka.clients.admin.AlterConfigsOptions().timeoutMs(self._timeout_ms)
+            try:
+                self._get(self._client.incrementalAlterConfigs({resource: [operation]}, options).all())
+            except Py4JJavaError as error:
+                if cause_class(error) == JAVA_ERRORS + "GroupAuthorizationException":
+                    cause = cause_of(error)
+                    raise self._unavailable(stage, (
+                        f"GroupAuthorizationException: {cause.getMessage()} "
+                        f"({missing_acl('AlterConfigs', 'group', group_id)})"), refused=True) from None
+                raise GroupError(group_id, error) from None
+
     def read_all(self) -> tuple[ShareGroupState, ...]:
         """Every share group with its description, start offsets and reset
         policy: four requests whatever the number of groups (list, describe,

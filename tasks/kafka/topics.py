@@ -56,6 +56,19 @@ class TopicOperations(KafkaClient):
             return BrokerVerdict(accepted=False, reason=describe_error(error, operation="Alter", topic=topic))
         return BrokerVerdict(accepted=True, reason=f"the broker would raise {topic!r} to {count} partitions")
 
+    def add_partitions(self, topic: str, count: int) -> None:
+        """Raise ``topic`` to ``count`` partitions (CreatePartitions). A
+        refusal (a count not higher, limits, a missing Alter ACL) or no answer
+        raises KafkaUnavailable; after no answer the partitions may exist,
+        so callers describe the topic before trying again."""
+        try:
+            future = self.admin.create_partitions([NewPartitions(topic, count)], request_timeout=self._timeout)[topic]
+            future.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
+        except Exception as error:  # noqa: BLE001 - KafkaException, a timeout, librdkafka's own ValueError
+            raise self._unavailable("topics", f"add partitions to {topic!r} ({count} in all): "
+                                    f"{describe_error(error, operation='Alter', topic=topic)}",
+                                    cause=error) from None
+
     def create_topic(self, topic: str, *, partitions: int, replication_factor: int) -> None:
         try:
             future = self.admin.create_topics(

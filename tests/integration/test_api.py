@@ -630,7 +630,10 @@ def test_it_serves_an_openapi_document_that_every_answer_conforms_to(api, two_cl
     assert set(document["paths"]) == {f"/api/v1/{name}" for name in ("findings", "clusters", "topics", "groups", "schema",
                                                                       "jobs", "findings/{id}", "findings/{id}/approve",
                                                                       "findings/{id}/dismiss", "findings/dismiss",
-                                                                      "findings/approve", "expansions")}
+                                                                      "findings/approve", "expansions",
+                                                                      "expansions/{job_id}",
+                                                                      "expansions/{job_id}/approve",
+                                                                      "expansions/{job_id}/refuse")}
     approver = user_with_role("approver-for-schema", "approver")
     api.force_login(approver)
     finding = Finding.objects.filter(closed_at__isnull=True).first()

@@ -179,8 +179,8 @@ def _refused_without_asking(cluster, topic, count):
 
 
 @pytest.mark.parametrize(("body", "status", "error"), [
-    pytest.param({"cluster": "local", "topic": "orders", "partitions": 3, "dry_run": False}, 400, NOT_YET,
-                 id="dry-run-false"),
+    pytest.param({"cluster": "local", "topic": "orders", "partitions": 3, "dry_run": False}, 403,
+                 "needs the approver role", id="dry-run-false-by-a-viewer"),
     pytest.param({"cluster": "local", "topic": "orders", "partitions": 3}, 400, NOT_YET, id="dry-run-missing"),
     pytest.param({"cluster": "local", "topic": "orders", "partitions": 3, "dry_run": "true"}, 400,
                  "dry_run must be", id="dry-run-text"),

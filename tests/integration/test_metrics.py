@@ -89,6 +89,8 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
             for status in ("succeeded", "failed", "cancelled"):
                 put("gapwatch_jobs_finished_total", 0, cluster=cluster, kind=kind, status=status)
         put("gapwatch_redelivered_messages_total", 0, cluster=cluster)
+        for verdict in ("nothing_lost", "loss", "not_decided"):
+            put("gapwatch_expansion_groups_total", 0, cluster=cluster, verdict=verdict)
     return expected
 
 
@@ -140,10 +142,10 @@ def test_it_sums_lag_over_the_partitions_of_a_topic_in_one_state(client, stored_
 def test_it_reads_the_database_at_every_scrape_in_a_bounded_number_of_queries(
     client, stored_state, django_assert_max_num_queries
 ):
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         scrape(client)
     Cluster.objects.filter(name="stage").update(status=Cluster.Status.OK, polls_total=6)
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         after = samples(scrape(client))
     assert after[("gapwatch_cluster_up", (("cluster", "stage"),))] == 1
     assert after[("gapwatch_polls_total", (("cluster", "stage"),))] == 6

@@ -75,8 +75,7 @@ def test_an_unannounced_expansion_is_repaired_by_the_rule_and_nothing_is_left_un
     assert (repair.rule_id, repair.job_id, repair.refused) == (rule.id, job.id, "")
     requested = AuditEvent.objects.get(action="job.requested", object_id=job.id)
     assert requested.actor is None and requested.detail["via"] == f"standing-rule ruled-{unique}"
-    queued = AuditEvent.objects.get(action="repair_rule.queued", object_id=finding.id)
-    assert queued.detail["rule"] == rule.id and queued.detail["job"] == job.id
+    assert job.params["source"] == f"standing-rule ruled-{unique}"
 
 
 @pytest.fixture
@@ -123,8 +122,10 @@ def test_past_its_maximum_a_rule_waits_for_the_count_then_leaves_the_finding_to_
                           records_read_uncommitted=40)
     assert standing_rules_apply(cluster_id=cluster.id) == []
     left = RuleRepair.objects.get(finding=second)
-    assert left.job is None and "31 records exceed the maximum of rule 'orders' (30)" in left.refused
-    assert AuditEvent.objects.get(action="repair_rule.left", object_id=second.id).detail["job"] is None
+    assert left.job is None and left.refused == ("31 records to replay, more than the 30 approved in advance: "
+                                                 "left for a person")
+    audited = AuditEvent.objects.get(action="backfill.left_for_a_person", object_id=second.id)
+    assert (audited.detail["via"], audited.detail["records"]) == ("standing-rule orders", 31)
     assert standing_rules_apply(cluster_id=cluster.id) == [] and RuleRepair.objects.count() == 2
 
 

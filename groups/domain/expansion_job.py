@@ -1,0 +1,187 @@
+"""The guarded expansion carried out (issue 33, items 2 to 4): the pure rules
+of an expansion job. No Django, no Kafka.
+
+- ``plan_fingerprint``: what approving a plan approves. The decisions only
+  (the count, the broker's acceptance, each group's outcome and sink), not the
+  produce rate or the estimates, which move with every poll.
+- ``STEPS`` and ``next_step``: the job's steps in order; a re-run after a
+  crash continues at the first one not done.
+- ``group_verdict``: from what the job and the broker observed for one group,
+  "nothing lost" or exactly which offsets of which partitions remain
+  unrepaired, and why.
+
+Offsets are "the next message to read"; every range is half-open ``[start, end)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+# The steps in order (item 4 of the issue):
+# validate: CreatePartitions with validate_only, again, just before acting;
+# protect: share groups set to share.auto.offset.reset=earliest (previous value recorded first);
+# add_partitions: CreatePartitions;
+# commit_empty: empty consumer groups committed at the new partitions' log start;
+# watch: the new partitions watched until every share group initialised them
+#        (then its config is restored) and every repaired-after group's finding is decided;
+# backfills: each pre-approved backfill of a decided finding queued (within its maximum);
+# verify: the backfills' verification awaited;
+# verdict: one verdict per group.
+STEPS = ("validate", "protect", "add_partitions", "commit_empty", "watch", "backfills", "verify", "verdict")
+STEP_LABELS = {
+    "validate": "the broker's verdict asked again (validate_only)",
+    "protect": "share groups set to start new partitions at earliest",
+    "add_partitions": "partitions added (CreatePartitions)",
+    "commit_empty": "empty groups committed at the new partitions' log start",
+    "watch": "new partitions watched until every group's start is decided; share configs restored",
+    "backfills": "pre-approved backfills queued",
+    "verify": "backfills verified",
+    "verdict": "a verdict per group",
+}
+
+
+def next_step(done: Mapping[str, object]) -> str | None:
+    """The first step of ``STEPS`` not in ``done`` (None: every step is done)."""
+    for step in STEPS:
+        if step not in done:
+            return step
+    return None
+
+
+def plan_fingerprint(plan: Mapping) -> str:
+    """The hash of what approving ``plan`` (the plan as JSON,
+    ``expansion_plan_as_dict``) decides: topic, counts, the broker's
+    acceptance, and per group its id, kind, outcome and sink. A plain hash:
+    it catches change, not forgery."""
+    decided = {
+        "cluster": plan.get("cluster"), "topic": plan.get("topic"),
+        "current_partitions": plan.get("current_partitions"), "new_partitions": plan.get("new_partitions"),
+        "accepted": bool((plan.get("broker_verdict") or {}).get("accepted")),
+        "groups": sorted(
+            [[g.get("group"), g.get("kind"), g.get("outcome"), g.get("sink")] for g in plan.get("groups", [])],
+            key=lambda row: str(row[0])),
+    }
+    return hashlib.sha256(json.dumps(decided, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+# --- The verdict per group --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionFacts:
+    """One new partition as observed for one group at the end of the job.
+
+    ``log_start``: the partition's log start when the job looked. ``start``:
+    where the group is known to have started it, from the broker (a share
+    group's start offset, a commit the job made, a finding's bound): None
+    when nothing tells. ``missed``: a finding's sound range ``[start, end)``
+    of offsets the group may not have read (definitely and possibly missed);
+    None when no finding says the group missed any. ``repaired``: a verified
+    backfill covered ``missed``. ``left``: why a repair did not run (over the
+    maximum, no sink, the backfill failed), "" when nothing was left."""
+
+    partition: int
+    log_start: int
+    start: int | None = None
+    missed: tuple[int, int] | None = None
+    repaired: bool = False
+    left: str = ""
+
+
+@dataclass(frozen=True)
+class GroupFacts:
+    group_id: str
+    outcome: str  # the plan's, or "repaired_after" for an empty group that got a member back first
+    partitions: Sequence[PartitionFacts] = field(default_factory=tuple)
+    # Why the job could not act for the group (a protection refused, a config not restored), "" none.
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class Unrepaired:
+    partition: int
+    start: int
+    end: int
+    why: str
+
+    def as_dict(self) -> dict:
+        return {"partition": self.partition, "start": self.start, "end": self.end, "why": self.why}
+
+
+@dataclass(frozen=True)
+class GroupVerdict:
+    group_id: str
+    nothing_lost: bool
+    words: str
+    unrepaired: tuple[Unrepaired, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {"nothing_lost": self.nothing_lost, "words": self.words,
+                "unrepaired": [u.as_dict() for u in self.unrepaired]}
+
+
+def _partition_loss(p: PartitionFacts) -> Unrepaired | None:
+    """What remains unrepaired on one partition, or None."""
+    if p.missed is not None:
+        start, end = p.missed
+        if end <= start or p.repaired:
+            return None
+        return Unrepaired(p.partition, start, end, p.left or "no verified backfill covered it")
+    if p.start is not None and p.start > p.log_start:
+        # Started above the log start with no finding to repair it: the range was never read.
+        return Unrepaired(p.partition, p.log_start, p.start, p.left or "the group started above the log start")
+    return None
+
+
+def group_verdict(facts: GroupFacts) -> GroupVerdict:
+    """Nothing lost, or the offsets that remain unrepaired, for one group.
+
+    A group is whole when, on every new partition, it started at the log
+    start (covered, protected) or the range it may have missed was replayed
+    by a verified backfill (repaired). A problem the job met for the group
+    (its config could not be restored, for instance) is said even when no
+    record was lost."""
+    losses = tuple(loss for loss in (_partition_loss(p) for p in facts.partitions) if loss is not None)
+    if losses:
+        total = sum(loss.end - loss.start for loss in losses)
+        words = f"{total} offset(s) unrepaired on {len(losses)} partition(s)"
+        if facts.problem:
+            words += f"; {facts.problem}"
+        return GroupVerdict(facts.group_id, False, words, losses)
+    how = {
+        "covered": "covered: it started every new partition at its log start",
+        "protected_before": "protected before: it started every new partition at its log start",
+        "repaired_after": "repaired after: what it missed was replayed by a verified backfill",
+        "at_risk": "it missed nothing on the new partitions",
+    }.get(facts.outcome, "it missed nothing on the new partitions")
+    if any(p.missed is not None and p.repaired for p in facts.partitions):
+        how = "repaired after: what it missed was replayed by a verified backfill"
+    words = f"nothing lost ({how})"
+    if facts.problem:
+        words += f"; but {facts.problem}"
+    return GroupVerdict(facts.group_id, True, words)
+
+
+def job_final_state(verdicts: Sequence[GroupVerdict]) -> str:
+    """``done`` when every group lost nothing, ``done_with_loss`` otherwise."""
+    return "done" if all(v.nothing_lost for v in verdicts) else "done_with_loss"
+
+
+# --- The repair's limit -------------------------------------------------------------------
+
+
+def repair_within_maximum(*, records: int, max_records: int | None, counted: bool = False) -> tuple[bool, str]:
+    """Whether a pre-approved backfill of ``records`` (counted from the log
+    when ``counted``, else the sound range's offsets, never fewer) may be
+    queued by itself, and if not, why: more than the approved maximum waits
+    for a person."""
+    if max_records is None:
+        return False, "no maximum was approved for this group's repair: left for a person"
+    if records > max_records:
+        unit = "records" if counted else "offsets"
+        return False, (f"{records} {unit} to replay, more than the {max_records} approved in advance: "
+                       "left for a person")
+    return True, ""

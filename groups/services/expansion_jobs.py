@@ -1,0 +1,290 @@
+"""Writes of a guarded expansion (issue 33, items 2 to 4): the request that
+stores the plan as shown, its approval by a second person (the plan re-made
+and compared), and what the job records as it runs (each step, each group's
+protection and repair, the verdicts at the end).
+
+Every state move is a compare-and-set; every step leaves an audit row. The
+job itself runs in ``tasks/expansion_job.py``.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from groups.domain.expansion import sink_problem
+from groups.domain.expansion_job import plan_fingerprint
+from groups.domain.scopes import APPROVER
+from groups.models import ConsumerGroup, ExpansionJob, Notification, Topic
+from groups.selectors.access import scope_of
+from groups.services import dispatch
+from groups.services.access import act_detail, same_person
+from groups.services.audit import audit_record
+from groups.services.expansions import Verdict, expansion_plan, expansion_plan_as_dict
+from groups.services.lifecycle import Conflict
+from groups.selectors.access import may_approve
+
+State = ExpansionJob.State
+# Group outcomes whose repair the request chooses (a protected empty group falls back to its repair
+# when a member returns before the commit).
+REPAIRABLE = ("repaired_after", "protected_before")
+
+
+class ExpansionJobNotFound(LookupError):
+    """No such expansion job that the person may see."""
+
+
+def _require_approver(user) -> None:
+    if not may_approve(user):
+        raise PermissionDenied("adding partitions needs the approver role")
+
+
+def _require_whole_scope(user, planned) -> None:
+    """The person must be allowed to act on the topic and see every group the plan covers."""
+    plan = planned.plan
+    if scope_of(user).may(APPROVER, cluster=planned.cluster, topic=plan.topic) is None:
+        raise PermissionDenied(f"your scope does not let you act on topic {plan.topic!r}")
+    if planned.groups_outside_scope:
+        raise PermissionDenied(f"{planned.groups_outside_scope} group(s) reading {plan.topic!r} are outside your "
+                               "scope: the plan you approve must show every group it changes")
+
+
+def _repair_choices(*, plan_dict: dict, topic: Topic, repairs: object) -> dict[str, dict]:
+    """Each group's decision as stored: its outcome and, for a group repaired
+    after (or protected, falling back to a repair), the sink and the most
+    offsets its backfill may replay by itself. ``repairs``: {group id:
+    {"sink", "replay_topic", "handler", "max_records"}} from the request;
+    a group not named gets its own default sink and the plan's high estimate.
+    ValidationError names what is wrong; nothing is written."""
+    if repairs is None:
+        repairs = {}
+    if not isinstance(repairs, dict):
+        raise ValidationError("repairs must be an object of group id to {sink, max_records}")
+    known = {g["group"]: g for g in plan_dict["groups"]}
+    unknown = sorted(set(repairs) - set(known))
+    if unknown:
+        raise ValidationError(f"repairs names group(s) the plan does not repair: {unknown[:5]!r}")
+    rows = {g.group_id: g for g in ConsumerGroup.objects.filter(cluster_id=topic.cluster_id, group_id__in=list(known))}
+    existing = set(Topic.objects.filter(cluster_id=topic.cluster_id, deleted=False).values_list("name", flat=True))
+    decisions = {}
+    for group_id, g in known.items():
+        decision = {"outcome": g["outcome"], "kind": g["kind"], "reason": g["reason"]}
+        choice = repairs.get(group_id) or {}
+        if not isinstance(choice, dict):
+            raise ValidationError(f"repairs[{group_id!r}] must be an object")
+        if g["outcome"] in REPAIRABLE and g["kind"] != "share" and group_id in rows:
+            row = rows[group_id]
+            sink = choice.get("sink") or g.get("sink") or row.backfill_sink
+            replay_topic = choice.get("replay_topic", "") or row.replay_topic
+            handler = choice.get("handler", "")
+            if not all(isinstance(v, str) for v in (sink, replay_topic, handler)):
+                raise ValidationError(f"repairs[{group_id!r}]: sink, replay_topic and handler must be text")
+            maximum = choice.get("max_records", (g.get("expected_missed") or {}).get("high"))
+            if maximum is not None and (isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 0):
+                raise ValidationError(f"repairs[{group_id!r}].max_records must be a whole number, 0 or more")
+            problem = sink_problem(sink=sink, replay_topic=replay_topic, topic=topic.name, existing_topics=existing)
+            if problem and g["outcome"] == "repaired_after":
+                raise ValidationError(f"group {group_id!r}: its sink {sink!r} cannot take the repair: {problem}")
+            decision.update(sink="" if problem else sink, sink_params={"replay_topic": replay_topic,
+                                                                        "handler": handler},
+                            max_records=maximum, sink_problem=problem)
+        decisions[group_id] = decision
+    return decisions
+
+
+def expansion_request(*, user, cluster: object, topic: object, partitions: object, fingerprint: object,
+                      repairs: object = None, verdict: Verdict | None = None) -> ExpansionJob:
+    """A person asks for the expansion they saw planned: stored ``planned``,
+    waiting for an approval.
+
+    1. The approver role on the topic, and a scope that shows every group.
+    2. The plan re-made now (the broker asked with validate_only) must be the
+       one shown: ``fingerprint`` is the dry run's; another is a Conflict.
+    3. The broker must accept the count; its refusal is a ValidationError.
+    4. The repairs chosen (sink, maximum) are checked; one active expansion
+       per topic (a repeated request is a Conflict naming the first).
+    Nothing is written unless every check passes."""
+    _require_approver(user)
+    planned = expansion_plan(user=user, cluster=cluster, topic=topic, partitions=partitions, dry_run=True,
+                             verdict=verdict)
+    _require_whole_scope(user, planned)
+    plan_dict = expansion_plan_as_dict(planned)
+    if not isinstance(fingerprint, str) or not fingerprint:
+        raise ValidationError("send the fingerprint of the plan you saw (the dry run's \"fingerprint\")")
+    if fingerprint != plan_dict["fingerprint"]:
+        raise Conflict("the plan changed since you saw it (a group's outcome, the partitions or the broker's "
+                       "verdict): nothing was stored; look at the plan again")
+    if not planned.plan.verdict.accepted:
+        raise ValidationError(f"the broker refuses this expansion: {planned.plan.verdict.reason}; nothing was "
+                              "stored or changed")
+    row = Topic.objects.get(cluster__name=planned.cluster, name=planned.plan.topic, deleted=False)
+    decisions = _repair_choices(plan_dict=plan_dict, topic=row, repairs=repairs)
+    try:
+        with transaction.atomic():
+            job = ExpansionJob.objects.create(
+                cluster=row.cluster, topic=row, from_partitions=planned.plan.current_partitions,
+                to_partitions=planned.plan.new_partitions, plan=plan_dict, plan_fingerprint=plan_dict["fingerprint"],
+                decisions=decisions, state=State.PLANNED, requested_by=user)
+            audit_record(action="expansion.requested", actor=user, cluster=row.cluster, object_type="expansion",
+                         object_id=job.id, detail={"topic": row.name, "from": job.from_partitions,
+                                                   "to": job.to_partitions, "fingerprint": job.plan_fingerprint,
+                                                   "counts": plan_dict["counts"], **act_detail(user)})
+    except IntegrityError:
+        active = ExpansionJob.objects.filter(topic=row, state__in=ExpansionJob.ACTIVE).first()
+        if active is None:
+            raise
+        raise Conflict(f"expansion {active.id} of {row.name!r} is already {active.state}: one at a time") from None
+    return job
+
+
+def expansion_approve(*, user, job_id: int, fingerprint: object = None,
+                      verdict: Verdict | None = None) -> ExpansionJob:
+    """Another approver approves the job: the plan is made again now and must
+    fingerprint as the one requested (and as the one the approver saw, when
+    ``fingerprint`` is sent); then ``approved`` and the job is enqueued.
+    PermissionDenied (role, scope, the requester themselves under FOUR_EYES),
+    Conflict (not waiting, or the plan changed), nothing written otherwise."""
+    _require_approver(user)
+    job = ExpansionJob.objects.select_related("cluster", "topic", "requested_by").filter(id=job_id).first()
+    if job is None or scope_of(user).may(APPROVER, cluster=job.cluster.name, topic=job.topic.name) is None:
+        raise ExpansionJobNotFound(f"no expansion {job_id} that you may approve")
+    if settings.FOUR_EYES and same_person(job.requested_by, user):
+        raise PermissionDenied("four-eyes: the person who requested an expansion cannot approve it "
+                               "(not from another account of theirs either)")
+    if job.state != State.PLANNED:
+        raise Conflict(f"expansion {job_id} is {job.state}, not waiting for approval")
+    if fingerprint is not None and fingerprint != job.plan_fingerprint:
+        raise Conflict("the plan you saw is not the plan requested: nothing was approved")
+    planned = expansion_plan(user=user, cluster=job.cluster.name, topic=job.topic.name,
+                             partitions=job.to_partitions, dry_run=True, verdict=verdict)
+    _require_whole_scope(user, planned)
+    now_plan = expansion_plan_as_dict(planned)
+    if now_plan["fingerprint"] != job.plan_fingerprint:
+        raise Conflict("the plan changed since it was requested (a group's outcome, a group that came or went, "
+                       "or the broker's verdict): nothing was approved; request the expansion again")
+    dispatch.queue_check()
+    with transaction.atomic():
+        moved = ExpansionJob.objects.filter(id=job_id, state=State.PLANNED).update(
+            state=State.APPROVED, approved_by=user, approved_at=timezone.now(), updated_at=timezone.now())
+        if not moved:
+            raise Conflict(f"expansion {job_id} was approved or refused by someone else meanwhile")
+        audit_record(action="expansion.approved", actor=user, cluster=job.cluster, object_type="expansion",
+                     object_id=job_id, detail={"topic": job.topic.name, "fingerprint": job.plan_fingerprint,
+                                               **act_detail(user)})
+        dispatch.task_enqueue_on_commit(dispatch.RUN_EXPANSION_JOB, job_id)
+    return ExpansionJob.objects.get(id=job_id)
+
+
+def expansion_refuse(*, user, job_id: int, reason: str) -> ExpansionJob:
+    """An approver refuses a planned expansion (the requester may withdraw
+    it): nothing was changed on the cluster, and the topic is free again."""
+    _require_approver(user)
+    reason = (reason or "").strip()
+    if not reason or "\x00" in reason:
+        raise ValidationError("a refusal needs a reason (text without NUL bytes)")
+    job = ExpansionJob.objects.select_related("cluster", "topic").filter(id=job_id).first()
+    if job is None or scope_of(user).may(APPROVER, cluster=job.cluster.name, topic=job.topic.name) is None:
+        raise ExpansionJobNotFound(f"no expansion {job_id} that you may refuse")
+    with transaction.atomic():
+        if not ExpansionJob.objects.filter(id=job_id, state=State.PLANNED).update(
+                state=State.REFUSED, status_reason=f"refused by {user.get_username()}: {reason[:1000]}",
+                finished_at=timezone.now(), updated_at=timezone.now()):
+            raise Conflict(f"expansion {job_id} is {ExpansionJob.objects.get(id=job_id).state}: only a planned "
+                           "expansion can be refused")
+        audit_record(action="expansion.refused", actor=user, cluster=job.cluster, object_type="expansion",
+                     object_id=job_id, detail={"reason": reason[:1000], **act_detail(user)})
+    return ExpansionJob.objects.get(id=job_id)
+
+
+# --- What the running job records -----------------------------------------------------------
+
+
+def expansion_start(*, job_id: int) -> bool:
+    """approved → running (compare-and-set); True when the job is running now
+    (started here, or resumed after a worker's death)."""
+    now = timezone.now()
+    with transaction.atomic():
+        if ExpansionJob.objects.filter(id=job_id, state=State.APPROVED).update(
+                state=State.RUNNING, started_at=now, updated_at=now):
+            job = ExpansionJob.objects.select_related("cluster").get(id=job_id)
+            audit_record(action="expansion.running", cluster=job.cluster, object_type="expansion",
+                         object_id=job_id, detail={"topic_id": job.topic_id})
+    return ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).exists()
+
+
+def _locked_running(job_id: int) -> ExpansionJob | None:
+    return ExpansionJob.objects.select_for_update().select_related("cluster").filter(
+        id=job_id, state=State.RUNNING).first()
+
+
+def expansion_record_step(*, job_id: int, step: str, detail: dict) -> bool:
+    """Step ``step`` is done, with what it found: written before the next
+    step starts, so a re-run continues after it. False when the job is no
+    longer running (nothing written)."""
+    with transaction.atomic():
+        job = _locked_running(job_id)
+        if job is None:
+            return False
+        job.steps = {**job.steps, step: {"done_at": timezone.now().isoformat(), "detail": detail}}
+        job.status_reason = ""
+        job.save(update_fields=["steps", "status_reason", "updated_at"])
+        audit_record(action=f"expansion.{step}", cluster=job.cluster, object_type="expansion", object_id=job_id,
+                     detail=detail)
+    return True
+
+
+def expansion_record_decision(*, job_id: int, group_id: str, audit: str = "", **changes) -> bool:
+    """Merge ``changes`` into one group's decision (a protection's previous
+    value, that it was applied or undone, a fallback, a backfill queued),
+    committed before the action it prepares or after the one it records.
+    ``audit``: the action's name, when the change is one."""
+    with transaction.atomic():
+        job = _locked_running(job_id)
+        if job is None:
+            return False
+        decision = dict(job.decisions.get(group_id, {}))
+        for key, value in changes.items():
+            if isinstance(value, dict) and isinstance(decision.get(key), dict):
+                decision[key] = {**decision[key], **value}
+            else:
+                decision[key] = value
+        job.decisions = {**job.decisions, group_id: decision}
+        job.save(update_fields=["decisions", "updated_at"])
+        if audit:
+            audit_record(action=f"expansion.{audit}", cluster=job.cluster, object_type="expansion",
+                         object_id=job_id, detail={"group": group_id, **changes})
+    return True
+
+
+def expansion_record_reason(*, job_id: int, reason: str) -> None:
+    """What the running job waits for, in words."""
+    ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).update(status_reason=reason[:2000],
+                                                                       updated_at=timezone.now())
+
+
+def expansion_finish(*, job_id: int, state: str, verdicts: dict[str, dict], error: str = "") -> bool:
+    """running → done, done_with_loss or failed, with the verdict of every
+    group (a failed job's say what it left undone); audited, and the
+    cluster's webhook told (one ``expansion.finished`` event)."""
+    if state not in (State.DONE, State.DONE_WITH_LOSS, State.FAILED):
+        raise ValueError(f"{state!r} is no end of an expansion")
+    now = timezone.now()
+    with transaction.atomic():
+        if not ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).update(
+                state=state, verdicts=verdicts, error=error[:4000], finished_at=now, updated_at=now,
+                status_reason=""):
+            return False
+        job = ExpansionJob.objects.select_related("cluster", "topic").get(id=job_id)
+        audit_record(action=f"expansion.{state}", cluster=job.cluster, object_type="expansion", object_id=job_id,
+                     detail={"verdicts": verdicts, **({"error": error[:500]} if error else {})})
+        url = job.cluster.webhook_url or settings.WEBHOOK_URL
+        if url:
+            payload = {"event": "expansion.finished", "cluster": job.cluster.name, "topic": job.topic.name,
+                       "expansion": job.id, "from": job.from_partitions, "to": job.to_partitions, "state": state,
+                       "error": error[:500], "groups": verdicts}
+            notification = Notification.objects.create(cluster=job.cluster, url=url, event="expansion.finished",
+                                                       payload=payload)
+            dispatch.task_enqueue_on_commit(dispatch.SEND_NOTIFICATION, notification.id)
+    return True

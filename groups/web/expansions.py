@@ -1,0 +1,95 @@
+"""The expansion pages (issue 33): the list, one job (its plan, steps and
+verdict per group, refreshing while it runs), and its actions: the request
+from a topic's plan, a second approver's approval, a refusal. Each action is
+a POST that calls one service and redirects."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from groups.domain.expansion_job import STEP_LABELS, STEPS
+from groups.models import ExpansionJob, Topic
+from groups.selectors.expansion import expansion_jobs_visible
+from groups.services.dispatch import QueueUnavailable
+from groups.services.expansion_jobs import (
+    ExpansionJobNotFound,
+    expansion_approve,
+    expansion_refuse,
+    expansion_request,
+)
+from groups.services.expansions import ExpansionNotFound
+from groups.services.lifecycle import Conflict
+from groups.web.views import PAGE_SIZE
+
+REFUSALS = (ValidationError, PermissionDenied, Conflict, QueueUnavailable, ExpansionJobNotFound, ExpansionNotFound)
+
+
+def _words(error: Exception) -> str:
+    return " ".join(error.messages) if isinstance(error, ValidationError) else str(error)
+
+
+@login_required
+@require_GET
+def expansion_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(expansion_jobs_visible(user=request.user).order_by("-created_at", "-id"),
+                     PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "groups/expansions.html", {"page": page})
+
+
+@login_required
+@require_GET
+def expansion_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    job = get_object_or_404(expansion_jobs_visible(user=request.user), id=job_id)
+    steps = [{"name": name, "label": STEP_LABELS[name], "done": job.steps.get(name)} for name in STEPS]
+    groups = [{"group_id": group_id, "decision": decision, "verdict": job.verdicts.get(group_id)}
+              for group_id, decision in sorted(job.decisions.items())]
+    return render(request, "groups/expansion_detail.html", {
+        "job": job, "steps": steps, "groups": groups, "active": job.state in ExpansionJob.ACTIVE,
+        "plan_groups": {g["group"]: g for g in job.plan.get("groups", [])},
+    })
+
+
+@login_required
+@require_POST
+def expansion_request_view(request: HttpRequest, topic_id: int) -> HttpResponse:
+    """The topic page's "Request this expansion": the plan shown (its fingerprint) becomes a job."""
+    topic = get_object_or_404(Topic.objects.select_related("cluster"), pk=topic_id, deleted=False)
+    text = request.POST.get("partitions", "").strip()
+    partitions: object = int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else text
+    try:
+        job = expansion_request(user=request.user, cluster=topic.cluster.name, topic=topic.name,
+                                partitions=partitions, fingerprint=request.POST.get("fingerprint", ""))
+    except REFUSALS as error:
+        messages.error(request, f"Not requested: {_words(error)}")
+        return redirect(f"{reverse('browse:topic', args=[topic.id])}?partitions={text[:20]}#expansion")
+    messages.success(request, f"Expansion {job.id} requested: it waits for a second approver.")
+    return redirect("expansion_detail", job_id=job.id)
+
+
+@login_required
+@require_POST
+def expansion_approve_view(request: HttpRequest, job_id: int) -> HttpResponse:
+    try:
+        expansion_approve(user=request.user, job_id=job_id, fingerprint=request.POST.get("fingerprint", ""))
+        messages.success(request, f"Expansion {job_id} approved: it runs now.")
+    except REFUSALS as error:
+        messages.error(request, f"Not approved: {_words(error)}")
+    return redirect("expansion_detail", job_id=job_id)
+
+
+@login_required
+@require_POST
+def expansion_refuse_view(request: HttpRequest, job_id: int) -> HttpResponse:
+    try:
+        expansion_refuse(user=request.user, job_id=job_id, reason=request.POST.get("reason", ""))
+        messages.success(request, f"Expansion {job_id} refused: nothing was changed.")
+    except REFUSALS as error:
+        messages.error(request, f"Not refused: {_words(error)}")
+    return redirect("expansion_detail", job_id=job_id)

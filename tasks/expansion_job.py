@@ -1,0 +1,398 @@
+"""The expansion job (issue 33, item 4): one approved plan carried out,
+step by step (``groups.domain.expansion_job.STEPS``), on a worker.
+
+Each step records its completion in the job row before the next starts
+(``expansion_record_step``), so a run after a crash continues at the first
+step not done; every step is written to be run again safely:
+
+- a share group's previous ``share.auto.offset.reset`` is written to the job
+  row *before* it is changed, so no crash leaves it changed without a record;
+- partitions are added only while the topic still has the planned count (a
+  crash after CreatePartitions finds them there);
+- an empty group is committed only while it is still empty.
+
+One worker runs a job at a time (a PostgreSQL advisory lock: a dead worker's
+frees itself); ``recover_expansions`` resumes a ``running`` job whose lock is
+free, at every worker's start and on beat.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from groups.domain.expansion_job import (
+    STEPS,
+    GroupFacts,
+    PartitionFacts,
+    group_verdict,
+    job_final_state,
+    next_step,
+)
+from groups.models import ExpansionJob, Finding, RemediationJob
+from groups.selectors.expansion import expansion_findings, expansion_jobs_to_resume
+from groups.services.expansion_jobs import (
+    expansion_finish,
+    expansion_record_decision,
+    expansion_record_reason,
+    expansion_record_step,
+    expansion_start,
+)
+from groups.services.preapproved import queue_preapproved_backfill, sound_range_offsets
+from tasks.job_lock import EXPANSION_NAMESPACE, job_lock, job_lock_free
+from tasks.kafka import AccessRefused, GroupNotEmpty, KafkaAdapter, KafkaUnavailable
+from tasks.kafka.share_groups import ShareGroupReader
+
+log = logging.getLogger(__name__)
+State = ExpansionJob.State
+# Consecutive failed attempts at one step (the broker away) before the job stops, saying what it left.
+MAX_ATTEMPTS = 30
+
+
+class Waiting(Exception):
+    """The step cannot finish yet (a group still picking partitions up, a backfill running): try again at the next tick."""
+
+
+class Refused(Exception):
+    """The step can never succeed as planned: the job stops and says what it left undone."""
+
+
+def _since(moment: str | None) -> float:
+    return (timezone.now() - datetime.fromisoformat(moment)).total_seconds() if moment else 0.0
+
+
+class ExpansionRunner:
+    """Runs one expansion job's steps, from the first not done."""
+
+    def __init__(self, job_id: int, *, tick: Callable[[int], object]) -> None:
+        self.job_id = job_id
+        self.tick = tick
+        job = ExpansionJob.objects.select_related("cluster", "topic").get(id=job_id)
+        self.topic = job.topic.name
+        self.cluster_id = job.cluster_id
+        self.config = job.cluster.client_config()
+        self.adapter = self.new_adapter()
+        self._share: ShareGroupReader | None = None
+
+    def new_adapter(self) -> KafkaAdapter:
+        """A fresh client: librdkafka's admin client keeps the topic's metadata from before the
+        partitions were added, and answers "no leaders found" for them until its next refresh."""
+        return KafkaAdapter(self.config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+
+    @property
+    def share(self) -> ShareGroupReader:
+        if self._share is None:
+            self._share = ShareGroupReader(self.config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        return self._share
+
+    def close(self) -> None:
+        if self._share is not None:
+            self._share.close()
+
+    def job(self) -> ExpansionJob:
+        return ExpansionJob.objects.select_related("cluster", "topic").get(id=self.job_id)
+
+    def run(self) -> str:
+        attempts = 0
+        while True:
+            job = self.job()
+            if job.state != State.RUNNING:
+                return job.state
+            step = next_step(job.steps)
+            if step is None:  # every step recorded, the end not written (a crash right before it)
+                step = "verdict"
+            try:
+                detail = getattr(self, f"step_{step}")(job)
+            except Waiting as waiting:
+                expansion_record_reason(job_id=self.job_id, reason=f"{step}: {waiting}")
+                time.sleep(settings.WATCH_INTERVAL_SECONDS)
+                continue
+            except (Refused, AccessRefused) as refused:
+                return self.fail(step, str(refused))
+            except KafkaUnavailable as error:
+                self.adapter = self.new_adapter()
+                attempts += 1
+                if attempts >= MAX_ATTEMPTS:
+                    return self.fail(step, f"{MAX_ATTEMPTS} attempts failed, the last: {error}")
+                expansion_record_reason(job_id=self.job_id, reason=f"{step}: retrying ({attempts}): {error}")
+                time.sleep(settings.WATCH_INTERVAL_SECONDS)
+                continue
+            attempts = 0
+            if step == "verdict":
+                return self.job().state
+            expansion_record_step(job_id=self.job_id, step=step, detail=detail)
+
+    # -- the steps ----------------------------------------------------------------------------
+
+    def new_partitions(self, job: ExpansionJob) -> list[int]:
+        return list(range(job.from_partitions, job.to_partitions))
+
+    def step_validate(self, job: ExpansionJob) -> dict:
+        verdict = self.adapter.validate_partitions(self.topic, job.to_partitions)
+        if not verdict.accepted:
+            raise Refused(f"the broker refuses the expansion now: {verdict.reason}; nothing was changed")
+        return {"accepted": True, "reason": verdict.reason}
+
+    def _share_protected(self, job: ExpansionJob) -> list[str]:
+        return sorted(g for g, d in job.decisions.items() if d["outcome"] == "protected_before" and d["kind"] == "share")
+
+    def step_protect(self, job: ExpansionJob) -> dict:
+        """Each share group to protect: its previous value recorded, then set to earliest, then read back."""
+        done = []
+        for group_id in self._share_protected(job):
+            protection = job.decisions[group_id].get("protection") or {}
+            if "previous" not in protection:
+                current = self.share.auto_offset_resets([group_id])[group_id]
+                expansion_record_decision(job_id=self.job_id, group_id=group_id, audit="protection_recorded",
+                                          protection={"previous": current.value, "explicit": current.explicit,
+                                                      "applied": False, "undone": False})
+            if not protection.get("applied"):
+                self.share.set_auto_offset_reset(group_id=group_id, value="earliest")
+                now = self.share.auto_offset_resets([group_id])[group_id]
+                if now.value != "earliest":
+                    raise KafkaUnavailable(f"share group {group_id!r} still reads {now.value} after the change",
+                                           bootstrap_servers=self.config.bootstrap_servers, stage="protect")
+                expansion_record_decision(job_id=self.job_id, group_id=group_id, audit="protected",
+                                          protection={"applied": True})
+            done.append(group_id)
+        return {"share_groups": done}
+
+    def step_add_partitions(self, job: ExpansionJob) -> dict:
+        details = self.adapter.describe_topic(self.topic)
+        if details is None:
+            raise Refused(f"topic {self.topic!r} no longer exists")
+        if details.partitions == job.to_partitions:
+            return {"added": False, "words": f"the topic has {job.to_partitions} partitions already (added by an "
+                                             "earlier run of this job)"}
+        if details.partitions != job.from_partitions:
+            raise Refused(f"the topic has {details.partitions} partitions, neither the planned {job.from_partitions} "
+                          f"nor {job.to_partitions}: someone else changed it; no partitions were added")
+        self.adapter.add_partitions(self.topic, job.to_partitions)
+        self.adapter = self.new_adapter()
+        return {"added": True, "words": f"{job.from_partitions} → {job.to_partitions} partitions"}
+
+    def step_commit_empty(self, job: ExpansionJob) -> dict:
+        """Each empty consumer group committed at the new partitions' log start, only while still empty."""
+        new = self.new_partitions(job)
+        groups = sorted(g for g, d in job.decisions.items()
+                        if d["outcome"] == "protected_before" and d["kind"] != "share"
+                        and "committed" not in d and "fallback" not in d)
+        if not groups:
+            return {"committed": []}
+        starts = {p: offsets.log_start for p, offsets in
+                  self.adapter.partition_offsets(topic=self.topic, partitions=new).items()}
+        committed = []
+        for group_id in groups:
+            status = self.adapter.describe_group(group_id=group_id)
+            came_back = None if status.inactive else f"{status.member_count} member(s), {status.state}"
+            if came_back is None:
+                try:
+                    self.adapter.alter_group_offsets(group_id=group_id,
+                                                     offsets={(self.topic, p): starts[p] for p in new})
+                except GroupNotEmpty as error:
+                    came_back = str(error)
+            if came_back is not None:
+                expansion_record_decision(
+                    job_id=self.job_id, group_id=group_id, audit="fallback", outcome="repaired_after",
+                    fallback=f"a member came back before the commit ({came_back}): its repair instead")
+                continue
+            read = self.adapter.committed_offsets(group_id=group_id, partitions=[(self.topic, p) for p in new])
+            expansion_record_decision(job_id=self.job_id, group_id=group_id, audit="committed",
+                                      committed={str(p): read[(self.topic, p)] for p in new},
+                                      log_starts={str(p): starts[p] for p in new})
+            committed.append(group_id)
+        return {"committed": committed}
+
+    def _tick(self) -> None:
+        """A watcher tick now (``tick``: the one beat sends every WATCH_INTERVAL_SECONDS), so the job
+        sees the new partitions' pickups at the watcher's pace whether or not beat runs."""
+        self.tick(self.cluster_id)
+
+    def step_watch(self, job: ExpansionJob) -> dict:
+        """Until every protected share group initialised the new partitions (then its config is
+        restored) and every repaired-after group's finding on them is decided."""
+        new = self.new_partitions(job)
+        self._tick()
+        over = _since(job.steps.get("add_partitions", {}).get("done_at")) > settings.EXPANSION_WATCH_SECONDS
+        waiting = []
+        for group_id in self._share_protected(job):
+            protection = job.decisions[group_id].get("protection") or {}
+            if protection.get("undone") or not protection.get("applied"):
+                continue
+            starts = self.share.start_offsets_of(group_id=group_id, partitions=[(self.topic, p) for p in new])
+            missing = [p for p in new if starts[(self.topic, p)] is None]
+            if missing and not over:
+                waiting.append(f"share group {group_id!r} has not initialised partition(s) {missing}")
+                continue
+            self.restore(group_id, protection)
+            expansion_record_decision(
+                job_id=self.job_id, group_id=group_id, audit="restored",
+                protection={"undone": True, "starts": {str(p): starts[(self.topic, p)] for p in new},
+                            **({"restored_early": f"restored after {settings.EXPANSION_WATCH_SECONDS} s with "
+                                                  f"partition(s) {missing} not initialised"} if missing else {})})
+        findings = expansion_findings(job=job)
+        undecided = []
+        for group_id, decision in sorted(job.decisions.items()):
+            if decision["outcome"] != "repaired_after":
+                continue
+            for p in new:
+                finding = findings.get((group_id, p))
+                if finding is None or (finding.closed_at is None and finding.state in ("pending", "undecided")):
+                    undecided.append(f"{group_id!r} [{p}]: {finding.state if finding else 'not seen yet'}")
+        if undecided and not over:
+            waiting.append(f"start not decided yet for {', '.join(undecided[:5])}"
+                           + (f" and {len(undecided) - 5} more" if len(undecided) > 5 else ""))
+        if waiting:
+            raise Waiting("; ".join(waiting))
+        return {"undecided": undecided, "gave_up_after_seconds": settings.EXPANSION_WATCH_SECONDS if over else None}
+
+    def restore(self, group_id: str, protection: dict) -> None:
+        """The share group's config as it was: its own previous value, or none (the broker's default)."""
+        self.share.set_auto_offset_reset(group_id=group_id,
+                                         value=protection["previous"] if protection.get("explicit") else None)
+
+    def step_backfills(self, job: ExpansionJob) -> dict:
+        """Each repaired-after group's decided findings: the pre-approved backfill queued, within its maximum."""
+        findings = expansion_findings(job=job)
+        queued, left = 0, 0
+        for group_id, decision in sorted(job.decisions.items()):
+            if decision["outcome"] != "repaired_after":
+                continue
+            recorded = dict(decision.get("backfills") or {})
+            for p in self.new_partitions(job):
+                finding = findings.get((group_id, p))
+                if str(p) in recorded or finding is None or finding.state not in (Finding.State.GAP,
+                                                                                  Finding.State.EXPIRED):
+                    continue
+                if sound_range_offsets(finding) == 0:
+                    entry = {"offsets": 0}
+                elif not decision.get("sink"):
+                    entry = {"left": f"no sink can take the repair: {decision.get('sink_problem') or 'none chosen'}"}
+                else:
+                    backfill, why = queue_preapproved_backfill(
+                        finding=finding, sink=decision["sink"], sink_params=decision.get("sink_params") or {},
+                        max_records=decision.get("max_records"), origin=f"expansion {job.id}")
+                    entry = {"job": backfill.id, "finding": finding.id} if backfill else {"left": why}
+                entry["offsets"] = sound_range_offsets(finding)
+                queued += "job" in entry
+                left += "left" in entry
+                recorded[str(p)] = entry
+                expansion_record_decision(job_id=self.job_id, group_id=group_id, backfills=recorded,
+                                          audit="backfill_queued" if "job" in entry else "")
+        return {"queued": queued, "left": left}
+
+    def step_verify(self, job: ExpansionJob) -> dict:
+        ids = [entry["job"] for d in job.decisions.values() for entry in (d.get("backfills") or {}).values()
+               if "job" in entry]
+        statuses = dict(RemediationJob.objects.filter(id__in=ids).values_list("id", "status"))
+        running = sorted(i for i in ids if statuses.get(i) not in RemediationJob.FINISHED)
+        over = _since(job.steps.get("backfills", {}).get("done_at")) > settings.EXPANSION_VERIFY_SECONDS
+        if running and not over:
+            raise Waiting(f"backfill job(s) {running} not verified yet")
+        return {"jobs": {str(i): statuses.get(i) for i in ids}, "unfinished": running}
+
+    def step_verdict(self, job: ExpansionJob) -> dict:
+        new = self.new_partitions(job)
+        log_starts = {p: offsets.log_start for p, offsets in
+                      self.adapter.partition_offsets(topic=self.topic, partitions=new).items()}
+        findings = expansion_findings(job=job)
+        verdicts = [group_verdict(self._facts(group_id, decision, new, log_starts, findings))
+                    for group_id, decision in sorted(job.decisions.items())]
+        expansion_finish(job_id=self.job_id, state=job_final_state(verdicts),
+                         verdicts={v.group_id: v.as_dict() for v in verdicts})
+        return {}
+
+    def _facts(self, group_id: str, decision: dict, new: list[int], log_starts: dict[int, int],
+               findings: dict) -> GroupFacts:
+        protection = decision.get("protection") or {}
+        starts = protection.get("starts") or decision.get("committed") or {}
+        backfills = decision.get("backfills") or {}
+        jobs = {entry["job"]: entry for entry in backfills.values() if "job" in entry}
+        status = dict(RemediationJob.objects.filter(id__in=list(jobs)).values_list("id", "status"))
+        problems = []
+        if protection.get("applied") and not protection.get("undone"):
+            problems.append(f"its share.auto.offset.reset is still earliest (it was {protection.get('previous')})")
+        if protection.get("restored_early"):
+            problems.append(protection["restored_early"])
+        if decision.get("fallback"):
+            problems.append(decision["fallback"])
+        partitions = []
+        for p in new:
+            finding = findings.get((group_id, p))
+            missed, repaired, left = None, False, ""
+            if finding is not None and finding.state in (Finding.State.GAP, Finding.State.EXPIRED,
+                                                         Finding.State.UNDECIDED):
+                start = finding.backfill_start if finding.backfill_start is not None else finding.first_log_start
+                end = (finding.backfill_end if finding.backfill_end is not None
+                       else start + finding.missed_definite + finding.missed_possible)
+                missed = (start, end)
+                repaired = finding.resolution == Finding.Resolution.REPAIRED
+                entry = backfills.get(str(p)) or {}
+                if entry.get("left"):
+                    left = entry["left"]
+                elif "job" in entry and status.get(entry["job"]) != RemediationJob.Status.SUCCEEDED:
+                    left = f"backfill job {entry['job']} is {status.get(entry['job'])}"
+                elif finding.state == Finding.State.UNDECIDED:
+                    left = "its start was not decided by the end of the watch (no first commit seen)"
+                elif finding.state == Finding.State.EXPIRED:
+                    left = "retention deleted the range before it was replayed"
+                elif decision["outcome"] != "repaired_after":
+                    left = f"{decision['outcome'].replace('_', ' ')} in the plan, but the group missed it"
+            start_seen = starts.get(str(p))
+            partitions.append(PartitionFacts(partition=p, log_start=log_starts.get(p, 0), start=start_seen,
+                                             missed=missed, repaired=repaired, left=left))
+        return GroupFacts(group_id=group_id, outcome=decision["outcome"], partitions=tuple(partitions),
+                          problem="; ".join(problems))
+
+    # -- stopping ------------------------------------------------------------------------------
+
+    def fail(self, step: str, why: str) -> str:
+        """Stop at ``step``: every protection still applied is restored first
+        (or said not to be), and each group's verdict says what was left undone."""
+        job = self.job()
+        undone = [s for s in STEPS if s not in job.steps]
+        verdicts = {}
+        for group_id, decision in sorted(job.decisions.items()):
+            protection = decision.get("protection") or {}
+            words = f"not decided: the job stopped at {step} ({why})"
+            if protection.get("applied") and not protection.get("undone"):
+                try:
+                    self.restore(group_id, protection)
+                    expansion_record_decision(job_id=self.job_id, group_id=group_id, audit="restored",
+                                              protection={"undone": True})
+                    words += "; its share.auto.offset.reset was restored"
+                except KafkaUnavailable as error:
+                    words += (f"; its share.auto.offset.reset is still earliest and could not be restored to "
+                              f"{protection.get('previous')!r} ({error}): restore it by hand")
+            verdicts[group_id] = {"nothing_lost": None, "words": words, "unrepaired": []}
+        expansion_finish(job_id=self.job_id, state=State.FAILED, verdicts=verdicts,
+                         error=f"{step}: {why}; steps not done: {', '.join(undone)}")
+        return State.FAILED
+
+
+def run_expansion(job_id: int, *, tick: Callable[[int], object]) -> str:
+    """Start (approved → running) or resume an expansion job under its lock;
+    a second delivery while a worker runs it returns at once."""
+    with job_lock(job_id, EXPANSION_NAMESPACE) as locked:
+        if not locked:
+            return "another worker runs it"
+        if not expansion_start(job_id=job_id):
+            return "not running"
+        runner = ExpansionRunner(job_id, tick=tick)
+        try:
+            return runner.run()
+        finally:
+            runner.close()
+
+
+def expansions_to_resume() -> list[int]:
+    """Expansion jobs left ``running`` whose lock is free (their worker died),
+    and ``approved`` ones whose message was lost."""
+    stalled_before = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
+    return [job_id for job_id in expansion_jobs_to_resume(stalled_before=stalled_before)
+            if job_lock_free(job_id, EXPANSION_NAMESPACE)]

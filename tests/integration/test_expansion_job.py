@@ -1,0 +1,330 @@
+"""The guarded expansion carried out (issue 33, items 2 to 4) on the real
+stack: the request and its four-eyes approval through the API (the plan
+approved is the plan shown), the job on a real Celery worker against the
+real broker (Kafka 4.4.0) while producers write to every partition, real
+groups reading the topic, a real Spark backfill, and per group: the offsets
+it read on the new partitions plus those its backfill delivered cover the
+whole log, and the job's verdict says nothing lost.
+
+Groups (the harness's clients, none written here):
+- ``live``: librdkafka classic, auto.offset.reset=latest, members alive:
+  repaired after (a pre-approved backfill to Parquet);
+- ``left``: a consumer group that committed and left: protected before (the
+  new partitions committed at their log start);
+- ``shared``: a librdkafka share group whose share.auto.offset.reset is set
+  to latest on the group: protected before (earliest first, restored after);
+- ``quiet``: a librdkafka share group left at the broker's default: covered
+  on 4.4.0 (KAFKA-20742), so nothing is done to it;
+- ``early``: librdkafka classic, earliest, declared so: covered.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import TopicCollection
+
+from groups.models import AuditEvent, ConsumerGroup, ExpansionJob, Notification, RemediationJob, Topic
+from tests.factories import NOW, make_group, make_group_topic, user_with_role
+from tests.integration.kafka_harness import GroupConsumer, RateProducer, ShareGroupConsumer, kafka_tool, wait_until
+from tests.integration.pages_harness import client_for
+from tests.integration.scenarios import poll, start_consuming_group
+from tests.integration.test_api import check_against_schema, response_schema
+
+HOSTILE = "<script>alert('xp')</script>"
+
+
+def post_json(client, path, body):
+    return client.post(path, data=json.dumps(body), content_type="application/json")
+
+
+def broker_partitions(broker, topic: str) -> int:
+    return len(broker.admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=30).partitions)
+
+
+def set_share_reset(bootstrap: str, group_id: str, value: str) -> None:
+    kafka_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap, "--alter", "--entity-type", "groups",
+               "--entity-name", group_id, "--add-config", f"share.auto.offset.reset={value}")
+
+
+def share_reset(bootstrap: str, group_id: str) -> str:
+    """The group's own share.auto.offset.reset as kafka-configs describes it ("" when it has none)."""
+    out = kafka_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap, "--describe", "--entity-type",
+                     "groups", "--entity-name", group_id)
+    for part in out.replace(",", " ").split():
+        if part.startswith("share.auto.offset.reset="):
+            return part.split("=", 1)[1]
+    return ""
+
+
+# --- The request and its approval, from stored state (no broker) ------------------------------
+
+
+@pytest.fixture
+def stored_topic(transactional_db, settings, monkeypatch):
+    """Topic ``orders`` (2 partitions) read by a live group with a hostile id;
+    the broker's verdict answered here, tasks captured, not run."""
+    from groups.domain.expansion import BrokerVerdict
+    from groups.models import Cluster
+    from groups.services import expansion_jobs, expansions
+
+    settings.FOUR_EYES = True
+    cluster = Cluster.objects.create(name="local", bootstrap_servers="127.0.0.1:1")
+    topic = Topic.objects.create(cluster=cluster, name="orders", kafka_topic_id="id", partition_count=2,
+                                 first_seen_at=NOW, updated_at=NOW)
+    make_group_topic(make_group(cluster, HOSTILE, member_count=1), topic, 0)
+    monkeypatch.setattr(expansions, "_verdict_from_worker",
+                        lambda cluster, topic, count: BrokerVerdict(accepted=True, reason="would raise"))
+    sent = []
+    monkeypatch.setattr(expansion_jobs.dispatch, "task_enqueue_on_commit", lambda name, *args: sent.append(args))
+    return topic, sent
+
+
+def _dry_run(client) -> dict:
+    response = post_json(client, "/api/v1/expansions", {"cluster": "local", "topic": "orders", "partitions": 3,
+                                                        "dry_run": True})
+    assert response.status_code == 200, response.content
+    return json.loads(response.content)
+
+
+def test_it_stores_the_plan_shown_and_a_second_approver_approves_it(stored_topic):
+    topic, sent = stored_topic
+    alice = client_for(user_with_role("alice", "approver"))
+    bob = client_for(user_with_role("bob", "approver"))
+    viewer = client_for(user_with_role("vera", "viewer"))
+    plan = _dry_run(alice)
+    body = {"cluster": "local", "topic": "orders", "partitions": 3, "dry_run": False,
+            "fingerprint": plan["fingerprint"], "repairs": {HOSTILE: {"max_records": 500}}}
+
+    refused = [
+        (viewer, body, 403, "approver role"),
+        (alice, {**body, "fingerprint": None}, 400, "fingerprint"),
+        (alice, {**body, "fingerprint": "0" * 64}, 409, "the plan changed"),
+        (alice, {**body, "repairs": {"nobody": {"max_records": 1}}}, 400, "does not repair"),
+        (alice, {**body, "repairs": {HOSTILE: {"max_records": -1}}}, 400, ""),
+        (alice, {**body, "repairs": {HOSTILE: {"sink": "kafka", "replay_topic": "orders"}}}, 400, "cannot take"),
+    ]
+    for client, request, status, words in refused:
+        response = post_json(client, "/api/v1/expansions", request)
+        assert response.status_code == status, (request, response.content)
+        assert words in json.loads(response.content)["error"]
+    assert not ExpansionJob.objects.exists() and not AuditEvent.objects.filter(action__startswith="expansion")
+
+    created = post_json(alice, "/api/v1/expansions", body)
+    assert created.status_code == 201, created.content
+    job = json.loads(created.content)
+    document = json.loads(alice.get("/api/v1/schema").content)
+    check_against_schema(document, job, response_schema(document, "/api/v1/expansions", "post", 201), "job")
+    assert (job["state"], job["from_partitions"], job["to_partitions"], job["requested_by"]) == \
+        ("planned", 2, 3, "alice")
+    assert job["decisions"][HOSTILE]["outcome"] == "repaired_after"
+    assert (job["decisions"][HOSTILE]["sink"], job["decisions"][HOSTILE]["max_records"]) == ("parquet", 500)
+    again = post_json(alice, "/api/v1/expansions", body)
+    assert again.status_code == 409 and f"expansion {job['id']}" in json.loads(again.content)["error"]
+
+    approve = f"/api/v1/expansions/{job['id']}/approve"
+    assert post_json(alice, approve, {}).status_code == 403  # four-eyes: not the requester
+    assert post_json(viewer, approve, {}).status_code == 403
+    assert post_json(bob, approve, {"fingerprint": "f" * 64}).status_code == 409  # not the plan bob saw
+    # A group took the topic up since the request: the plan changed, nothing is approved.
+    newcomer = make_group_topic(make_group(topic.cluster, "newcomer", member_count=1), topic, 0)
+    changed = post_json(bob, approve, {})
+    assert changed.status_code == 409 and "plan changed" in json.loads(changed.content)["error"]
+    assert ExpansionJob.objects.get().state == "planned" and sent == []
+    newcomer.delete()
+
+    approved = post_json(bob, approve, {"fingerprint": job["plan_fingerprint"]})
+    assert approved.status_code == 200, approved.content
+    assert (json.loads(approved.content)["state"], json.loads(approved.content)["approved_by"]) == ("approved", "bob")
+    assert sent == [(job["id"],)]
+    assert post_json(bob, approve, {}).status_code == 409  # approved already
+    assert list(AuditEvent.objects.filter(object_type="expansion").order_by("id").values_list("action", flat=True)) \
+        == ["expansion.requested", "expansion.approved"]
+
+    page = bob.get(f"/expansions/{job['id']}/").content.decode()
+    assert "&lt;script&gt;alert(&#x27;xp&#x27;)&lt;/script&gt;" in page and HOSTILE not in page
+    listing = bob.get("/expansions/").content.decode()
+    assert f'href="/expansions/{job["id"]}/"' in listing
+    assert bob.get("/api/v1/expansions/999999").status_code == 404
+
+
+def test_the_topic_pages_button_requests_the_plan_shown_and_a_refusal_frees_the_topic(stored_topic):
+    topic, _ = stored_topic
+    alice = client_for(user_with_role("alice", "approver"))
+    page = alice.get(f"/topics/{topic.id}/", {"partitions": "3"}).content.decode()
+    fingerprint = page.split('name="fingerprint" value="')[1].split('"')[0]
+    assert fingerprint == _dry_run(alice)["fingerprint"]
+    forged = alice.post(f"/topics/{topic.id}/expand", {"partitions": "3", "fingerprint": "x"}, follow=True)
+    assert "Not requested" in forged.content.decode() and not ExpansionJob.objects.exists()
+    done = alice.post(f"/topics/{topic.id}/expand", {"partitions": "3", "fingerprint": fingerprint})
+    job = ExpansionJob.objects.get()
+    assert done.status_code == 302 and done["Location"] == f"/expansions/{job.id}/"
+    assert "Approve this plan" in alice.get(done["Location"]).content.decode()
+    alice.post(f"/expansions/{job.id}/refuse", {"reason": "not today"})
+    assert ExpansionJob.objects.get().state == "refused"
+    assert f"/expansions/{job.id}/" in alice.get(f"/topics/{topic.id}/").content.decode()
+
+
+# --- The broker's refusal ----------------------------------------------------------------------
+
+
+def test_a_count_the_broker_refuses_is_not_stored_and_changes_nothing(
+        transactional_db, broker, cluster, unique, celery_worker_thread):
+    """Partitions added behind Gapwatch's back: the stored count says 2, the
+    broker has 4, so 3 is no increase: the request is refused in the broker's words."""
+    topic = f"xp-refused-{unique}"
+    broker.create_topic(topic, 2)
+    poll(cluster)
+    broker.raise_partitions(topic, 4)
+    alice = client_for(user_with_role("alice", "approver"))
+    plan = json.loads(post_json(alice, "/api/v1/expansions", {"cluster": "local", "topic": topic, "partitions": 3,
+                                                              "dry_run": True}).content)
+    assert plan["broker_verdict"]["accepted"] is False and "would not be an increase" in plan["broker_verdict"]["reason"]
+    response = post_json(alice, "/api/v1/expansions", {"cluster": "local", "topic": topic, "partitions": 3,
+                                                       "dry_run": False, "fingerprint": plan["fingerprint"]})
+    assert response.status_code == 400 and "would not be an increase" in json.loads(response.content)["error"]
+    assert not ExpansionJob.objects.exists() and broker_partitions(broker, topic) == 4
+
+
+# --- The proof ---------------------------------------------------------------------------------
+
+
+def covered(read: set[int], delivered: set[int], start: int, end: int) -> list[int]:
+    """The offsets of [start, end) that neither the group read nor its backfill delivered."""
+    return [offset for offset in range(start, end) if offset not in read and offset not in delivered]
+
+
+@pytest.mark.spark
+def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
+        transactional_db, broker, cluster, unique, settings, share_consumers, celery_worker_thread,
+        backfill_settings):
+    settings.FOUR_EYES = True
+    settings.LAG_SAMPLE_INTERVAL_SECONDS = 1
+    settings.WEBHOOK_URL = "http://127.0.0.1:9/hook"  # the end's event is written; nobody needs to receive it
+    topic = f"xp-{unique}"
+    names = {kind: f"{kind}-{unique}" for kind in ("live", "left", "shared", "quiet", "early")}
+    broker.create_topic(topic, 2)
+    producer = RateProducer(broker.bootstrap, topic, rate=20, partitions=[0, 1])
+    consumers = []
+    try:
+        live = start_consuming_group(broker, cluster, topic, names["live"], offset_reset="latest", refresh_ms=2000)
+        consumers.append(live)
+        left = start_consuming_group(broker, cluster, topic, names["left"], offset_reset="latest")
+        left.close()
+        early = start_consuming_group(broker, cluster, topic, names["early"], offset_reset="earliest",
+                                      refresh_ms=2000)
+        consumers.append(early)
+        ConsumerGroup.objects.filter(group_id=names["early"]).update(declared_policy="earliest")
+        set_share_reset(broker.bootstrap, names["shared"], "latest")
+        shared = ShareGroupConsumer(broker.bootstrap, names["shared"], topic, refresh_ms=2000)
+        quiet = ShareGroupConsumer(broker.bootstrap, names["quiet"], topic, refresh_ms=2000)
+        share_consumers.extend([shared, quiet])
+        wait_until(lambda: shared.count(0) > 0 and quiet.count(0) > 0, what="the share consumers reading")
+
+        def everyone_seen() -> bool:
+            poll(cluster)
+            groups = {g.group_id: g for g in ConsumerGroup.objects.filter(group_topics__topic__name=topic)}
+            return set(names.values()) <= set(groups) and groups[names["left"]].member_count == 0
+        wait_until(everyone_seen, interval=0.5, what="a poll to see every group")
+        time.sleep(1.1)  # two end-offset samples at least LAG_SAMPLE_INTERVAL_SECONDS apart: the produce rate
+        poll(cluster)
+
+        alice = client_for(user_with_role("alice", "approver"))
+        bob = client_for(user_with_role("bob", "approver"))
+        plan = json.loads(post_json(alice, "/api/v1/expansions", {"cluster": "local", "topic": topic,
+                                                                  "partitions": 4, "dry_run": True}).content)
+        outcomes = {g["group"]: g["outcome"] for g in plan["groups"]}
+        assert outcomes == {names["live"]: "repaired_after", names["left"]: "protected_before",
+                            names["shared"]: "protected_before", names["quiet"]: "covered",
+                            names["early"]: "covered"}, plan["groups"]
+        created = post_json(alice, "/api/v1/expansions", {
+            "cluster": "local", "topic": topic, "partitions": 4, "dry_run": False, "fingerprint": plan["fingerprint"],
+            "repairs": {names["live"]: {"sink": "parquet", "max_records": 1_000_000}}})
+        assert created.status_code == 201, created.content
+        job_id = json.loads(created.content)["id"]
+        approved = post_json(bob, f"/api/v1/expansions/{job_id}/approve", {})
+        assert approved.status_code == 200, approved.content
+
+        wait_until(lambda: "add_partitions" in ExpansionJob.objects.get(id=job_id).steps, timeout=120,
+                   what="the partitions added")
+        producer.add([2, 3])
+        # While the job watches: the protected share group reads its config as earliest.
+        assert share_reset(broker.bootstrap, names["shared"]) in ("earliest", "latest")
+
+        def finished() -> bool:
+            job = ExpansionJob.objects.get(id=job_id)
+            assert job.state not in ("failed",), (job.error, job.verdicts, job.steps)
+            return job.state in ("done", "done_with_loss")
+        wait_until(finished, timeout=600, interval=1, what="the expansion job to end")
+        producer.stop()
+        job = ExpansionJob.objects.get(id=job_id)
+        assert job.state == "done", (job.verdicts, list(RemediationJob.objects.values("id", "status", "status_reason",
+                                                                                   "error", "plan", "result")))
+        for group_id, verdict in job.verdicts.items():
+            assert verdict["nothing_lost"] is True and verdict["words"].startswith("nothing lost"), (group_id, verdict)
+        assert share_reset(broker.bootstrap, names["shared"]) == "latest"  # restored to its previous value
+        assert job.decisions[names["shared"]]["protection"]["undone"] is True
+        assert set(job.decisions[names["left"]]["committed"].values()) == {0}
+
+        # The measured outcome: per group, what it read on the new partitions plus what its backfill
+        # delivered covers [log start, end) with no hole.
+        ends = {p: o.high_watermark for p, o in _offsets(cluster, topic, [2, 3]).items()}
+        returned = GroupConsumer(broker.bootstrap, names["left"], topic, offset_reset="latest")
+        consumers.append(returned)
+        backfills = [RemediationJob.objects.get(id=entry["job"])
+                     for entry in job.decisions[names["live"]]["backfills"].values() if "job" in entry]
+        delivered: dict[int, set[int]] = {2: set(), 3: set()}
+        for backfill in backfills:
+            assert backfill.status == "succeeded" and backfill.params["source"] == f"expansion {job_id}"
+            for partition, offset in parquet_offsets(str(Path(settings.BACKFILL_OUTPUT) / str(backfill.id))):
+                delivered[partition].add(offset)
+        readers = {names["live"]: live, names["left"]: returned, names["shared"]: shared, names["quiet"]: quiet,
+                   names["early"]: early}
+        for group_id, reader in readers.items():
+            for p in (2, 3):
+                wait_until(lambda reader=reader, p=p: max(reader.offsets(p), default=-1) >= ends[p] - 1,
+                           timeout=120, what=f"{group_id} to read partition {p} to its end")
+                from_backfill = delivered[p] if group_id == names["live"] else set()
+                hole = covered(set(reader.offsets(p)), from_backfill, 0, ends[p])
+                assert hole == [], (group_id, p, hole[:10], len(hole))
+        missed_by_live = sum(len(delivered[p]) for p in (2, 3))
+        assert missed_by_live > 0  # the latest group did start above the log start: the backfill mattered
+        print(f"\nexpansion {job_id}: approval to verdict {(job.finished_at - job.approved_at).total_seconds():.1f} s; "
+              f"live group missed and got back {missed_by_live} offsets; "
+              f"ends {ends}; verdicts {json.dumps({g: v['words'] for g, v in job.verdicts.items()})}")
+
+        assert {"expansion.requested", "expansion.approved", "expansion.validate", "expansion.protected",
+                "expansion.add_partitions", "expansion.committed", "expansion.restored", "expansion.watch",
+                "expansion.backfills", "expansion.verify", "expansion.done"} <= set(
+            AuditEvent.objects.filter(object_type="expansion").values_list("action", flat=True))
+        [event] = Notification.objects.filter(event="expansion.finished")
+        assert (event.payload["state"], event.payload["expansion"], set(event.payload["groups"])) == \
+            ("done", job_id, set(names.values()))
+        assert "gapwatch_expansion_groups_total{cluster=\"local\",verdict=\"nothing_lost\"} 5.0" in \
+            alice.get("/metrics").content.decode()
+    finally:
+        producer.stop()
+        for consumer in consumers:
+            consumer.close()
+
+
+def parquet_offsets(path: str) -> list[tuple[int, int]]:
+    """(partition, offset) of every row of a backfill's Parquet output (the producers here write no keys,
+    which ``backfill_harness.parquet_rows`` expects)."""
+    import pyarrow
+    import pyarrow.dataset
+
+    folders = pyarrow.dataset.partitioning(
+        pyarrow.schema([("topic", pyarrow.string()), ("partition", pyarrow.int32())]), flavor="hive")
+    table = pyarrow.dataset.dataset(path, format="parquet", partitioning=folders).to_table(
+        columns=["partition", "offset"])
+    return [(row["partition"], row["offset"]) for row in table.to_pylist()]
+
+
+def _offsets(cluster, topic: str, partitions: list[int]):
+    from tasks.kafka import KafkaAdapter
+
+    return KafkaAdapter(cluster.client_config(), timeout=10).partition_offsets(topic=topic, partitions=partitions)

@@ -1,0 +1,115 @@
+"""The rules of an expansion job (groups/domain/expansion_job.py), table-driven:
+each case says why its answer is right.
+
+The world: ``orders`` raised from 2 to 4 partitions; new partitions 2 and 3,
+whose log starts at 0."""
+
+from __future__ import annotations
+
+import pytest
+
+from groups.domain.expansion_job import (
+    STEPS,
+    GroupFacts,
+    PartitionFacts,
+    group_verdict,
+    job_final_state,
+    next_step,
+    plan_fingerprint,
+    repair_within_maximum,
+)
+
+NEXT_STEP_CASES = [
+    ({}, "validate", "nothing done: the broker is asked again first"),
+    ({"validate": {}}, "protect", "protections precede the partitions"),
+    ({"validate": {}, "protect": {}}, "add_partitions", "partitions only once every share group is protected"),
+    ({s: {} for s in STEPS[:4]}, "watch", "a crash after the commits resumes at the watch"),
+    ({"validate": {}, "protect": {}, "add_partitions": {}, "watch": {}}, "commit_empty",
+     "the first step not done, even if a later one is recorded"),
+    ({s: {} for s in STEPS}, None, "every step done: nothing to run"),
+]
+
+
+@pytest.mark.parametrize("done, expected, why", NEXT_STEP_CASES, ids=[c[2] for c in NEXT_STEP_CASES])
+def test_it_continues_at_the_first_step_not_done(done, expected, why):
+    assert next_step(done) == expected, why
+
+
+def _plan(**changes) -> dict:
+    plan = {"cluster": "local", "topic": "orders", "current_partitions": 2, "new_partitions": 4,
+            "broker_verdict": {"accepted": True, "reason": "ok"},
+            "produce_rate": {"offsets_per_second": 40.0},
+            "groups": [{"group": "a", "kind": "classic", "outcome": "repaired_after", "sink": "parquet",
+                        "members": 1, "expected_missed": {"low": 1, "high": 10}},
+                       {"group": "b", "kind": "share", "outcome": "protected_before", "sink": None, "members": 1}]}
+    plan.update(changes)
+    return plan
+
+
+FINGERPRINT_CASES = [
+    (_plan(produce_rate={"offsets_per_second": 99.0}), True, "the produce rate moves with every poll: not decided"),
+    (_plan(groups=list(reversed(_plan()["groups"]))), True, "the groups' order decides nothing"),
+    (_plan(new_partitions=5), False, "another count is another plan"),
+    (_plan(broker_verdict={"accepted": False, "reason": "no"}), False, "a refusal since is another plan"),
+    (_plan(groups=[{**_plan()["groups"][0], "outcome": "at_risk"}, _plan()["groups"][1]]), False,
+     "a group's outcome changed"),
+    (_plan(groups=[_plan()["groups"][0]]), False, "a group appeared or left"),
+    (_plan(groups=[{**_plan()["groups"][0], "sink": "kafka"}, _plan()["groups"][1]]), False,
+     "another sink is another repair"),
+]
+
+
+@pytest.mark.parametrize("other, same, why", FINGERPRINT_CASES, ids=[c[2] for c in FINGERPRINT_CASES])
+def test_it_fingerprints_what_the_plan_decides(other, same, why):
+    assert (plan_fingerprint(other) == plan_fingerprint(_plan())) is same, why
+
+
+VERDICT_CASES = [
+    (GroupFacts("early", "covered", (PartitionFacts(2, 0, start=0), PartitionFacts(3, 0, start=0))), True, (),
+     "started both new partitions at their log start"),
+    (GroupFacts("early", "covered", (PartitionFacts(2, 0), PartitionFacts(3, 0))), True, (),
+     "no finding and no start above the log start: nothing says it missed anything"),
+    (GroupFacts("share", "protected_before", (PartitionFacts(2, 0, start=0), PartitionFacts(3, 0, start=17))),
+     False, ((3, 0, 17),), "a share group that started partition 3 at 17 never gets 0..16"),
+    (GroupFacts("live", "repaired_after", (PartitionFacts(2, 0, missed=(0, 40), repaired=True),
+                                           PartitionFacts(3, 0, missed=(0, 35), repaired=True))), True, (),
+     "both sound ranges replayed by verified backfills"),
+    (GroupFacts("live", "repaired_after", (PartitionFacts(2, 0, missed=(0, 40), repaired=True),
+                                           PartitionFacts(3, 0, missed=(0, 35), left="over the maximum")))
+     , False, ((3, 0, 35),), "one range left for a person is unrepaired, and exactly that range"),
+    (GroupFacts("live", "repaired_after", (PartitionFacts(2, 0, missed=(5, 5)),)), True, (),
+     "an empty sound range misses nothing"),
+    (GroupFacts("gone", "protected_before", (PartitionFacts(2, 0, start=0),), problem="its config was not restored"),
+     True, (), "nothing lost, and the problem is still said"),
+]
+
+
+@pytest.mark.parametrize("facts, nothing_lost, ranges, why", VERDICT_CASES, ids=[c[3] for c in VERDICT_CASES])
+def test_it_gives_each_group_its_verdict(facts, nothing_lost, ranges, why):
+    verdict = group_verdict(facts)
+    assert verdict.nothing_lost is nothing_lost, why
+    assert tuple((u.partition, u.start, u.end) for u in verdict.unrepaired) == ranges, why
+    if facts.problem:
+        assert facts.problem in verdict.words
+    assert verdict.words.startswith("nothing lost") is nothing_lost
+
+
+def test_it_ends_done_only_when_every_group_lost_nothing():
+    whole = group_verdict(GroupFacts("a", "covered", (PartitionFacts(2, 0, start=0),)))
+    lost = group_verdict(GroupFacts("b", "repaired_after", (PartitionFacts(2, 0, missed=(0, 3)),)))
+    assert job_final_state([whole]) == "done"
+    assert job_final_state([whole, lost]) == "done_with_loss"
+
+
+REPAIR_CASES = [
+    (100, 100, True, "exactly the maximum is within it"),
+    (101, 100, False, "one over waits for a person"),
+    (0, None, False, "no maximum approved: nothing runs by itself"),
+]
+
+
+@pytest.mark.parametrize("records, maximum, allowed, why", REPAIR_CASES, ids=[c[3] for c in REPAIR_CASES])
+def test_it_queues_a_repair_only_within_the_approved_maximum(records, maximum, allowed, why):
+    ok, reason = repair_within_maximum(records=records, max_records=maximum)
+    assert ok is allowed, why
+    assert bool(reason) is not allowed
