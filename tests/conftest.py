@@ -65,9 +65,11 @@ def connect_server(tmp_path_factory):
 
 @pytest.fixture
 def backfill_settings(settings, tmp_path):
-    """Backfills to a folder of the test's own, on ``local[2]``."""
+    """Backfills to a folder of the test's own, on ``local[2]``, in a Spark
+    process of their own (no Connect server unless the test names one)."""
     settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
     settings.SPARK_MASTER = "local[2]"
+    settings.SPARK_CONNECT_URL = ""
     settings.BACKFILL_TIMEOUT_SECONDS = 300
     return settings
 
