@@ -63,35 +63,32 @@ UNIT_OF_MODULE = {module: unit for unit, modules in UNITS.items() for module in 
 # Units that start JVMs of their own: brokers, a Spark cluster, Spark processes, Keycloak.
 HEAVY = frozenset({"spark-connect", "kafka-fault-clusters", "secured-broker", "spark-standalone", "spark-process"})
 
-# Seconds of test time per unit (setup, call and teardown summed from a full run's junit XML),
-# measured 2026-11-27 on the 2-core machine under other work (load average 12-25): weights for the
-# order, not timings. A unit not listed weighs nothing (it goes after these, in collection order).
+# Seconds of test time per unit (setup, call and teardown summed from a full run's junit XML,
+# `make test PYTEST_ARGS="--junitxml=..."`), measured 2026-11-27 on the 2-core machine under other
+# work (load average 5-24, median 14): weights for the order, not timings. A unit not listed weighs
+# nothing (it goes after these, in collection order).
 SECONDS: dict[str, float] = {
-    "spark-connect": 900,  # 1,282 s before its release backfills moved to the Connect server
-    "kafka-fault-clusters": 621,
-    "spark-standalone": 597,
-    "spark-process": 515,
-    "chromium": 398,
-    "secured-broker": 350,  # not measured in that run (no Keycloak); an estimate
-    "tests/integration/test_api.py": 148,
-    "tests/integration/test_pickup.py": 139,
-    "tests/integration/test_pages_findings.py": 98,
-    "tests/integration/test_guard.py": 97,
-    "tests/integration/test_expansion_plan.py": 88,
-    "tests/integration/test_findings_bulk.py": 84,
-    "tests/integration/test_api_writes.py": 82,
-    "tests/faults/test_load.py": 82,
-    "tests/integration/test_streams_and_connect_groups.py": 74,
-    "tests/integration/test_findings_bulk_approve.py": 67,
-    "tests/integration/test_offset_reset.py": 66,
-    "tests/integration/test_hostile_input.py": 59,
-    "tests/faults/test_redis_faults.py": 36,
-    "tests/integration/test_group_kinds.py": 35,
-    "tests/integration/test_detection.py": 34,
-    "tests/integration/test_pages_browse.py": 34,
-    "tests/integration/test_ldap_login.py": 34,
-    "tests/integration/test_go_clients.py": 32,
-    "tests/faults/test_postgres_faults.py": 31,
+    "spark-standalone": 601,
+    "spark-connect": 559,
+    "secured-broker": 404,
+    "kafka-fault-clusters": 389,
+    "spark-process": 351,
+    "chromium": 157,
+    "tests/integration/test_guard.py": 94,
+    "tests/faults/test_load.py": 78,
+    "tests/integration/test_streams_and_connect_groups.py": 73,
+    "tests/integration/test_pickup.py": 60,
+    "tests/integration/test_offset_reset.py": 49,
+    "tests/faults/test_postgres_faults.py": 43,
+    "tests/integration/test_go_clients.py": 31,
+    "tests/integration/test_detection.py": 27,
+    "tests/integration/test_kafka_adapter.py": 26,
+    "tests/integration/test_api.py": 25,
+    "tests/integration/test_expansion_plan.py": 21,
+    "tests/integration/test_pages_findings.py": 19,
+    "tests/integration/test_settings_startup.py": 18,
+    "tests/faults/test_redis_faults.py": 17,
+    "tests/integration/test_pages_browse.py": 16,
 }
 
 
