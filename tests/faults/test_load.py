@@ -4,9 +4,9 @@ real worker and beat poll the local broker and the same worker runs a Spark
 backfill (approved through the API as the load starts): no error answer,
 polls keep their interval (polls complete during the load, none due is
 skipped, none fails: the cluster's own counters), and the backfill delivers
-exactly its range. How many requests fit, their p95 and the gaps between
-polls are speeds: printed here, measured by bench/load_bench.py into
-bench/RESULTS.md (targets live there, not here)."""
+exactly its range. How many requests fit and their p95 are speeds: printed
+here; with GAPWATCH_LOAD_SECONDS=60 and ``-s`` this module is the load bench
+of bench/RESULTS.md ("Pages and API under load"; targets live there)."""
 
 from __future__ import annotations
 
