@@ -15,6 +15,17 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 (ROOT / ".gapwatch" / "static").mkdir(parents=True, exist_ok=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashes():
+    """Every password a test sets or checks in this process is hashed with
+    tests.factories.QuickPBKDF2PasswordHasher (what a login costs is
+    bench/RESULTS.md's business, not the suite's)."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["tests.factories.QuickPBKDF2PasswordHasher"]):
+        yield
+
+
 @pytest.fixture
 def unique():
     """A short unique suffix, so tests sharing one broker never collide."""
@@ -65,11 +76,24 @@ def connect_server(tmp_path_factory):
 
 @pytest.fixture
 def backfill_settings(settings, tmp_path):
-    """Backfills to a folder of the test's own, on ``local[2]``."""
+    """Backfills to a folder of the test's own, on ``local[2]``, in a Spark
+    process of their own (no Connect server unless the test names one)."""
     settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
     settings.SPARK_MASTER = "local[2]"
+    settings.SPARK_CONNECT_URL = ""
     settings.BACKFILL_TIMEOUT_SECONDS = 300
     return settings
+
+
+@pytest.fixture
+def backfill_on_server(backfill_settings, connect_server):
+    """``backfill_settings`` with the backfills on the session's Spark Connect
+    server: for tests about what a backfill delivers (a release's broker,
+    transactions, a share group's range), not about the Spark process it runs
+    in (tests/integration/test_backfill.py), which costs a JVM start per job."""
+    backfill_settings.SPARK_CONNECT_URL = connect_server.url
+    backfill_settings.SPARK_CONNECT_TOKEN = connect_server.token
+    return backfill_settings
 
 
 @pytest.fixture

@@ -4,21 +4,34 @@ its workers.
 
 - A module is one unit of work, run by one worker (``--dist loadfile``).
 - Modules that share a costly session-scoped server (the fault tests'
-  brokers, the standalone Spark cluster, a Spark Connect server, the secured
-  broker with its identity provider, Chromium) form one unit, so that server
-  starts once per run, not once per worker (xdist's own ``--dist loadgroup``
-  ignores its marks on pytest 9.2: pytest-xdist#1386).
-- The longest units go first (``UNITS`` lists them longest first), the
-  rest follow in collection order, so both workers finish at about the same
-  time.
+  brokers, the standalone Spark cluster, the Spark Connect server, the
+  secured broker with its identity provider, Chromium) form one unit, so
+  that server starts once per run, not once per worker (xdist's own
+  ``--dist loadgroup`` ignores its marks on pytest 9.2: pytest-xdist#1386).
+- Units go out longest first (``SECONDS``, measured), so both workers
+  finish at about the same time.
+- A worker about to start a unit that starts JVMs of its own (``HEAVY``:
+  brokers, Spark, Keycloak) while the other worker runs one takes the
+  longest light unit instead, if one is left: two JVM-heavy servers
+  starting at once on two cores slow each other's start-up timeouts down.
 """
 
 from __future__ import annotations
 
 import pytest
 
-# Unit name -> its modules. Longest first (measured with --durations; docs/development.md, "The tests").
+# Unit name -> its modules (docs/development.md, "The tests").
 UNITS: dict[str, tuple[str, ...]] = {
+    # The session's Spark Connect server (connect_server) and its one Kafka 4.3.1 broker (kafka_4_3):
+    # the Connect backfills, the release matrix and the share-group loss tests, the transaction backfills.
+    "spark-connect": (
+        "tests/integration/test_backfill_connect.py",
+        "tests/integration/test_kafka_releases.py",
+        "tests/integration/test_share_group_detection.py",
+        "tests/integration/test_share_groups.py",
+        "tests/integration/test_share_group_repair.py",
+        "tests/integration/test_backfill_transactions.py",
+    ),
     "kafka-fault-clusters": (
         "tests/faults/test_kafka_faults.py",
         "tests/faults/test_worker_faults.py",
@@ -32,15 +45,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "tests/faults/test_spark_connect_cluster.py",
         "tests/faults/test_secured_spark_cluster.py",
     ),
-    "spark-connect": ("tests/integration/test_backfill_connect.py",),
     "spark-process": ("tests/integration/test_backfill.py",),
-    # One Kafka 4.3.1 broker (the session's kafka_4_3) for the release matrix and the share-group loss tests.
-    "kafka-4.3.1": (
-        "tests/integration/test_kafka_releases.py",
-        "tests/integration/test_share_group_detection.py",
-        "tests/integration/test_share_groups.py",
-        "tests/integration/test_share_group_repair.py",
-    ),
     "chromium": (
         # These two share the demo's state too (tests/integration/demo_harness.py).
         "tests/integration/test_browser_access.py",
@@ -55,6 +60,37 @@ UNITS: dict[str, tuple[str, ...]] = {
 }
 UNIT_OF_MODULE = {module: unit for unit, modules in UNITS.items() for module in modules}
 
+# Units that start JVMs of their own: brokers, a Spark cluster, Spark processes, Keycloak.
+HEAVY = frozenset({"spark-connect", "kafka-fault-clusters", "secured-broker", "spark-standalone", "spark-process"})
+
+# Seconds of test time per unit (setup, call and teardown summed from a full run's junit XML,
+# `make test PYTEST_ARGS="--junitxml=..."`), measured 2026-11-27 on the 2-core machine under other
+# work (load average 5-24, median 14): weights for the order, not timings. A unit not listed weighs
+# nothing (it goes after these, in collection order).
+SECONDS: dict[str, float] = {
+    "spark-standalone": 601,
+    "spark-connect": 559,
+    "secured-broker": 404,
+    "kafka-fault-clusters": 389,
+    "spark-process": 351,
+    "chromium": 157,
+    "tests/integration/test_guard.py": 94,
+    "tests/faults/test_load.py": 78,
+    "tests/integration/test_streams_and_connect_groups.py": 73,
+    "tests/integration/test_pickup.py": 60,
+    "tests/integration/test_offset_reset.py": 49,
+    "tests/faults/test_postgres_faults.py": 43,
+    "tests/integration/test_go_clients.py": 31,
+    "tests/integration/test_detection.py": 27,
+    "tests/integration/test_kafka_adapter.py": 26,
+    "tests/integration/test_api.py": 25,
+    "tests/integration/test_expansion_plan.py": 21,
+    "tests/integration/test_pages_findings.py": 19,
+    "tests/integration/test_settings_startup.py": 18,
+    "tests/faults/test_redis_faults.py": 17,
+    "tests/integration/test_pages_browse.py": 16,
+}
+
 
 def unit_of(nodeid: str) -> str:
     """The unit of work a test belongs to: its module's unit, else its module."""
@@ -63,14 +99,21 @@ def unit_of(nodeid: str) -> str:
 
 
 def units_in_order(nodeids: list[str]) -> dict[str, dict[str, bool]]:
-    """xdist's work queue: each unit with its tests (not yet run), the units
-    of ``UNITS`` first in that order, then the others as collected."""
+    """xdist's work queue: each unit with its tests (not yet run), longest
+    (``SECONDS``) first, units of equal weight as collected."""
     found: dict[str, dict[str, bool]] = {}
     for nodeid in nodeids:
         found.setdefault(unit_of(nodeid), {})[nodeid] = False
-    ordered = {unit: found.pop(unit) for unit in UNITS if unit in found}
-    ordered.update(found)
-    return ordered
+    return dict(sorted(found.items(), key=lambda item: -SECONDS.get(item[0], 0)))
+
+
+def next_unit(queue: list[str], others_running: list[str]) -> str:
+    """The unit a worker takes next from ``queue`` (longest first): the
+    first, unless it is HEAVY while another worker runs a HEAVY unit and a
+    light one is waiting; then the first light one."""
+    if queue[0] in HEAVY and any(unit in HEAVY for unit in others_running):
+        return next((unit for unit in queue if unit not in HEAVY), queue[0])
+    return queue[0]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -80,6 +123,12 @@ def pytest_xdist_make_scheduler(config, log):
     class UnitScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            running = [unit for other, work in self.assigned_work.items() if other is not node
+                       for unit, tests in work.items() if not all(tests.values())]
+            self.workqueue.move_to_end(next_unit(list(self.workqueue), running), last=False)
+            super()._assign_work_unit(node)
 
         def schedule(self) -> None:
             if self.collection is None and self.collection_is_completed and self._check_nodes_have_same_collection():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.faults.procs import KafkaCluster, SparkStandalone
+from tests.integration.connect_harness import ConnectServer
 
 
 def pytest_collection_modifyitems(items):
@@ -51,6 +52,33 @@ def spark_cluster(tmp_path_factory):
         yield cluster.start()
     finally:
         cluster.close()
+
+
+@pytest.fixture
+def on_cluster(spark_cluster, settings, monkeypatch, tmp_path):
+    """Backfills of this test run in Spark processes of their own on the
+    standalone cluster; those processes read the cluster's client settings
+    (SPARK_CONF_DIR)."""
+    settings.SPARK_MASTER = spark_cluster.url
+    settings.SPARK_CONNECT_URL = ""
+    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
+    settings.BACKFILL_TIMEOUT_SECONDS = 300
+    monkeypatch.setenv("SPARK_CONF_DIR", str(spark_cluster.conf_dir))
+    spark_cluster.wait_workers(2)
+    return spark_cluster
+
+
+@pytest.fixture(scope="module")
+def cluster_server(spark_cluster, tmp_path_factory):
+    """A Spark Connect server on the standalone cluster, with the cluster's
+    client settings (its event log among them). One per module: while it
+    runs it holds the workers' cores, so a module's job processes
+    (``on_cluster``) run before its first ``on_server`` test."""
+    spark_cluster.wait_workers(2)
+    server = ConnectServer(tmp_path_factory.mktemp("connect-on-cluster") / "server.log", master=spark_cluster.url,
+                           extra_env={"SPARK_CONF_DIR": str(spark_cluster.conf_dir)})
+    yield server
+    server.stop()
 
 
 @pytest.fixture

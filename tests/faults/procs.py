@@ -37,15 +37,17 @@ ROOT = Path(__file__).resolve().parents[2]
 GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when the test process dies, even by
-    an abort, so no broker outlives the test that started it.
+def _die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """In the child before exec: send it ``sig`` (SIGKILL unless told) when the
+    test process dies, even by an abort, so no broker outlives the test that
+    started it. A child whose script forwards TERM to its own child (Keycloak's
+    kc.sh) asks for SIGTERM: ``functools.partial(_die_with_parent, signal.SIGTERM)``.
 
     The signal follows the *thread* that started the child: a process started
     from a short-lived thread is killed when that thread ends. Start and
     restart processes from the test's main thread only."""
     PR_SET_PDEATHSIG = 1
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
 def free_ports(count: int) -> list[int]:

@@ -29,7 +29,6 @@ import pytest
 from groups.models import RemediationJob
 from tasks.spark.spec import KafkaSecrets
 from tests.integration.backfill_harness import K, Scenario, parquet_rows, replayed_rows, run_job
-from tests.integration.connect_harness import ConnectServer
 from tests.integration.kafka_harness import Broker
 from tests.integration.secure_kafka import (  # noqa: F401 - secure_broker is a fixture
     CLIENT_NAME,
@@ -40,29 +39,6 @@ from tests.integration.secure_kafka import (  # noqa: F401 - secure_broker is a 
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
-
-
-@pytest.fixture
-def on_cluster(spark_cluster, settings, monkeypatch, tmp_path):
-    """Backfills in processes of their own on the standalone cluster."""
-    settings.SPARK_MASTER = spark_cluster.url
-    settings.SPARK_CONNECT_URL = ""
-    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
-    settings.BACKFILL_TIMEOUT_SECONDS = 300
-    monkeypatch.setenv("SPARK_CONF_DIR", str(spark_cluster.conf_dir))
-    spark_cluster.wait_workers(2)
-    return spark_cluster
-
-
-@pytest.fixture(scope="module")
-def cluster_server(spark_cluster, tmp_path_factory):
-    """A Connect server on the cluster, with the cluster's client settings
-    (its event log among them)."""
-    spark_cluster.wait_workers(2)
-    server = ConnectServer(tmp_path_factory.mktemp("secured-connect") / "server.log", master=spark_cluster.url,
-                           extra_env={"SPARK_CONF_DIR": str(spark_cluster.conf_dir)})
-    yield server
-    server.stop()
 
 
 def written_by_spark(cluster) -> dict[str, str]:

@@ -28,18 +28,6 @@ from tests.integration.backfill_harness import (
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 
-@pytest.fixture
-def on_cluster(spark_cluster, settings, monkeypatch, tmp_path):
-    """Backfills of this test run on the standalone cluster; their Spark
-    processes read the cluster's client settings (SPARK_CONF_DIR)."""
-    settings.SPARK_MASTER = spark_cluster.url
-    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
-    settings.BACKFILL_TIMEOUT_SECONDS = 300
-    monkeypatch.setenv("SPARK_CONF_DIR", str(spark_cluster.conf_dir))
-    spark_cluster.wait_workers(2)
-    return spark_cluster
-
-
 def output_of(job: RemediationJob) -> str:
     return job.result["sink"]["output"]
 

@@ -19,7 +19,6 @@ from groups.models import RemediationJob
 from tasks.backfill import runner as backfill
 from tasks.backfill.runner import BackfillRequest, run_backfill
 from tests.integration import spark_handlers
-from tests.integration.connect_harness import ConnectServer
 from tests.integration.backfill_harness import (
     K,
     Scenario,
@@ -29,15 +28,6 @@ from tests.integration.backfill_harness import (
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
-
-
-@pytest.fixture(scope="module")
-def cluster_server(spark_cluster, tmp_path_factory):
-    spark_cluster.wait_workers(2)
-    server = ConnectServer(tmp_path_factory.mktemp("connect-on-cluster") / "server.log", master=spark_cluster.url,
-                           extra_env={"SPARK_CONF_DIR": str(spark_cluster.conf_dir)})
-    yield server
-    server.stop()
 
 
 def the_server_application(cluster) -> str:

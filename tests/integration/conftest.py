@@ -23,6 +23,29 @@ def viewer(db):
     return user_with_role("viewer", "viewer")
 
 
+@pytest.fixture
+def viewer_client(viewer):
+    """A test client of its own, logged in as ``viewer``."""
+    from tests.integration.pages_harness import client_for
+
+    return client_for(viewer)
+
+
+@pytest.fixture
+def approver_client(approver):
+    """A test client of its own, logged in as ``approver``."""
+    from tests.integration.pages_harness import client_for
+
+    return client_for(approver)
+
+
+@pytest.fixture
+def api(client, viewer):
+    """pytest-django's ``client``, logged in as ``viewer`` (a user in no role reads nothing)."""
+    client.force_login(viewer)
+    return client
+
+
 @pytest.fixture(scope="session")
 def keycloak():
     """One Keycloak per session (tests/integration/keycloak.py; about 20 s to

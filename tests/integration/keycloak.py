@@ -8,12 +8,13 @@ confidential client per caller, client-credentials only, with the audience
 the broker expects.
 
 Start once per session (``start``, then ``wait``: about 20 s on two cores),
-``close`` kills it and removes its folder. It dies with the test process too (see ``_die_with_parent``).
+``close`` kills it and removes its folder. It dies with the test process too
+(SIGTERM, so kc.sh stops its Java child: ``procs._die_with_parent``).
 """
 
 from __future__ import annotations
 
-import ctypes
+import functools
 import json
 import os
 import secrets
@@ -25,7 +26,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from tests.faults.procs import free_ports
+from tests.faults.procs import _die_with_parent, free_ports
 from tests.integration.kafka_harness import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,13 +39,6 @@ REALM = "gapwatch"
 AUDIENCE = "kafka"
 # Short-lived tokens (the realm's minimum is one minute), so a session sees refreshes.
 TOKEN_SECONDS = 60
-
-
-def _die_with_parent() -> None:
-    """SIGTERM kc.sh when the test process dies: kc.sh forwards TERM to its
-    Java child (its trap), which SIGKILL would not let it do."""
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def keycloak_install() -> tuple[Path, Path]:
@@ -89,7 +83,8 @@ class Keycloak:
             # Built by setup.sh (--db=dev-mem, no management interface); one node: a local cache.
             [str(self.home / "bin" / "kc.sh"), "start", "--optimized", "--cache=local", "--http-enabled=true",
              "--hostname-strict=false", "--http-host=127.0.0.1", f"--http-port={self.port}"],
-            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent,
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=functools.partial(_die_with_parent, signal.SIGTERM),
         )
         return self
 

@@ -14,11 +14,6 @@ from groups.models import AuditEvent, Cluster, ConsumerGroup
 HOSTILE = "<script>alert('gw')</script>"
 
 
-@pytest.fixture
-def cluster():
-    return Cluster.objects.create(name="local", bootstrap_servers="127.0.0.1:9092")
-
-
 @pytest.mark.django_db
 def test_it_never_renders_the_sasl_password(admin_client, cluster):
     cluster.sasl_mechanism = "PLAIN"

@@ -30,12 +30,6 @@ from tests.factories import (  # noqa: E402
 # --- Helpers -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def api(client, db):
-    client.force_login(user_with_role("viewer", "viewer"))  # a user in no role reads nothing
-    return client
-
-
 def get_json(client, path: str, params: dict | None = None, status: int = 200) -> dict:
     response = client.get(path, params or {})
     assert response.status_code == status, response.content

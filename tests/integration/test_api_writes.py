@@ -27,12 +27,6 @@ def post_json(client, path: str, body, **extra):
 
 
 @pytest.fixture
-def api(client, db):
-    client.force_login(user_with_role("viewer", "viewer"))
-    return client
-
-
-@pytest.fixture
 def approver_api(client, db):
     client.force_login(user_with_role("approver", "approver"))
     return client

@@ -1,6 +1,6 @@
 """Backfills of ranges that hold transactions, against the real broker, real
-Spark (local[2]) and the real database: a backfill delivers what the group
-would have read (issue 32, item 3).
+Spark (local[2], on the session's Connect server) and the real database: a
+backfill delivers what the group would have read (issue 32, item 3).
 
 A topic is raised from 2 to 4 partitions and a transactional producer
 (confluent_kafka, ``transactional.id``) writes to partition 2 before the
@@ -107,7 +107,7 @@ def committed_values() -> list[bytes]:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("sink", ["parquet", "kafka"])
 def test_an_aborted_transaction_in_the_missed_range_is_not_delivered_and_the_records_are_verified(
-    broker, unique, approver, backfill_settings, enqueued, sink
+    broker, unique, approver, backfill_on_server, enqueued, sink
 ):
     topic = f"txn-{unique}"
     end = aborted_inside(broker, topic, f"tx-{unique}")
@@ -133,7 +133,7 @@ def test_an_aborted_transaction_in_the_missed_range_is_not_delivered_and_the_rec
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_group_declared_read_uncommitted_gets_the_aborted_records_it_would_have_read(
-    broker, unique, approver, backfill_settings, enqueued
+    broker, unique, approver, backfill_on_server, enqueued
 ):
     topic = f"txn-{unique}"
     end = aborted_inside(broker, topic, f"tx-{unique}")
@@ -170,7 +170,7 @@ def held_reason(job_id: int) -> str:
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_range_an_open_transaction_holds_waits_for_it_says_why_and_completes_after_the_commit(
-    broker, unique, approver, backfill_settings, enqueued
+    broker, unique, approver, backfill_on_server, enqueued
 ):
     topic = f"txn-{unique}"
     producer, end = open_inside(broker, topic, f"tx-{unique}")
@@ -202,9 +202,9 @@ def test_a_range_an_open_transaction_holds_waits_for_it_says_why_and_completes_a
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_transaction_left_open_past_the_bound_fails_the_job_naming_it(
-    broker, unique, approver, backfill_settings, enqueued
+    broker, unique, approver, backfill_on_server, enqueued
 ):
-    backfill_settings.BACKFILL_TRANSACTION_WAIT_SECONDS = 3
+    backfill_on_server.BACKFILL_TRANSACTION_WAIT_SECONDS = 3
     topic = f"txn-{unique}"
     producer, end = open_inside(broker, topic, f"tx-{unique}")
     try:

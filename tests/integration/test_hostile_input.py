@@ -21,12 +21,6 @@ def finding(db):
                         make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2)), 2)
 
 
-@pytest.fixture
-def approver_client(client, approver):
-    client.force_login(approver)
-    return client
-
-
 def nothing_written(finding: Finding) -> None:
     finding.refresh_from_db()
     assert finding.closed_at is None

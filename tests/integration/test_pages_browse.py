@@ -36,21 +36,8 @@ PASSWORD = "s3cret-PASS-never-shown"
 
 
 @pytest.fixture
-def viewer_client(viewer):
-    client = Client()
-    client.force_login(viewer)
-    return client
-
-
-@pytest.fixture
-def approver_client(approver):
-    client = Client()
-    client.force_login(approver)
-    return client
-
-
-@pytest.fixture
-def cluster(db):
+def sasl_cluster(db):
+    """Cluster `local` behind SASL/PLAIN, its password stored (these pages never show it)."""
     cluster = Cluster.objects.create(
         name="local", bootstrap_servers="127.0.0.1:9092", security_protocol="SASL_PLAINTEXT",
         sasl_mechanism="PLAIN", sasl_username="gapwatch",
@@ -127,60 +114,60 @@ def test_it_validates_bootstrap_servers_as_host_port_list(value, expected):
 
 
 @pytest.mark.django_db
-def test_it_sends_anonymous_users_to_login(client, cluster):
-    world = make_world(cluster)
+def test_it_sends_anonymous_users_to_login(client, sasl_cluster):
+    world = make_world(sasl_cluster)
     pages = [f"/topics/{world['topic'].pk}/", f"/groups/{world['group'].pk}/", "/clusters/", "/audit/",
-             "/audit/export.csv", "/clusters/add", f"/clusters/{cluster.pk}/edit"]
+             "/audit/export.csv", "/clusters/add", f"/clusters/{sasl_cluster.pk}/edit"]
     for url in pages:
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
-    for url, data in state_changing_urls(cluster, world["group"]).items():
+    for url, data in state_changing_urls(sasl_cluster, world["group"]).items():
         response = client.post(url, data)
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
     assert not AuditEvent.objects.exists()
 
 
 @pytest.mark.django_db
-def test_it_forbids_viewers_every_state_changing_url(viewer_client, cluster):
-    world = make_world(cluster)
-    for url, data in state_changing_urls(cluster, world["group"]).items():
+def test_it_forbids_viewers_every_state_changing_url(viewer_client, sasl_cluster):
+    world = make_world(sasl_cluster)
+    for url, data in state_changing_urls(sasl_cluster, world["group"]).items():
         assert viewer_client.post(url, data).status_code == 403, url
-    for url in ("/clusters/add", f"/clusters/{cluster.pk}/edit"):
+    for url in ("/clusters/add", f"/clusters/{sasl_cluster.pk}/edit"):
         assert viewer_client.get(url).status_code == 403, url
-    cluster.refresh_from_db()
+    sasl_cluster.refresh_from_db()
     world["group"].refresh_from_db()
-    assert (cluster.enabled, cluster.bootstrap_servers, world["group"].declared_policy) == (
+    assert (sasl_cluster.enabled, sasl_cluster.bootstrap_servers, world["group"].declared_policy) == (
         True, "127.0.0.1:9092", "unknown"
     )
     assert Cluster.objects.count() == 1 and not AuditEvent.objects.exists()
 
 
 @pytest.mark.django_db
-def test_it_answers_get_on_post_only_urls_with_405(approver_client, viewer_client, cluster):
-    world = make_world(cluster)
-    for url in (f"/groups/{world['group'].pk}/settings", f"/clusters/{cluster.pk}/toggle",
-                f"/clusters/{cluster.pk}/test"):
+def test_it_answers_get_on_post_only_urls_with_405(approver_client, viewer_client, sasl_cluster):
+    world = make_world(sasl_cluster)
+    for url in (f"/groups/{world['group'].pk}/settings", f"/clusters/{sasl_cluster.pk}/toggle",
+                f"/clusters/{sasl_cluster.pk}/test"):
         assert approver_client.get(url).status_code == 405, url
         assert viewer_client.get(url).status_code == 405, url
 
 
 @pytest.mark.django_db
-def test_it_rejects_a_post_without_csrf_token(approver, cluster):
-    world = make_world(cluster)
+def test_it_rejects_a_post_without_csrf_token(approver, sasl_cluster):
+    world = make_world(sasl_cluster)
     client = Client(enforce_csrf_checks=True)
     client.force_login(approver)
-    for url, data in state_changing_urls(cluster, world["group"]).items():
+    for url, data in state_changing_urls(sasl_cluster, world["group"]).items():
         assert client.post(url, data).status_code == 403, url
     assert not AuditEvent.objects.exists()
 
 
 @pytest.mark.django_db
-def test_it_shows_the_partition_generation_timeline_and_the_readers_of_a_topic(viewer_client, cluster):
-    world = make_world(cluster, partitions=6)
+def test_it_shows_the_partition_generation_timeline_and_the_readers_of_a_topic(viewer_client, sasl_cluster):
+    world = make_world(sasl_cluster, partitions=6)
     now = timezone.now()
     PartitionGeneration.objects.create(topic=world["topic"], number=3, kafka_topic_id="tid-2", partitions=[0, 1, 2],
                                        is_new_lineage=True, observed_at=now)
-    quiet = ConsumerGroup.objects.create(cluster=cluster, group_id=ATTRIBUTE, first_seen_at=now, last_seen_at=now)
+    quiet = ConsumerGroup.objects.create(cluster=sasl_cluster, group_id=ATTRIBUTE, first_seen_at=now, last_seen_at=now)
     GroupTopic.objects.create(group=quiet, topic=world["topic"], lag=0, first_seen_at=now, updated_at=now)
 
     response = viewer_client.get(f"/topics/{world['topic'].pk}/")
@@ -198,8 +185,8 @@ def test_it_shows_the_partition_generation_timeline_and_the_readers_of_a_topic(v
 
 
 @pytest.mark.django_db
-def test_it_shows_the_group_with_its_partitions_and_a_lag_chart(viewer_client, cluster):
-    world = make_world(cluster, partitions=4, samples=50)
+def test_it_shows_the_group_with_its_partitions_and_a_lag_chart(viewer_client, sasl_cluster):
+    world = make_world(sasl_cluster, partitions=4, samples=50)
     response = viewer_client.get(f"/groups/{world['group'].pk}/")
     body = response.content.decode()
     assert response.status_code == 200
@@ -220,8 +207,8 @@ def test_it_shows_the_group_with_its_partitions_and_a_lag_chart(viewer_client, c
 
 
 @pytest.mark.django_db
-def test_it_downsamples_the_lag_chart_to_at_most_300_points(viewer_client, cluster):
-    world = make_world(cluster, samples=8000)  # one sample every 10 s: 22 hours
+def test_it_downsamples_the_lag_chart_to_at_most_300_points(viewer_client, sasl_cluster):
+    world = make_world(sasl_cluster, samples=8000)  # one sample every 10 s: 22 hours
     body = viewer_client.get(f"/groups/{world['group'].pk}/?window=24h").content.decode()
     points = re.search(r'<polyline class="series series-0" points="([^"]*)"', body)[1].split()
     assert 200 < len(points) <= 300
@@ -232,10 +219,10 @@ def test_it_downsamples_the_lag_chart_to_at_most_300_points(viewer_client, clust
 
 @pytest.mark.django_db
 def test_it_keeps_the_group_page_queries_constant_as_partitions_and_samples_grow(
-    viewer_client, cluster, django_assert_max_num_queries
+    viewer_client, sasl_cluster, django_assert_max_num_queries
 ):
-    small = make_world(cluster, partitions=3, samples=2, group_id="small", topic_name="small")
-    large = make_world(cluster, partitions=120, samples=5000, group_id="large", topic_name="large")
+    small = make_world(sasl_cluster, partitions=3, samples=2, group_id="small", topic_name="small")
+    large = make_world(sasl_cluster, partitions=120, samples=5000, group_id="large", topic_name="large")
     counts = []
     for world in (small, large):
         viewer_client.get(f"/groups/{world['group'].pk}/")  # warm the session and permission caches alike
@@ -251,8 +238,8 @@ def test_it_keeps_the_group_page_queries_constant_as_partitions_and_samples_grow
 
 
 @pytest.mark.django_db
-def test_it_lets_approvers_change_the_group_policy_and_audits_before_and_after(approver_client, approver, cluster):
-    world = make_world(cluster)
+def test_it_lets_approvers_change_the_group_policy_and_audits_before_and_after(approver_client, approver, sasl_cluster):
+    world = make_world(sasl_cluster)
     group = world["group"]
     page = approver_client.get(f"/groups/{group.pk}/").content.decode()
     assert f'action="/groups/{group.pk}/settings"' in page
@@ -265,7 +252,7 @@ def test_it_lets_approvers_change_the_group_policy_and_audits_before_and_after(a
         "earliest", True, "kafka", "orders.replay"
     )
     event = AuditEvent.objects.get(action="group.changed")
-    assert (event.actor, event.cluster, event.object_type, event.object_id) == (approver, cluster, "group",
+    assert (event.actor, event.cluster, event.object_type, event.object_id) == (approver, sasl_cluster, "group",
                                                                                 str(group.pk))
     assert event.detail == {
         "group": SCRIPT,
@@ -284,10 +271,12 @@ def test_it_lets_approvers_change_the_group_policy_and_audits_before_and_after(a
 
 
 @pytest.mark.django_db
-def test_it_lets_approvers_declare_the_isolation_level_and_leaves_it_when_a_form_omits_it(approver_client, cluster):
+def test_it_lets_approvers_declare_the_isolation_level_and_leaves_it_when_a_form_omits_it(
+    approver_client, sasl_cluster
+):
     """Issue 32: the consumers' isolation.level, declared as the policy is;
     a request without the field (a form older than it) leaves it as it is."""
-    group = make_world(cluster)["group"]
+    group = make_world(sasl_cluster)["group"]
     form = {"declared_policy": "unknown", "backfill_sink": "parquet", "replay_topic": ""}
     response = approver_client.post(f"/groups/{group.pk}/settings", {**form, "declared_isolation": "read_uncommitted"})
     assert response.status_code == 302
@@ -305,8 +294,8 @@ def test_it_lets_approvers_declare_the_isolation_level_and_leaves_it_when_a_form
 
 
 @pytest.mark.django_db
-def test_it_rejects_invalid_group_settings_and_shows_the_errors(approver_client, cluster):
-    group = make_world(cluster)["group"]
+def test_it_rejects_invalid_group_settings_and_shows_the_errors(approver_client, sasl_cluster):
+    group = make_world(sasl_cluster)["group"]
     response = approver_client.post(f"/groups/{group.pk}/settings", {
         "declared_policy": "sometimes", "backfill_sink": "kafka", "replay_topic": "",
     })
@@ -362,8 +351,8 @@ def test_it_rejects_a_bad_cluster_form_and_never_echoes_the_password(approver_cl
 
 
 @pytest.mark.django_db
-def test_it_keeps_changes_and_clears_the_password_and_audits_only_that_it_changed(approver_client, cluster):
-    url = f"/clusters/{cluster.pk}/edit"
+def test_it_keeps_changes_and_clears_the_password_and_audits_only_that_it_changed(approver_client, sasl_cluster):
+    url = f"/clusters/{sasl_cluster.pk}/edit"
     page = approver_client.get(url).content.decode()
     assert "Stored SASL password: <strong>set</strong>" in page and "Clear the stored password" in page
     common = {"bootstrap_servers": "127.0.0.1:9092", "security_protocol": "SASL_PLAINTEXT",
@@ -371,15 +360,15 @@ def test_it_keeps_changes_and_clears_the_password_and_audits_only_that_it_change
 
     # Empty password input: the stored one stays; only the changed field is audited.
     assert approver_client.post(url, {**common, "sasl_username": "other", "sasl_password": ""}).status_code == 302
-    cluster.refresh_from_db()
-    assert cluster.client_config().sasl_password == PASSWORD
+    sasl_cluster.refresh_from_db()
+    assert sasl_cluster.client_config().sasl_password == PASSWORD
     event = AuditEvent.objects.get(action="cluster.changed")
     assert event.detail == {"before": {"sasl_username": "gapwatch"}, "after": {"sasl_username": "other"}}
 
     # A new password: audited as changed, never its value.
     approver_client.post(url, {**common, "sasl_password": "brand-new-secret"})
-    cluster.refresh_from_db()
-    assert cluster.client_config().sasl_password == "brand-new-secret"
+    sasl_cluster.refresh_from_db()
+    assert sasl_cluster.client_config().sasl_password == "brand-new-secret"
     event = AuditEvent.objects.filter(action="cluster.changed").first()
     assert event.detail == {"before": {"sasl_username": "other"}, "after": {"sasl_username": "gapwatch"},
                             "password_changed": True, "password_set": True}
@@ -389,8 +378,8 @@ def test_it_keeps_changes_and_clears_the_password_and_audits_only_that_it_change
     assert refused.status_code == 400 and "needs a password" in refused.content.decode()
     approver_client.post(url, {"bootstrap_servers": "127.0.0.1:9092", "security_protocol": "PLAINTEXT",
                                "sasl_mechanism": "", "sasl_username": "", "clear_sasl_password": "on"})
-    cluster.refresh_from_db()
-    assert not cluster.has_sasl_password and cluster.security_protocol == "PLAINTEXT"
+    sasl_cluster.refresh_from_db()
+    assert not sasl_cluster.has_sasl_password and sasl_cluster.security_protocol == "PLAINTEXT"
     event = AuditEvent.objects.filter(action="cluster.changed").first()
     assert event.detail["password_changed"] is True and event.detail["password_set"] is False
     for row in AuditEvent.objects.all():
@@ -398,57 +387,58 @@ def test_it_keeps_changes_and_clears_the_password_and_audits_only_that_it_change
     # The name is fixed once a cluster exists.
     approver_client.post(url, {"name": "renamed", "bootstrap_servers": "127.0.0.1:9092",
                                "security_protocol": "PLAINTEXT"})
-    cluster.refresh_from_db()
-    assert cluster.name == "local"
+    sasl_cluster.refresh_from_db()
+    assert sasl_cluster.name == "local"
 
 
 @pytest.mark.django_db
-def test_it_never_renders_the_password_nor_its_ciphertext(approver_client, viewer_client, cluster):
-    make_world(cluster)
-    ciphertext = cluster.sasl_password_encrypted
-    approver_client.post(f"/clusters/{cluster.pk}/edit", {
+def test_it_never_renders_the_password_nor_its_ciphertext(approver_client, viewer_client, sasl_cluster):
+    make_world(sasl_cluster)
+    ciphertext = sasl_cluster.sasl_password_encrypted
+    approver_client.post(f"/clusters/{sasl_cluster.pk}/edit", {
         "bootstrap_servers": "not a host", "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
         "sasl_username": "gapwatch", "sasl_password": PASSWORD,
     })
-    approver_client.post(f"/clusters/{cluster.pk}/edit", {
+    approver_client.post(f"/clusters/{sasl_cluster.pk}/edit", {
         "bootstrap_servers": "127.0.0.1:9095", "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
         "sasl_username": "gapwatch", "sasl_password": PASSWORD,
     })
     responses = [
         approver_client.get("/clusters/"), viewer_client.get("/clusters/"),
-        approver_client.get(f"/clusters/{cluster.pk}/edit"),
-        approver_client.post(f"/clusters/{cluster.pk}/edit", {"bootstrap_servers": "x", "sasl_password": PASSWORD}),
+        approver_client.get(f"/clusters/{sasl_cluster.pk}/edit"),
+        approver_client.post(f"/clusters/{sasl_cluster.pk}/edit",
+                             {"bootstrap_servers": "x", "sasl_password": PASSWORD}),
         approver_client.get("/audit/"), approver_client.get("/audit/export.csv"),
     ]
-    cluster.refresh_from_db()
+    sasl_cluster.refresh_from_db()
     for response in responses:
         body = b"".join(response.streaming_content) if response.streaming else response.content
-        for secret in (PASSWORD, ciphertext, cluster.sasl_password_encrypted):
+        for secret in (PASSWORD, ciphertext, sasl_cluster.sasl_password_encrypted):
             assert secret.encode() not in body
 
 
 @pytest.mark.django_db
-def test_it_enables_and_disables_a_cluster_once_per_request(approver_client, approver, cluster):
-    url = f"/clusters/{cluster.pk}/toggle"
+def test_it_enables_and_disables_a_cluster_once_per_request(approver_client, approver, sasl_cluster):
+    url = f"/clusters/{sasl_cluster.pk}/toggle"
     for _ in range(2):  # a double click
         assert approver_client.post(url, {"enabled": "false"})["Location"] == "/clusters/"
-    cluster.refresh_from_db()
-    assert cluster.enabled is False
+    sasl_cluster.refresh_from_db()
+    assert sasl_cluster.enabled is False
     events = list(AuditEvent.objects.filter(action="cluster.changed"))
     assert len(events) == 1
     assert (events[0].actor, events[0].detail) == (approver, {"before": {"enabled": True}, "after": {"enabled": False}})
     page = approver_client.get("/clusters/").content.decode()
     assert "disabled" in page and '<input type="hidden" name="enabled" value="true">' in page
     approver_client.post(url, {"enabled": "true"})
-    cluster.refresh_from_db()
-    assert cluster.enabled is True
+    sasl_cluster.refresh_from_db()
+    assert sasl_cluster.enabled is True
     assert approver_client.post(url, {"enabled": "maybe"}).status_code == 400
 
 
 @pytest.mark.django_db
-def test_it_escapes_hostile_names_on_every_page_and_in_the_csv(approver_client, viewer_client, approver, cluster):
-    world = make_world(cluster)
-    Cluster.objects.filter(id=cluster.id).update(
+def test_it_escapes_hostile_names_on_every_page_and_in_the_csv(approver_client, viewer_client, approver, sasl_cluster):
+    world = make_world(sasl_cluster)
+    Cluster.objects.filter(id=sasl_cluster.id).update(
         bootstrap_servers=SCRIPT, last_error=ATTRIBUTE, last_test_at=timezone.now(), last_test_ok=False,
         last_test_message=SCRIPT,
     )
@@ -467,9 +457,9 @@ def test_it_escapes_hostile_names_on_every_page_and_in_the_csv(approver_client, 
     audit_page = approver_client.get("/audit/?action=group.changed").content.decode()
     # JSON first escapes nothing in the group id; the HTML escaping does.
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in audit_page
-    edit = approver_client.get(f"/clusters/{cluster.pk}/edit").content.decode()
+    edit = approver_client.get(f"/clusters/{sasl_cluster.pk}/edit").content.decode()
     assert_escaped(edit, SCRIPT)
-    audit_record_hostile(cluster)
+    audit_record_hostile(sasl_cluster)
     content = b"".join(approver_client.get("/audit/export.csv").streaming_content).decode()
     rows = list(csv.reader(io.StringIO(content)))
     cells = [cell for row in rows for cell in row]
@@ -488,13 +478,13 @@ def audit_record_hostile(cluster: Cluster) -> None:
 
 @pytest.mark.django_db
 def test_it_filters_and_paginates_the_audit_log_and_exports_the_same_rows(approver_client, approver, viewer,
-                                                                          cluster):
+                                                                          sasl_cluster):
     from groups.services.audit import audit_record
 
     other = Cluster.objects.create(name="other", bootstrap_servers="127.0.0.1:9092")
     for i in range(60):
-        audit_record(action="cluster.changed", actor=approver, cluster=cluster, object_type="cluster",
-                     object_id=cluster.pk, detail={"i": i})
+        audit_record(action="cluster.changed", actor=approver, cluster=sasl_cluster, object_type="cluster",
+                     object_id=sasl_cluster.pk, detail={"i": i})
     audit_record(action="finding.created", cluster=other, detail={"group": "g"})
     old = audit_record(action="job.approved", actor=viewer, cluster=other, object_type="job", object_id=7)
     AuditEvent.objects.filter(id=old.id).update(at=timezone.now() - timedelta(days=10))

@@ -25,11 +25,6 @@ from tests.factories import (
 from tests.integration.pages_harness import client_for
 
 
-@pytest.fixture
-def viewer_client(viewer):
-    return client_for(viewer)
-
-
 def _polled(cluster: Cluster, *, ago: timedelta) -> None:
     moment = timezone.now() - ago
     Cluster.objects.filter(id=cluster.id).update(status=Cluster.Status.OK, last_poll_at=moment,

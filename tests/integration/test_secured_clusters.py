@@ -65,23 +65,6 @@ K = 20  # messages written to the new partition before the groups pick it up
 TOKEN_SECONDS = 5
 
 
-@pytest.fixture
-def backfill_settings(settings, tmp_path):
-    settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
-    settings.SPARK_MASTER = "local[2]"
-    settings.SPARK_CONNECT_URL = ""
-    settings.BACKFILL_TIMEOUT_SECONDS = 300
-    return settings
-
-
-@pytest.fixture
-def enqueued(monkeypatch):
-    """Jobs handed to Celery after commit; the tests run them with the real task function."""
-    job_ids: list[int] = []
-    monkeypatch.setattr("groups.services.remediation._enqueue_on_commit", job_ids.append)
-    return job_ids
-
-
 def register(user, name: str, fields: dict, secrets: dict) -> Cluster:
     """Through the cluster form (its checks) and the audited service, as the pages do."""
     form = ClusterForm(data={"name": name, "sasl_mechanism": "", "sasl_username": "", **fields, **secrets})

@@ -237,7 +237,7 @@ def test_a_share_group_reset_waits_while_the_group_has_a_member_and_succeeds_onc
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_backfill_of_a_share_group_finding_delivers_exactly_its_range(
-    broker, cluster, unique, approver, enqueued, backfill_settings, share_reader, share_consumers
+    broker, cluster, unique, approver, enqueued, backfill_on_server, share_reader, share_consumers
 ):
     """Nothing in a backfill is share-specific: it reads the finding's
     ``[backfill_start, backfill_end)`` from the topic, whoever the group is.
@@ -249,7 +249,7 @@ def test_a_backfill_of_a_share_group_finding_delivers_exactly_its_range(
     job = run_job(job_request_previewed(user=approver, kind="backfill", preview=preview).id)
 
     assert job.status == "succeeded", (job.status_reason, job.error)
-    rows = parquet_rows(str(Path(backfill_settings.BACKFILL_OUTPUT) / str(job.id)))
+    rows = parquet_rows(str(Path(backfill_on_server.BACKFILL_OUTPUT) / str(job.id)))
     assert [(topic, partition, offset) for topic, partition, offset, *_ in rows] == [
         (lost.topic, 1, offset) for offset in range(lost.first_start)]
     assert [(key, value) for *_, key, value, _ in rows[:K]] == [

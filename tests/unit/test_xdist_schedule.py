@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.xdist_schedule import UNITS, unit_of, units_in_order
+from tests.xdist_schedule import HEAVY, SECONDS, UNITS, next_unit, unit_of, units_in_order
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,7 +18,7 @@ def test_it_puts_the_modules_of_a_shared_server_in_one_unit_and_any_other_module
     assert unit_of("tests/faults/test_spark_cluster.py::test_e") == "spark-standalone"
 
 
-def test_it_queues_the_named_units_first_longest_first_then_the_rest_as_collected():
+def test_it_queues_the_units_longest_first_then_the_unweighed_as_collected():
     nodeids = [
         "tests/unit/test_core.py::test_1",
         "tests/integration/test_backfill.py::test_2",
@@ -26,13 +26,27 @@ def test_it_queues_the_named_units_first_longest_first_then_the_rest_as_collecte
         "tests/unit/test_core.py::test_4",
         "tests/faults/test_kafka_faults.py::test_5",
         "tests/integration/test_api.py::test_6",
+        "tests/integration/test_kafka_releases.py::test_7",
     ]
     queue = units_in_order(nodeids)
-    assert list(queue) == ["kafka-fault-clusters", "spark-process", "tests/unit/test_core.py",
-                           "tests/integration/test_api.py"]
+    assert list(queue) == ["spark-connect", "kafka-fault-clusters", "spark-process", "tests/integration/test_api.py",
+                           "tests/unit/test_core.py"]
     assert queue["kafka-fault-clusters"] == {"tests/faults/test_replicated_backfill.py::test_3": False,
                                              "tests/faults/test_kafka_faults.py::test_5": False}
     assert sorted(n for unit in queue.values() for n in unit) == sorted(nodeids), "every test once"
+
+
+def test_a_worker_takes_a_light_unit_while_the_other_runs_a_heavy_one_if_one_is_left():
+    queue = ["kafka-fault-clusters", "spark-process", "tests/integration/test_api.py", "tests/unit/test_core.py"]
+    assert next_unit(queue, others_running=[]) == "kafka-fault-clusters"
+    assert next_unit(queue, others_running=["chromium"]) == "kafka-fault-clusters"
+    assert next_unit(queue, others_running=["spark-connect"]) == "tests/integration/test_api.py"
+    assert next_unit(queue[:2], others_running=["spark-connect"]) == "kafka-fault-clusters"  # no light one left
+
+
+def test_its_weights_and_heavy_units_name_units_that_exist():
+    assert HEAVY <= set(UNITS)
+    assert [unit for unit in SECONDS if unit not in UNITS and not (ROOT / unit).is_file()] == []
 
 
 def test_every_module_it_names_exists():
