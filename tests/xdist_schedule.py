@@ -31,6 +31,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "tests/integration/test_share_groups.py",
         "tests/integration/test_share_group_repair.py",
         "tests/integration/test_backfill_transactions.py",
+        "tests/integration/test_backfill_verification.py",
     ),
     "kafka-fault-clusters": (
         "tests/faults/test_kafka_faults.py",
@@ -56,6 +57,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "tests/integration/test_browser_dashboard.py",
         "tests/integration/test_browser_lifecycle.py",
         "tests/integration/test_browser_login.py",
+        "tests/integration/test_browser_expansion.py",
     ),
 }
 UNIT_OF_MODULE = {module: unit for unit, modules in UNITS.items() for module in modules}
