@@ -15,16 +15,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from groups.domain.expansion import sink_problem
-from groups.domain.expansion_job import plan_fingerprint
 from groups.domain.scopes import APPROVER
-from groups.models import ConsumerGroup, ExpansionJob, Notification, Topic
-from groups.selectors.access import scope_of
+from groups.models import ConsumerGroup, ExpansionJob, Topic
+from groups.selectors.access import may_approve, scope_of
 from groups.services import dispatch
 from groups.services.access import act_detail, same_person
 from groups.services.audit import audit_record
 from groups.services.expansions import Verdict, expansion_plan, expansion_plan_as_dict
 from groups.services.lifecycle import Conflict
-from groups.selectors.access import may_approve
+from groups.services.notifications import notifications_create
 
 State = ExpansionJob.State
 # Group outcomes whose repair the request chooses (a protected empty group falls back to its repair
@@ -279,12 +278,8 @@ def expansion_finish(*, job_id: int, state: str, verdicts: dict[str, dict], erro
         job = ExpansionJob.objects.select_related("cluster", "topic").get(id=job_id)
         audit_record(action=f"expansion.{state}", cluster=job.cluster, object_type="expansion", object_id=job_id,
                      detail={"verdicts": verdicts, **({"error": error[:500]} if error else {})})
-        url = job.cluster.webhook_url or settings.WEBHOOK_URL
-        if url:
-            payload = {"event": "expansion.finished", "cluster": job.cluster.name, "topic": job.topic.name,
-                       "expansion": job.id, "from": job.from_partitions, "to": job.to_partitions, "state": state,
-                       "error": error[:500], "groups": verdicts}
-            notification = Notification.objects.create(cluster=job.cluster, url=url, event="expansion.finished",
-                                                       payload=payload)
-            dispatch.task_enqueue_on_commit(dispatch.SEND_NOTIFICATION, notification.id)
+        notifications_create(cluster=job.cluster, events=[("expansion.finished", {
+            "event": "expansion.finished", "cluster": job.cluster.name, "topic": job.topic.name,
+            "expansion": job.id, "from": job.from_partitions, "to": job.to_partitions, "state": state,
+            "error": error[:500], "groups": verdicts}, None)])
     return True
