@@ -6,6 +6,7 @@ from groups.cluster_forms import ClusterForm
 from groups.models import (
     ApiToken,
     DirectoryIdentity,
+    ExpansionJob,
     RoleMapping,
     AuditEvent,
     Cluster,
@@ -355,3 +356,15 @@ class RuleRepairAdmin(ScopedAdmin, ReadOnlyAdmin):
                     "topic": "finding__topic__name"}
     list_display = ["rule", "finding", "job", "refused", "created_at"]
     list_select_related = ["rule", "finding", "job"]
+
+
+@admin.register(ExpansionJob)
+class ExpansionJobAdmin(ScopedAdmin, ReadOnlyAdmin):
+    """Guarded expansions, read-only: requested, approved and carried out
+    through their pages, the API and the job (groups.services.expansion_jobs)."""
+
+    scope_fields = {"cluster": "cluster__name", "topic": "topic__name"}
+    list_display = ["id", "cluster", "topic", "from_partitions", "to_partitions", "state", "requested_by",
+                    "approved_by", "created_at", "finished_at"]
+    list_filter = ["cluster", "state"]
+    list_select_related = ["cluster", "topic", "requested_by", "approved_by"]

@@ -32,6 +32,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "tests/integration/test_share_group_repair.py",
         "tests/integration/test_backfill_transactions.py",
         "tests/integration/test_backfill_verification.py",
+        "tests/integration/test_expansion_job.py",
     ),
     "kafka-fault-clusters": (
         "tests/faults/test_kafka_faults.py",

@@ -29,7 +29,7 @@ from groups.domain.planning import BackfillRange
 from groups.services.remediation import job_transition
 from tasks.backfill import runner as backfill
 from tasks.backfill.executor import backfill_request_for
-from tasks.backfill.runner import BackfillRequest, run_backfill, work_prefix
+from tasks.backfill.runner import WORKDIR_PREFIX, BackfillRequest, run_backfill
 from tasks.backfill.launch import ConnectJob
 from tasks.spark.connect import ConnectUnavailable, connect_session
 from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
@@ -286,12 +286,13 @@ def test_the_watchdog_interrupts_the_job_of_a_worker_killed_mid_run(
     handled_count = wait_until(settled, timeout=60, interval=0, what="the handler to stop")
     # 0.5 s a record on 2 cores: the whole range (90 records) would take ~20 s more.
     assert handled_count < 2 * K - 10
+    # The worker process reads another database (not the test's), so its folders' install part differs.
     logs = "".join(path.read_text() for path in Path(tempfile.gettempdir()).glob(
-        f"{work_prefix(f'handler-{unique}')}*/job.log"))
+        f"{WORKDIR_PREFIX}*-handler-{unique}-*/job.log"))
     assert f"watchdog: the executor went away; interrupted gapwatch-backfill-handler-{unique}-" in logs
     assert "(0 operations)" not in logs
     handled.unlink()
-    for folder in Path(tempfile.gettempdir()).glob(f"{work_prefix(f'handler-{unique}')}*"):
+    for folder in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-handler-{unique}-*"):
         shutil.rmtree(folder, ignore_errors=True)
 
 

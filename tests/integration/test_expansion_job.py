@@ -15,12 +15,19 @@ Groups (the harness's clients, none written here):
   to latest on the group: protected before (earliest first, restored after);
 - ``quiet``: a librdkafka share group left at the broker's default: covered
   on 4.4.0 (KAFKA-20742), so nothing is done to it;
-- ``early``: librdkafka classic, earliest, declared so: covered.
+- ``early``: librdkafka classic, earliest, declared so: covered;
+- ``jclassic`` and ``jnext``: Kafka's Java console consumer (classic, and
+  KIP-848's consumer protocol), latest by default, auto-commit at its
+  defaults: repaired after;
+- ``rnext``: librdkafka with KIP-848's consumer protocol, latest: repaired after;
+- ``jshare``: Kafka's ConsoleShareConsumer in a share group left at the
+  default: covered on 4.4.0.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -29,7 +36,15 @@ from confluent_kafka import TopicCollection
 
 from groups.models import AuditEvent, ConsumerGroup, ExpansionJob, Notification, RemediationJob, Topic
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
-from tests.integration.kafka_harness import GroupConsumer, RateProducer, ShareGroupConsumer, kafka_tool, wait_until
+from tests.integration.kafka_harness import (
+    GroupConsumer,
+    JavaConsoleConsumer,
+    JavaConsoleShareConsumer,
+    RateProducer,
+    ShareGroupConsumer,
+    kafka_tool,
+    wait_until,
+)
 from tests.integration.pages_harness import client_for
 from tests.integration.scenarios import poll, start_consuming_group
 from tests.integration.test_api import check_against_schema, response_schema
@@ -197,15 +212,20 @@ def covered(read: set[int], delivered: set[int], start: int, end: int) -> list[i
     return [offset for offset in range(start, end) if offset not in read and offset not in delivered]
 
 
+# The groups a pre-approved backfill repairs, and those nothing needs to be done for.
+REPAIRED = ("live", "jclassic", "jnext", "rnext")
+
+
 @pytest.mark.spark
 def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         transactional_db, broker, cluster, unique, settings, share_consumers, celery_worker_thread,
-        backfill_settings):
+        backfill_on_server):
     settings.FOUR_EYES = True
     settings.LAG_SAMPLE_INTERVAL_SECONDS = 1
     settings.WEBHOOK_URL = "http://127.0.0.1:9/hook"  # the end's event is written; nobody needs to receive it
     topic = f"xp-{unique}"
-    names = {kind: f"{kind}-{unique}" for kind in ("live", "left", "shared", "quiet", "early")}
+    names = {kind: f"{kind}-{unique}" for kind in ("live", "left", "shared", "quiet", "early", "jclassic", "jnext",
+                                                   "rnext", "jshare")}
     broker.create_topic(topic, 2)
     producer = RateProducer(broker.bootstrap, topic, rate=20, partitions=[0, 1])
     consumers = []
@@ -222,7 +242,16 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         shared = ShareGroupConsumer(broker.bootstrap, names["shared"], topic, refresh_ms=2000)
         quiet = ShareGroupConsumer(broker.bootstrap, names["quiet"], topic, refresh_ms=2000)
         share_consumers.extend([shared, quiet])
+        rnext = GroupConsumer(broker.bootstrap, names["rnext"], topic, offset_reset="latest", protocol="consumer",
+                              refresh_ms=2000)
+        consumers.append(rnext)
+        java = {kind: JavaConsoleConsumer(broker.bootstrap, names[kind], topic, protocol=protocol, refresh_ms=2000)
+                for kind, protocol in (("jclassic", "classic"), ("jnext", "consumer"))}
+        jshare = JavaConsoleShareConsumer(broker.bootstrap, names["jshare"], topic, refresh_ms=2000)
+        consumers.extend([*java.values(), jshare])
         wait_until(lambda: shared.count(0) > 0 and quiet.count(0) > 0, what="the share consumers reading")
+        wait_until(lambda: all(c.count(0) + c.count(1) > 0 for c in (rnext, *java.values(), jshare)), timeout=120,
+                   what="the Java console consumers and the KIP-848 member reading")
 
         def everyone_seen() -> bool:
             poll(cluster)
@@ -239,10 +268,12 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         outcomes = {g["group"]: g["outcome"] for g in plan["groups"]}
         assert outcomes == {names["live"]: "repaired_after", names["left"]: "protected_before",
                             names["shared"]: "protected_before", names["quiet"]: "covered",
-                            names["early"]: "covered"}, plan["groups"]
+                            names["early"]: "covered", names["jclassic"]: "repaired_after",
+                            names["jnext"]: "repaired_after", names["rnext"]: "repaired_after",
+                            names["jshare"]: "covered"}, plan["groups"]
         created = post_json(alice, "/api/v1/expansions", {
             "cluster": "local", "topic": topic, "partitions": 4, "dry_run": False, "fingerprint": plan["fingerprint"],
-            "repairs": {names["live"]: {"sink": "parquet", "max_records": 1_000_000}}})
+            "repairs": {names[kind]: {"sink": "parquet", "max_records": 1_000_000} for kind in REPAIRED}})
         assert created.status_code == 201, created.content
         job_id = json.loads(created.content)["id"]
         approved = post_json(bob, f"/api/v1/expansions/{job_id}/approve", {})
@@ -274,26 +305,34 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         ends = {p: o.high_watermark for p, o in _offsets(cluster, topic, [2, 3]).items()}
         returned = GroupConsumer(broker.bootstrap, names["left"], topic, offset_reset="latest")
         consumers.append(returned)
-        backfills = [RemediationJob.objects.get(id=entry["job"])
-                     for entry in job.decisions[names["live"]]["backfills"].values() if "job" in entry]
-        delivered: dict[int, set[int]] = {2: set(), 3: set()}
-        for backfill in backfills:
-            assert backfill.status == "succeeded" and backfill.params["source"] == f"expansion {job_id}"
-            for partition, offset in parquet_offsets(str(Path(settings.BACKFILL_OUTPUT) / str(backfill.id))):
-                delivered[partition].add(offset)
+        delivered: dict[str, dict[int, set[int]]] = {names[kind]: {2: set(), 3: set()} for kind in REPAIRED}
+        for group_id in delivered:
+            for entry in job.decisions[group_id]["backfills"].values():
+                if "job" not in entry:
+                    continue
+                backfill = RemediationJob.objects.get(id=entry["job"])
+                assert backfill.status == "succeeded" and backfill.params["source"] == f"expansion {job_id}"
+                for partition, offset in parquet_offsets(str(Path(settings.BACKFILL_OUTPUT) / str(backfill.id))):
+                    delivered[group_id][partition].add(offset)
         readers = {names["live"]: live, names["left"]: returned, names["shared"]: shared, names["quiet"]: quiet,
-                   names["early"]: early}
+                   names["early"]: early, names["jclassic"]: java["jclassic"], names["jnext"]: java["jnext"],
+                   names["rnext"]: rnext, names["jshare"]: jshare}
+        skipped = {group_id: 0 for group_id in readers}  # what each group itself never read on the new partitions
         for group_id, reader in readers.items():
             for p in (2, 3):
                 wait_until(lambda reader=reader, p=p: max(reader.offsets(p), default=-1) >= ends[p] - 1,
                            timeout=120, what=f"{group_id} to read partition {p} to its end")
-                from_backfill = delivered[p] if group_id == names["live"] else set()
+                from_backfill = delivered.get(group_id, {}).get(p, set())
                 hole = covered(set(reader.offsets(p)), from_backfill, 0, ends[p])
                 assert hole == [], (group_id, p, hole[:10], len(hole))
-        missed_by_live = sum(len(delivered[p]) for p in (2, 3))
+                skipped[group_id] += len(covered(set(reader.offsets(p)), set(), 0, ends[p]))
+        missed = {group_id: sum(len(offsets) for offsets in by_partition.values())
+                  for group_id, by_partition in delivered.items()}
+        missed_by_live = missed[names["live"]]
         assert missed_by_live > 0  # the latest group did start above the log start: the backfill mattered
+        _bench_row(job=job, plan=plan, names=names, skipped=skipped, replayed=missed)
         print(f"\nexpansion {job_id}: approval to verdict {(job.finished_at - job.approved_at).total_seconds():.1f} s; "
-              f"live group missed and got back {missed_by_live} offsets; "
+              f"the repaired groups missed and got back {missed} offsets; "
               f"ends {ends}; verdicts {json.dumps({g: v['words'] for g, v in job.verdicts.items()})}")
 
         assert {"expansion.requested", "expansion.approved", "expansion.validate", "expansion.protected",
@@ -303,12 +342,33 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         [event] = Notification.objects.filter(event="expansion.finished")
         assert (event.payload["state"], event.payload["expansion"], set(event.payload["groups"])) == \
             ("done", job_id, set(names.values()))
-        assert "gapwatch_expansion_groups_total{cluster=\"local\",verdict=\"nothing_lost\"} 5.0" in \
+        assert "gapwatch_expansion_groups_total{cluster=\"local\",verdict=\"nothing_lost\"} 9.0" in \
             alice.get("/metrics").content.decode()
     finally:
         producer.stop()
         for consumer in consumers:
             consumer.close()
+
+
+def _bench_row(*, job: ExpansionJob, plan: dict, names: dict[str, str], skipped: dict[str, int],
+               replayed: dict[str, int]) -> None:
+    """With EXPANSION_BENCH_OUT set (bench/expansion_bench.sh): one JSON line per run, per kind of group its
+    outcome, the plan's estimate, the offsets of the new partitions it never read itself (measured), and
+    what its pre-approved backfill replayed (the sound range: those and the possibly read ones)."""
+    out = os.environ.get("EXPANSION_BENCH_OUT")
+    if not out:
+        return
+    planned = {g["group"]: g for g in plan["groups"]}
+    row = {"expansion": job.id, "approval_to_verdict_s": round((job.finished_at - job.approved_at).total_seconds(), 1),
+           "rate": (plan["produce_rate"] or {}).get("offsets_per_second"), "groups": {
+               kind: {"outcome": planned[group_id]["outcome"],
+                      "expected": [planned[group_id]["expected_missed"]["low"],
+                                   planned[group_id]["expected_missed"]["high"]],
+                      "measured": skipped[group_id], "replayed": replayed.get(group_id, 0),
+                      "nothing_lost": job.verdicts[group_id]["nothing_lost"]}
+               for kind, group_id in names.items()}}
+    with open(out, "a") as lines:
+        lines.write(json.dumps(row) + "\n")
 
 
 def parquet_offsets(path: str) -> list[tuple[int, int]]:
