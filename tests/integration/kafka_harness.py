@@ -398,6 +398,9 @@ def share_groups_describe(bootstrap: str, group_id: str) -> dict[tuple[str, int]
             for row in rows if row.get("GROUP") == group_id and row.get("START-OFFSET", "-").isdigit()}
 
 
+_METADATA_LOCK = threading.Lock()
+
+
 class RateProducer:
     """Produces ``rate`` messages a second to each partition in ``partitions``,
     as a steady application would; ``add`` starts writing to more partitions
@@ -425,7 +428,11 @@ class RateProducer:
 
         def sees() -> bool:
             try:
-                return len(self.producer.list_topics(self.topic, timeout=2).topics[self.topic].partitions) >= total
+                # One metadata request at a time in the process: librdkafka aborted ("Fatal Python error:
+                # Aborted") with four producers' threads inside list_topics at once, under load.
+                with _METADATA_LOCK:
+                    topics = self.producer.list_topics(self.topic, timeout=2).topics
+                return len(topics[self.topic].partitions) >= total
             except KafkaException:
                 return False  # a metadata request that timed out (a busy broker): ask again
 
