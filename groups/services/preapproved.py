@@ -25,7 +25,7 @@ def sound_range_offsets(finding: Finding) -> int:
 
 def queue_preapproved_backfill(
     *, finding: Finding, sink: str, sink_params: dict, max_records: int | None, origin: str, actor=None,
-    params: dict | None = None,
+    params: dict | None = None, preview: dict | None = None,
 ) -> tuple[RemediationJob | None, str]:
     """Queue the backfill of ``finding``'s sound range to ``sink``, approved
     in advance by ``origin`` (e.g. "expansion 7", "standing-rule payments"),
@@ -34,12 +34,15 @@ def queue_preapproved_backfill(
     backfill already active on the finding), or None and why nothing was
     queued: more than the maximum (left for a person, audited), a finding not
     decided or closed, a sink that cannot take it. ``params``: what the job
-    stores besides (a rule's id). ``actor`` None: the system acted."""
+    stores besides (a rule's id); ``preview``: the finding's
+    ``backfill_preview`` to that sink when the caller made it already.
+    ``actor`` None: the system acted."""
     if finding.state not in DECIDED or finding.closed_at is not None:
         return None, f"finding {finding.id} is {finding.resolution or finding.state}: nothing to queue"
     try:
-        preview = backfill_preview(finding_ids=[finding.id], sink=sink, replay_topic=sink_params.get("replay_topic", ""),
-                                   handler=sink_params.get("handler", ""))
+        preview = preview or backfill_preview(finding_ids=[finding.id], sink=sink,
+                                              replay_topic=sink_params.get("replay_topic", ""),
+                                              handler=sink_params.get("handler", ""))
     except ValidationError as refused:
         return None, f"the backfill could not be queued: {' '.join(refused.messages)}"
     counted = preview["records"] is not None

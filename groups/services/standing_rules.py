@@ -115,7 +115,8 @@ def standing_rules_apply(*, cluster_id: int) -> list[int]:
                 job, why = queue_preapproved_backfill(
                     finding=finding, sink=row.sink, sink_params={"replay_topic": row.replay_topic,
                                                                  "handler": row.handler},
-                    max_records=row.max_records, origin=f"{SOURCE_RULE} {row.name}", params={"rule": row.id})
+                    max_records=row.max_records, origin=f"{SOURCE_RULE} {row.name}", params={"rule": row.id},
+                    preview=preview)  # planned once, above: the rule's decision and the job see one plan
                 RuleRepair.objects.create(rule=row, finding=finding, job=job, refused="" if job else why)
         except QueueUnavailable as error:
             log.info("rule %s left finding %s for the next poll: %s", row.name, finding.id, error)
