@@ -51,4 +51,4 @@ COPY --from=jars /jars/spark /opt/gapwatch/spark-jars
 ENV SPARK_KAFKA_JARS_DIR=/opt/gapwatch/spark-jars PYTHONUNBUFFERED=1
 RUN SECRET_KEY=build python manage.py collectstatic --noinput -v0
 EXPOSE 8000
-CMD ["gunicorn", "controlplane.wsgi", "--bind", "0.0.0.0:8000", "--workers", "2", "--threads", "4"]
+CMD ["gunicorn", "-c", "python:controlplane.gunicorn_conf", "controlplane.wsgi"]

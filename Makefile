@@ -31,15 +31,19 @@ down:
 # about half the time (docs/development.md).
 TEST_JVM_OPTS := -XX:TieredStopAtLevel=1
 # Two pytest-xdist workers (tests/xdist_schedule.py hands them whole modules);
-# PYTEST_WORKERS=0 runs the tests in one process.
+# PYTEST_WORKERS=0 runs the tests in one process. A worker that crashes (a
+# native abort) is not replaced: its test fails, the other worker runs what
+# is left (a replaced worker ran the crashed test again and again, and once
+# left the run hanging).
 PYTEST_WORKERS ?= 2
+XDIST_OPTS = $(if $(filter 0,$(PYTEST_WORKERS)),,--max-worker-restart=0)
 
 # Tests use Redis database 1 so a running `make up` stack never takes their
 # tasks, and close database connections at once so live-server threads do not
 # keep the test database open. Backfill tests start their own Spark Connect servers.
 test: setup-tests services
 	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 SPARK_CONNECT_URL= \
-	  SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS $(TEST_JVM_OPTS)" $$VENV/bin/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	  SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS $(TEST_JVM_OPTS)" $$VENV/bin/python -m pytest -n $(PYTEST_WORKERS) $(XDIST_OPTS) $(PYTEST_ARGS)
 
 # The issue-11 benchmarks in one run (poll cost vs the CLI, accuracy with real
 # clients, detection latency; ~10 minutes), in their own database. Results:

@@ -38,8 +38,8 @@ web_ready() { curl -fs -o /dev/null "http://127.0.0.1:$WEB_PORT/accounts/login/"
 
 case ${1:-} in
   start)
-    spawn web "$PY/gunicorn" controlplane.wsgi --bind "127.0.0.1:$WEB_PORT" --workers 2 --threads 4 \
-      --timeout 60 --access-logfile -
+    spawn web "$PY/gunicorn" -c python:controlplane.gunicorn_conf controlplane.wsgi \
+      --bind "127.0.0.1:$WEB_PORT" --access-logfile -
     spawn worker "$PY/celery" -A controlplane worker --concurrency 2 --loglevel INFO -n "worker@%h"
     # Only when the URL is ours (localhost): a URL of a server elsewhere is the user's to run.
     if [[ "$SPARK_CONNECT_URL" == sc://localhost:* ]]; then
