@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 from groups.models import Cluster
 from groups.services.redis_client import redis_client
 from groups.roles import has_role
+from groups.selectors.clusters import clusters_for_health
 
 BAD_CLUSTER_STATES = (Cluster.Status.UNREACHABLE, Cluster.Status.ERROR)
 
@@ -46,7 +47,7 @@ def _stored_clusters() -> dict[str, dict]:
             "last_poll_at": cluster.last_poll_at.isoformat() if cluster.last_poll_at else None,
             **({"error": f"kafka unreachable: {cluster.last_error}"} if cluster.status in BAD_CLUSTER_STATES else {}),
         }
-        for cluster in Cluster.objects.filter(enabled=True).order_by("name")
+        for cluster in clusters_for_health()
     }
 
 

@@ -8,7 +8,7 @@ from django.conf import settings
 
 from groups.crypto import SecretUnreadable
 from groups.domain.secrets import secret_redact
-from groups.models import Cluster
+from groups.selectors.clusters import cluster_find
 from groups.services.clusters import cluster_record_test
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 
@@ -16,7 +16,7 @@ from tasks.kafka import KafkaAdapter, KafkaUnavailable
 @shared_task(name="gapwatch.test_connection")
 def run_connection_test(cluster_id: int) -> dict:
     """Ping the cluster with the stored settings; record and return ``ok`` and ``message``."""
-    cluster = Cluster.objects.filter(id=cluster_id).first()
+    cluster = cluster_find(cluster_id=cluster_id)
     if cluster is None:
         return {"cluster_id": cluster_id, "ok": False, "message": "the cluster no longer exists"}
     secrets: tuple[str, ...] = ()

@@ -36,6 +36,7 @@ from groups.domain.expansion_job import (
 )
 from groups.models import ExpansionJob, Finding, RemediationJob
 from groups.selectors.expansion import expansion_findings, expansion_jobs_to_resume
+from groups.selectors.jobs import expansion_job_to_run, job_statuses
 from groups.services.expansion_jobs import (
     expansion_finish,
     expansion_record_decision,
@@ -72,7 +73,7 @@ class ExpansionRunner:
     def __init__(self, job_id: int, *, tick: Callable[[int], object]) -> None:
         self.job_id = job_id
         self.tick = tick
-        job = ExpansionJob.objects.select_related("cluster", "topic").get(id=job_id)
+        job = expansion_job_to_run(job_id=job_id)
         self.topic = job.topic.name
         self.cluster_id = job.cluster_id
         self.config = job.cluster.client_config()
@@ -95,7 +96,7 @@ class ExpansionRunner:
             self._share.close()
 
     def job(self) -> ExpansionJob:
-        return ExpansionJob.objects.select_related("cluster", "topic").get(id=self.job_id)
+        return expansion_job_to_run(job_id=self.job_id)
 
     def run(self) -> str:
         attempts = 0
@@ -289,7 +290,7 @@ class ExpansionRunner:
     def step_verify(self, job: ExpansionJob) -> dict:
         ids = [entry["job"] for d in job.decisions.values() for entry in (d.get("backfills") or {}).values()
                if "job" in entry]
-        statuses = dict(RemediationJob.objects.filter(id__in=ids).values_list("id", "status"))
+        statuses = job_statuses(job_ids=ids)
         running = sorted(i for i in ids if statuses.get(i) not in RemediationJob.FINISHED)
         over = _since(job.steps.get("backfills", {}).get("done_at")) > settings.EXPANSION_VERIFY_SECONDS
         if running and not over:
@@ -313,7 +314,7 @@ class ExpansionRunner:
         starts = protection.get("starts") or decision.get("committed") or {}
         backfills = decision.get("backfills") or {}
         jobs = {entry["job"]: entry for entry in backfills.values() if "job" in entry}
-        status = dict(RemediationJob.objects.filter(id__in=list(jobs)).values_list("id", "status"))
+        status = job_statuses(job_ids=jobs)
         problems = []
         if protection.get("applied") and not protection.get("undone"):
             problems.append(f"its share.auto.offset.reset is still earliest (it was {protection.get('previous')})")

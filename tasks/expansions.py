@@ -14,6 +14,7 @@ from groups.crypto import SecretUnreadable
 from groups.domain.expansion import BrokerVerdict
 from groups.domain.secrets import secret_redact
 from groups.models import Cluster
+from groups.selectors.clusters import cluster_find
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 
 
@@ -35,5 +36,5 @@ def partitions_verdict(*, cluster: Cluster | None, topic: str, count: int) -> Br
 @shared_task(name="gapwatch.validate_partitions")
 def validate_partitions(cluster_id: int, topic: str, count: int) -> dict:
     """``{"accepted", "reason", "asked"}``: the broker's verdict, as plain data for the result backend."""
-    return asdict(partitions_verdict(cluster=Cluster.objects.filter(id=cluster_id).first(), topic=topic,
+    return asdict(partitions_verdict(cluster=cluster_find(cluster_id=cluster_id), topic=topic,
                                      count=count))

@@ -11,7 +11,9 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.utils import timezone
 
-from groups.models import Cluster, RemediationJob
+from groups.models import RemediationJob
+from groups.selectors.clusters import cluster_ids_enabled
+from groups.selectors.jobs import job_ids_running, job_ids_stalled, job_kind
 from groups.selectors.finding import findings_to_count
 from groups.services.jobs import job_note_unrunnable, jobs_touch_stalled
 from groups.services.polls import cluster_record_skipped_poll
@@ -46,7 +48,7 @@ def ping(payload: str) -> str:
 
 @shared_task(name="gapwatch.poll_all_clusters", ignore_result=True)
 def poll_all_clusters() -> None:
-    for cluster_id in Cluster.objects.filter(enabled=True).values_list("id", flat=True):
+    for cluster_id in cluster_ids_enabled():
         poll_cluster_task.apply_async((cluster_id,), expires=settings.POLL_INTERVAL_SECONDS)
 
 
@@ -102,7 +104,7 @@ def poll_part_task(cluster_id: int, kind: str, key: str, payload: dict) -> bool:
 
 @shared_task(name="gapwatch.watch_all_clusters", ignore_result=True)
 def watch_all_clusters() -> None:
-    for cluster_id in Cluster.objects.filter(enabled=True).values_list("id", flat=True):
+    for cluster_id in cluster_ids_enabled():
         watch_cluster_task.apply_async((cluster_id,), expires=settings.WATCH_INTERVAL_SECONDS)
 
 
@@ -136,11 +138,8 @@ def recover_jobs() -> list[int]:
     executors hold the job's lock.
     """
     stalled_since = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
-    Status = RemediationJob.Status
-    running = [job_id for job_id in RemediationJob.objects.filter(status=Status.RUNNING).values_list("id", flat=True)
-               if job_lock_free(job_id)]
-    stalled = list(RemediationJob.objects.filter(status__in=[Status.APPROVED, Status.QUEUED],
-                                                 updated_at__lt=stalled_since).values_list("id", flat=True))
+    running = [job_id for job_id in job_ids_running() if job_lock_free(job_id)]
+    stalled = job_ids_stalled(untouched_since=stalled_since)
     jobs_touch_stalled(job_ids=stalled)
     for job_id in running + stalled:
         log.warning("job %s has no live executor; enqueued again", job_id)
@@ -154,7 +153,7 @@ def run_remediation_job(job_id: int) -> str:
     is harmless) and hand it to the executor of its kind."""
     job_transition(job_id=job_id, from_statuses=[RemediationJob.Status.APPROVED],
                    to_status=RemediationJob.Status.QUEUED)
-    kind = RemediationJob.objects.values_list("kind", flat=True).get(id=job_id)
+    kind = job_kind(job_id=job_id)
     executor = EXECUTORS.get(kind)
     if executor is None:
         job_note_unrunnable(

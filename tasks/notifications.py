@@ -14,7 +14,7 @@ from celery import shared_task
 from django.conf import settings
 
 from groups.domain.webhooks import address_forbidden, webhook_url_problem
-from groups.models import Notification
+from groups.selectors.jobs import notification_pending
 from groups.services.notifications import notification_record_attempt
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ def _opener(url: str) -> urllib.request.OpenerDirector:
 def send_notification(self, notification_id: int) -> None:
     """POST one webhook; retried with exponential backoff up to WEBHOOK_MAX_ATTEMPTS.
     Never blocks a poll: it runs on its own after the poll committed."""
-    notification = Notification.objects.filter(id=notification_id, status=Notification.Status.PENDING).first()
+    notification = notification_pending(notification_id=notification_id)
     if notification is None:
         return
     attempts = notification.attempts + 1

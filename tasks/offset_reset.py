@@ -33,6 +33,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup, RemediationJob
+from groups.selectors.jobs import job_finding_partitions, job_result, job_status, job_to_run
 from groups.domain.planning import (
     PartitionPosition,
     PlanError,
@@ -217,7 +218,7 @@ def execute_reset(*, job_id: int) -> str:
     7. Read back; succeed only when equal to the plan. Audit ``offsets.reset``
        with before and after per partition.
     """
-    job = RemediationJob.objects.select_related("cluster", "group").get(id=job_id)
+    job = job_to_run(job_id=job_id)
     if job.kind != RemediationJob.Kind.RESET:
         raise ValueError(f"job {job_id} is a {job.kind} job, not a reset")
     with job_lock(job_id) as locked:
@@ -338,7 +339,7 @@ def _reset_running(job: RemediationJob, *, adapter: KafkaAdapter, offsets: Group
 
 
 def _finding_partitions(job: RemediationJob) -> list[tuple[str, int]]:
-    return sorted(set(job.findings.values_list("topic__name", "partition")))
+    return job_finding_partitions(job=job)
 
 
 def _wait_deadline(job: RemediationJob) -> datetime | None:
@@ -353,7 +354,7 @@ def _wait(job: RemediationJob, *, from_status: str, reason: str) -> str:
     the first time it waited; checks that find it still waiting change only
     the reason (no new status, so no new audit row)."""
     now = timezone.now()
-    current = RemediationJob.objects.values_list("result", flat=True).get(id=job.id) or {}
+    current = job_result(job_id=job.id)
     result = {**current, "waiting_since": current.get("waiting_since") or now.isoformat(),
               "checks": current.get("checks", 0) + 1, "last_check_at": now.isoformat()}
     if from_status == Status.WAITING:
@@ -379,4 +380,4 @@ def _refused(job: RemediationJob, *, from_status: str, error: AccessRefused) -> 
 
 
 def _status_of(job_id: int) -> str:
-    return RemediationJob.objects.values_list("status", flat=True).get(id=job_id)
+    return job_status(job_id=job_id)

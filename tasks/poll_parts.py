@@ -30,6 +30,7 @@ from celery import current_app
 from django.conf import settings
 
 from groups.models import Cluster
+from groups.selectors.clusters import cluster_get
 from groups.services.redis_client import redis_client
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.kafka.parts import GROUPS, WATERMARKS, error_out
@@ -122,7 +123,7 @@ def answer_part(*, cluster_id: int, kind: str, key: str, payload: dict[str, Any]
     if not client.set(f"{key}:claim", "worker", nx=True, ex=ttl):
         return False
     started = time.monotonic()
-    answer = read_part(adapter_for(Cluster.objects.get(id=cluster_id)), kind, payload)
+    answer = read_part(adapter_for(cluster_get(cluster_id=cluster_id)), kind, payload)
     if "error" in answer:
         forget(cluster_id)
     pipe = client.pipeline()

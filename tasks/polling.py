@@ -15,10 +15,11 @@ from django.utils import timezone
 
 from groups.domain.record_counts import CountedRange
 from groups.selectors.finding import findings_to_count
-from groups.selectors.watcher import cluster_watch_state, findings_awaiting_likely_start, java_group_ids
+from groups.selectors.clusters import cluster_find
+from groups.selectors.watcher import ObservationInputs, java_group_ids, observation_inputs
 from groups.domain.detection import FindingKey, LikelyStart
 from groups.domain.snapshot import Snapshot
-from groups.models import Cluster, Finding
+from groups.models import Cluster
 from groups.services.clusters import cluster_record_features
 from groups.services.polls import (
     PollSummary,
@@ -64,6 +65,7 @@ def forget_adapter(cluster_id: int) -> None:
 def poll_cluster(
     *, cluster_id: int, adapter: KafkaAdapter | None = None, topics: Collection[str] | None = None,
     groups: Collection[str] | None = None, every_share_and_streams_group: bool = False,
+    inputs: ObservationInputs | None = None,
 ) -> PollSummary:
     """A full poll, or (``topics``) the watcher's targeted one, of ``groups``
     or (None) of every group the cluster lists. ``groups`` names classic and
@@ -76,13 +78,14 @@ def poll_cluster(
     3. Write, then the follow-ups. A failed full poll marks the cluster
        unreachable; a failed targeted one is only reported (the next full
        poll decides about the cluster).
+
+    Stored state is read once (``observation_inputs``), or handed down by
+    the watcher's tick that read it (``inputs``).
     """
-    cluster = Cluster.objects.get(id=cluster_id)
+    inputs = inputs or observation_inputs(cluster_id=cluster_id, likely_due_before=likely_due_before())
+    cluster, known_counts = inputs.cluster, inputs.known_counts
     adapter = adapter or cluster_adapter(cluster)
     started = time.monotonic()
-    known_counts, watched = cluster_watch_state(cluster_id=cluster.id)
-    open_topics = set(Finding.objects.filter(cluster=cluster, closed_at__isnull=True)
-                      .values_list("topic__name", flat=True).distinct())
     # Share and streams groups: every one the cluster lists on a full read of
     # the groups, the stored ones among the named readers otherwise; none
     # when switched off.
@@ -98,9 +101,9 @@ def poll_cluster(
     part_count = split_parts(sum(known_counts.values())) if topics is None and groups is None else 1
     parts = CeleryParts(cluster_id=cluster.id, adapter=adapter) if part_count > 1 else None
     try:
-        likely = likely_starts(cluster_id=cluster.id, adapter=adapter)
+        likely = likely_starts(due=inputs.likely_due, adapter=adapter)
         snapshot = adapter.snapshot(
-            cluster=cluster.name, now=timezone.now(), log_starts_for=open_topics | watched,
+            cluster=cluster.name, now=timezone.now(), log_starts_for=inputs.open_topics | inputs.watched,
             known_counts=known_counts, topics=topics, groups=groups, share_groups=shares, streams_groups=streams,
             java=settings.SHARE_AND_STREAMS_GROUPS, parts=parts, part_count=part_count,
             every_share_and_streams_group=every_share_and_streams_group,
@@ -138,15 +141,19 @@ def record_features(*, cluster_id: int, adapter: KafkaAdapter) -> None:
     cluster_record_features(cluster_id=cluster_id, metadata_version=metadata_version, levels=levels)
 
 
-def likely_starts(*, cluster_id: int, adapter: KafkaAdapter) -> dict[FindingKey, LikelyStart]:
+def likely_due_before():
+    """Findings taken before this moment are due for their likely start (PICKUP_GRACE_MS ago)."""
+    return timezone.now() - timedelta(milliseconds=settings.PICKUP_GRACE_MS)
+
+
+def likely_starts(*, due: list[dict], adapter: KafkaAdapter) -> dict[FindingKey, LikelyStart]:
     """An estimate, never a bound: for findings taken at least PICKUP_GRACE_MS
-    ago, the first offset appended at or after ``pickup_before`` + grace, from
+    ago (``due``: ``ObservationInputs.likely_due``), the first offset appended at or after ``pickup_before`` + grace, from
     Kafka's time index, where a latest member that fetched its start position
     by then started. Producer clocks (CreateTime) and slow members move it; the
     core keeps it inside [H_k, C_f]. Kafka answers "none that recent" (-1):
     then the log end now, read after that instant."""
     grace = timedelta(milliseconds=settings.PICKUP_GRACE_MS)
-    due = findings_awaiting_likely_start(cluster_id=cluster_id, taken_before=timezone.now() - grace)
     ends: dict[FindingKey, LikelyStart] = {}
     types: dict[str, str] = {}
     for row in due:
@@ -197,7 +204,7 @@ def count_missed_records(*, cluster_id: int, seconds: float) -> int:
     of themselves yet (``findings_to_count``), for at most ``seconds``;
     returns how many were stored. A cluster gone or not answering counts
     nothing now: the next poll asks again."""
-    cluster = Cluster.objects.filter(id=cluster_id).first()
+    cluster = cluster_find(cluster_id=cluster_id)
     if cluster is None:
         return 0
     adapter, deadline, stored = cluster_adapter(cluster), time.monotonic() + seconds, 0

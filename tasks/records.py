@@ -21,7 +21,7 @@ from django.conf import settings
 from groups.crypto import SecretUnreadable
 from groups.domain.records import record_slices, shown_bytes
 from groups.domain.secrets import secret_redact
-from groups.models import Cluster
+from groups.selectors.clusters import cluster_find
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
 
 
@@ -40,7 +40,7 @@ def _shown(record) -> dict:
 def read_records(cluster_id: int, topic: str, partition: int, start: int, end: int, count: int, key: str) -> str:
     """The first and last ``count`` records of ``[start, end)``, as JSON
     encrypted with ``key``: ``{"records": [...]}`` or ``{"error": ...}``."""
-    cluster = Cluster.objects.filter(id=cluster_id).first()
+    cluster = cluster_find(cluster_id=cluster_id)
     secrets: tuple[str, ...] = ()
     try:
         if cluster is None:

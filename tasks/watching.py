@@ -23,10 +23,9 @@ import time
 
 from django.conf import settings
 
-from groups.selectors.watcher import cluster_watch_state, topic_readers
-from groups.models import Cluster
+from groups.selectors.watcher import ObservationInputs, observation_inputs, topic_readers, watched_topics
 from tasks.kafka import KafkaAdapter, KafkaUnavailable
-from tasks.polling import cluster_adapter, forget_adapter, poll_cluster
+from tasks.polling import cluster_adapter, forget_adapter, likely_due_before, poll_cluster
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +53,10 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
     slots are counted from it.
     """
     started = time.monotonic() if started is None else started
-    cluster = Cluster.objects.get(id=cluster_id)
-    adapter = cluster_adapter(cluster)
+    inputs = observation_inputs(cluster_id=cluster_id, likely_due_before=likely_due_before())
+    adapter = cluster_adapter(inputs.cluster)
     begun = time.monotonic()
-    first = _tick(cluster=cluster, adapter=adapter)
+    first = _tick(cluster_id=cluster_id, adapter=adapter, inputs=inputs)
     took = time.monotonic() - begun
     step = observation_step()
     later, watched = [], first.get("watched")
@@ -70,15 +69,19 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
         if slot + took >= started + settings.WATCH_INTERVAL_SECONDS:
             break
         time.sleep(max(0.0, slot - time.monotonic()))
-        observation = _tick(cluster=cluster, adapter=adapter)
+        observation = _tick(cluster_id=cluster_id, adapter=adapter)
         took = time.monotonic() - slot
         later.append(observation.get("observed", []))
         watched = observation.get("watched")
     return {**first, "later": later} if later else first
 
 
-def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
-    known_counts, watched = cluster_watch_state(cluster_id=cluster.id)
+def _tick(*, cluster_id: int, adapter: KafkaAdapter, inputs: ObservationInputs | None = None) -> dict:
+    """One observation: stored state read once (``inputs``, or now) and
+    handed to the poll it starts, one metadata request, and after a write
+    the topics still watched."""
+    inputs = inputs or observation_inputs(cluster_id=cluster_id, likely_due_before=likely_due_before())
+    cluster, known_counts, watched = inputs.cluster, inputs.known_counts, inputs.watched
     try:
         counts = adapter.partition_counts(java=settings.SHARE_AND_STREAMS_GROUPS)
     except KafkaUnavailable as error:
@@ -104,7 +107,7 @@ def _tick(*, cluster: Cluster, adapter: KafkaAdapter) -> dict:
     else:
         groups = topic_readers(cluster_id=cluster.id, topics=topics)
     summary = poll_cluster(cluster_id=cluster.id, adapter=adapter, topics=topics, groups=groups,
-                           every_share_and_streams_group=every_java)
-    _, still_watched = cluster_watch_state(cluster_id=cluster.id)
+                           every_share_and_streams_group=every_java, inputs=inputs)
+    still_watched = watched_topics(cluster_id=cluster.id)
     return {**summary.as_dict(), "observed": sorted(topics), "changed": sorted(changed),
             "watched": sorted(still_watched)}

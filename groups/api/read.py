@@ -17,6 +17,7 @@ from groups.api.schemas import (
 )
 from groups.models import Finding
 from groups.models import RemediationJob
+from groups.selectors.jobs import jobs_all
 
 router = Router()
 _ERRORS = {400: Error, 401: Error, 403: Error}
@@ -77,7 +78,7 @@ def groups(request: HttpRequest, filters: Query[GroupFilters]):
             summary="Remediation jobs, newest first.")
 @paginate(PageNumbers)
 def jobs(request: HttpRequest, filters: Query[JobFilters]):
-    queryset = visible_jobs(scope_of(request.user), RemediationJob.objects.all())
+    queryset = visible_jobs(scope_of(request.user), jobs_all())
     queryset = queryset.select_related("cluster", "group", "requested_by", "approved_by").prefetch_related(
         "job_findings")
     if filters.status:

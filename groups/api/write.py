@@ -9,8 +9,8 @@ from ninja import Router, Status
 from groups.api.schemas import (
     ApprovedManyOut, ApproveIn, ApproveManyIn, DismissedManyOut, DismissedOut, DismissIn, DismissManyIn, DuplicateError, Error, JobOut, PathId,
 )
-from groups.models import RemediationJob
 from groups.services import bulk, remediation
+from groups.selectors.jobs import job_get
 
 router = Router()
 _ERRORS = {400: Error, 401: Error, 403: Error, 404: Error}
@@ -24,7 +24,7 @@ def approve(request: HttpRequest, id: PathId, payload: ApproveIn):
     params = payload.model_dump(include={"target", "value", "sink", "replay_topic", "handler", "until"}, exclude_unset=True)
     job = remediation.job_request(user=request.user, finding_ids=[id, *payload.also], kind=payload.kind,
                                   params=params)
-    return Status(201, RemediationJob.objects.get(id=job.id))
+    return Status(201, job_get(job_id=job.id))
 
 
 @router.post("findings/{id}/dismiss", response={200: DismissedOut, **_ERRORS, 409: Error},

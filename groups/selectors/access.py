@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
 from groups.domain.scopes import APPROVER, VIEWER, Grant, covering, glob_to_regex, may_manage_clusters, \
     sees_everything
-from groups.models import Cluster, DirectoryIdentity, Finding, RemediationJob, RoleMapping
+from groups.models import ApiToken, Cluster, DirectoryIdentity, Finding, RemediationJob, RoleMapping
 
 _ROLE_GROUPS = (VIEWER, APPROVER)
 APPROVE_PERMISSION = "groups.approve_remediation"
@@ -160,3 +161,19 @@ def actable_finding_ids(scope: Scope, finding_ids) -> set[int]:
         return set(ids)
     return set(visible_findings(scope, Finding.objects.filter(id__in=ids), role=APPROVER)
                .values_list("id", flat=True))
+
+
+def user_named(*, username: str):
+    """The account of that username, or None."""
+    return get_user_model().objects.filter(username=username).first()
+
+
+def users_with_identity(*, source: str, issuer: str, subject: str) -> QuerySet:
+    """The account (at most one) whose directory identity is that subject of that issuer."""
+    return get_user_model().objects.filter(directory_identity__source=source, directory_identity__issuer=issuer,
+                                           directory_identity__subject=subject)
+
+
+def api_tokens_of(*, user) -> QuerySet[ApiToken]:
+    """The user's API tokens, newest first (their hashes only: a key is shown once, when made)."""
+    return ApiToken.objects.filter(user=user).order_by("-created_at")

@@ -16,6 +16,11 @@ def finding_get(*, finding_id: int) -> Finding:
     ).get(id=finding_id)
 
 
+def findings_with_rows() -> QuerySet[Finding]:
+    """Every finding with its group, topic and cluster, for a caller that scopes it (``visible_findings``)."""
+    return Finding.objects.select_related("group", "topic", "cluster")
+
+
 def finding_jobs_list(*, finding: Finding) -> QuerySet[RemediationJob]:
     """The jobs linked to the finding, newest first."""
     return (

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from groups.models import ApiToken
 from groups.services.tokens import TokenRefused, api_token_create, api_token_revoke
+from groups.selectors.access import api_tokens_of
 
 
 class TokenForm(forms.Form):
@@ -35,7 +36,7 @@ class TokenForm(forms.Form):
 
 
 def _page(request: HttpRequest, form: TokenForm, *, new_key: str | None = None, status: int = 200) -> HttpResponse:
-    tokens = ApiToken.objects.filter(user=request.user).order_by("-created_at")
+    tokens = api_tokens_of(user=request.user)
     return render(request, "account/tokens.html", {
         "form": form, "tokens": tokens, "new_key": new_key, "now": timezone.now(),
     }, status=status)

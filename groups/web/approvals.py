@@ -23,7 +23,8 @@ from groups.selectors.lists import (
 )
 from groups.services import bulk, previews, remediation
 from groups.services.dispatch import QueueUnavailable
-from groups.models import Finding, RemediationJob
+from groups.models import RemediationJob
+from groups.selectors.finding import findings_with_rows
 
 
 def _selected_ids(request: HttpRequest) -> list[int]:
@@ -155,8 +156,7 @@ def approve_backfill(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def dismiss_form(request: HttpRequest, finding_id: int) -> HttpResponse:
-    finding = get_object_or_404(visible_findings(scope_of(request.user), Finding.objects.select_related(
-        "group", "topic", "cluster")), id=finding_id)
+    finding = get_object_or_404(visible_findings(scope_of(request.user), findings_with_rows()), id=finding_id)
     return render(request, "groups/dismiss.html", {"finding": finding})
 
 
@@ -165,8 +165,7 @@ def dismiss_form(request: HttpRequest, finding_id: int) -> HttpResponse:
 def dismiss(request: HttpRequest, finding_id: int) -> HttpResponse:
     if not may_approve(request.user):
         raise PermissionDenied("dismissing findings needs the approver role")
-    finding = get_object_or_404(visible_findings(scope_of(request.user), Finding.objects.select_related(
-        "group", "topic", "cluster")), id=finding_id)
+    finding = get_object_or_404(visible_findings(scope_of(request.user), findings_with_rows()), id=finding_id)
     try:
         remediation.finding_dismiss(user=request.user, finding_id=finding.id, reason=request.POST.get("reason", ""))
     except ValidationError as error:

@@ -53,7 +53,7 @@ from groups.selectors.browse import (
     topics_browse,
 )
 from groups.selectors.lists import clusters_list, clusters_with_certificates_list, groups_list, topics_list
-from groups.models import AuditEvent, ConsumerGroup, PartitionGeneration
+from groups.models import ConsumerGroup, PartitionGeneration
 from groups.services.clusters import (
     MANAGE_PERMISSION,
     cluster_create,
@@ -399,7 +399,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     form = AuditFilterForm(request.GET)
     events = (visible_audit_events(scope_of(request.user), audit_events_list(**form.selector_filters()),
                                    user=request.user)
-              if form.is_valid() else AuditEvent.objects.none())
+              if form.is_valid() else audit_events_list().none())
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     for event in page.object_list:
         event.detail_lines = _detail_lines(event.detail)

@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -27,6 +27,7 @@ from groups.services.expansion_jobs import (
 from groups.services.expansions import ExpansionNotFound
 from groups.services.lifecycle import Conflict
 from groups.web.views import PAGE_SIZE
+from groups.selectors.clusters import topic_with_cluster
 
 REFUSALS = (ValidationError, PermissionDenied, Conflict, QueueUnavailable, ExpansionJobNotFound, ExpansionNotFound)
 
@@ -60,7 +61,10 @@ def expansion_detail(request: HttpRequest, job_id: int) -> HttpResponse:
 @require_POST
 def expansion_request_view(request: HttpRequest, topic_id: int) -> HttpResponse:
     """The topic page's "Request this expansion": the plan shown (its fingerprint) becomes a job."""
-    topic = get_object_or_404(Topic.objects.select_related("cluster"), pk=topic_id, deleted=False)
+    try:
+        topic = topic_with_cluster(topic_id=topic_id)
+    except Topic.DoesNotExist:
+        raise Http404("no such topic") from None
     text = request.POST.get("partitions", "").strip()
     partitions: object = int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else text
     try:

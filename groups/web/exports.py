@@ -28,6 +28,7 @@ from groups.models import Finding, RemediationJob
 from groups.text import csv_cell
 from groups.web.forms import AuditFilterForm
 from groups.web.views import findings_filtered
+from groups.selectors.jobs import jobs_all
 
 AUDIT_COLUMNS = ("id", "at", "actor", "action", "cluster", "object_type", "object_id", "detail")
 RESET_COLUMNS = ("group", "topic", "partition", "before", "planned", "after")
@@ -158,7 +159,7 @@ def audit_export(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET"])
 def job_export_csv(request: HttpRequest, job_id: int) -> HttpResponse:
-    job = get_object_or_404(visible_jobs(scope_of(request.user), RemediationJob.objects.select_related("group")),
+    job = get_object_or_404(visible_jobs(scope_of(request.user), jobs_all().select_related("group")),
                             id=job_id)
     if job.kind != RemediationJob.Kind.RESET:
         raise Http404("only offset-reset jobs have an offset export")

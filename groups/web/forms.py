@@ -9,12 +9,14 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
-from groups.models import Cluster, ConsumerGroup, Finding
+from groups.models import ConsumerGroup, Finding
 from groups.cluster_forms import ClusterForm  # noqa: F401 - the cluster pages' form, shared with the admin
 from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
 from groups.domain.replay_topics import TOPIC_NAME
 from groups.domain.sinks import GROUP_SINKS, KAFKA
 from groups.services.clusters import GROUP_SETTINGS_FIELDS
+from groups.selectors.clusters import cluster_choices
+
 
 class ClusterEnabledForm(forms.Form):
     """The state asked for, not a flip: a double click cannot undo itself."""
@@ -66,7 +68,7 @@ class AuditFilterForm(forms.Form):
 
     action = forms.CharField(required=False, max_length=60)
     actor = forms.CharField(required=False, max_length=150, help_text="a username, or “system”")
-    cluster = forms.ModelChoiceField(queryset=Cluster.objects.only("id", "name").order_by("name"), required=False,
+    cluster = forms.ModelChoiceField(queryset=cluster_choices(), required=False,
                                      empty_label="all")
     object_type = forms.CharField(required=False, max_length=40, label="Object type")
     date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))

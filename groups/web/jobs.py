@@ -24,6 +24,7 @@ from groups.services import remediation
 from groups.services.dispatch import QueueUnavailable
 from groups.models import RemediationJob
 from groups.web.views import PAGE_SIZE
+from groups.selectors.jobs import job_findings_list, jobs_all
 
 
 def _jobs_context(request: HttpRequest) -> dict:
@@ -31,7 +32,7 @@ def _jobs_context(request: HttpRequest) -> dict:
     status = request.GET.get("status", "")
     kind = request.GET.get("kind", "")
     queryset = (
-        visible_jobs(scope_of(request.user), RemediationJob.objects.all())
+        visible_jobs(scope_of(request.user), jobs_all())
         .select_related("cluster", "group", "requested_by", "approved_by")
         .annotate(finding_count=Count("job_findings"))
         .order_by("-created_at", "-id")
@@ -47,7 +48,7 @@ def _jobs_context(request: HttpRequest) -> dict:
         "page": page, "statuses": RemediationJob.Status.values, "kinds": RemediationJob.Kind.values,
         "status": status, "kind": kind, "query": query, "filters": filters,
         # Only when the filter shows nothing: how many jobs it hid.
-        "all_jobs": (visible_jobs(scope_of(request.user), RemediationJob.objects.all()).count()
+        "all_jobs": (visible_jobs(scope_of(request.user), jobs_all()).count()
                      if filters and not page.object_list else None),
         "live": any(job.status in RemediationJob.ACTIVE for job in page.object_list),
         "live_url": f"{reverse('jobs_live')}?{request.GET.urlencode()}",
@@ -70,12 +71,11 @@ def jobs_live(request: HttpRequest) -> HttpResponse:
 
 def _job_context(request: HttpRequest, job_id: int) -> dict:
     job = get_object_or_404(
-        visible_jobs(scope_of(request.user), RemediationJob.objects.all())
+        visible_jobs(scope_of(request.user), jobs_all())
         .select_related("cluster", "group", "requested_by", "approved_by", "retry_of"),
         id=job_id,
     )
-    findings = job.findings.select_related("topic", "generation", "cluster", "group").order_by("topic__name",
-                                                                                              "partition")
+    findings = job_findings_list(job=job)
     scope = scope_of(request.user)
     return {
         "job": job, "findings": findings, "result": job_result_view(job),

@@ -24,7 +24,6 @@ import logging
 
 import ldap
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import transaction
 from django_auth_ldap.backend import LDAPBackend, ldap_error
 from django_auth_ldap.config import (
@@ -36,6 +35,7 @@ from django_auth_ldap.config import (
 
 from groups.models import DirectoryIdentity
 from groups.services.identity import Identity, directory_user_create, identity_login
+from groups.selectors.access import users_with_identity
 
 log = logging.getLogger("gapwatch.ldap")
 
@@ -132,9 +132,8 @@ class DirectoryBackend(LDAPBackend):
         )
         # One transaction: a new account never exists without the identity that finds it again.
         with transaction.atomic():
-            user = get_user_model().objects.filter(
-                directory_identity__source=identity.source, directory_identity__issuer=identity.issuer,
-                directory_identity__subject=identity.subject).first()
+            user = users_with_identity(source=identity.source, issuer=identity.issuer,
+                                       subject=identity.subject).first()
             if user is None:
                 user = directory_user_create(identity=identity)
             identity_login(user=user, identity=identity)

@@ -49,6 +49,7 @@ from mozilla_django_oidc.views import (
 from groups.models import DirectoryIdentity
 from groups.services.identity import Identity, directory_user_create, identity_login
 from groups.web.ldap_login import ldap_enabled, login_problem
+from groups.selectors.access import users_with_identity
 
 log = logging.getLogger("gapwatch.sso")
 
@@ -194,9 +195,7 @@ class OidcBackend(OIDCAuthenticationBackend):
         return bool(claims.get("sub"))
 
     def filter_users_by_claims(self, claims):
-        return get_user_model().objects.filter(
-            directory_identity__source=DirectoryIdentity.Source.OIDC,
-            directory_identity__issuer=claims["iss"], directory_identity__subject=claims["sub"])
+        return users_with_identity(source=DirectoryIdentity.Source.OIDC, issuer=claims["iss"], subject=claims["sub"])
 
     def create_user(self, claims):
         return self.update_user(directory_user_create(identity=self._identity(claims)), claims)

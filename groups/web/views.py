@@ -31,6 +31,7 @@ from groups.selectors.finding import (
     finding_record_counts,
 )
 from groups.selectors.lists import (
+    clusters_list,
     findings_count_by_state_and_resolution,
     findings_list,
     findings_triage_groups,
@@ -44,7 +45,8 @@ from groups.services.previews import finding_repair_options
 from groups.domain.records import MAX_RECORDS_PER_END
 from groups.services import records
 from groups.services.dispatch import QueueUnavailable, TaskTimedOut
-from groups.models import Cluster, Finding, JobFinding, RemediationJob
+from groups.models import Finding, RemediationJob
+from groups.selectors.jobs import job_links
 
 PAGE_SIZE = 50
 TRIAGE_GROUPS_PER_PAGE = 50
@@ -128,7 +130,7 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
     form, findings, filters = findings_filtered(request)
     valid, history, sort = form.is_valid(), form.history, findings_sort(request)
     # The job links of the whole page in one query, whatever the page size; the newest first.
-    links = JobFinding.objects.select_related("job").order_by("-job__created_at", "-job_id")
+    links = job_links()
     findings = findings.prefetch_related(Prefetch("job_findings", queryset=links, to_attr="job_links"))
     page = _KeysFirstPaginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
     for finding in page.object_list:
@@ -163,7 +165,7 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
         "resolution_counts": [(resolution, closed_counts.get(resolution, 0)) for resolution in RESOLUTIONS],
         "query": urlencode(query),
         "query_with_sort": urlencode({**query, "sort": sort}),
-        "clusters": visible_clusters(scope, Cluster.objects.all()).values_list("name", flat=True),
+        "clusters": visible_clusters(scope, clusters_list()).values_list("name", flat=True),
         "can_approve": may_approve(request.user),
         # The rows whose action links are shown: those the person's scope lets them act on.
         "actable": actable_finding_ids(scope, (f.id for f in page.object_list)),
@@ -205,7 +207,7 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
         "states": STATES,
         "group_kinds": GROUP_KIND_CHOICES,
         "query": urlencode(filtered),
-        "clusters": visible_clusters(scope, Cluster.objects.all()).values_list("name", flat=True),
+        "clusters": visible_clusters(scope, clusters_list()).values_list("name", flat=True),
         "can_approve": may_approve(request.user),
         "actable": actable_finding_ids(scope, (f.id for c in shown for g in c.groups for t in g.topics
                                                for f in t.findings)),

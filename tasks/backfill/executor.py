@@ -26,6 +26,7 @@ from groups.domain.planning import BackfillRange, PlanError
 from groups.domain.read_isolation import READ_COMMITTED, reader_isolation
 from groups.domain.sinks import BackfillSink
 from groups.models import Cluster, RemediationJob
+from groups.selectors.jobs import job_status, job_to_run, job_topic_ids
 from groups.services.jobs import job_record_progress, job_record_reason, job_record_result, job_record_stages
 from groups.services.remediation import job_transition
 from tasks.backfill.runner import BackfillFailed, BackfillRequest, BackfillRunner, work_prefix
@@ -46,10 +47,7 @@ def backfill_request_for(job: RemediationJob) -> BackfillRequest:
     ranges = tuple(BackfillRange(r["topic"], int(r["partition"]), int(r["start"]), int(r["end"])) for r in job.plan)
     if not ranges:
         raise PlanError("the job has no planned range")
-    topic_ids = {}
-    for topic, topic_id in job.findings.values_list("topic__name", "generation__kafka_topic_id"):
-        if topic_id:
-            topic_ids[topic] = topic_id
+    topic_ids = job_topic_ids(job=job)
     return cluster_request(cluster=job.cluster, ranges=ranges, sink=BackfillSink.from_params(job.params),
                            run_id=str(job.id), topic_ids=topic_ids,
                            isolation=reader_isolation(job.params.get("isolation", "")))
@@ -81,7 +79,7 @@ def execute_backfill(*, job_id: int) -> str:
     4. running -> succeeded with the per-partition result, or -> failed with
        the reason, Spark's error text and what is known.
     """
-    job = RemediationJob.objects.select_related("cluster", "group").get(id=job_id)
+    job = job_to_run(job_id=job_id)
     if job.kind != RemediationJob.Kind.BACKFILL:
         raise ValueError(f"job {job_id} is a {job.kind} job, not a backfill")
     with job_lock(job_id) as locked:
@@ -160,4 +158,4 @@ def _interrupt_lost_attempts(attempts: list[dict]) -> None:
 
 
 def _status_of(job_id: int) -> str:
-    return RemediationJob.objects.values_list("status", flat=True).get(id=job_id)
+    return job_status(job_id=job_id)

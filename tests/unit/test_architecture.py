@@ -1,8 +1,9 @@
 """The architecture is checked, not only described: the import contracts in
 pyproject.toml ([tool.importlinter]; see docs/ARCHITECTURE.md) must all hold.
 Among them: imports run controlplane -> tasks -> groups, groups never imports
-tasks, the pure domain imports no Django or Kafka, and no import circles. And every
-write (an ORM write or an audit row) is in groups/services (issue 20)."""
+tasks, the pure domain imports no Django or Kafka, and no import circles. Every
+write (an ORM write or an audit row) is in groups/services (issue 20), and every
+read of stored rows in groups/selectors or the service that writes them (issue 34)."""
 
 from __future__ import annotations
 
@@ -97,6 +98,72 @@ def test_every_write_goes_through_a_service():
 def test_the_write_check_sees_a_write(source, expected):
     """The check can fail: each ORM write or audit row in a snippet is found; dict updates and reads are not."""
     assert writes_in(source) == expected
+
+
+# --- Every read through selectors (issue 34) --------------------------------
+
+# Queryset methods only the ORM has: in tasks/ (the adapters) even on a related manager.
+ORM_ONLY_METHODS = {"select_related", "prefetch_related", "values_list", "annotate", "aggregate", "only", "defer"}
+READS_ALLOWED = {
+    "groups/roles.py": "creates the role groups; the migration runs it with its historical models",
+}
+
+
+def reads_in(source: str, *, adapter: bool = False) -> list[str]:
+    """Each read of stored rows in ``source``, as text: a model manager
+    (``X.objects``), and in an adapter (``adapter``) also an ORM-only queryset
+    method on anything (``job.findings.values_list(...)``). A page may still
+    order, page and follow the relations of rows a selector gave it."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "objects":
+            found.append(ast.unparse(node))
+        elif (adapter and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ORM_ONLY_METHODS):
+            found.append(ast.unparse(node.func))
+    return found
+
+
+def reads_outside_selectors(root: Path = ROOT) -> dict[str, list[str]]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            name = path.relative_to(root).as_posix()
+            if (name.startswith(("groups/services/", "groups/selectors/")) or "/migrations/" in name
+                    or name in READS_ALLOWED):
+                continue
+            reads = reads_in(path.read_text(), adapter=name.startswith("tasks/"))
+            if reads:
+                found[name] = reads
+    return found
+
+
+def test_every_read_goes_through_a_selector():
+    """Stored state is read in groups/selectors (or by the service that
+    writes it), once, and handed down: no ORM read in tasks/, the pages, the
+    API, the commands or the health check."""
+    assert reads_outside_selectors() == {}, "move these reads into groups/selectors"
+
+
+@pytest.mark.parametrize("source, adapter, expected", [
+    ("Cluster.objects.get(id=1)", False, ["Cluster.objects"]),
+    ("get_user_model().objects.filter(username='a').first()", False, ["get_user_model().objects"]),
+    ("dict(RemediationJob.objects.filter(id__in=ids).values_list('id', 'status'))", False, ["RemediationJob.objects"]),
+    ("job.findings.values_list('topic__name', 'partition')", True, ["job.findings.values_list"]),
+    ("job.findings.values_list('topic__name', 'partition')", False, []),
+    ("queryset.order_by('-id'); group.group_topics.all(); settings.objects_limit", False, []),
+])
+def test_the_read_check_sees_a_read(source, adapter, expected):
+    """The check can fail: a manager read anywhere, an ORM-only method in an adapter; ordering a selector's rows is not a read."""
+    assert reads_in(source, adapter=adapter) == expected
+
+
+def test_a_task_reading_a_row_breaks_the_read_rule(tmp_path):
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "poll.py").write_text("from groups.models import Cluster\ncluster = Cluster.objects.get(id=1)\n")
+    for package in ("controlplane", "groups", "demo"):
+        (tmp_path / package).mkdir()
+    assert reads_outside_selectors(tmp_path) == {"tasks/poll.py": ["Cluster.objects"]}
 
 
 CONFLICT_MARKER = re.compile(r"^(<{7}|>{7}) ", re.MULTILINE)

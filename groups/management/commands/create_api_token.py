@@ -1,7 +1,7 @@
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from groups.services.tokens import TokenRefused, api_token_create
+from groups.selectors.access import user_named
 
 
 class Command(BaseCommand):
@@ -15,7 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--read-only", action="store_true", help="may read, never change anything")
 
     def handle(self, *args, **options):
-        user = get_user_model().objects.filter(username=options["user"]).first()
+        user = user_named(username=options["user"])
         if user is None:
             raise CommandError(f"no user named {options['user']!r}")
         try:

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from groups.cluster_forms import ClusterForm
 from groups.models import Cluster
 from groups.services.clusters import cluster_register
+from groups.selectors.clusters import cluster_named
 
 # Secrets come from the environment or a file, never from the command line (other users see it in ps).
 SECRET_ENVIRONMENT = {
@@ -39,7 +40,7 @@ class Command(BaseCommand):
         parser.add_argument("--oauth-scope")
 
     def handle(self, *args, name: str, bootstrap_servers: str, **options):
-        existing = Cluster.objects.filter(name=name).first()
+        existing = cluster_named(name=name)
         # Every field not given as stored (or the model's default).
         current = existing or Cluster()
         data = {field: getattr(current, field) for field in ClusterForm.Meta.fields}

@@ -16,7 +16,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from groups.services.jobs import backfill_record_cli_run
-from groups.models import Cluster, RemediationJob, Topic
+from groups.models import RemediationJob
+from groups.selectors.clusters import cluster_named, topic_names
+from groups.selectors.jobs import job_find_backfill
 from groups.domain.planning import PlanError, plan_backfill
 from groups.domain.read_isolation import ISOLATION_LEVELS, READ_COMMITTED
 from groups.text import text_table
@@ -59,7 +61,7 @@ class Command(BaseCommand):
         except PlanError as error:
             raise CommandError(f"{error} (--partition and --start must not be negative, and --end must be greater "
                                "than --start: the range is [start, end))") from None
-        cluster = Cluster.objects.filter(name=options["cluster"]).first()
+        cluster = cluster_named(name=options["cluster"])
         if cluster is None:
             raise CommandError(f"no cluster named {options['cluster']!r}")
         try:
@@ -68,7 +70,7 @@ class Command(BaseCommand):
             sink = backfill_sink_for(
                 sink=options["sink"], replay_topic="", handler="", default_sink="",
                 configured_replay_topic=options["replay_topic"], handlers=(), sources=[topic],
-                existing_topics=Topic.objects.filter(cluster=cluster, deleted=False).values_list("name", flat=True),
+                existing_topics=topic_names(cluster=cluster),
             )
         except PlanError as error:
             raise CommandError(str(error)) from None
@@ -109,7 +111,7 @@ class Command(BaseCommand):
                           f"every difference explained")
 
     def _job(self, job_id: int, *, execute: bool) -> None:
-        job = RemediationJob.objects.filter(id=job_id, kind=RemediationJob.Kind.BACKFILL).first()
+        job = job_find_backfill(job_id=job_id)
         if job is None:
             raise CommandError(f"no backfill job {job_id}")
         self._table(("TOPIC", "PARTITION", "START", "END", "RECORDS"),

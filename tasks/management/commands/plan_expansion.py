@@ -15,7 +15,7 @@ import json
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from groups.models import Cluster, Topic
+from groups.selectors.clusters import cluster_named, topic_named
 from groups.services.expansions import expansion_plan_as_dict, expansion_plan_of
 from groups.text import text_table
 from tasks.expansions import partitions_verdict
@@ -39,10 +39,10 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the plan as the API answers it")
 
     def handle(self, *args, **options):
-        cluster = Cluster.objects.filter(name=options["cluster"]).first()
+        cluster = cluster_named(name=options["cluster"])
         if cluster is None:
             raise CommandError(f"no cluster named {options['cluster']!r}")
-        topic = Topic.objects.filter(cluster=cluster, name=options["topic"], deleted=False).first()
+        topic = topic_named(cluster=cluster, name=options["topic"])
         if topic is None:
             raise CommandError(f"topic {options['topic']!r} is not known on cluster {cluster.name!r}: no poll has "
                                f"listed it (run `manage.py poll_now --cluster {cluster.name}` if it was just created)")

@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from groups.models import Cluster
+from groups.selectors.clusters import clusters_enabled
 from tasks.polling import poll_cluster
 
 
@@ -15,9 +15,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         cluster = options["cluster"]
-        clusters = Cluster.objects.filter(enabled=True)
+        clusters = clusters_enabled(name=cluster or None)
         if cluster:
-            clusters = Cluster.objects.filter(name=cluster)
             if not clusters.exists():
                 raise CommandError(f"no cluster named {cluster!r}")
         summaries = [poll_cluster(cluster_id=c.id) for c in clusters]

@@ -12,7 +12,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from groups.models import Cluster, ConsumerGroup, RemediationJob
+from groups.models import RemediationJob
+from groups.selectors.clusters import cluster_named, group_named
 from groups.domain.planning import PlanError, PlannedReset, ResetTarget, moment_ms, plan_reset
 from groups.services.remediation import SOURCE_CLI, DuplicateJob
 from groups.services.resets import reset_job_create
@@ -69,10 +70,10 @@ class Command(BaseCommand):
                             help="commit the plan (the group must be Empty); without it, only print the plan")
 
     def handle(self, *args, **options):
-        cluster = Cluster.objects.filter(name=options["cluster"]).first()
+        cluster = cluster_named(name=options["cluster"])
         if cluster is None:
             raise CommandError(f"no cluster named {options['cluster']!r}")
-        group = ConsumerGroup.objects.filter(cluster=cluster, group_id=options["group"]).first()
+        group = group_named(cluster=cluster, group_id=options["group"])
         if group is None or not group.present:
             raise CommandError(
                 f"group {options['group']!r} is not known on cluster {cluster.name!r}: no poll has listed it "
