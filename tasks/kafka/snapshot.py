@@ -2,119 +2,40 @@
 cluster (topics, watermarks, groups, committed offsets) as plain data
 (``groups.domain.snapshot``).
 
-Over 400 lines on purpose: the five steps of ``snapshot`` read in the order
-that makes its bounds sound (watermarks before groups), with their error
-rules; split apart, that order would be a convention between modules.
+``snapshot`` keeps its five steps here, in the order that makes its bounds
+sound (watermarks before groups), with their error rules; what the steps
+call has a module of its own: the ListOffsets calls and their retries
+(``list_offsets``), the groups and which client reads them
+(``group_reads``), a split poll's parts (``part_reads``), and the watcher's
+reads (``watch_reads``).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from datetime import datetime, timezone
-from typing import Any
 
-from confluent_kafka import (
-    ConsumerGroupState,
-    ConsumerGroupTopicPartitions,
-    OFFSET_BEGINNING,
-    OFFSET_END,
-    KafkaError,
-    KafkaException,
-    TopicCollection,
-    TopicPartition,
-)
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicCollection
 from confluent_kafka.admin import AclOperation
 
 from groups.domain.snapshot import GroupSnapshot, PartitionOffsets, Snapshot, TopicSnapshot
-from tasks.kafka.client import (
-    WAIT_GRACE_SECONDS,
-    DescribedGroup,
-    KafkaClient,
-    TopicDetails,
-    chunks,
-    group_from,
-    topic_details,
-)
-from tasks.kafka.parts import (
-    GROUPS,
-    WATERMARKS,
-    PollParts,
-    cut_groups,
-    cut_topics,
-    groups_in,
-    groups_out,
-    offsets_in,
-    offsets_out,
-    raise_error_in,
-    topics_in,
-    topics_out,
-)
-from tasks.kafka.java_client import JVM_START_STAGE, GroupKindUnsupported
+from tasks.kafka.client import WAIT_GRACE_SECONDS, DescribedGroup, TopicDetails, chunks, topic_details
+from tasks.kafka.errors import REFUSALS, TOPIC_GONE, describe_error, error_code, missing_acl
+from tasks.kafka.list_offsets import partitions_of
+from tasks.kafka.part_reads import PartReads
+from tasks.kafka.parts import PollParts
 from tasks.kafka.share_groups import ShareGroupReader
-from tasks.kafka.errors import (
-    COORDINATOR_BUSY,
-    PARTITION_TROUBLE,
-    KafkaUnavailable,
-    REFUSALS,
-    TOPIC_GONE,
-    describe_error,
-    error_code,
-    missing_acl,
-)
+from tasks.kafka.watch_reads import WatchReads
 
-log = logging.getLogger(__name__)
 TOPICS_PER_DESCRIBE = 500
-SHARE_UNSUPPORTED_RECHECK_SECONDS = 600.0
-GROUPS_PER_DESCRIBE = 100
-# librdkafka's ListOffsets costs grow with the square of the partitions in one
-# call (10k: 0.5 s of CPU, 1k: 0.017 s, 500: 0.005 s): calls of at most this
-# many, LIST_OFFSETS_THREADS at once (the client releases the GIL while it waits).
-PARTITIONS_PER_LIST_OFFSETS = 500
-LIST_OFFSETS_THREADS = 8
-_FIRST_RETRY_SECONDS = 0.05
-COORDINATOR_RETRY_SECONDS = 0.25
 
 
-class SnapshotReads(KafkaClient):
+class SnapshotReads(WatchReads, PartReads):
     """After ``snapshot`` returns, ``last_timings`` holds the seconds each
     stage took (topics, watermarks, groups, offsets) and
     ``last_peak_in_flight`` the most calls a stage had outstanding at once."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        # Share and streams groups: Kafka's Java client, made at their first read.
-        self._java_reader: ShareGroupReader | None = None
-        # Kind -> when to ask again a cluster that did not serve it (monotonic seconds).
-        self._unsupported_until: dict[str, float] = {}
-
-    def partition_counts(self, *, java: bool = True) -> dict[str, int]:
-        """Partition count of every topic, from one metadata request: what the
-        watcher compares every second to see partitions added. Through the
-        Java helper when ``java`` and it is installed (one line per topic; 60k
-        partitions as librdkafka's Python objects cost 0.2 s of CPU a tick),
-        else through librdkafka."""
-        counts = self._from_java("partition counts", ShareGroupReader.partition_counts) if java else None
-        if counts is not None:
-            return counts
-        try:
-            metadata = self.admin.list_topics(timeout=self._timeout)
-        except KafkaException as error:
-            raise self._unavailable("topics", f"metadata: {describe_error(error)}", cause=error) from None
-        return {name: len(topic.partitions) for name, topic in metadata.topics.items() if topic.error is None}
-
-    def topic_readers(self, counts: Mapping[str, int], *, java: bool = True) -> set[str] | None:
-        """The classic and consumer groups that read any of the topics in
-        ``counts`` (name -> partition count), asked of every group the
-        poll's own listing finds, through the Java helper
-        (``ShareGroupReader.topic_readers``); None without it (or ``java``
-        False): the caller then reads every group. A failed listing raises
-        ``KafkaUnavailable``; it is asked only once the JVM runs."""
-        if not java:
-            return None
-        return self._from_java("topic readers", lambda reader: reader.topic_readers(self._list_group_ids(), counts))
 
     def snapshot(
         self, *, cluster: str, now: datetime, log_starts_for: Collection[str] = (),
@@ -198,7 +119,7 @@ class SnapshotReads(KafkaClient):
             gone: set[str] = set()
             split = parts if topics is None and part_count > 1 else None
             if split is None:
-                high_watermarks = self._list_offsets(described, _partitions(described), OFFSET_END, gone, deadline)
+                high_watermarks = self._list_offsets(described, partitions_of(described), OFFSET_END, gone, deadline)
             else:
                 high_watermarks = self._split_watermarks(split, part_count, described, gone)
             wanted = set(log_starts_for) | {
@@ -206,7 +127,7 @@ class SnapshotReads(KafkaClient):
                 if known_counts is None or topics is not None
                 or (name in known_counts and known_counts[name] != len(topic.partition_ids))
             }
-            stable_keys = [key for key in _partitions(described) if key[0] in wanted]
+            stable_keys = [key for key in partitions_of(described) if key[0] in wanted]
             stable_offsets = self._list_offsets(
                 described, stable_keys, OFFSET_END, gone, time.monotonic() + self._timeout,
                 reader=self.stable_offsets_reader,
@@ -214,7 +135,7 @@ class SnapshotReads(KafkaClient):
         groups_from = datetime.now(timezone.utc)
         # A targeted snapshot (the watcher's) asks only for its topics' partitions' commits:
         # the groups' commits elsewhere are not its business.
-        scoped = None if topics is None else _partitions(described)
+        scoped = None if topics is None else partitions_of(described)
         with self._stage("groups"):
             group_ids = self._list_group_ids() if groups is None else sorted(groups)
             if split is not None:
@@ -241,7 +162,7 @@ class SnapshotReads(KafkaClient):
         readers = [*found, *java_read]
         committed.update((group.group_id, group.committed) for group in java_read)
         with self._stage("log_starts"):
-            needed = [key for key in _partitions(described) if key[0] in wanted]
+            needed = [key for key in partitions_of(described) if key[0] in wanted]
             needed += _uncommitted(described, readers, committed, wanted)
             log_starts = self._list_offsets(
                 described, sorted(set(needed)), OFFSET_BEGINNING, gone, time.monotonic() + self._timeout
@@ -270,47 +191,6 @@ class SnapshotReads(KafkaClient):
             )),
         )
 
-    # -- 2 and 3-4 in parts (a split poll) ---------------------------------
-
-    def read_watermarks_part(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """One part of step 2, on whichever worker runs it: the high
-        watermarks of the payload's topics, and which of them are gone."""
-        described = topics_in(payload["topics"])
-        gone: set[str] = set()
-        offsets = self._list_offsets(described, _partitions(described), OFFSET_END, gone,
-                                     time.monotonic() + self._timeout)
-        return {"offsets": offsets_out(offsets), "gone": sorted(gone)}
-
-    def read_groups_part(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """One part of steps 3 and 4: the payload's groups described, and the
-        committed offsets of those still there (through the Java client when
-        the payload says the poll uses it and it runs here)."""
-        found, committed = self._describe_groups_first(list(payload["groups"]), None, java=payload["java"])
-        self._read_commits_left(found, committed, None)
-        return {"groups": groups_out(found),
-                "committed": {group_id: offsets_out(offsets) for group_id, offsets in committed.items()}}
-
-    def _split_watermarks(self, parts: PollParts, count: int, described: dict[str, TopicDetails],
-                          gone: set[str]) -> dict[tuple[str, int], int]:
-        answers = parts.run(WATERMARKS, [{"topics": topics_out(described, names)}
-                                         for names in cut_topics(described, count)])
-        offsets: dict[tuple[str, int], int] = {}
-        for answer in answers:
-            raise_error_in(answer)
-            offsets.update(offsets_in(answer["offsets"]))
-            gone.update(answer["gone"])
-        return offsets
-
-    def _split_groups(self, parts: PollParts, count: int, group_ids: list[str], *, java: bool,
-                      ) -> tuple[list[DescribedGroup], dict[str, dict[tuple[str, int], int]]]:
-        answers = parts.run(GROUPS, [{"groups": ids, "java": java} for ids in cut_groups(group_ids, count)])
-        found: list[DescribedGroup] = []
-        committed: dict[str, dict[tuple[str, int], int]] = {}
-        for answer in answers:
-            raise_error_in(answer)
-            found.extend(groups_in(answer["groups"]))
-            committed.update((group_id, offsets_in(rows)) for group_id, rows in answer["committed"].items())
-        return sorted(found, key=lambda group: group.group_id), committed
 
     # -- 1. topics ---------------------------------------------------------
 
@@ -387,224 +267,8 @@ class SnapshotReads(KafkaClient):
         )
         return {**kept, **described}
 
-    @property
-    def _java(self) -> ShareGroupReader:
-        """Kafka's Java client for this cluster (one JVM per process, started at first use)."""
-        if self._java_reader is None:
-            self._java_reader = ShareGroupReader(self._config, timeout=self._timeout)
-        return self._java_reader
 
-    def _from_java(self, what: str, read):
-        """``read(self._java)``, or None where it cannot answer here: no JVM
-        starts, the Java helper is not installed (``read`` answers None), or
-        its answer does not parse. The caller then asks librdkafka. A cluster's
-        refusal or failure is raised like any other."""
-        try:
-            return read(self._java)
-        except ValueError as error:  # a Java client that prints its answer otherwise
-            log.warning("%s: asking librdkafka instead: %s", what, error)
-        except KafkaUnavailable as error:
-            if error.stage != JVM_START_STAGE:
-                raise
-            log.warning("%s: asking librdkafka instead: %s", what, error)
-        return None
-
-    # -- 2. watermarks -----------------------------------------------------
-
-    def _list_offsets(
-        self,
-        described: dict[str, TopicDetails],
-        partitions: Sequence[tuple[str, int]],
-        spec: int,
-        gone: set[str],
-        deadline: float,
-        *,
-        reader: Any = None,
-    ) -> dict[tuple[str, int], int]:
-        """``spec`` OFFSET_END (-1): high watermarks (last stable offsets with
-        ``reader`` the ``stable_offsets_reader``); OFFSET_BEGINNING (-2): log starts.
-
-        1. ListOffsets calls of ``PARTITIONS_PER_LIST_OFFSETS`` partitions,
-           ``LIST_OFFSETS_THREADS`` at once, through the offsets reader (the
-           client sends one request per partition leader).
-        2. Partitions that answered with a ``PARTITION_TROUBLE`` error:
-           describe their topics again; topics found gone join ``gone``.
-        3. Ask again for the rest, with backoff, until ``deadline``; then
-           the trouble is an error."""
-        offsets: dict[tuple[str, int], int] = {}
-        backoff = _FIRST_RETRY_SECONDS
-        partitions = [key for key in partitions if key[0] not in gone]
-        reader = reader or self.offsets_reader
-
-        def ask(batch: Sequence[tuple[str, int]]) -> list[TopicPartition | _Answer]:
-            """The answer, or the call's error on every partition of the batch:
-            the client fails the whole call when one partition is unknown (a
-            topic deleted since it was described), so the batch is troubled."""
-            try:
-                return reader.offsets_for_times(
-                    [TopicPartition(topic, partition, spec) for topic, partition in batch], timeout=self._timeout)
-            except KafkaException as error:
-                if error_code(error) not in PARTITION_TROUBLE:
-                    raise
-                return [_Answer(topic, partition, error.args[0]) for topic, partition in batch]
-
-        while partitions:
-            troubled: dict[tuple[str, int], BaseException] = {}
-            batches = list(chunks(partitions, PARTITIONS_PER_LIST_OFFSETS))
-            try:
-                with ThreadPoolExecutor(min(LIST_OFFSETS_THREADS, len(batches))) as pool:
-                    answers = [answer for batch in pool.map(ask, batches) for answer in batch]
-            except KafkaException as error:
-                raise self._unavailable("watermarks", f"list offsets: {describe_error(error)}", cause=error) from None
-            self.last_peak_in_flight["watermarks"] = max(min(LIST_OFFSETS_THREADS, len(batches)),
-                                                         self.last_peak_in_flight.get("watermarks", 0))
-            for answer in answers:
-                key = (answer.topic, answer.partition)
-                if answer.error is None:
-                    offsets[key] = answer.offset
-                elif error_code(answer.error) in PARTITION_TROUBLE:
-                    troubled[key] = answer.error
-                else:
-                    raise self._unavailable(
-                        "watermarks",
-                        f"list offsets of {answer.topic!r} [{answer.partition}]: "
-                        f"{describe_error(answer.error, topic=answer.topic)}",
-                        cause=KafkaException(answer.error),
-                    )
-            if troubled:
-                gone |= self._topics_gone(described, {topic for topic, _ in troubled})
-                troubled = {key: error for key, error in troubled.items() if key[0] not in gone}
-                self._refresh_reader_metadata(reader, {topic for topic, _ in troubled})
-            if troubled and time.monotonic() + backoff > deadline:
-                (topic, partition), error = min(troubled.items())
-                raise self._unavailable(
-                    "watermarks",
-                    f"list offsets of {topic!r} [{partition}]: {describe_error(error)}; "
-                    f"{len(troubled)} partition(s) still without an answer after {self._timeout:g}s",
-                )
-            if troubled:
-                time.sleep(backoff)
-                backoff *= 2
-            partitions = sorted(troubled)
-        return offsets
-
-    def _refresh_reader_metadata(self, reader, names: set[str]) -> None:
-        """The offsets reader keeps its own metadata and does not refresh it for
-        a partition it does not know (one added since): asking for the topics'
-        metadata does. Its failure is left to the next attempt to report."""
-        for name in sorted(names):
-            try:
-                reader.list_topics(topic=name, timeout=self._timeout)
-            except KafkaException:
-                return
-
-    def _topics_gone(self, described: dict[str, TopicDetails], names: set[str]) -> set[str]:
-        """Which of ``names`` are deleted, or recreated under another topic id."""
-        gone: set[str] = set()
-
-        def handle(name: str, future: Future) -> None:
-            error = future.exception()
-            if error is not None:
-                if error_code(error) in TOPIC_GONE:
-                    gone.add(name)
-                    return
-                raise self._unavailable("watermarks", f"describe topic {name!r}: {describe_error(error, topic=name)}",
-                                        cause=error)
-            if topic_details(name, future.result()).topic_id != described[name].topic_id:
-                gone.add(name)
-
-        self._gather(
-            "watermarks",
-            [lambda: self.admin.describe_topics(TopicCollection(sorted(names)), request_timeout=self._timeout)],
-            handle,
-        )
-        return gone
-
-    # -- 3. groups ---------------------------------------------------------
-
-    def _list_group_ids(self) -> list[str]:
-        """Every broker's classic and consumer (KIP-848) groups (the client
-        does not report share and streams groups; step 4b reads those). A
-        broker whose coordinator is still loading
-        (``COORDINATOR_BUSY``) is asked again until the timeout, as Kafka's own
-        admin client does; a group list missing one broker's groups is never
-        returned."""
-        deadline = time.monotonic() + self._timeout
-        while True:
-            try:
-                listing = self.admin.list_consumer_groups(request_timeout=self._timeout)
-                result = listing.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
-            except Exception as error:  # noqa: BLE001 - a failed or missing answer, whatever its type
-                raise self._unavailable("groups", f"list groups: {describe_error(error)}", cause=error) from None
-            busy = bool(result.errors) and all(error_code(error) in COORDINATOR_BUSY for error in result.errors)
-            if not (busy and time.monotonic() + COORDINATOR_RETRY_SECONDS < deadline):
-                break
-            time.sleep(COORDINATOR_RETRY_SECONDS)
-        if result.errors:
-            raise self._unavailable(
-                "groups", f"list groups: {'; '.join(describe_error(error) for error in result.errors)}"
-            )
-        # The client cannot describe or fetch offsets of the empty group id.
-        return sorted({entry.group_id for entry in result.valid or [] if entry.group_id})
-
-    def _describe_groups_first(
-        self, group_ids: list[str], partitions: Sequence[tuple[str, int]] | None, *, java: bool,
-    ) -> tuple[list[DescribedGroup], dict[str, dict[tuple[str, int], int]]]:
-        """Step 3, and step 4 where Kafka's Java client runs here (``java``):
-        it describes every group, then reads all their commits (on
-        ``partitions`` only, when given), batched per coordinator. The groups
-        it could not read, and all without it, librdkafka describes (and
-        words their errors); ``_read_commits_left`` reads their commits."""
-        read = self._java_group_reads(group_ids, partitions) if java else None
-        if read is None:
-            return self._describe_groups(group_ids), {}
-        return [*read.groups, *self._describe_groups(list(read.others))], dict(read.committed)
-
-    def _read_commits_left(self, found: Sequence[DescribedGroup], committed: dict[str, dict[tuple[str, int], int]],
-                           partitions: Sequence[tuple[str, int]] | None) -> None:
-        """Step 4 for the groups of ``found`` whose commits are not in ``committed`` yet, into it."""
-        committed.update(self._read_committed(
-            [group.group_id for group in found if group.group_id not in committed],
-            None if partitions is None else [TopicPartition(name, partition) for name, partition in partitions],
-        ))
-
-    def _java_group_reads(self, group_ids: list[str], partitions: Sequence[tuple[str, int]] | None):
-        """``ShareGroupReader.read_groups``, or None: no groups, no JVM or
-        helper here, or any failure (librdkafka then reads them all again and
-        says what failed in its words)."""
-        if not group_ids:
-            return None
-        try:
-            return self._from_java("groups", lambda reader: reader.read_groups(group_ids, partitions))
-        except KafkaUnavailable as error:
-            log.warning("groups: Kafka's Java client failed, librdkafka reads them: %s", error)
-            return None
-
-    def _describe_groups(self, group_ids: list[str]) -> list[DescribedGroup]:
-        groups: list[DescribedGroup] = []
-
-        def handle(group_id: str, future: Future) -> None:
-            error = future.exception()
-            if error is not None:
-                if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
-                    return  # deleted since it was listed
-                raise self._unavailable("groups", f"describe group {group_id!r}: {describe_error(error, group=group_id)}",
-                                        cause=error)
-            description = future.result()
-            state = getattr(description, "state", ConsumerGroupState.UNKNOWN)
-            if state == ConsumerGroupState.DEAD:
-                return  # deleted (or expired) since it was listed
-            groups.append(group_from(group_id, state, description))
-
-        self._gather(
-            "groups",
-            (
-                lambda batch=batch: self.admin.describe_consumer_groups(list(batch), request_timeout=self._timeout)
-                for batch in chunks(group_ids, GROUPS_PER_DESCRIBE)
-            ),
-            handle,
-        )
-        return sorted(groups, key=lambda group: group.group_id)
+    # -- 3. groups: the topics their members are assigned -------------------
 
     def _check_assigned_topics(self, described: dict[str, TopicDetails], groups: Sequence[DescribedGroup]) -> None:
         """Topics that members of a group are assigned but the listing left
@@ -622,69 +286,12 @@ class SnapshotReads(KafkaClient):
                 topic: f"consumer group {group_id!r} reads it, the topic listing leaves it out"
                 for topic, group_id in hidden.items()})
 
-    # -- 4b. share and streams groups --------------------------------------
-
-    def _read_java_groups(self, kind: str, group_ids: list[str] | None) -> list[GroupSnapshot]:
-        """Share or streams groups through Kafka's Java ``Admin`` (one JVM per
-        process, started at the first call): all of them (None) or the named
-        ones. A cluster that does not serve the kind is asked again only after
-        SHARE_UNSUPPORTED_RECHECK_SECONDS (it may be upgraded meanwhile)."""
-        if group_ids == [] or time.monotonic() < self._unsupported_until.get(kind, 0.0):
-            return []
-        reader = self._java
-        try:
-            if kind == "share":
-                states = reader.read_all() if group_ids is None else reader.read(group_ids)
-                return [state.as_group_snapshot() for state in states]
-            return list(reader.read_streams(reader.list_streams_group_ids() if group_ids is None else group_ids))
-        except GroupKindUnsupported:
-            self._unsupported_until[kind] = time.monotonic() + SHARE_UNSUPPORTED_RECHECK_SECONDS
-            return []
-
-    # -- 4. committed offsets ---------------------------------------------
-
-    def _read_committed(
-        self, group_ids: Sequence[str], partitions: list[TopicPartition] | None = None,
-    ) -> dict[str, dict[tuple[str, int], int]]:
-        """Every committed offset of each group, or (``partitions``) only those.
-        The client fetches one group per call (confluent-kafka-python
-        #1947), so calls run concurrently, at most ``max_in_flight`` at once.
-        An offset below zero (OFFSET_INVALID) means "no commit": left out."""
-        committed: dict[str, dict[tuple[str, int], int]] = {}
-
-        def handle(group_id: str, future: Future) -> None:
-            error = future.exception()
-            if error is not None:
-                if error_code(error) == KafkaError.GROUP_ID_NOT_FOUND:
-                    return  # deleted since it was described
-                raise self._unavailable(
-                    "offsets", f"committed offsets of group {group_id!r}: {describe_error(error, group=group_id)}",
-                    cause=error)
-            found = self._committed_from(group_id, future.result())
-            committed[group_id] = {key: offset for key, offset in found.items() if offset is not None}
-
-        self._gather(
-            "offsets",
-            (
-                lambda group_id=group_id: self.admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(group_id, partitions)], request_timeout=self._timeout
-                )
-                for group_id in group_ids
-            ),
-            handle,
-        )
-        return committed
 
 
-class _Answer:
-    """A partition's answer standing for the failed call it was in."""
-
-    def __init__(self, topic: str, partition: int, error: KafkaError) -> None:
-        self.topic, self.partition, self.offset, self.error = topic, partition, -1, error
 
 
-def _partitions(described: dict[str, TopicDetails]) -> list[tuple[str, int]]:
-    return [(topic.name, partition) for topic in described.values() for partition in topic.partition_ids]
+
+
 
 
 def _uncommitted(
