@@ -1,5 +1,5 @@
 """The cost of reading every share group with Kafka's Java Admin
-(``tasks.kafka.share_groups``): the JVM gateway's start, then one
+(``tasks.kafka.java_admin``): the JVM gateway's start, then one
 ``read_all`` (list, describe, start offsets, configs) with N share groups.
 
     source scripts/env.sh; .venv/bin/python -m bench.share_groups_bench --groups 5 50
@@ -23,7 +23,7 @@ from confluent_kafka import ShareConsumer
 
 from groups.domain.cluster_config import ClusterConfig
 from tasks.kafka import jvm
-from tasks.kafka.share_groups import ShareGroupReader
+from tasks.kafka.java_admin import JavaAdmin
 from tests.integration.kafka_harness import Broker, wait_until
 
 PARTITIONS = 4
@@ -53,7 +53,7 @@ def main() -> None:
     broker.create_topic(topic, PARTITIONS)
 
     started = time.monotonic()
-    reader = ShareGroupReader(ClusterConfig(bootstrap), timeout=30)
+    reader = JavaAdmin(ClusterConfig(bootstrap), timeout=30)
     reader.list_group_ids()
     print(f"JVM gateway start: {jvm.last_start_seconds:.3f} s; first call incl. Admin.create: "
           f"{time.monotonic() - started:.3f} s")

@@ -46,7 +46,7 @@ from groups.web.ldap_login import DirectoryBackend  # noqa: E402
 from tasks.backfill.runner import BackfillFailed, BackfillRequest, run_backfill  # noqa: E402
 from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable  # noqa: E402
 from tasks.kafka.jvm import gateway_shutdown  # noqa: E402
-from tasks.kafka.share_groups import ShareGroupReader  # noqa: E402
+from tasks.kafka.java_admin import JavaAdmin  # noqa: E402
 from tests.faults.procs import free_ports  # noqa: E402
 from tests.integration.connect_harness import ConnectServer  # noqa: E402
 from tests.integration.kafka_harness import Broker  # noqa: E402
@@ -72,7 +72,7 @@ def adapter_unreachable() -> float:
 
 def share_reader(address: str):
     def run() -> float:
-        with ShareGroupReader(ClusterConfig(address), timeout=3) as reader:
+        with JavaAdmin(ClusterConfig(address), timeout=3) as reader:
             return seconds(reader.list_group_ids, KafkaUnavailable)
     return run
 

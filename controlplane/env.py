@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from urllib.parse import unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
@@ -47,6 +48,16 @@ def env_bool(name: str, default: bool = False) -> bool:
     if lowered in _FALSE:
         return False
     raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {value!r}")
+
+
+def env_bool_renamed(name: str, old_name: str, default: bool = False) -> bool:
+    """``env_bool(name)``; while only ``old_name`` is set, its value, with a
+    warning on stderr naming the new variable (the old one still works)."""
+    if name not in os.environ and old_name in os.environ:
+        warnings.warn(f"{old_name} is renamed {name}; set {name} instead (the old name still works for now)",
+                      FutureWarning, stacklevel=2)
+        return env_bool(old_name, default)
+    return env_bool(name, default)
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None) -> int:

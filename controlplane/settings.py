@@ -9,6 +9,7 @@ from csp.constants import NONE, SELF
 
 from controlplane.env import (
     env_bool,
+    env_bool_renamed,
     env_choice,
     env_database,
     env_dotted_paths,
@@ -65,10 +66,13 @@ FAST_POLL_SECONDS = env_int("FAST_POLL_SECONDS", 2, minimum=1)
 # on a partition-count change, and while a new partition is being picked up, a
 # targeted snapshot of its topic and the groups reading it (issue 11).
 WATCH_INTERVAL_SECONDS = env_int("WATCH_INTERVAL_SECONDS", 1, minimum=1)
-# Share groups (KIP-932) and streams groups (KIP-1071) are read with Kafka's own
-# Java Admin client in a small JVM per worker process (started at the first
-# poll, ~0.6 s, ~130 MB): off for clusters without them that cannot spare it.
-SHARE_AND_STREAMS_GROUPS = env_bool("SHARE_AND_STREAMS_GROUPS", True)
+# Kafka's own Java Admin client (tasks/kafka/java_admin.py) in a small JVM per
+# worker process (started at the first poll, ~0.6 s, ~130 MB): share groups
+# (KIP-932), streams groups (KIP-1071), topic ids, the watcher's partition
+# counts, a poll's groups and commits. Off for clusters without share and
+# streams groups that cannot spare it (librdkafka then reads the rest).
+# SHARE_AND_STREAMS_GROUPS is its old name.
+JAVA_ADMIN_CLIENT = env_bool_renamed("JAVA_ADMIN_CLIENT", "SHARE_AND_STREAMS_GROUPS", True)
 # While a new partition is being picked up, a tick observes this many times,
 # evenly over its interval: the pickup bracket is about interval / this wide.
 WATCH_OBSERVATIONS_PER_TICK = env_int("WATCH_OBSERVATIONS_PER_TICK", 4, minimum=1)

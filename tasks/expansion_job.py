@@ -47,7 +47,7 @@ from groups.services.expansion_jobs import (
 from groups.services.preapproved import queue_preapproved_backfill, sound_range_offsets
 from tasks.job_lock import EXPANSION_NAMESPACE, job_lock, job_lock_free
 from tasks.kafka import AccessRefused, GroupNotEmpty, KafkaAdapter, KafkaUnavailable
-from tasks.kafka.share_groups import ShareGroupReader
+from tasks.kafka.java_admin import JavaAdmin
 
 log = logging.getLogger(__name__)
 State = ExpansionJob.State
@@ -78,7 +78,7 @@ class ExpansionRunner:
         self.cluster_id = job.cluster_id
         self.config = job.cluster.client_config()
         self.adapter = self.new_adapter()
-        self._share: ShareGroupReader | None = None
+        self._share: JavaAdmin | None = None
 
     def new_adapter(self) -> KafkaAdapter:
         """A fresh client: librdkafka's admin client keeps the topic's metadata from before the
@@ -86,9 +86,9 @@ class ExpansionRunner:
         return KafkaAdapter(self.config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
 
     @property
-    def share(self) -> ShareGroupReader:
+    def share(self) -> JavaAdmin:
         if self._share is None:
-            self._share = ShareGroupReader(self.config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+            self._share = JavaAdmin(self.config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
         return self._share
 
     def close(self) -> None:

@@ -47,7 +47,7 @@ from groups.services.jobs import job_record_plan, job_record_result, reset_recor
 from groups.services.remediation import job_transition
 from tasks.job_lock import job_lock
 from tasks.kafka import AccessRefused, GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
-from tasks.kafka.share_groups import ShareGroupReader
+from tasks.kafka.java_admin import JavaAdmin
 
 log = logging.getLogger(__name__)
 Status = RemediationJob.Status
@@ -80,13 +80,13 @@ class GroupOffsets(Protocol):
 
 class ShareGroupOffsets:
     """A share group as a reset sees it, through Kafka's Java ``Admin``
-    (``tasks.kafka.share_groups``): its offset on a partition is its start
+    (``tasks.kafka.java_admin``): its offset on a partition is its start
     offset (SPSO, the lowest offset it may still deliver; None where it has
     not initialised the partition), and a reset sets the start offset. A
     group the broker does not know is "Dead" with no members, as for
     consumer groups."""
 
-    def __init__(self, reader: ShareGroupReader) -> None:
+    def __init__(self, reader: JavaAdmin) -> None:
         self._reader = reader
 
     def describe_group(self, *, group_id: str) -> GroupStatus:
@@ -113,7 +113,7 @@ class StreamsGroupOffsets:
     application runs, so its state and members come from Kafka's Java
     ``Admin`` (``describeStreamsGroups``), and the reset waits for none."""
 
-    def __init__(self, reader: ShareGroupReader, adapter: KafkaAdapter) -> None:
+    def __init__(self, reader: JavaAdmin, adapter: KafkaAdapter) -> None:
         self._reader, self._adapter = reader, adapter
 
     def describe_group(self, *, group_id: str) -> GroupStatus:
@@ -138,7 +138,7 @@ def group_offsets_of(*, cluster: Cluster, group: ConsumerGroup, adapter: KafkaAd
     if group.type not in (SHARE_GROUP, STREAMS_GROUP):
         yield adapter
         return
-    reader = ShareGroupReader(cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS)
+    reader = JavaAdmin(cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS)
     try:
         yield ShareGroupOffsets(reader) if group.type == SHARE_GROUP else StreamsGroupOffsets(reader, adapter)
     finally:

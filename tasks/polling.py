@@ -90,7 +90,7 @@ def poll_cluster(
     # the groups, the stored ones among the named readers otherwise; none
     # when switched off.
     shares = streams = None
-    if not settings.SHARE_AND_STREAMS_GROUPS:
+    if not settings.JAVA_ADMIN_CLIENT:
         shares = streams = ()
     elif groups is not None:
         by_type = java_group_ids(cluster_id=cluster.id, among=groups)
@@ -105,7 +105,7 @@ def poll_cluster(
         snapshot = adapter.snapshot(
             cluster=cluster.name, now=timezone.now(), log_starts_for=inputs.open_topics | inputs.watched,
             known_counts=known_counts, topics=topics, groups=groups, share_groups=shares, streams_groups=streams,
-            java=settings.SHARE_AND_STREAMS_GROUPS, parts=parts, part_count=part_count,
+            java=settings.JAVA_ADMIN_CLIENT, parts=parts, part_count=part_count,
             every_share_and_streams_group=every_share_and_streams_group,
         )
     except KafkaUnavailable as error:
@@ -120,7 +120,7 @@ def poll_cluster(
         cluster_id=cluster.id, snapshot=snapshot, now=snapshot.taken_at, kafka_seconds=time.monotonic() - started,
         likely_starts=likely,
     )
-    if topics is None and groups is None and settings.SHARE_AND_STREAMS_GROUPS:
+    if topics is None and groups is None and settings.JAVA_ADMIN_CLIENT:
         record_features(cluster_id=cluster.id, adapter=adapter)
     if parts is not None:
         summary = replace(summary, parts={"count": part_count, "read_elsewhere": parts.answered_elsewhere,

@@ -83,7 +83,7 @@ def _tick(*, cluster_id: int, adapter: KafkaAdapter, inputs: ObservationInputs |
     inputs = inputs or observation_inputs(cluster_id=cluster_id, likely_due_before=likely_due_before())
     cluster, known_counts, watched = inputs.cluster, inputs.known_counts, inputs.watched
     try:
-        counts = adapter.partition_counts(java=settings.SHARE_AND_STREAMS_GROUPS)
+        counts = adapter.partition_counts(java=settings.JAVA_ADMIN_CLIENT)
     except KafkaUnavailable as error:
         forget_adapter(cluster.id)
         return {"cluster": cluster.name, "ok": False, "error": str(error)}  # the full poll records it
@@ -98,7 +98,7 @@ def _tick(*, cluster_id: int, adapter: KafkaAdapter, inputs: ObservationInputs |
     if changed:
         try:
             listed = adapter.topic_readers({name: counts[name] for name in topics},
-                                           java=settings.SHARE_AND_STREAMS_GROUPS)
+                                           java=settings.JAVA_ADMIN_CLIENT)
         except KafkaUnavailable as error:
             log.warning("readers of %s not asked in the JVM, every group is read: %s", sorted(topics), error)
             listed = None

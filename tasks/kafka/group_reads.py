@@ -18,7 +18,7 @@ from groups.domain.snapshot import GroupSnapshot
 from tasks.kafka.client import WAIT_GRACE_SECONDS, DescribedGroup, KafkaClient, chunks, group_from
 from tasks.kafka.errors import COORDINATOR_BUSY, KafkaUnavailable, describe_error, error_code
 from tasks.kafka.java_client import JVM_START_STAGE, GroupKindUnsupported
-from tasks.kafka.share_groups import ShareGroupReader
+from tasks.kafka.java_admin import JavaAdmin
 
 log = logging.getLogger(__name__)
 SHARE_UNSUPPORTED_RECHECK_SECONDS = 600.0
@@ -30,15 +30,15 @@ class GroupReads(KafkaClient):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         # Share and streams groups: Kafka's Java client, made at their first read.
-        self._java_reader: ShareGroupReader | None = None
+        self._java_reader: JavaAdmin | None = None
         # Kind -> when to ask again a cluster that did not serve it (monotonic seconds).
         self._unsupported_until: dict[str, float] = {}
 
     @property
-    def _java(self) -> ShareGroupReader:
+    def _java(self) -> JavaAdmin:
         """Kafka's Java client for this cluster (one JVM per process, started at first use)."""
         if self._java_reader is None:
-            self._java_reader = ShareGroupReader(self._config, timeout=self._timeout)
+            self._java_reader = JavaAdmin(self._config, timeout=self._timeout)
         return self._java_reader
 
     def _from_java(self, what: str, read):
@@ -103,7 +103,7 @@ class GroupReads(KafkaClient):
         ))
 
     def _java_group_reads(self, group_ids: list[str], partitions: Sequence[tuple[str, int]] | None):
-        """``ShareGroupReader.read_groups``, or None: no groups, no JVM or
+        """``JavaAdmin.read_groups``, or None: no groups, no JVM or
         helper here, or any failure (librdkafka then reads them all again and
         says what failed in its words)."""
         if not group_ids:

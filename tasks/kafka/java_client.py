@@ -39,10 +39,10 @@ from tasks.spark.spec import KafkaSecrets, KafkaSettings
 # Only guards against a future the client never completes: every call carries
 # the timeout itself.
 WAIT_GRACE_SECONDS = 5.0
-CLIENT_ID = "gapwatch-share-groups"
+CLIENT_ID = "gapwatch-java-admin"
 ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
 # The stage of the error raised when no JVM can start here (callers that can do without it check for it).
-JVM_START_STAGE = "share groups: start"
+JVM_START_STAGE = "java admin: start"
 
 JAVA_ERRORS = "org.apache.kafka.common.errors."
 # Refusals asking again cannot change until an operator does.
@@ -188,7 +188,7 @@ class JavaClient:
     def _unavailable(self, stage: str, detail: str, *, refused: bool = False) -> KafkaUnavailable:
         message = secret_redact(f"Kafka at {self._config.bootstrap_servers}: {stage}: {detail}", *self._config.secrets)
         kind = AccessRefused if refused else KafkaUnavailable
-        return kind(message, bootstrap_servers=self._config.bootstrap_servers, stage=f"share groups: {stage}")
+        return kind(message, bootstrap_servers=self._config.bootstrap_servers, stage=f"java admin: {stage}")
 
     def _lost_jvm(self) -> None:
         gateway, self._gateway, self._admin, self._consumer = self._gateway, None, None, None

@@ -26,7 +26,7 @@ from tasks.kafka.errors import REFUSALS, TOPIC_GONE, describe_error, error_code,
 from tasks.kafka.list_offsets import partitions_of
 from tasks.kafka.part_reads import PartReads
 from tasks.kafka.parts import PollParts
-from tasks.kafka.share_groups import ShareGroupReader
+from tasks.kafka.java_admin import JavaAdmin
 from tasks.kafka.watch_reads import WatchReads
 
 TOPICS_PER_DESCRIBE = 500
@@ -54,7 +54,7 @@ class SnapshotReads(WatchReads, PartReads):
            beside it must be read before the groups too);
         3. groups: list, then describe (state, type, members, assignments);
         4. offsets: the committed offsets of every group;
-        4b. share and streams groups (``tasks.kafka.share_groups``, Kafka's
+        4b. share and streams groups (``tasks.kafka.java_admin``, Kafka's
            Java client): every one the cluster lists when ``groups`` is None,
            else the ``share_groups`` and ``streams_groups`` named; share
            groups with their members, start offsets and
@@ -232,7 +232,7 @@ class SnapshotReads(WatchReads, PartReads):
                 raise self._unavailable("topics", f"metadata: {describe_error(error)}", cause=error) from None
             unlisted = sorted(set(known) - set(listed))
             why.update({name: "seen by earlier polls, no longer listed (not read as deleted)" for name in unlisted})
-            ids = self._from_java("topic ids", ShareGroupReader.topic_ids) if java else None
+            ids = self._from_java("topic ids", JavaAdmin.topic_ids) if java else None
             kept = {} if ids is None else {
                 name: TopicDetails(
                     name=name, topic_id=ids[name][0], is_internal=ids[name][1],

@@ -10,7 +10,7 @@ from confluent_kafka import KafkaException
 
 from tasks.kafka.errors import describe_error
 from tasks.kafka.group_reads import GroupReads
-from tasks.kafka.share_groups import ShareGroupReader
+from tasks.kafka.java_admin import JavaAdmin
 
 
 class WatchReads(GroupReads):
@@ -20,7 +20,7 @@ class WatchReads(GroupReads):
         Java helper when ``java`` and it is installed (one line per topic; 60k
         partitions as librdkafka's Python objects cost 0.2 s of CPU a tick),
         else through librdkafka."""
-        counts = self._from_java("partition counts", ShareGroupReader.partition_counts) if java else None
+        counts = self._from_java("partition counts", JavaAdmin.partition_counts) if java else None
         if counts is not None:
             return counts
         try:
@@ -33,7 +33,7 @@ class WatchReads(GroupReads):
         """The classic and consumer groups that read any of the topics in
         ``counts`` (name -> partition count), asked of every group the
         poll's own listing finds, through the Java helper
-        (``ShareGroupReader.topic_readers``); None without it (or ``java``
+        (``JavaAdmin.topic_readers``); None without it (or ``java``
         False): the caller then reads every group. A failed listing raises
         ``KafkaUnavailable``; it is asked only once the JVM runs."""
         if not java:

@@ -137,9 +137,9 @@ def share_reader(kafka_bootstrap):
     (the process's JVM, shut down with the session)."""
     from groups.domain.cluster_config import ClusterConfig
     from tasks.kafka.jvm import gateway_shutdown
-    from tasks.kafka.share_groups import ShareGroupReader
+    from tasks.kafka.java_admin import JavaAdmin
 
-    reader = ShareGroupReader(ClusterConfig(kafka_bootstrap), timeout=10)
+    reader = JavaAdmin(ClusterConfig(kafka_bootstrap), timeout=10)
     yield reader
     reader.close()
     gateway_shutdown()

@@ -116,10 +116,10 @@ def test_the_java_helper_counts_partitions_as_librdkafka_does_a_raise_included(a
     compiled by setup.sh) are librdkafka's, also right after partitions were added."""
     from confluent_kafka.admin import NewPartitions
 
-    from tasks.kafka.share_groups import ShareGroupReader
+    from tasks.kafka.java_admin import JavaAdmin
 
     topic = make_topic("counts", 2)
-    with ShareGroupReader(ClusterConfig(bootstrap_servers=kafka_bootstrap), timeout=10.0) as reader:
+    with JavaAdmin(ClusterConfig(bootstrap_servers=kafka_bootstrap), timeout=10.0) as reader:
         assert reader.partition_counts() is not None, "the Java helper is installed and answers"
     admin.create_partitions([NewPartitions(topic, 5)])[topic].result(timeout=30)
     wait_until(lambda: adapter.partition_counts(java=False).get(topic) == 5, what="librdkafka to see 5 partitions")
@@ -161,7 +161,7 @@ def test_the_java_client_reads_groups_and_commits_as_librdkafka_does(adapter, ad
     librdkafka's, in a full and in a targeted snapshot: a classic and a KIP-848
     group with members and commits, a group with commits only (a hostile id),
     and a group the cluster does not know (left out by both)."""
-    from tasks.kafka.share_groups import ShareGroupReader
+    from tasks.kafka.java_admin import JavaAdmin
     from tests.integration.kafka_harness import GroupConsumer, group_committed
 
     topic, other = make_topic("group-reads", 2), make_topic("group-reads-other", 1)
@@ -178,7 +178,7 @@ def test_the_java_client_reads_groups_and_commits_as_librdkafka_does(adapter, ad
             wait_until(lambda member=member: member.count(0) == 3 and member.count(1) == 4, what="a group to read")
         wait_until(lambda: all(group_committed(admin, f"{protocol}-{topic}", topic, [0, 1]) == {0: 3, 1: 4}
                                for protocol in members), what="both groups to commit what they read")
-        with ShareGroupReader(ClusterConfig(bootstrap_servers=kafka_bootstrap), timeout=10.0) as reader:
+        with JavaAdmin(ClusterConfig(bootstrap_servers=kafka_bootstrap), timeout=10.0) as reader:
             read = reader.read_groups(ours)
         assert read is not None and read.others == (), "the Java helper is installed and reads every group"
         assert {group.group_id for group in read.groups} == set(ours) - {unknown}

@@ -104,3 +104,22 @@ def test_the_local_stack_makes_its_own_keys_once_readable_by_its_owner_only(tmp_
     assert secret_key != field_key and len(secret_key) >= 50 and "insecure" not in secret_key
     for name in ("secret-key", "field-encryption-key"):
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(("overrides", "java_admin", "warned"), [
+    ({}, True, False),
+    ({"JAVA_ADMIN_CLIENT": "false"}, False, False),
+    ({"SHARE_AND_STREAMS_GROUPS": "false"}, False, True),  # the old name: still read, with a warning
+    ({"SHARE_AND_STREAMS_GROUPS": "false", "JAVA_ADMIN_CLIENT": "true"}, True, False),  # the new name wins
+])
+def test_the_java_admin_setting_keeps_its_old_name_as_an_alias_that_warns(overrides, java_admin, warned):
+    env = {key: value for key, value in os.environ.items()
+           if key not in GOOD and key not in ("JAVA_ADMIN_CLIENT", "SHARE_AND_STREAMS_GROUPS")}
+    env.update(GOOD, **overrides)
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings; "
+                               "print('java admin', settings.JAVA_ADMIN_CLIENT)"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert f"java admin {java_admin}" in result.stdout
+    assert ("SHARE_AND_STREAMS_GROUPS is renamed JAVA_ADMIN_CLIENT" in result.stderr) == warned, result.stderr

@@ -27,7 +27,7 @@ from groups.services.previews import job_preview
 from groups.services.remediation import job_request_previewed
 from tasks.jobs import run_remediation_job
 from tasks.kafka.errors import GroupNotEmpty
-from tasks.kafka.share_groups import ShareGroupReader
+from tasks.kafka.java_admin import JavaAdmin
 from tests.integration.backfill_harness import parquet_rows, run_job
 from tests.integration.kafka_harness import JavaConsoleShareConsumer, share_groups_describe, wait_until
 
@@ -46,7 +46,7 @@ def kafka_bootstrap(kafka_4_3):
 @pytest.fixture(scope="module")
 def share_reader(kafka_bootstrap):
     """A reader of the 4.3.1 broker's share groups (the process's JVM stays for the session)."""
-    reader = ShareGroupReader(ClusterConfig(kafka_bootstrap), timeout=10)
+    reader = JavaAdmin(ClusterConfig(kafka_bootstrap), timeout=10)
     yield reader
     reader.close()
 
@@ -82,7 +82,7 @@ class LostStart:
     start: int
 
     @classmethod
-    def create(cls, broker, reader: ShareGroupReader, consumers: list, topic: str, group_id: str) -> LostStart:
+    def create(cls, broker, reader: JavaAdmin, consumers: list, topic: str, group_id: str) -> LostStart:
         broker.create_topic(topic, 1)
         consumer = JavaConsoleShareConsumer(broker.bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
         consumers.append(consumer)
@@ -110,12 +110,12 @@ class LostStart:
         start = wait_until(resting_start, what="the share group's start offset on partition 1 to rest")
         return cls(topic=topic, group_id=group_id, consumer=consumer, first_start=first_start, end=end, start=start)
 
-    def stop(self, reader: ShareGroupReader) -> None:
+    def stop(self, reader: JavaAdmin) -> None:
         self.consumer.close()
         wait_until(lambda: reader.describe([self.group_id])[self.group_id].state == "Empty",
                    what=f"share group {self.group_id} to be Empty")
 
-    def finding(self, broker, reader: ShareGroupReader, cluster) -> Finding:
+    def finding(self, broker, reader: JavaAdmin, cluster) -> Finding:
         """The rows a poll would store: the topic's two generations, the share
         group as described now, and a gap finding on partition 1 whose
         committed offset is the group's start offset and whose sound range is

@@ -1,4 +1,4 @@
-"""Share groups read through Kafka's Java ``Admin`` (``tasks.kafka.share_groups``)
+"""Share groups read through Kafka's Java ``Admin`` (``tasks.kafka.java_admin``)
 on the real broker, against clients and tools we did not write: Kafka's
 ``ConsoleShareConsumer`` in the group, ``kafka-share-groups --describe``
 (``ShareGroupCommand``) and ``kafka-configs`` (``ConfigCommand``) beside it.
@@ -11,7 +11,7 @@ import pytest
 
 from groups.domain.cluster_config import ClusterConfig
 from tasks.kafka.errors import KafkaUnavailable
-from tasks.kafka.share_groups import AutoOffsetReset, ShareGroupReader
+from tasks.kafka.java_admin import AutoOffsetReset, JavaAdmin
 from tests.integration.kafka_harness import JavaConsoleShareConsumer, kafka_tool, share_groups_describe, wait_until
 
 # The share consumer's metadata refresh: the time it takes to fetch from a new partition.
@@ -28,7 +28,7 @@ def kafka_bootstrap(kafka_4_3):
 @pytest.fixture(scope="module")
 def share_reader(kafka_bootstrap):
     """A reader of the 4.3.1 broker's share groups (the process's JVM stays for the session)."""
-    reader = ShareGroupReader(ClusterConfig(kafka_bootstrap), timeout=10)
+    reader = JavaAdmin(ClusterConfig(kafka_bootstrap), timeout=10)
     yield reader
     reader.close()
 
@@ -122,7 +122,7 @@ def test_it_reads_an_earliest_group_config_and_the_group_starts_there(broker, ka
 ])
 def test_it_words_an_unknown_cluster_address_within_the_timeout(share_reader, address, words):
     # The words name the 3 s it waited; how long giving up takes: bench/timeouts_bench.py.
-    with ShareGroupReader(ClusterConfig(address), timeout=3) as reader:
+    with JavaAdmin(ClusterConfig(address), timeout=3) as reader:
         with pytest.raises(KafkaUnavailable, match=words) as raised:
             reader.list_group_ids()
     assert str(raised.value).startswith(f"Kafka at {address}: list share groups: ")

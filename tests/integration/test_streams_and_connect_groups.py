@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 
 from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
 from tasks.jobs import run_remediation_job
-from tasks.kafka.share_groups import ShareGroupReader
+from tasks.kafka.java_admin import JavaAdmin
 from tests.integration.kafka_harness import KafkaStreamsWordCount, kafka_tool, wait_until
 from tests.integration.scenarios import poll, produce_one_each, start_consuming_group
 
@@ -51,7 +51,7 @@ def test_a_streams_group_is_listed_with_its_members_and_commits_and_its_reset_wa
     finally:
         app.close()
     job = RemediationJob.objects.get(group=group)
-    with ShareGroupReader(cluster.client_config()) as reader:
+    with JavaAdmin(cluster.client_config()) as reader:
         wait_until(lambda: reader.streams_group_states([application])[application] == ("Empty", 0),
                    what="the streams group to be Empty")
         before = reader.read_streams([application])[0].committed.get((topic, 0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from groups.domain.cluster_config import ClusterConfig
 from tasks.kafka.java_client import java_client_properties
-from tasks.kafka.share_groups import ShareGroupReader
+from tasks.kafka.java_admin import JavaAdmin
 
 
 def test_it_maps_sasl_scram_over_tls_with_a_pem_trust_store():
@@ -33,7 +33,7 @@ def test_it_maps_oauthbearer_to_the_java_clients_oidc_login():
 
 
 def test_it_starts_no_jvm_and_opens_no_connection_when_created():
-    reader = ShareGroupReader(ClusterConfig("127.0.0.1:1"))
+    reader = JavaAdmin(ClusterConfig("127.0.0.1:1"))
     assert reader._gateway is None and reader._admin is None
     reader.close()
 

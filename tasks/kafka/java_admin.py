@@ -1,6 +1,7 @@
-"""Share groups (KIP-932) and streams groups (KIP-1071) as the cluster
-describes them, read with Kafka's own Java ``Admin`` client
-(``tasks.kafka.java_client``: librdkafka has no admin call for either).
+"""Kafka's Java ``Admin`` client (``JavaAdmin``; the JVM side is
+``tasks.kafka.java_client``), and what it reads that librdkafka cannot:
+share groups (KIP-932) and streams groups (KIP-1071) as the cluster
+describes them (librdkafka has no admin call for either).
 
 What a start offset means: the share-partition start offset (SPSO), the
 lowest offset the group may still deliver; every record below it has been
@@ -87,9 +88,11 @@ class ShareGroupState:
         )
 
 
-class ShareGroupReader(JavaReads):
-    """Reads the share and streams groups of one cluster (and, as the one
-    Java client a poll keeps, its cluster-wide reads: ``JavaReads``). Every
+class JavaAdmin(JavaReads):
+    """Kafka's Java ``Admin`` client for one cluster, the one Java client a
+    worker keeps per cluster: the share and streams groups (here), and the
+    cluster-wide reads that are cheaper in the JVM (``JavaReads``: topic ids,
+    partition counts, groups and commits, topic readers, features). Every
     request carries ``timeout`` (seconds) as its deadline. ``close``
     releases the Java client; the JVM stays for the process's next reader."""
 
