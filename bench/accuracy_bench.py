@@ -70,7 +70,7 @@ def control_plane():
     beat = subprocess.Popen([f"{python_bin}/celery", "-A", "controlplane", "beat", "--loglevel", "WARNING",
                              "-S", "django_celery_beat.schedulers:DatabaseScheduler", "--pidfile="])
     try:
-        from tasks.jobs import ping
+        from tasks.celery_tasks import ping
 
         # Under load a worker takes many seconds to start: measure only once it answers.
         wait_until(lambda: _answers(ping), timeout=120, interval=1, what="the worker to answer")

@@ -83,7 +83,7 @@ PICKUP_GRACE_MS = env_int("PICKUP_GRACE_MS", 250, minimum=0)
 # A partition taken without a commit is watched this long for the group's first
 # commit, the upper bound of what it missed; full polls go on looking after that.
 FIRST_COMMIT_WATCH_SECONDS = env_int("FIRST_COMMIT_WATCH_SECONDS", 300, minimum=0)
-# Jobs whose worker died are found and enqueued again (tasks.jobs.recover_jobs).
+# Jobs whose worker died are found and enqueued again (tasks.celery_tasks.recover_jobs).
 JOB_RECOVERY_SECONDS = env_int("JOB_RECOVERY_SECONDS", 60, minimum=1)
 JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 600, minimum=1)
 # An expansion job (issue 33) watches its new partitions at most this long for

@@ -42,8 +42,8 @@ from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
 from groups.domain.triage import triage_slice
 from groups.web.forms import FindingFilterForm
 from groups.services.previews import finding_repair_options
-from groups.domain.records import MAX_RECORDS_PER_END
-from groups.services import records
+from groups.domain.record_display import MAX_RECORDS_PER_END
+from groups.services import record_viewer
 from groups.services.dispatch import QueueUnavailable, TaskTimedOut
 from groups.models import Finding, RemediationJob
 from groups.selectors.jobs import job_links
@@ -268,17 +268,17 @@ def finding_records(request: HttpRequest, finding_id: int) -> HttpResponse:
     finding = _readable_finding(request, finding_id)
     if scope_of(request.user).may_act_on_finding(finding) is None:
         raise PermissionDenied("reading records needs an approver role whose scope covers this finding")
-    context = {"finding": finding, "where": records.finding_records_range(finding=finding), "count": 5,
+    context = {"finding": finding, "where": record_viewer.finding_records_range(finding=finding), "count": 5,
                "max_count": MAX_RECORDS_PER_END, "records": None, "errors": []}
     status = 200
     if request.method == "POST":
         context["count"] = request.POST.get("count", "")
         try:
-            _, read = records.finding_records_read(user=request.user, finding_id=finding.id, count=context["count"])
+            _, read = record_viewer.finding_records_read(user=request.user, finding_id=finding.id, count=context["count"])
             context["records"] = _records_shown(read)
         except ValidationError as error:
             context["errors"], status = error.messages, 400
-        except records.RecordsUnreadable as error:
+        except record_viewer.RecordsUnreadable as error:
             context["errors"], status = [str(error)], 502
         except QueueUnavailable as error:
             context["errors"], status = [str(error)], 503

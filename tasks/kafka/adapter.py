@@ -8,7 +8,7 @@ adapter, so callers keep one import and one constructor.
   ``offsets_for_times``, ``topic_compacted``, ``visible_runs``: topics, for
   resets and backfills (tasks/kafka/topics.py);
 - ``read_records``: records of a partition for the record viewer
-  (tasks/kafka/records.py);
+  (tasks/kafka/record_reads.py);
 - ``ping``, the lazy admin client and the error handling they share
   (tasks/kafka/client.py, tasks/kafka/errors.py).
 
@@ -24,7 +24,7 @@ from groups.domain.cluster_config import ClusterConfig
 from tasks.kafka.client import TopicDetails
 from tasks.kafka.errors import AccessRefused, GroupNotEmpty, KafkaUnavailable, missing_acl
 from tasks.kafka.groups import GroupOperations, GroupStatus
-from tasks.kafka.records import RecordReads
+from tasks.kafka.record_reads import RecordReads
 from tasks.kafka.snapshot import SnapshotReads
 from tasks.kafka.topics import TopicOperations
 

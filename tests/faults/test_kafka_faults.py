@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from django.db import connection
 
 from groups.models import Cluster, Finding, PartitionGeneration
-from tasks.jobs import poll_cluster_task, poll_lock_key
+from tasks.celery_tasks import poll_cluster_task, poll_lock_key
 from tasks.polling import poll_cluster
 from tests.faults.cluster_harness import QUIET, group_left_behind, group_reading, in_sync, leader_of, poll_ok
 from tests.integration.kafka_harness import EXACTLY_ONCE_WRITES, Broker, wait_until

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from controlplane.celery import app
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, Topic
-from tasks.jobs import poll_cluster_task, poll_lock_key
+from tasks.celery_tasks import poll_cluster_task, poll_lock_key
 from tasks.polling import cluster_adapter, poll_cluster
 from tasks.poll_parts import CeleryParts
 from tests.faults.cluster_harness import QUIET

@@ -79,7 +79,7 @@ def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
     from confluent_kafka import TopicCollection
     from confluent_kafka.admin import AdminClient
 
-    from tasks.jobs import run_remediation_job
+    from tasks.celery_tasks import run_remediation_job
     from tests.integration.kafka_harness import Broker
 
     settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")

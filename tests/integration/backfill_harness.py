@@ -22,8 +22,8 @@ from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration, 
 from groups.domain.planning import BackfillRange
 from groups.services.remediation import job_request, job_retry
 from tasks.backfill.runner import BackfillRequest
-from tasks.jobs import run_remediation_job
-from tasks.spark.sinks.records import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
+from tasks.celery_tasks import run_remediation_job
+from tasks.spark.sinks.columns import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
 from tests.integration.connect_harness import ConnectServer
 from tests.integration.kafka_harness import EXACTLY_ONCE_WRITES, Broker, wait_until
 

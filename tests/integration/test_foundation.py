@@ -13,7 +13,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import override_settings
 
 from groups.models import Cluster
-from tasks.jobs import ping
+from tasks.celery_tasks import ping
 from tasks.polling import poll_cluster
 from tests.factories import user_with_role
 

@@ -17,7 +17,7 @@ import pytest
 
 from groups.models import Cluster, RemediationJob
 from groups.services.remediation import job_request
-from tasks.jobs import watch_cluster_task
+from tasks.celery_tasks import watch_cluster_task
 from tests.faults.procs import KafkaCluster
 from tests.integration.backfill_harness import Scenario, parquet_rows, run_job
 from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until

@@ -26,7 +26,7 @@ from groups.services.previews import positions_of
 from groups.services.remediation import job_approve, job_request
 from groups.services.resets import reset_job_create
 from tasks import offset_reset
-from tasks.jobs import poll_cluster_task, run_remediation_job
+from tasks.celery_tasks import poll_cluster_task, run_remediation_job
 from tasks.kafka.adapter import ClusterConfig, GroupNotEmpty, KafkaAdapter
 from tests.integration.kafka_harness import GroupConsumer, wait_until
 from tests.integration.scenarios import committed, findings, poll, start_consuming_group

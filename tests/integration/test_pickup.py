@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 
 from groups.models import AuditEvent, Cluster, Finding
-from tasks.jobs import poll_cluster_task, watch_cluster_task
+from tasks.celery_tasks import poll_cluster_task, watch_cluster_task
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import Broker, GroupConsumer, Ticker, group_committed, wait_until
 from tests.integration.pickup_scenarios import SCENARIOS, Driver, Outcome, run_scenarios

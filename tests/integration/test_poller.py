@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from groups.models import Cluster, Finding, Notification
-from tasks.jobs import poll_all_clusters, poll_cluster_task, poll_lock_key, watch_cluster_task
+from tasks.celery_tasks import poll_all_clusters, poll_cluster_task, poll_lock_key, watch_cluster_task
 from tasks.polling import poll_cluster
 from tests.integration.kafka_harness import wait_until
 from tests.integration.scenarios import poll, start_consuming_group
@@ -117,7 +117,7 @@ def test_webhooks_announce_new_findings_and_failed_deliveries_are_retried_then_m
     failing = WebhookReceiver(fail=True)
     try:
         note = Notification.objects.create(cluster=cluster, url=failing.url, event="finding.gap", payload={"x": 1})
-        from tasks.jobs import send_notification
+        from tasks.celery_tasks import send_notification
 
         send_notification.delay(note.id)
         wait_until(lambda: Notification.objects.get(id=note.id).status == "failed", timeout=30,

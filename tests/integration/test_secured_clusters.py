@@ -37,7 +37,7 @@ from groups.services.clusters import cluster_create
 from groups.services.remediation import job_request
 from tasks import connection
 from tasks.spark.spec import KafkaSecrets
-from tasks.jobs import run_remediation_job
+from tasks.celery_tasks import run_remediation_job
 from tasks.polling import cluster_adapter, poll_cluster
 from tests.integration.backfill_harness import K as BACKFILL_K
 from tests.integration.backfill_harness import Scenario, replayed_rows, run_job

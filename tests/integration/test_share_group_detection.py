@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from groups.models import Cluster, ConsumerGroup, Finding
-from tasks.jobs import watch_cluster_task
+from tasks.celery_tasks import watch_cluster_task
 from tests.integration.kafka_harness import (
     Broker,
     JavaConsoleShareConsumer,

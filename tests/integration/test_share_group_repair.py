@@ -25,7 +25,7 @@ from groups.domain.cluster_config import ClusterConfig
 from groups.models import AuditEvent, ConsumerGroup, Finding, PartitionGeneration, RemediationJob, Topic
 from groups.services.previews import job_preview
 from groups.services.remediation import job_request_previewed
-from tasks.jobs import run_remediation_job
+from tasks.celery_tasks import run_remediation_job
 from tasks.kafka.errors import GroupNotEmpty
 from tasks.kafka.java_admin import JavaAdmin
 from tests.integration.backfill_harness import parquet_rows, run_job

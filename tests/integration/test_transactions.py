@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 from django.db import connection
 
 from groups.models import ConsumerGroup, Finding
-from tasks.jobs import watch_cluster_task
+from tasks.celery_tasks import watch_cluster_task
 from tasks.polling import count_missed_records, poll_cluster
 from tests.integration.kafka_harness import GroupConsumer, group_committed, never_consumed, wait_until
 

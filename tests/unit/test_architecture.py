@@ -40,10 +40,10 @@ def test_a_service_importing_a_task_breaks_the_contracts(tmp_path):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     with (tmp_path / "groups" / "services" / "dispatch.py").open("a") as module:
-        module.write("\nfrom tasks.jobs import run_remediation_job  # noqa: E402\n")
+        module.write("\nfrom tasks.celery_tasks import run_remediation_job  # noqa: E402\n")
     result = lint_imports(tmp_path)
     assert result.returncode != 0
-    assert "groups.services.dispatch -> tasks.jobs" in result.stdout
+    assert "groups.services.dispatch -> tasks.celery_tasks" in result.stdout
 
 
 # --- Every write through services (issue 20) --------------------------------

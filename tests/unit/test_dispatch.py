@@ -7,7 +7,7 @@ from groups.services import dispatch
 def test_it_names_only_tasks_the_worker_registers():
     from controlplane.celery import app
 
-    app.loader.import_default_modules()  # what a worker does at start: autodiscovers tasks.jobs
+    app.loader.import_default_modules()  # what a worker does at start: autodiscovers tasks.celery_tasks
     assert set(dispatch.TASK_NAMES) <= set(app.tasks)
 
 

@@ -25,7 +25,7 @@ from groups.text import text_table
 from groups.domain.sinks import DEFAULT_SINK, GROUP_SINKS, KAFKA, backfill_sink_for
 from tasks.backfill.executor import cluster_request
 from tasks.backfill.runner import BackfillFailed, BackfillRunner
-from tasks.jobs import run_remediation_job
+from tasks.celery_tasks import run_remediation_job
 from tasks.kafka import KafkaUnavailable
 
 PLAN_COLUMNS = ("TOPIC", "PARTITION", "START", "END", "RECORDS", "LOG-START", "HIGH-WATERMARK", "EXPIRED", "TO-READ")

@@ -18,7 +18,7 @@ from groups.domain.planning import PlanError, PlannedReset, ResetTarget, moment_
 from groups.services.remediation import SOURCE_CLI, DuplicateJob
 from groups.services.resets import reset_job_create
 from groups.text import text_table
-from tasks.jobs import run_remediation_job
+from tasks.celery_tasks import run_remediation_job
 from tasks.kafka import KafkaUnavailable
 from tasks.offset_reset import active_group_reason, group_offsets_of, reset_adapter, reset_positions
 

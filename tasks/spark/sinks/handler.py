@@ -14,7 +14,7 @@ from tasks.spark.counting import handler_summaries
 from tasks.spark.session import is_connect
 from tasks.spark.sinks.code_archive import code_archive
 from tasks.spark.sinks.handler_call import HANDLER_RESULT_SCHEMA, handler_partition, load_handler
-from tasks.spark.sinks.records import RECORD_COLUMNS
+from tasks.spark.sinks.columns import RECORD_COLUMNS
 
 
 class HandlerSink:

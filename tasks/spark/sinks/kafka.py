@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from groups.domain.planning import BackfillRange
 from tasks.spark.reader import kafka_reader
 from tasks.spark.session import V1_SOURCES, sql_api
-from tasks.spark.sinks.records import (
+from tasks.spark.sinks.columns import (
     ATTEMPT_HEADER,
     HEADER_TYPE,
     JOB_HEADER,

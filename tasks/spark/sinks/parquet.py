@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from groups.domain.planning import BackfillRange
 from tasks.spark.offset_check import FileFooter, proven_summaries
 from tasks.spark.sinks.files import OutputFiles
-from tasks.spark.sinks.records import PARQUET_SCHEMA, RECORD_COLUMNS
+from tasks.spark.sinks.columns import PARQUET_SCHEMA, RECORD_COLUMNS
 from tasks.spark.sinks.summary import FOOTERS, READ_BACK, ObservedChecksum, summarize_offsets
 
 MANIFEST_NAME = "_gapwatch.json"

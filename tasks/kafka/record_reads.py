@@ -2,7 +2,7 @@
 partition, read for a person to look at (the record viewer) or counted per
 isolation level (a finding's missed range: offsets are not records once
 transactions put markers and aborted records in it). Raw bytes in, plain
-data out; what is shown of them is ``groups.domain.records``.
+data out; what is shown of them is ``groups.domain.record_display``.
 """
 
 from __future__ import annotations

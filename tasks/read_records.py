@@ -1,6 +1,6 @@
 """The record viewer's read: the first and last records of a missed range,
 read by a worker with the cluster's stored credentials, for one approver's
-request (``groups.services.records``).
+request (``groups.services.record_viewer``).
 
 The records never rest anywhere in clear: the task returns them encrypted
 with the one-time key the request made (Fernet), so what sits in the result
@@ -19,7 +19,7 @@ from cryptography.fernet import Fernet
 from django.conf import settings
 
 from groups.crypto import SecretUnreadable
-from groups.domain.records import record_slices, shown_bytes
+from groups.domain.record_display import record_slices, shown_bytes
 from groups.domain.secrets import secret_redact
 from groups.selectors.clusters import cluster_find
 from tasks.kafka import KafkaAdapter, KafkaUnavailable

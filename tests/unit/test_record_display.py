@@ -1,11 +1,11 @@
-"""The record viewer's pure rules (groups.domain.records): which offsets of a
+"""The record viewer's pure rules (groups.domain.record_display): which offsets of a
 missed range are read, and how bytes are shown. Each case says why."""
 
 from __future__ import annotations
 
 import pytest
 
-from groups.domain.records import record_slices, shown_bytes
+from groups.domain.record_display import record_slices, shown_bytes
 
 
 @pytest.mark.parametrize(("start", "end", "count", "slices", "why"), [

@@ -15,7 +15,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from groups.domain.records import MAX_RECORDS_PER_END
+from groups.domain.record_display import MAX_RECORDS_PER_END
 from groups.models import Finding
 from groups.services.access import scope_require_act
 from groups.services.audit import audit_record
