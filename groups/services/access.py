@@ -16,7 +16,7 @@ from django.core.exceptions import PermissionDenied
 
 from groups.domain.scopes import APPROVER, Grant
 from groups.models import DirectoryIdentity, Finding
-from groups.selectors.access import scope_of
+from groups.selectors.access import may_approve, scope_of
 
 
 class OutOfScope(PermissionDenied):
@@ -25,6 +25,15 @@ class OutOfScope(PermissionDenied):
 
 def _where(finding: Finding) -> str:
     return f"group {finding.group.group_id!r} on topic {finding.topic.name!r} of cluster {finding.cluster.name!r}"
+
+
+def approver_require(user, *, doing: str = "approving remediations") -> None:
+    """Who may approve, checked once per request, by the service that acts
+    (the pages and the API call the service and let its PermissionDenied be
+    the 403): the approver role (``selectors.access.may_approve``); scopes
+    are checked per finding and group besides (``scope_require_act``)."""
+    if not may_approve(user):
+        raise PermissionDenied(f"{doing} needs the approver role")
 
 
 def scope_require_act(user, findings: Iterable[Finding]) -> tuple[Grant, ...]:

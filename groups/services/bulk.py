@@ -15,13 +15,12 @@ from django.db import transaction
 
 from groups.models import Finding, RemediationJob
 from groups.services import dispatch
-from groups.services.access import OutOfScope
+from groups.services.access import OutOfScope, approver_require
 from groups.services.lifecycle import Conflict, FindingNotFound, findings_lock
 from groups.services.previews import findings_bulk_preview
 from groups.services.remediation import (
     ChangedSincePreview,
     _dismiss_reason,
-    _require_approver,
     finding_dismiss,
     job_request_previewed,
 )
@@ -66,7 +65,7 @@ def findings_dismiss(*, user, finding_ids: Iterable[int], reason: str) -> BulkDi
        repeated request) or has an active job is refused with the reason
        and the others are dismissed.
     """
-    _require_approver(user)
+    approver_require(user)
     reason = _dismiss_reason(reason)
     ids = bulk_ids(finding_ids, verb="dismiss")
     dismissed, refused = [], []
@@ -116,7 +115,7 @@ def findings_approve(
     4. Create each job in a savepoint: a DuplicateJob or a Conflict refuses
        that finding only, so a repeated request creates nothing twice.
     """
-    _require_approver(user)
+    approver_require(user)
     ids = bulk_ids(finding_ids, verb="approve")
     if kind not in RemediationJob.Kind.values:
         raise ValidationError(f"unknown remediation kind {kind!r}: reset or backfill")

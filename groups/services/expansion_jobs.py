@@ -17,9 +17,9 @@ from django.utils import timezone
 from groups.domain.expansion import sink_problem
 from groups.domain.scopes import APPROVER
 from groups.models import ConsumerGroup, ExpansionJob, Topic
-from groups.selectors.access import may_approve, scope_of
+from groups.selectors.access import scope_of
 from groups.services import dispatch
-from groups.services.access import act_detail, same_person
+from groups.services.access import act_detail, approver_require, same_person
 from groups.services.audit import audit_record
 from groups.services.expansions import Verdict, expansion_plan, expansion_plan_as_dict
 from groups.services.lifecycle import Conflict
@@ -33,11 +33,6 @@ REPAIRABLE = ("repaired_after", "protected_before")
 
 class ExpansionJobNotFound(LookupError):
     """No such expansion job that the person may see."""
-
-
-def _require_approver(user) -> None:
-    if not may_approve(user):
-        raise PermissionDenied("adding partitions needs the approver role")
 
 
 def _require_whole_scope(user, planned) -> None:
@@ -105,7 +100,7 @@ def expansion_request(*, user, cluster: object, topic: object, partitions: objec
     4. The repairs chosen (sink, maximum) are checked; one active expansion
        per topic (a repeated request is a Conflict naming the first).
     Nothing is written unless every check passes."""
-    _require_approver(user)
+    approver_require(user, doing="adding partitions")
     planned = expansion_plan(user=user, cluster=cluster, topic=topic, partitions=partitions, dry_run=True,
                              verdict=verdict)
     _require_whole_scope(user, planned)
@@ -145,7 +140,7 @@ def expansion_approve(*, user, job_id: int, fingerprint: object = None,
     ``fingerprint`` is sent); then ``approved`` and the job is enqueued.
     PermissionDenied (role, scope, the requester themselves under FOUR_EYES),
     Conflict (not waiting, or the plan changed), nothing written otherwise."""
-    _require_approver(user)
+    approver_require(user, doing="adding partitions")
     job = ExpansionJob.objects.select_related("cluster", "topic", "requested_by").filter(id=job_id).first()
     if job is None or scope_of(user).may(APPROVER, cluster=job.cluster.name, topic=job.topic.name) is None:
         raise ExpansionJobNotFound(f"no expansion {job_id} that you may approve")
@@ -179,7 +174,7 @@ def expansion_approve(*, user, job_id: int, fingerprint: object = None,
 def expansion_refuse(*, user, job_id: int, reason: str) -> ExpansionJob:
     """An approver refuses a planned expansion (the requester may withdraw
     it): nothing was changed on the cluster, and the topic is free again."""
-    _require_approver(user)
+    approver_require(user, doing="adding partitions")
     reason = (reason or "").strip()
     if not reason or "\x00" in reason:
         raise ValidationError("a refusal needs a reason (text without NUL bytes)")

@@ -12,16 +12,15 @@ import json
 from dataclasses import dataclass
 
 from cryptography.fernet import Fernet
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from groups.domain.record_display import MAX_RECORDS_PER_END
 from groups.models import Finding
-from groups.services.access import scope_require_act
+from groups.services.access import approver_require, scope_require_act
 from groups.services.audit import audit_record
 from groups.services.dispatch import READ_RECORDS, task_answer
 from groups.services.lifecycle import missed_range_of
-from groups.selectors.access import may_approve
 
 # How long a page waits for the worker's read (its Kafka requests time out sooner).
 RECORDS_WAIT_SECONDS = 30.0
@@ -61,8 +60,7 @@ def finding_records_read(*, user, finding_id: int, count: object) -> tuple[Recor
     Raises Finding.DoesNotExist, PermissionDenied, ValidationError,
     RecordsUnreadable, and QueueUnavailable or TaskTimedOut from dispatch.
     """
-    if not may_approve(user):
-        raise PermissionDenied("reading records needs the approver role")
+    approver_require(user, doing="reading records")
     text = str(count).strip() if isinstance(count, (int, str)) and not isinstance(count, bool) else ""
     if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_RECORDS_PER_END):
         raise ValidationError(f"count is a whole number from 1 to {MAX_RECORDS_PER_END}, got {count!r}")

@@ -20,7 +20,7 @@ from django.utils import timezone
 from groups.domain.group_kinds import group_kind
 from groups.models import Finding, JobFinding, RemediationJob
 from groups.services import dispatch
-from groups.services.access import act_detail, same_person, scope_require_act
+from groups.services.access import act_detail, approver_require, same_person, scope_require_act
 from groups.services.audit import audit_record
 from groups.services.lifecycle import (
     Conflict,
@@ -31,7 +31,6 @@ from groups.services.lifecycle import (
     findings_lock,
     findings_resolve_by_job,
 )
-from groups.selectors.access import may_approve
 from groups.services.notifications import notifications_create
 from groups.services.previews import job_preview, preview_fingerprint
 
@@ -55,18 +54,13 @@ def _named(findings: QuerySet[Finding]) -> list[Finding]:
     return list(findings.select_related("cluster", "group", "topic").order_by("id"))
 
 
-def _require_approver(user) -> None:
-    if not may_approve(user):
-        raise PermissionDenied("approving remediations needs the approver role")
-
-
 def job_request(*, user, finding_ids: Iterable[int], kind: str, params: dict) -> RemediationJob:
     """A person's request for one job on the findings (API and retries):
     check the permission, plan from stored state with the group's defaults
     (``job_preview``), then ``job_request_previewed``."""
-    _require_approver(user)
-    return job_request_previewed(user=user, kind=kind,
-                                 preview=job_preview(finding_ids=finding_ids, kind=kind, params=params))
+    approver_require(user)
+    return _job_from_preview(user=user, kind=kind,
+                             preview=job_preview(finding_ids=finding_ids, kind=kind, params=params))
 
 
 class ChangedSincePreview(Conflict):
@@ -83,9 +77,14 @@ def job_request_previewed(*, user, kind: str, preview: dict, previewed: str | No
     plan, planned once. ``previewed``: the fingerprint of the preview the
     person saw (``previews.preview_fingerprint``); another one is
     ChangedSincePreview. Then ``job_create``."""
-    _require_approver(user)
+    approver_require(user)
     if previewed is not None and previewed != preview_fingerprint(kind=kind, preview=preview):
         raise ChangedSincePreview(CHANGED_SINCE_PREVIEW)
+    return _job_from_preview(user=user, kind=kind, preview=preview)
+
+
+def _job_from_preview(*, user, kind: str, preview: dict) -> RemediationJob:
+    """The job of a preview, for a person already checked as an approver."""
     findings = preview["findings"]
     return job_create(cluster=findings[0].cluster, group=findings[0].group, kind=kind, params=preview["params"],
                       plan=preview["plan"], findings=findings, requested_by=user)
@@ -223,7 +222,7 @@ def _notify_job_outcome(job: RemediationJob, *, repaired: list[int]) -> None:
 
 def job_approve(*, user, job_id: int) -> RemediationJob:
     """Four-eyes approval: an approver other than the requester."""
-    _require_approver(user)
+    approver_require(user)
     job = RemediationJob.objects.select_related("requested_by").get(id=job_id)
     scope_require_act(user, _named(job.findings.all()))
     if settings.FOUR_EYES and same_person(job.requested_by, user):
@@ -246,7 +245,7 @@ def job_cancel(*, user, job_id: int, seen_status: str | None = None) -> Remediat
     ``seen_status``: the status the person saw (the job page sends it). The
     job is cancelled only from that status, so a cancel racing an approval of
     the same request loses (Conflict) instead of undoing it unseen."""
-    _require_approver(user)
+    approver_require(user)
     scope_require_act(user, _named(Finding.objects.filter(job_findings__job_id=job_id)))
     from_statuses = list(RemediationJob.CANCELLABLE)
     if seen_status is not None:
@@ -264,7 +263,7 @@ def job_cancel(*, user, job_id: int, seen_status: str | None = None) -> Remediat
 
 def job_retry(*, user, job_id: int) -> RemediationJob:
     """A failed job is retried as a new job linked to it, planned afresh."""
-    _require_approver(user)
+    approver_require(user)
     old = RemediationJob.objects.get(id=job_id)
     if old.status != RemediationJob.Status.FAILED:
         raise ValidationError(f"job {job_id} is {old.status}: only failed jobs can be retried")
@@ -290,7 +289,7 @@ def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
 
     Under the finding's lock: an unknown finding is FindingNotFound, a
     closed one or one with an active job (cancel it first) a Conflict."""
-    _require_approver(user)
+    approver_require(user)
     reason = _dismiss_reason(reason)
     now = timezone.now()
     with transaction.atomic():
