@@ -425,7 +425,26 @@ class AuditEvent(models.Model):
         ordering = ["-at", "-id"]
 
 
-class RemediationJob(models.Model):
+class ApprovedWork(models.Model):
+    """Who asked, who approved, when it ran and how it ended: what a
+    remediation job and an expansion job both record, in one place."""
+
+    status_reason = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    requested_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, related_name="+")
+    approved_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+
+
+class RemediationJob(ApprovedWork):
     """An approved offset reset or Spark backfill for findings of one group.
 
     Its status moves only by compare-and-set (``groups.services.remediation.job_transition``),
@@ -464,19 +483,9 @@ class RemediationJob(models.Model):
     progress_total = models.BigIntegerField(null=True, blank=True)
     # A backfill's stages as the runner saw them (``groups.domain.job_progress``).
     progress_stages = models.JSONField(default=list, blank=True)
-    status_reason = models.TextField(blank=True, default="")
-    error = models.TextField(blank=True, default="")
-    requested_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, related_name="+")
-    approved_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     retry_of = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="retries")
-    created_at = models.DateTimeField(auto_now_add=True)
-    approved_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(ApprovedWork.Meta):
         permissions = [
             ("approve_remediation", "Can request and approve offset resets, backfills and dismissals"),
             ("manage_clusters", "Can add and change clusters and declared group policies"),
@@ -630,7 +639,7 @@ class RuleRepair(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
 
-class ExpansionJob(models.Model):
+class ExpansionJob(ApprovedWork):
     """A guarded expansion (issue 33): raising ``topic`` from ``from_partitions``
     to ``to_partitions``, with the plan as it was approved, and what the job
     did for each group that reads the topic.
@@ -670,18 +679,8 @@ class ExpansionJob(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.PLANNED)
     steps = models.JSONField(default=dict, blank=True)
     verdicts = models.JSONField(default=dict, blank=True)
-    status_reason = models.TextField(blank=True, default="")
-    error = models.TextField(blank=True, default="")
-    requested_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, related_name="+")
-    approved_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    approved_at = models.DateTimeField(null=True, blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(ApprovedWork.Meta):
         constraints = [
             # One expansion at a time per topic: a repeated request meets the first.
             models.UniqueConstraint(fields=["topic"], condition=models.Q(state__in=["planned", "approved", "running"]),
