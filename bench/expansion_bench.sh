@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 33's bench row: N guarded expansions (default 10), each the proof of
-# tests/integration/test_expansion_job.py (nine kinds of group on the real
-# broker, producers at 20 records/s a partition, 2 -> 4 partitions), and per
+# tests/integration/test_expansion_job.py (ten kinds of group, a Kafka Streams
+# application among them, on a broker of its own, producers at 20 records/s a
+# partition, 2 -> 4 partitions, requested and approved in Chromium), and per
 # kind of group the plan's estimate against what it measurably never read
 # itself, with the time from approval to the verdict.
 #   bash bench/expansion_bench.sh [N]     (services up: bash scripts/services.sh start)

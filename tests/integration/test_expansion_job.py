@@ -46,7 +46,14 @@ from groups.domain.cluster_config import ClusterConfig
 from groups.models import AuditEvent, ConsumerGroup, ExpansionJob, Notification, RemediationJob, Topic
 from tasks.kafka.share_groups import ShareGroupReader
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
-from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
+from tests.integration.browser_harness import (
+    ARTIFACTS,
+    OPERATOR_PASSWORD,
+    approve_expansion_as,
+    approver_operator,
+    log_in,
+    show_expansion_plan,
+)
 from tests.integration.kafka_harness import (
     Broker,
     GroupConsumer,
@@ -349,10 +356,7 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         topic_row = Topic.objects.get(cluster=cluster, name=topic)
         page.set_viewport_size({"width": 1500, "height": 900})
         log_in(page, live_server, alice.username, OPERATOR_PASSWORD)
-        page.goto(f"{live_server.url}/topics/{topic_row.id}/")
-        page.fill("input[name=partitions]", "4")
-        page.click("text=Show the plan")
-        page.wait_for_load_state("load")
+        show_expansion_plan(page, live_server, topic_row.id, 4)
         shown = {row.locator("td.group-id").inner_text(): row.get_attribute("data-outcome")
                  for row in page.locator("table.expansion-plan tbody tr").all()}
         assert shown == {names["live"]: "repaired_after", names["left"]: "protected_before",
@@ -374,12 +378,7 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
             {names[kind]: MAX_REPLAY for kind in REPAIRED}
 
         # Chromium: bob, the second person, approves it on the job's page.
-        page.context.clear_cookies()
-        log_in(page, live_server, bob.username, OPERATOR_PASSWORD)
-        page.goto(f"{live_server.url}/expansions/{job.id}/")
-        page.click("#approve-expansion")
-        page.wait_for_load_state("load")
-        assert "approved" in page.locator("ul.messages").inner_text()
+        assert "approved" in approve_expansion_as(page, live_server, bob.username, job.id)
         job.refresh_from_db()
         assert job.approved_by == bob and job.approved_at is not None
         job_id = job.id
