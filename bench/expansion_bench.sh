@@ -12,8 +12,12 @@ runs=${1:-10}
 out=$(mktemp /tmp/expansion-bench-XXXXXX.jsonl)
 test=tests/integration/test_expansion_job.py::test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group
 for run in $(seq "$runs"); do
-  EXPANSION_BENCH_OUT=$out make -s test PYTEST_WORKERS=0 PYTEST_ARGS="$test -q -p no:cacheprovider" >/dev/null \
-    || echo "run $run failed (not in the table)" >&2
+  log=$(mktemp /tmp/expansion-bench-run-XXXXXX.log)
+  if EXPANSION_BENCH_OUT=$out make -s test PYTEST_WORKERS=0 PYTEST_ARGS="$test -q -p no:cacheprovider" >"$log" 2>&1; then
+    rm -f "$log"
+  else
+    echo "run $run failed (not in the table): $log" >&2
+  fi
 done
 source scripts/env.sh
 "$VENV/bin/python" - "$out" <<'PY'
