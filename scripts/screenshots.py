@@ -1,7 +1,8 @@
 """The screenshots of README.md and docs/console.md, from a running `make up` stack (with its demo):
 the home page, the finding page of the triage's first partition and its
-missed records, taken by headless
-Chromium through Playwright as the admin.
+missed records, and the expansion plan of the first topic a latest group
+reads (two partitions more), taken by headless Chromium through Playwright
+as the admin. Showing a plan changes nothing.
 
     source scripts/env.sh && $VENV/bin/python scripts/screenshots.py
 """
@@ -44,7 +45,27 @@ def main() -> None:
         page.get_by_role("button", name="Read records").click()
         page.wait_for_selector("table.records")
         page.screenshot(path=str(OUT / "records.png"), full_page=True)
+        plan_of_a_latest_groups_topic(page, base)
+        page.screenshot(path=str(OUT / "expansion-plan.png"), full_page=True)
         browser.close()
+
+
+def plan_of_a_latest_groups_topic(page, base: str) -> None:
+    """The topic page showing the plan of two partitions more, for the first topic (as listed) whose
+    plan repairs a group after: one a latest group reads, where the plan has something to do."""
+    page.goto(f"{base}/topics/")
+    rows = page.locator("table.browse-topics tbody tr")
+    candidates = []
+    for index in range(rows.count()):
+        cells = rows.nth(index).locator("td")
+        if "(internal)" in cells.nth(0).inner_text() or cells.nth(4).inner_text().strip() in ("0", ""):
+            continue
+        candidates.append((cells.nth(0).locator("a").get_attribute("href"), int(cells.nth(2).inner_text())))
+    for href, partitions in candidates:
+        page.goto(f"{base}{href}?partitions={partitions + 2}#expansion")
+        if page.locator("table.expansion-plan tr[data-outcome=repaired_after]").count():
+            return
+    raise SystemExit(f"no topic read by a latest group among {len(candidates)} read topics: is the demo running?")
 
 
 if __name__ == "__main__":

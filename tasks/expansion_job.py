@@ -63,6 +63,11 @@ class Refused(Exception):
     """The step can never succeed as planned: the job stops and says what it left undone."""
 
 
+def _decided(finding: Finding | None) -> bool:
+    """Whether the watcher decided where the group started on the partition (or closed the finding)."""
+    return finding is not None and (finding.closed_at is not None or finding.state not in ("pending", "undecided"))
+
+
 def _since(moment: str | None) -> float:
     return (timezone.now() - datetime.fromisoformat(moment)).total_seconds() if moment else 0.0
 
@@ -215,11 +220,15 @@ class ExpansionRunner:
         self.tick(self.cluster_id)
 
     def step_watch(self, job: ExpansionJob) -> dict:
-        """Until every protected share group initialised the new partitions (then its config is
-        restored) and every repaired-after group's finding on them is decided."""
+        """Until every protected share group initialised the new partitions and its findings on them
+        are decided (then its config is restored: a finding decided after the restore would be
+        judged under ``latest``, and its first start offset, already moved on by acknowledgements
+        under a slow poll, read as a late start), and every repaired-after group's finding on them
+        is decided."""
         new = self.new_partitions(job)
         self._tick()
         over = _since(job.steps.get("add_partitions", {}).get("done_at")) > settings.EXPANSION_WATCH_SECONDS
+        findings = expansion_findings(job=job)
         waiting = []
         for group_id in self._share_protected(job):
             protection = job.decisions[group_id].get("protection") or {}
@@ -230,20 +239,23 @@ class ExpansionRunner:
             if missing and not over:
                 waiting.append(f"share group {group_id!r} has not initialised partition(s) {missing}")
                 continue
+            deciding = [p for p in new if not _decided(findings.get((group_id, p)))]
+            if deciding and not over:
+                waiting.append(f"share group {group_id!r}: start not decided yet on partition(s) {deciding}")
+                continue
             self.restore(group_id, protection)
             expansion_record_decision(
                 job_id=self.job_id, group_id=group_id, audit="restored",
                 protection={"undone": True, "starts": {str(p): starts[(self.topic, p)] for p in new},
                             **({"restored_early": f"restored after {settings.EXPANSION_WATCH_SECONDS} s with "
                                                   f"partition(s) {missing} not initialised"} if missing else {})})
-        findings = expansion_findings(job=job)
         undecided = []
         for group_id, decision in sorted(job.decisions.items()):
             if decision["outcome"] != "repaired_after":
                 continue
             for p in new:
                 finding = findings.get((group_id, p))
-                if finding is None or (finding.closed_at is None and finding.state in ("pending", "undecided")):
+                if not _decided(finding):
                     undecided.append(f"{group_id!r} [{p}]: {finding.state if finding else 'not seen yet'}")
         if undecided and not over:
             waiting.append(f"start not decided yet for {', '.join(undecided[:5])}"

@@ -23,7 +23,9 @@ import pytest
 # Unit name -> its modules (docs/development.md, "The tests").
 UNITS: dict[str, tuple[str, ...]] = {
     # The session's Spark Connect server (connect_server) and its one Kafka 4.3.1 broker (kafka_4_3):
-    # the Connect backfills, the release matrix and the share-group loss tests, the transaction backfills.
+    # the Connect backfills, the release matrix and the share-group loss tests, the transaction backfills,
+    # and the expansion proof (with a 4.4.0 broker of its own for Kafka Streams' fixed topic, and the one
+    # Chromium of this worker's session).
     "spark-connect": (
         "tests/integration/test_backfill_connect.py",
         "tests/integration/test_kafka_releases.py",

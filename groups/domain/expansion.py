@@ -134,7 +134,9 @@ class ReaderFacts:
     partition of the topic. ``evidence``: words of a finding that proved the
     group started a new partition below latest ("" none). ``guard``: words of
     a guard report from its members ("" none). ``sink_problem``: why its
-    backfill sink cannot take a repair ("" it can)."""
+    backfill sink cannot take a repair ("" it can). ``internal_topics``: a
+    streams group's repartition and changelog topics (named after its
+    application id), which make it a stateful application."""
 
     group_id: str
     type: str
@@ -147,6 +149,7 @@ class ReaderFacts:
     guard: str = ""
     sink: str = "parquet"
     sink_problem: str = ""
+    internal_topics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -294,6 +297,18 @@ def _outcome(reader: ReaderFacts, kind: str, policy: _Policy, metadata_version: 
                               f"on each new partition is seen")
 
 
+def _stateful_streams(internal_topics: tuple[str, ...], new_count: int) -> str:
+    """A stateful Streams application stops when its input grows: the coordinator (KIP-1071) finds its
+    internal topics incorrectly partitioned and Streams throws a TopologyException; it reads again (new
+    partitions at earliest) once they have as many partitions and it is restarted. Gapwatch does neither:
+    re-keying an application's state is its owner's decision."""
+    names = ", ".join(internal_topics[:3]) + (f" and {len(internal_topics) - 3} more" if len(internal_topics) > 3
+                                              else "")
+    return (f"; but this stateful application stops until its internal topics ({names}) have {new_count} "
+            "partitions too and it is restarted (Kafka: INCORRECTLY_PARTITIONED_TOPICS); Gapwatch does not change "
+            "them")
+
+
 def _share_outcome(policy: _Policy, metadata_version: str) -> tuple[Outcome, str]:
     if policy.policy == "earliest":
         return "covered", f"{SHARE_RESET}=earliest on the group: it starts new partitions at their log start"
@@ -333,6 +348,8 @@ def plan_group(reader: ReaderFacts, *, rate: ProduceRate | None, added: int, new
     kind = group_kind(reader.type, reader.group_id)
     policy = _policy(reader, kind)
     outcome, reason = _outcome(reader, kind, policy, metadata_version)
+    if kind == STREAMS and reader.internal_topics:
+        reason += _stateful_streams(reader.internal_topics, new_count)
     return GroupPlan(
         group_id=reader.group_id, kind=kind, protocol=reader.type or "unknown", state=reader.state,
         members=reader.members, policy=policy.policy, policy_source=policy.source, policy_words=policy.words,

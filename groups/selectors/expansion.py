@@ -4,6 +4,7 @@ pure core's types (``groups.domain.expansion``)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -66,8 +67,15 @@ def expansion_readers(*, topic: Topic, readers: QuerySet[GroupTopic]) -> list[Re
             evidence=evidence.get(group.id, ""), guard=guard.get(group.id, ""), sink=group.backfill_sink,
             sink_problem=sink_problem(sink=group.backfill_sink, replay_topic=group.replay_topic, topic=topic.name,
                                       existing_topics=existing),
+            internal_topics=streams_internal_topics(group.group_id, existing) if group.type == "streams" else (),
         ))
     return facts
+
+
+def streams_internal_topics(application_id: str, topics: Collection[str]) -> tuple[str, ...]:
+    """The repartition and changelog topics Kafka Streams names after an application (its group id)."""
+    return tuple(sorted(name for name in topics if name.startswith(f"{application_id}-")
+                        and name.endswith(("-repartition", "-changelog"))))
 
 
 def expansion_findings(*, job) -> dict[tuple[str, int], Finding]:

@@ -57,6 +57,19 @@ def expansion_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     })
 
 
+def _repair_maximums(request: HttpRequest) -> dict[str, dict]:
+    """The form's "most offsets ... replays by itself", per group repaired after: a whole number, or
+    None for an empty field (no repair goes by itself). Anything else is passed on as typed, for the
+    service to refuse in words."""
+    maximums: dict[str, dict] = {}
+    for group_id, text in zip(request.POST.getlist("repair_group"), request.POST.getlist("repair_max_records"),
+                              strict=False):
+        text = text.strip()
+        value: object = int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else (text or None)
+        maximums[group_id] = {"max_records": value}
+    return maximums
+
+
 @login_required
 @require_POST
 def expansion_request_view(request: HttpRequest, topic_id: int) -> HttpResponse:
@@ -69,7 +82,8 @@ def expansion_request_view(request: HttpRequest, topic_id: int) -> HttpResponse:
     partitions: object = int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else text
     try:
         job = expansion_request(user=request.user, cluster=topic.cluster.name, topic=topic.name,
-                                partitions=partitions, fingerprint=request.POST.get("fingerprint", ""))
+                                partitions=partitions, fingerprint=request.POST.get("fingerprint", ""),
+                                repairs=_repair_maximums(request))
     except REFUSALS as error:
         messages.error(request, f"Not requested: {_words(error)}")
         return redirect(f"{reverse('browse:topic', args=[topic.id])}?partitions={text[:20]}#expansion")

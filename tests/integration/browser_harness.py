@@ -33,6 +33,25 @@ def log_in(page, live_server, username: str, password: str) -> None:
 OPERATOR_PASSWORD = "correct horse battery"
 
 
+def show_expansion_plan(page, live_server, topic_id: int, partitions: int) -> None:
+    """On the topic's page, the plan of raising it to ``partitions`` (as the logged-in person)."""
+    page.goto(f"{live_server.url}/topics/{topic_id}/")
+    page.fill("input[name=partitions]", str(partitions))
+    page.click("text=Show the plan")
+    page.wait_for_load_state("load")
+
+
+def approve_expansion_as(page, live_server, username: str, job_id: int) -> str:
+    """Log out, log in as ``username`` (password ``OPERATOR_PASSWORD``) and approve the expansion on
+    its page; the page's messages after it."""
+    page.context.clear_cookies()
+    log_in(page, live_server, username, OPERATOR_PASSWORD)
+    page.goto(f"{live_server.url}/expansions/{job_id}/")
+    page.click("#approve-expansion")
+    page.wait_for_load_state("load")
+    return page.locator("ul.messages").inner_text()
+
+
 def approver_operator(username: str = "operator"):
     """A person in the approver role, to log in as with ``OPERATOR_PASSWORD``."""
     from django.contrib.auth.models import Group, User

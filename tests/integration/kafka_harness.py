@@ -260,20 +260,96 @@ class KafkaStreamsWordCount:
     changelog and commits are written in transactions."""
 
     INPUT = "streams-plaintext-input"
+    OUTPUT = "streams-wordcount-output"
 
     def __init__(self, bootstrap: str, application_id: str, state_dir: str, *, exactly_once: bool = False) -> None:
+        self.application_id = application_id
         properties = os.path.join(state_dir, "streams.properties")
         with open(properties, "w") as out:
+            # No record cache: every count it updates goes to OUTPUT at once (with the commit every 500 ms).
             out.write(f"bootstrap.servers={bootstrap}\napplication.id={application_id}\ngroup.protocol=streams\n"
-                      f"state.dir={state_dir}\ncommit.interval.ms=500\n")
+                      f"state.dir={state_dir}\ncommit.interval.ms=500\nstatestore.cache.max.bytes=0\n")
             if exactly_once:
                 out.write("processing.guarantee=exactly_once_v2\n")
         command = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", streams_jars(),
                    "org.apache.kafka.streams.examples.wordcount.WordCountDemo", properties]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+    def internal_topics(self, admin: AdminClient) -> list[str]:
+        """The topics Streams made for the application: its repartition topic and its count's changelog."""
+        prefix = f"{self.application_id}-"
+        return sorted(name for name in admin.list_topics(timeout=10).topics
+                      if name.startswith(prefix) and name.endswith(("-repartition", "-changelog")))
+
     def close(self) -> None:
         _stop(self.process, grace=20)
+
+
+class WordCountReads:
+    """Which records of ``KafkaStreamsWordCount.INPUT`` the application
+    processed, seen through its output: the input's values are
+    ``RateProducer(tokens=True)`` words found in one record each, and a word
+    on ``OUTPUT`` (word -> count) means the record holding it was counted.
+    ``offsets(partition)`` maps those words back to the input's offsets (by
+    reading the input partition), as ``ReadOffsets.offsets`` answers for a
+    client that prints its offsets."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self._words: set[str] = set()
+        self._lock = threading.Lock()
+        self._input: dict[int, dict[str, list[int]]] = defaultdict(dict)  # partition -> word -> its offsets
+        self._input_end: dict[int, int] = defaultdict(int)
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"wordcount-reads-{uuid.uuid4().hex[:6]}",
+                                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        self._consumer.subscribe([KafkaStreamsWordCount.OUTPUT])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            message = self._consumer.poll(0.2)
+            if message is not None and message.error() is None and message.key() is not None:
+                with self._lock:
+                    self._words.add(message.key().decode())
+
+    def _read_input(self, partition: int) -> dict[str, list[int]]:
+        """The input partition's words and their offsets, read up to its end as it is now."""
+        known, start = self._input[partition], self._input_end[partition]
+        # A consumer of its own: one polled in another thread blocked this thread's watermark request.
+        reader = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"wordcount-input-{uuid.uuid4().hex[:6]}",
+                           "enable.auto.commit": False})
+        position = start
+        try:
+            _, end = reader.get_watermark_offsets(TopicPartition(KafkaStreamsWordCount.INPUT, partition), timeout=10)
+            if end > start:
+                reader.assign([TopicPartition(KafkaStreamsWordCount.INPUT, partition, start)])
+            deadline = time.monotonic() + 60
+            while position < end and time.monotonic() < deadline:
+                message = reader.poll(0.5)
+                if message is None or message.error() is not None:
+                    continue
+                known.setdefault(message.value().decode(), []).append(message.offset())
+                position = message.offset() + 1
+        finally:
+            reader.close()
+        self._input_end[partition] = position
+        return known
+
+    def offsets(self, partition: int) -> list[int]:
+        with self._lock:
+            words = set(self._words)
+        return sorted(offset for word, offsets in self._read_input(partition).items() if word in words
+                      for offset in offsets)
+
+    def count(self, partition: int) -> int:
+        return len(self.offsets(partition))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._consumer.close()
 
 
 _PRINTED = re.compile(r"Partition:(\d+)\tOffset:(\d+)")
@@ -404,17 +480,22 @@ _METADATA_LOCK = threading.Lock()
 class RateProducer:
     """Produces ``rate`` messages a second to each partition in ``partitions``,
     as a steady application would; ``add`` starts writing to more partitions
-    once this producer's own metadata shows them. ``clock_skew_s``: the
+    once this producer's own metadata shows them. ``tokens``: each value is
+    one word no other record has (``token``), so an application that keeps
+    only words (a Kafka Streams word count) still shows which records it
+    processed; otherwise every value is ``x``. ``clock_skew_s``: the
     producer's clock is that far ahead (negative: behind), so every record's
     CreateTime is off by it (the broker accepts up to an hour either way by
     default)."""
 
     def __init__(self, bootstrap: str, topic: str, *, rate: float, partitions: list[int],
-                 clock_skew_s: float = 0.0) -> None:
+                 clock_skew_s: float = 0.0, tokens: bool = False) -> None:
         self.topic = topic
         self.producer = self._make_producer(bootstrap)
         self.rate = rate
         self.clock_skew_s = clock_skew_s
+        self.tokens = tokens
+        self._written: dict[int, int] = defaultdict(int)
         self.partitions = list(partitions)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -444,21 +525,35 @@ class RateProducer:
         next_at = time.monotonic()
         while not self._stop.is_set():
             for partition in list(self.partitions):
+                value = self._value(partition)
                 if self.clock_skew_s:
                     stamp = int((time.time() + self.clock_skew_s) * 1000)
-                    self.producer.produce(self.topic, value=b"x", partition=partition, timestamp=stamp)
+                    self.producer.produce(self.topic, value=value, partition=partition, timestamp=stamp)
                 else:
-                    self.producer.produce(self.topic, value=b"x", partition=partition)
+                    self.producer.produce(self.topic, value=value, partition=partition)
             self.producer.poll(0)
             next_at += period
             pause = next_at - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
 
+    def _value(self, partition: int) -> bytes:
+        if not self.tokens:
+            return b"x"
+        number = self._written[partition]
+        self._written[partition] = number + 1
+        return token(partition, number).encode()
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
         self.producer.flush(30)
+
+
+def token(partition: int, number: int) -> str:
+    """The ``number``-th value a ``RateProducer(tokens=True)`` writes to ``partition``: one word, lower case
+    (a word count lowercases what it counts), found in no other record."""
+    return f"p{partition}n{number}"
 
 
 class TransactionalRateProducer(RateProducer):

@@ -11,7 +11,14 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from groups.models import ExpansionJob
-from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
+from tests.integration.browser_harness import (
+    ARTIFACTS,
+    OPERATOR_PASSWORD,
+    approve_expansion_as,
+    approver_operator,
+    log_in,
+    show_expansion_plan,
+)
 from tests.integration.test_expansion_job import HOSTILE, stored_topic  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.browser
@@ -28,10 +35,7 @@ def test_a_plan_shown_in_the_browser_is_requested_and_approved_by_a_second_perso
     page.set_viewport_size({"width": 1500, "height": 900})
 
     log_in(page, live_server, alice.username, OPERATOR_PASSWORD)
-    page.goto(f"{live_server.url}/topics/{topic.id}/")
-    page.fill("input[name=partitions]", "3")
-    page.click("text=Show the plan")
-    page.wait_for_load_state("load")
+    show_expansion_plan(page, live_server, topic.id, 3)
     assert page.locator("table.expansion-plan td.group-id").first.inner_text() == HOSTILE  # text, not markup
     page.screenshot(path=str(ARTIFACTS / "expansion-plan.png"), full_page=True)
     page.click("text=Request this expansion")
@@ -42,12 +46,7 @@ def test_a_plan_shown_in_the_browser_is_requested_and_approved_by_a_second_perso
     page.wait_for_load_state("load")
     assert "four-eyes" in page.locator("ul.messages").inner_text() and ExpansionJob.objects.get().state == "planned"
 
-    page.context.clear_cookies()
-    log_in(page, live_server, bob.username, OPERATOR_PASSWORD)
-    page.goto(f"{live_server.url}/expansions/{job.id}/")
-    page.click("#approve-expansion")
-    page.wait_for_load_state("load")
-    assert "approved" in page.locator("ul.messages").inner_text()
+    assert "approved" in approve_expansion_as(page, live_server, bob.username, job.id)
     job.refresh_from_db()
     assert (job.state, job.approved_by) == ("approved", bob) and sent == [(job.id,)]
     page.screenshot(path=str(ARTIFACTS / "expansion-approved.png"), full_page=True)

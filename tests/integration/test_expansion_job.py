@@ -1,12 +1,15 @@
 """The guarded expansion carried out (issue 33, items 2 to 4) on the real
-stack: the request and its four-eyes approval through the API (the plan
-approved is the plan shown), the job on a real Celery worker against the
-real broker (Kafka 4.4.0) while producers write to every partition, real
-groups reading the topic, a real Spark backfill, and per group: the offsets
-it read on the new partitions plus those its backfill delivered cover the
-whole log, and the job's verdict says nothing lost.
+stack: the request shown on the topic's page and its four-eyes approval on the
+job's page, in Chromium (the plan approved is the plan shown; the API's
+request and approval are tested from stored state here and in test_api), the
+job on a real Celery worker against a real Kafka 4.4.0 broker of the proof's
+own while producers write to every partition, real groups reading the topic,
+a real Spark backfill, and per group: the offsets it read on the new
+partitions plus those its backfill delivered cover the whole log, and the
+job's verdict says nothing lost. The proof prints its table (and writes it
+to .gapwatch/test-artifacts/expansion-proof.md).
 
-Groups (the harness's clients, none written here):
+Groups (clients nobody here wrote):
 - ``live``: librdkafka classic, auto.offset.reset=latest, members alive:
   repaired after (a pre-approved backfill to Parquet);
 - ``left``: a consumer group that committed and left: protected before (the
@@ -21,27 +24,45 @@ Groups (the harness's clients, none written here):
   defaults: repaired after;
 - ``rnext``: librdkafka with KIP-848's consumer protocol, latest: repaired after;
 - ``jshare``: Kafka's ConsoleShareConsumer in a share group left at the
-  default: covered on 4.4.0.
+  default: covered on 4.4.0;
+- ``streams``: Kafka's own WordCountDemo (Streams 4.3.1, KIP-1071's streams
+  protocol): covered (Streams starts a new task's partitions at earliest).
+  What it read is seen through its output: each input value is a word no
+  other record holds. Being stateful, it stops when its input grows (its
+  repartition topic and changelog no longer match) and reads again once they
+  are given the new count and it is restarted, as Kafka requires.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka import TopicCollection
 
+from groups.domain.cluster_config import ClusterConfig
 from groups.models import AuditEvent, ConsumerGroup, ExpansionJob, Notification, RemediationJob, Topic
+from tasks.kafka.share_groups import ShareGroupReader
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
+from tests.integration.browser_harness import (
+    ARTIFACTS,
+    OPERATOR_PASSWORD,
+    approve_expansion_as,
+    approver_operator,
+    log_in,
+    show_expansion_plan,
+)
 from tests.integration.kafka_harness import (
+    Broker,
     GroupConsumer,
     JavaConsoleConsumer,
     JavaConsoleShareConsumer,
+    KafkaStreamsWordCount,
     RateProducer,
     ShareGroupConsumer,
+    WordCountReads,
     kafka_tool,
     wait_until,
 )
@@ -172,11 +193,23 @@ def test_the_topic_pages_button_requests_the_plan_shown_and_a_refusal_frees_the_
     page = alice.get(f"/topics/{topic.id}/", {"partitions": "3"}).content.decode()
     fingerprint = page.split('name="fingerprint" value="')[1].split('"')[0]
     assert fingerprint == _dry_run(alice)["fingerprint"]
+    assert 'name="repair_group" value="&lt;script&gt;' in page and 'name="repair_max_records"' in page
     forged = alice.post(f"/topics/{topic.id}/expand", {"partitions": "3", "fingerprint": "x"}, follow=True)
     assert "Not requested" in forged.content.decode() and not ExpansionJob.objects.exists()
-    done = alice.post(f"/topics/{topic.id}/expand", {"partitions": "3", "fingerprint": fingerprint})
+    for maximum, words in (("-1", "whole number"), ("many", "whole number"), ("1" * 40, "whole number")):
+        refused = alice.post(f"/topics/{topic.id}/expand", {"partitions": "3", "fingerprint": fingerprint,
+                                                            "repair_group": HOSTILE, "repair_max_records": maximum},
+                             follow=True)
+        assert refused.status_code == 200 and words in refused.content.decode() and not ExpansionJob.objects.exists()
+    stranger = alice.post(f"/topics/{topic.id}/expand", {"partitions": "3", "fingerprint": fingerprint,
+                                                         "repair_group": "nobody", "repair_max_records": "5"},
+                          follow=True)
+    assert "does not repair" in stranger.content.decode() and not ExpansionJob.objects.exists()
+    done = alice.post(f"/topics/{topic.id}/expand", {"partitions": "3", "fingerprint": fingerprint,
+                                                     "repair_group": HOSTILE, "repair_max_records": " 42 "})
     job = ExpansionJob.objects.get()
     assert done.status_code == 302 and done["Location"] == f"/expansions/{job.id}/"
+    assert job.decisions[HOSTILE]["max_records"] == 42
     assert "Approve this plan" in alice.get(done["Location"]).content.decode()
     alice.post(f"/expansions/{job.id}/refuse", {"reason": "not today"})
     assert ExpansionJob.objects.get().state == "refused"
@@ -214,21 +247,65 @@ def covered(read: set[int], delivered: set[int], start: int, end: int) -> list[i
 
 # The groups a pre-approved backfill repairs, and those nothing needs to be done for.
 REPAIRED = ("live", "jclassic", "jnext", "rnext")
+# Each group's client and protocol, for the proof's table.
+CLIENTS = {
+    "live": "librdkafka, classic, latest",
+    "left": "librdkafka, classic, latest; committed, then left",
+    "shared": "librdkafka share consumer; latest set on the group",
+    "quiet": "librdkafka share consumer; broker default",
+    "early": "librdkafka, classic, earliest (declared)",
+    "jclassic": "Kafka console consumer (Java), classic",
+    "jnext": "Kafka console consumer (Java), consumer (KIP-848)",
+    "rnext": "librdkafka, consumer (KIP-848), latest",
+    "jshare": "Kafka ConsoleShareConsumer (Java); broker default",
+    "streams": "Kafka Streams 4.3.1 WordCountDemo, streams (KIP-1071)",
+}
+# Each group's most offsets its pre-approved backfill replays by itself, typed on the topic's page: the
+# sound range runs to the group's first commit, which a client auto-committing every 5 s makes
+# later than the plan's estimate of what it misses.
+MAX_REPLAY = 100_000
+
+
+@pytest.fixture(scope="module")
+def proof_kafka(tmp_path_factory):
+    """A Kafka 4.4.0 broker of the proof's own: its topic must be
+    ``streams-plaintext-input``, the one Kafka's WordCountDemo reads, and
+    test_streams_and_connect_groups.py reads that name on the session's broker,
+    possibly at the same time from the other xdist worker."""
+    from tests.faults.procs import KafkaCluster
+
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-expansion"), heap="384m").start()
+    yield cluster
+    cluster.close()
 
 
 @pytest.mark.spark
+@pytest.mark.browser
 def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
-        transactional_db, broker, cluster, unique, settings, share_consumers, celery_worker_thread,
-        backfill_on_server):
+        transactional_db, proof_kafka, unique, settings, share_consumers, celery_worker_thread,
+        backfill_on_server, live_server, page, tmp_path):
+    """1. Ten groups read the topic (a Streams application among them) while producers write to it.
+    2. In Chromium, an operator shows the plan on the topic's page and requests it; a second
+       approver approves it on the job's page (four-eyes).
+    3. The job runs on a real worker; the Streams application, stopped by Kafka because its
+       internal topics no longer match its input, is brought back as Kafka requires.
+    4. Per group: what it read on the new partitions plus what its backfill delivered covers
+       [log start, end), and the job's verdict says nothing lost. The table is printed."""
+    from groups.models import Cluster
+
     settings.FOUR_EYES = True
     settings.LAG_SAMPLE_INTERVAL_SECONDS = 1
     settings.WEBHOOK_URL = "http://127.0.0.1:9/hook"  # the end's event is written; nobody needs to receive it
-    topic = f"xp-{unique}"
-    names = {kind: f"{kind}-{unique}" for kind in ("live", "left", "shared", "quiet", "early", "jclassic", "jnext",
-                                                   "rnext", "jshare")}
+    broker = Broker(proof_kafka.bootstrap)
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=proof_kafka.bootstrap)
+    topic = KafkaStreamsWordCount.INPUT
+    names = {kind: f"{kind}-{unique}" for kind in CLIENTS}
     broker.create_topic(topic, 2)
-    producer = RateProducer(broker.bootstrap, topic, rate=20, partitions=[0, 1])
-    consumers = []
+    broker.create_topic(KafkaStreamsWordCount.OUTPUT, 1)
+    producer = RateProducer(broker.bootstrap, topic, rate=20, partitions=[0, 1], tokens=True)
+    consumers, apps = [], []
+    streams_dir = tmp_path / "streams"
+    streams_dir.mkdir()
     try:
         live = start_consuming_group(broker, cluster, topic, names["live"], offset_reset="latest", refresh_ms=2000)
         consumers.append(live)
@@ -249,49 +326,79 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
                 for kind, protocol in (("jclassic", "classic"), ("jnext", "consumer"))}
         jshare = JavaConsoleShareConsumer(broker.bootstrap, names["jshare"], topic, refresh_ms=2000)
         consumers.extend([*java.values(), jshare])
+        apps.append(KafkaStreamsWordCount(broker.bootstrap, names["streams"], str(streams_dir)))
+        counted = WordCountReads(broker.bootstrap)
+        consumers.append(counted)
         wait_until(lambda: shared.count(0) > 0 and quiet.count(0) > 0, what="the share consumers reading")
-        wait_until(lambda: all(c.count(0) + c.count(1) > 0 for c in (rnext, *java.values(), jshare)), timeout=120,
-                   what="the Java console consumers and the KIP-848 member reading")
+        wait_until(lambda: all(c.count(0) + c.count(1) > 0 for c in (rnext, *java.values(), jshare, counted)),
+                   timeout=120, what="the Java console consumers, the KIP-848 member and the Streams application "
+                                     "reading")
 
         def everyone_seen() -> bool:
             poll(cluster)
             groups = {g.group_id: g for g in ConsumerGroup.objects.filter(group_topics__topic__name=topic)}
             return set(names.values()) <= set(groups) and groups[names["left"]].member_count == 0
         wait_until(everyone_seen, interval=0.5, what="a poll to see every group")
-        time.sleep(1.1)  # two end-offset samples at least LAG_SAMPLE_INTERVAL_SECONDS apart: the produce rate
-        poll(cluster)
 
-        alice = client_for(user_with_role("alice", "approver"))
-        bob = client_for(user_with_role("bob", "approver"))
-        plan = json.loads(post_json(alice, "/api/v1/expansions", {"cluster": "local", "topic": topic,
-                                                                  "partitions": 4, "dry_run": True}).content)
-        outcomes = {g["group"]: g["outcome"] for g in plan["groups"]}
-        assert outcomes == {names["live"]: "repaired_after", names["left"]: "protected_before",
-                            names["shared"]: "protected_before", names["quiet"]: "covered",
-                            names["early"]: "covered", names["jclassic"]: "repaired_after",
-                            names["jnext"]: "repaired_after", names["rnext"]: "repaired_after",
-                            names["jshare"]: "covered"}, plan["groups"]
-        created = post_json(alice, "/api/v1/expansions", {
-            "cluster": "local", "topic": topic, "partitions": 4, "dry_run": False, "fingerprint": plan["fingerprint"],
-            "repairs": {names[kind]: {"sink": "parquet", "max_records": 1_000_000} for kind in REPAIRED}})
-        assert created.status_code == 201, created.content
-        job_id = json.loads(created.content)["id"]
-        approved = post_json(bob, f"/api/v1/expansions/{job_id}/approve", {})
-        assert approved.status_code == 200, approved.content
+        # Two end-offset samples at least LAG_SAMPLE_INTERVAL_SECONDS apart give the plan its produce rate
+        # (asked through the API's dry run, as a script would).
+        alice, bob = approver_operator("alice"), approver_operator("bob")
+        api = client_for(alice)
+
+        def rate_measured() -> bool:
+            poll(cluster)
+            plan = json.loads(post_json(api, "/api/v1/expansions", {"cluster": "local", "topic": topic,
+                                                                    "partitions": 4, "dry_run": True}).content)
+            return plan["produce_rate"] is not None
+        wait_until(rate_measured, interval=0.5, what="the plan to have a produce rate")
+
+        # Chromium: alice shows the plan on the topic's page and requests it, each repair's maximum typed in.
+        topic_row = Topic.objects.get(cluster=cluster, name=topic)
+        page.set_viewport_size({"width": 1500, "height": 900})
+        log_in(page, live_server, alice.username, OPERATOR_PASSWORD)
+        show_expansion_plan(page, live_server, topic_row.id, 4)
+        shown = {row.locator("td.group-id").inner_text(): row.get_attribute("data-outcome")
+                 for row in page.locator("table.expansion-plan tbody tr").all()}
+        assert shown == {names["live"]: "repaired_after", names["left"]: "protected_before",
+                         names["shared"]: "protected_before", names["quiet"]: "covered",
+                         names["early"]: "covered", names["jclassic"]: "repaired_after",
+                         names["jnext"]: "repaired_after", names["rnext"]: "repaired_after",
+                         names["jshare"]: "covered", names["streams"]: "covered"}, shown
+        maximums = page.locator("#request-expansion input[name=repair_max_records]")
+        assert maximums.count() == len(REPAIRED)
+        for index in range(maximums.count()):
+            maximums.nth(index).fill(str(MAX_REPLAY))
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "expansion-proof-plan.png"), full_page=True)
+        page.click("text=Request this expansion")
+        page.wait_for_url(f"{live_server.url}/expansions/*/")
+        job = ExpansionJob.objects.get(topic=topic_row)
+        assert (job.state, job.requested_by) == ("planned", alice)
+        assert {names[kind]: job.decisions[names[kind]]["max_records"] for kind in REPAIRED} == \
+            {names[kind]: MAX_REPLAY for kind in REPAIRED}
+
+        # Chromium: bob, the second person, approves it on the job's page.
+        assert "approved" in approve_expansion_as(page, live_server, bob.username, job.id)
+        job.refresh_from_db()
+        assert job.approved_by == bob and job.approved_at is not None
+        job_id = job.id
 
         wait_until(lambda: "add_partitions" in ExpansionJob.objects.get(id=job_id).steps, timeout=120,
                    what="the partitions added")
         producer.add([2, 3])
         # While the job watches: the protected share group reads its config as earliest.
         assert share_reset(broker.bootstrap, names["shared"]) in ("earliest", "latest")
+        apps.append(restart_streams(broker, apps[-1], str(streams_dir)))
 
         def finished() -> bool:
             job = ExpansionJob.objects.get(id=job_id)
             assert job.state not in ("failed",), (job.error, job.verdicts, job.steps)
             return job.state in ("done", "done_with_loss")
         wait_until(finished, timeout=600, interval=1, what="the expansion job to end")
-        producer.stop()
         job = ExpansionJob.objects.get(id=job_id)
+        page.goto(f"{live_server.url}/expansions/{job_id}/")
+        page.screenshot(path=str(ARTIFACTS / "expansion-proof-job.png"), full_page=True)
+        producer.stop()
         assert job.state == "done", (job.verdicts, list(RemediationJob.objects.values("id", "status", "status_reason",
                                                                                    "error", "plan", "result")))
         for group_id, verdict in job.verdicts.items():
@@ -316,24 +423,27 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
                     delivered[group_id][partition].add(offset)
         readers = {names["live"]: live, names["left"]: returned, names["shared"]: shared, names["quiet"]: quiet,
                    names["early"]: early, names["jclassic"]: java["jclassic"], names["jnext"]: java["jnext"],
-                   names["rnext"]: rnext, names["jshare"]: jshare}
+                   names["rnext"]: rnext, names["jshare"]: jshare, names["streams"]: counted}
+        read: dict[str, dict[int, set[int]]] = {}
         skipped = {group_id: 0 for group_id in readers}  # what each group itself never read on the new partitions
         for group_id, reader in readers.items():
+            read[group_id] = {}
             for p in (2, 3):
                 wait_until(lambda reader=reader, p=p: max(reader.offsets(p), default=-1) >= ends[p] - 1,
                            timeout=120, what=f"{group_id} to read partition {p} to its end")
+                read[group_id][p] = set(reader.offsets(p))
                 from_backfill = delivered.get(group_id, {}).get(p, set())
-                hole = covered(set(reader.offsets(p)), from_backfill, 0, ends[p])
+                hole = covered(read[group_id][p], from_backfill, 0, ends[p])
                 assert hole == [], (group_id, p, hole[:10], len(hole))
-                skipped[group_id] += len(covered(set(reader.offsets(p)), set(), 0, ends[p]))
+                skipped[group_id] += len(covered(read[group_id][p], set(), 0, ends[p]))
         missed = {group_id: sum(len(offsets) for offsets in by_partition.values())
                   for group_id, by_partition in delivered.items()}
-        missed_by_live = missed[names["live"]]
-        assert missed_by_live > 0  # the latest group did start above the log start: the backfill mattered
-        _bench_row(job=job, plan=plan, names=names, skipped=skipped, replayed=missed)
-        print(f"\nexpansion {job_id}: approval to verdict {(job.finished_at - job.approved_at).total_seconds():.1f} s; "
-              f"the repaired groups missed and got back {missed} offsets; "
-              f"ends {ends}; verdicts {json.dumps({g: v['words'] for g, v in job.verdicts.items()})}")
+        assert missed[names["live"]] > 0  # the latest group did start above the log start: the backfill mattered
+        _bench_row(job=job, plan=job.plan, names=names, skipped=skipped, replayed=missed)
+        table = proof_table(job=job, names=names, read=read, delivered=delivered, ends=ends)
+        (ARTIFACTS / "expansion-proof.md").write_text(table)
+        print(f"\nexpansion {job_id}: approval to verdict {(job.finished_at - job.approved_at).total_seconds():.1f} s;"
+              f" ends {ends}\n{table}")
 
         assert {"expansion.requested", "expansion.approved", "expansion.validate", "expansion.protected",
                 "expansion.add_partitions", "expansion.committed", "expansion.restored", "expansion.watch",
@@ -342,12 +452,78 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         [event] = Notification.objects.filter(event="expansion.finished")
         assert (event.payload["state"], event.payload["expansion"], set(event.payload["groups"])) == \
             ("done", job_id, set(names.values()))
-        assert "gapwatch_expansion_groups_total{cluster=\"local\",verdict=\"nothing_lost\"} 9.0" in \
-            alice.get("/metrics").content.decode()
+        assert f"gapwatch_expansion_groups_total{{cluster=\"local\",verdict=\"nothing_lost\"}} {len(names)}.0" in \
+            api.get("/metrics").content.decode()
     finally:
         producer.stop()
-        for consumer in consumers:
-            consumer.close()
+        for client in (*consumers, *apps):
+            client.close()
+        broker.close()
+
+
+def restart_streams(broker: Broker, streams: KafkaStreamsWordCount, state_dir: str) -> KafkaStreamsWordCount:
+    """What Kafka asks of a stateful Streams application's operator once its input has more partitions:
+    the broker reports its repartition topic and changelog as incorrectly partitioned (they must have
+    one partition per input partition), the application stops (Streams 4.3.1 throws a TopologyException
+    and its member leaves), and it reads again once those topics have the new count and it is restarted:
+    the restarted application (same id and state) is returned."""
+    application = streams.application_id
+    with ShareGroupReader(ClusterConfig(broker.bootstrap)) as reader:
+        wait_until(lambda: reader.streams_group_states([application])[application] == ("Empty", 0), timeout=120,
+                   what=f"Kafka Streams to stop {application} (its internal topics no longer match its input)")
+    streams.close()
+    total = broker_partitions(broker, KafkaStreamsWordCount.INPUT)
+    internal = streams.internal_topics(broker.admin)
+    assert len(internal) == 2, internal  # WordCountDemo's repartition topic and its count's changelog
+    for name in internal:
+        broker.raise_partitions(name, total)
+    return KafkaStreamsWordCount(broker.bootstrap, application, state_dir)
+
+
+def offset_ranges(offsets: set[int]) -> str:
+    """``{0, 1, 2, 5, 6}`` as ``[0, 3) [5, 7)``: half-open ranges, "none" for none."""
+    ranges, ordered = [], sorted(offsets)
+    for offset in ordered:
+        if ranges and ranges[-1][1] == offset:
+            ranges[-1][1] = offset + 1
+        else:
+            ranges.append([offset, offset + 1])
+    return " ".join(f"[{start}, {end})" for start, end in ranges) or "none"
+
+
+# What people did besides Gapwatch, per group, for the table.
+OWNERS_STEPS = {"streams": "none by Gapwatch; Kafka stopped it, its owner gave its repartition and changelog "
+                           "topics 4 partitions and restarted it"}
+
+
+def proof_table(*, job: ExpansionJob, names: dict[str, str], read: dict[str, dict[int, set[int]]],
+                delivered: dict[str, dict[int, set[int]]], ends: dict[int, int]) -> str:
+    """The proof's table (Markdown): per group its client, the plan's outcome, the protection applied
+    or the repair queued, what it read itself on each new partition and what its backfill delivered
+    (half-open offset ranges, the partition's end in the header), and the job's verdict."""
+    rows = ["| group | client, protocol | plan | protection or repair | read itself "
+            + " ".join(f"p{p} (end {end})" for p, end in sorted(ends.items()))
+            + " | backfilled | verdict |", "|---|---|---|---|---|---|---|"]
+    for kind, group_id in names.items():
+        decision = job.decisions[group_id]
+        protection = decision.get("protection") or {}
+        if protection.get("applied"):
+            action = (f"share.auto.offset.reset earliest before, restored to "
+                      f"{protection.get('previous') or 'the default'} after")
+        elif decision.get("committed"):
+            action = "committed " + ", ".join(f"p{p} at {o}" for p, o in sorted(decision["committed"].items()))
+        elif decision.get("backfills"):
+            action = "; ".join(f"p{p}: backfill job {entry['job']} ({entry['offsets']} offsets)" if "job" in entry
+                               else f"p{p}: {entry.get('left') or 'nothing to replay'}"
+                               for p, entry in sorted(decision["backfills"].items()))
+        else:
+            action = OWNERS_STEPS.get(kind, "nothing needed")
+        itself = "; ".join(f"p{p} {offset_ranges(read[group_id][p])}" for p in sorted(ends))
+        backfilled = "; ".join(f"p{p} {offset_ranges(delivered[group_id][p])}" for p in sorted(ends)) \
+            if group_id in delivered else "none"
+        rows.append(f"| {kind} | {CLIENTS[kind]} | {decision['outcome']} | {action} | {itself} | {backfilled} "
+                    f"| {job.verdicts[group_id]['words']} |")
+    return "\n".join(rows) + "\n"
 
 
 def _bench_row(*, job: ExpansionJob, plan: dict, names: dict[str, str], skipped: dict[str, int],

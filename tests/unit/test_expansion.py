@@ -259,6 +259,13 @@ def test_reasons_name_what_gapwatch_will_do():
     assert "guard" in reason(reader(guard="g"))
     assert "refused here" in reason(reader(sink_problem="refused here"))
     assert "streams" in reason(reader("w", type="streams", declared_policy="latest"))
+    # A stateful Streams application: covered, but Kafka stops it until its internal topics match.
+    stateful = reader("w", type="streams", internal_topics=("w-store-changelog", "w-store-repartition"))
+    assert reason(stateful).startswith("it starts a new partition at its log start")
+    assert "stops until its internal topics (w-store-changelog, w-store-repartition) have 8 partitions" \
+        in reason(stateful)
+    assert "internal topics" not in reason(reader("w", type="streams"))
+    assert "internal topics" not in reason(reader(internal_topics=("billing-x-changelog",)))
     assert "declared by an operator" in reason(reader(declared_policy="earliest"))
     assert "proven by evidence" in reason(reader(evidence="e"))
 
