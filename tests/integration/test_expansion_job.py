@@ -44,7 +44,7 @@ from confluent_kafka import TopicCollection
 
 from groups.domain.cluster_config import ClusterConfig
 from groups.models import AuditEvent, ConsumerGroup, ExpansionJob, Notification, RemediationJob, Topic
-from tasks.kafka.share_groups import ShareGroupReader
+from tasks.kafka.java_admin import JavaAdmin
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
 from tests.integration.browser_harness import (
     ARTIFACTS,
@@ -468,7 +468,7 @@ def restart_streams(broker: Broker, streams: KafkaStreamsWordCount, state_dir: s
     and its member leaves), and it reads again once those topics have the new count and it is restarted:
     the restarted application (same id and state) is returned."""
     application = streams.application_id
-    with ShareGroupReader(ClusterConfig(broker.bootstrap)) as reader:
+    with JavaAdmin(ClusterConfig(broker.bootstrap)) as reader:
         wait_until(lambda: reader.streams_group_states([application])[application] == ("Empty", 0), timeout=120,
                    what=f"Kafka Streams to stop {application} (its internal topics no longer match its input)")
     streams.close()
