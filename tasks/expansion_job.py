@@ -323,7 +323,11 @@ class ExpansionRunner:
     def _facts(self, group_id: str, decision: dict, new: list[int], log_starts: dict[int, int],
                findings: dict) -> GroupFacts:
         protection = decision.get("protection") or {}
-        starts = protection.get("starts") or decision.get("committed") or {}
+        committed = decision.get("committed") or {}
+        # A share group's start offset moves on as it acknowledges records: the one seen at the restore
+        # bounds its start from above only. Where the watcher decided the group's finding (under
+        # earliest: the restore waits for it), that decision says whether it missed any.
+        share_starts = protection.get("starts") or {}
         backfills = decision.get("backfills") or {}
         jobs = {entry["job"]: entry for entry in backfills.values() if "job" in entry}
         status = job_statuses(job_ids=jobs)
@@ -356,7 +360,12 @@ class ExpansionRunner:
                     left = "retention deleted the range before it was replayed"
                 elif decision["outcome"] != "repaired_after":
                     left = f"{decision['outcome'].replace('_', ' ')} in the plan, but the group missed it"
-            start_seen = starts.get(str(p))
+            if str(p) in committed:
+                start_seen = committed[str(p)]
+            elif _decided(finding):
+                start_seen = None
+            else:
+                start_seen = share_starts.get(str(p))
             partitions.append(PartitionFacts(partition=p, log_start=log_starts.get(p, 0), start=start_seen,
                                              missed=missed, repaired=repaired, left=left))
         return GroupFacts(group_id=group_id, outcome=decision["outcome"], partitions=tuple(partitions),

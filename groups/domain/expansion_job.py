@@ -75,13 +75,15 @@ class PartitionFacts:
     """One new partition as observed for one group at the end of the job.
 
     ``log_start``: the partition's log start when the job looked. ``start``:
-    where the group is known to have started it, from the broker (a share
-    group's start offset, a commit the job made, a finding's bound): None
-    when nothing tells. ``missed``: a finding's sound range ``[start, end)``
-    of offsets the group may not have read (definitely and possibly missed);
-    None when no finding says the group missed any. ``repaired``: a verified
-    backfill covered ``missed``. ``left``: why a repair did not run (over the
-    maximum, no sink, the backfill failed), "" when nothing was left."""
+    where the group is known to have started it, from the broker (a commit
+    the job made; a share group's start offset when the watcher decided
+    nothing, an upper bound since it moves on as records are acknowledged):
+    None when nothing tells or a decided finding does. ``missed``: a
+    finding's sound range ``[start, end)`` of offsets the group may not have
+    read (definitely and possibly missed); None when no finding says the
+    group missed any. ``repaired``: a verified backfill covered ``missed``.
+    ``left``: why a repair did not run (over the maximum, no sink, the
+    backfill failed), "" when nothing was left."""
 
     partition: int
     log_start: int
