@@ -5,7 +5,7 @@ full poll) in their own processes, on the bench database.
 Run with `bash bench/run.sh accuracy` or `bash bench/run.sh latency`.
 
 accuracy (issue 26): per trial, every scenario of
-tests/integration/pickup_scenarios.py at once, each a ``latest`` group on a
+tests/harness/pickups.py at once, each a ``latest`` group on a
 topic of its own under steady production, read by one client nobody on the
 project wrote that picks the new partition up on its own 5 s metadata refresh
 and is never restarted: Kafka's Java console consumer (classic and KIP-848,
@@ -56,9 +56,9 @@ from confluent_kafka.admin import NewPartitions  # noqa: E402
 
 from groups.models import Cluster  # noqa: E402
 from tasks.polling import poll_cluster  # noqa: E402
-from tests.faults.procs import end_processes  # noqa: E402
-from tests.integration.kafka_harness import Broker, wait_until  # noqa: E402
-from tests.integration.pickup_scenarios import SCENARIOS, Driver, Outcome, run_scenarios  # noqa: E402
+from tests.harness.processes import end_processes  # noqa: E402
+from tests.harness.kafka_clients import Broker, wait_until  # noqa: E402
+from tests.harness.pickups import SCENARIOS, Driver, Outcome, run_scenarios  # noqa: E402
 
 
 @contextmanager

@@ -18,7 +18,7 @@ Side by side on the same ranges, in the same run:
 - the same job in a Spark process of its own (``spark_connect=""``);
 - the same reads and job on a Connect server whose master is a standalone
   cluster on loopback (a Master and 2 Workers of 1 core and 1g each,
-  ``tests.faults.procs.SparkStandalone``).
+  ``tests.harness.processes.SparkStandalone``).
 
 Also: the fixed cost of a job (a 1-record backfill end to end) on the warm
 servers and in a process of its own, the first job on a freshly started
@@ -81,8 +81,8 @@ from tasks.spark.reader import kafka_options, read_ranges  # noqa: E402
 from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec  # noqa: E402
 # Plain modules (no pytest): a standalone master and workers from the pyspark
 # install, and the Connect server the tests start.
-from tests.faults.procs import SparkStandalone  # noqa: E402
-from tests.integration.connect_harness import READY_LINE, ConnectServer  # noqa: E402
+from tests.harness.processes import SparkStandalone  # noqa: E402
+from tests.harness.connect import READY_LINE, ConnectServer  # noqa: E402
 
 VALUE_BYTES = 200
 # Unmeasured reads in a session before the measured ones (the JIT settles

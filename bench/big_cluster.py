@@ -48,7 +48,7 @@ from pathlib import Path
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from tests.integration.kafka_harness import GroupConsumer, kafka_jars, wait_until
+from tests.harness.kafka_clients import GroupConsumer, kafka_jars, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_HOME = Path(os.environ.get("GAPWATCH_HOME") or REPO_ROOT / ".gapwatch") / "bigcluster"

@@ -24,7 +24,7 @@ from confluent_kafka import ShareConsumer
 from groups.domain.cluster_config import ClusterConfig
 from tasks.kafka import jvm
 from tasks.kafka.java_admin import JavaAdmin
-from tests.integration.kafka_harness import Broker, wait_until
+from tests.harness.kafka_clients import Broker, wait_until
 
 PARTITIONS = 4
 RUNS = 5

@@ -38,8 +38,8 @@ from bench import big_cluster  # noqa: E402
 from controlplane.celery import app  # noqa: E402
 from groups.models import Cluster  # noqa: E402
 from tasks.polling import poll_cluster  # noqa: E402
-from tests.faults.workers import start_celery, stop_celery, worker_env  # noqa: E402
-from tests.integration.kafka_harness import wait_until  # noqa: E402
+from tests.harness.workers import start_celery, stop_celery, worker_env  # noqa: E402
+from tests.harness.kafka_clients import wait_until  # noqa: E402
 
 CLUSTER = "split-bench"
 

@@ -47,9 +47,9 @@ from tasks.backfill.runner import BackfillFailed, BackfillRequest, run_backfill 
 from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable  # noqa: E402
 from tasks.kafka.jvm import gateway_shutdown  # noqa: E402
 from tasks.kafka.java_admin import JavaAdmin  # noqa: E402
-from tests.faults.procs import free_ports  # noqa: E402
-from tests.integration.connect_harness import ConnectServer  # noqa: E402
-from tests.integration.kafka_harness import Broker  # noqa: E402
+from tests.harness.processes import free_ports  # noqa: E402
+from tests.harness.connect import ConnectServer  # noqa: E402
+from tests.harness.kafka_clients import Broker  # noqa: E402
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 NOWHERE = "127.0.0.1:1"  # nothing listens on port 1 of the loopback

@@ -17,7 +17,7 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.integration.browser_harness import launch  # noqa: E402
+from tests.harness.browser import launch  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 

@@ -178,7 +178,7 @@ setup_tests() {
   command -v npm >/dev/null || need+=(npm)
   # promtool checks the shipped alerting rules (tests/integration/test_monitoring.py).
   command -v promtool >/dev/null || need+=(prometheus)
-  # The LDAP server of the LDAP login tests (tests/integration/slapd.py) and its ldapmodify.
+  # The LDAP server of the LDAP login tests (tests/harness/slapd.py) and its ldapmodify.
   [ -x /usr/sbin/slapd ] || need+=(slapd)
   command -v ldapmodify >/dev/null || need+=(ldap-utils)
   # The Go clients of the pickup tests (below).
@@ -188,7 +188,7 @@ setup_tests() {
   command -v go >/dev/null || need+=(golang-go)
   apt_install "${need[@]}"
 
-  # Kafka Streams and its examples (WordCountDemo, tests/integration/kafka_harness.py):
+  # Kafka Streams and its examples (WordCountDemo, tests/harness/kafka_clients.py):
   # the stack's Maven step empties $GAPWATCH_HOME/lib whenever its poms change.
   if ! ls "$GAPWATCH_HOME"/lib/streams/*.jar >/dev/null 2>&1; then
     echo "setup: fetching the Kafka Streams jars with Maven"
@@ -230,7 +230,7 @@ setup_tests() {
       echo "$keycloak_hash" >"$keycloak_dir/.stamp"
     fi
     echo "$keycloak_java" >"$keycloak_dir/java-home"
-    # Keycloak's build-time options, fixed once here (tests/integration/keycloak.py starts it
+    # Keycloak's build-time options, fixed once here (tests/harness/keycloak.py starts it
     # with `start --optimized`; `start-dev` rebuilds on every start, ~15 s on 2 cores). An
     # in-memory database: each start is a fresh server that leaves nothing in the shared install.
     local keycloak_build=(--db=dev-mem --health-enabled=false --metrics-enabled=false)

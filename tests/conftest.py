@@ -67,7 +67,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
 def connect_server(tmp_path_factory):
     """One Spark Connect server (local[2]) for the session's tests that run
     jobs on a server they do not kill (a test that kills one starts its own)."""
-    from tests.integration.connect_harness import ConnectServer
+    from tests.harness.connect import ConnectServer
 
     server = ConnectServer(tmp_path_factory.mktemp("spark-connect") / "server.log")
     yield server
@@ -108,7 +108,7 @@ def enqueued(monkeypatch):
 @pytest.fixture
 def broker(kafka_bootstrap):
     """Topics a test creates through it are deleted after the test."""
-    from tests.integration.kafka_harness import Broker
+    from tests.harness.kafka_clients import Broker
 
     broker = Broker(kafka_bootstrap)
     yield broker
@@ -121,7 +121,7 @@ def kafka_4_3(tmp_path_factory):
     matrix's jars), started on first use: the last release whose share groups
     start a partition added to a topic they read at its end, and so lose what
     was written before (4.4.0 starts it at offset 0, KAFKA-20742)."""
-    from tests.faults.procs import KafkaCluster
+    from tests.harness.processes import KafkaCluster
 
     cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-4.3.1"), release="4.3.1", heap="384m").start()
     yield cluster

@@ -51,7 +51,7 @@ UNITS: dict[str, tuple[str, ...]] = {
     ),
     "spark-process": ("tests/integration/test_backfill.py",),
     "chromium": (
-        # These two share the demo's state too (tests/integration/demo_harness.py).
+        # These two share the demo's state too (tests/harness/demo.py).
         "tests/integration/test_browser_access.py",
         "tests/integration/test_browser_bulk_approve.py",
         "tests/integration/test_browser_approve.py",

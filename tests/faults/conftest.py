@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.faults.procs import KafkaCluster, SparkStandalone
-from tests.integration.connect_harness import ConnectServer
+from tests.harness.processes import KafkaCluster, SparkStandalone
+from tests.harness.connect import ConnectServer
 
 
 def pytest_collection_modifyitems(items):

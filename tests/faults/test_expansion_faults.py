@@ -23,9 +23,9 @@ from groups.services.expansions import expansion_plan, expansion_plan_as_dict
 from tasks.expansions import partitions_verdict
 from tasks.job_lock import EXPANSION_NAMESPACE
 from tests.factories import user_with_role
-from tests.faults.workers import start_celery, stop_celery, worker_env
-from tests.integration.kafka_harness import ShareGroupConsumer, wait_until
-from tests.integration.scenarios import poll
+from tests.harness.workers import start_celery, stop_celery, worker_env
+from tests.harness.kafka_clients import ShareGroupConsumer, wait_until
+from tests.harness.scenarios import poll
 from tests.integration.test_expansion_job import broker_partitions, set_share_reset, share_reset
 
 pytestmark = pytest.mark.timeout(600)

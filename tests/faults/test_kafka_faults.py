@@ -17,8 +17,8 @@ from django.db import connection
 from groups.models import Cluster, Finding, PartitionGeneration
 from tasks.celery_tasks import poll_cluster_task, poll_lock_key
 from tasks.polling import poll_cluster
-from tests.faults.cluster_harness import QUIET, group_left_behind, group_reading, in_sync, leader_of, poll_ok
-from tests.integration.kafka_harness import EXACTLY_ONCE_WRITES, Broker, wait_until
+from tests.harness.clusters import QUIET, group_left_behind, group_reading, in_sync, leader_of, poll_ok
+from tests.harness.kafka_clients import EXACTLY_ONCE_WRITES, Broker, wait_until
 
 def open_findings(topic: str) -> dict[int, Finding]:
     return {f.partition: f for f in Finding.objects.filter(topic__name=topic, closed_at__isnull=True)}

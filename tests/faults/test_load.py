@@ -25,9 +25,9 @@ from django.utils import timezone
 from groups.models import Cluster, RemediationJob
 from groups.services.tokens import api_token_create
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic, user_with_role
-from tests.faults.procs import RedisServer, end_processes, free_ports
-from tests.integration.kafka_harness import Broker, wait_until
-from tests.integration.backfill_harness import Scenario, parquet_rows
+from tests.harness.processes import RedisServer, end_processes, free_ports
+from tests.harness.kafka_clients import Broker, wait_until
+from tests.harness.backfills import Scenario, parquet_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 USERS, POLL_INTERVAL = 50, 5

@@ -12,8 +12,8 @@ import time
 import psycopg
 import pytest
 
-from tests.faults.procs import Postgres, RedisServer, end_processes
-from tests.integration.kafka_harness import wait_until
+from tests.harness.processes import Postgres, RedisServer, end_processes
+from tests.harness.kafka_clients import wait_until
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -17,8 +17,8 @@ from django.db import connection
 from groups.models import AuditEvent, RemediationJob
 from groups.services.tokens import api_token_create
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic, user_with_role
-from tests.faults.procs import RedisServer, free_ports
-from tests.integration.kafka_harness import wait_until
+from tests.harness.processes import RedisServer, free_ports
+from tests.harness.kafka_clients import wait_until
 
 
 def _app_env(redis_url: str, **extra: str) -> dict[str, str]:

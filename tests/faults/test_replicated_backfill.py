@@ -12,11 +12,11 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from groups.models import RemediationJob
-from tests.faults.cluster_harness import QUIET
-from tests.faults.cluster_harness import in_sync as in_sync_or_raise
-from tests.faults.cluster_harness import leader_of as leader_or_raise
-from tests.integration.kafka_harness import Broker, wait_until
-from tests.integration.backfill_harness import BIG, JobThread, Scenario, parquet_rows, run_retry
+from tests.harness.clusters import QUIET
+from tests.harness.clusters import in_sync as in_sync_or_raise
+from tests.harness.clusters import leader_of as leader_or_raise
+from tests.harness.kafka_clients import Broker, wait_until
+from tests.harness.backfills import BIG, JobThread, Scenario, parquet_rows, run_retry
 
 # Enough to stop the leader of each partition the job reads (2, then 3) once while it runs.
 RESTARTS = 2

@@ -28,9 +28,9 @@ import pytest
 
 from groups.models import RemediationJob
 from tasks.spark.spec import KafkaSecrets
-from tests.integration.backfill_harness import K, Scenario, parquet_rows, replayed_rows, run_job
-from tests.integration.kafka_harness import Broker
-from tests.integration.secure_kafka import (  # noqa: F401 - secure_broker is a fixture
+from tests.harness.backfills import K, Scenario, parquet_rows, replayed_rows, run_job
+from tests.harness.kafka_clients import Broker
+from tests.harness.secure_kafka import (  # noqa: F401 - secure_broker is a fixture
     CLIENT_NAME,
     connect_through,
     replay_acls,

@@ -14,8 +14,8 @@ import pytest
 
 from groups.models import RemediationJob
 from tasks.backfill import runner as backfill
-from tests.integration.kafka_harness import wait_until
-from tests.integration.backfill_harness import (
+from tests.harness.kafka_clients import wait_until
+from tests.harness.backfills import (
     BIG,
     K,
     JobThread,

@@ -19,7 +19,7 @@ from groups.models import RemediationJob
 from tasks.backfill import runner as backfill
 from tasks.backfill.runner import BackfillRequest, run_backfill
 from tests.integration import spark_handlers
-from tests.integration.backfill_harness import (
+from tests.harness.backfills import (
     K,
     Scenario,
     parquet_rows,

@@ -27,9 +27,9 @@ from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, Partition
 from tasks.celery_tasks import poll_cluster_task, poll_lock_key
 from tasks.polling import cluster_adapter, poll_cluster
 from tasks.poll_parts import CeleryParts
-from tests.faults.cluster_harness import QUIET
-from tests.faults.workers import start_celery, stop_celery, worker_env
-from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
+from tests.harness.clusters import QUIET
+from tests.harness.workers import start_celery, stop_celery, worker_env
+from tests.harness.kafka_clients import Broker, GroupConsumer, wait_until
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.django_db(transaction=True)]
 

@@ -12,9 +12,9 @@ import pytest
 from django.db import connection
 
 from groups.models import RemediationJob
-from tests.integration.kafka_harness import wait_until
-from tests.faults.workers import start_celery, stop_celery, worker_env
-from tests.integration.backfill_harness import BIG, Scenario, alive, parquet_rows, run_retry
+from tests.harness.kafka_clients import wait_until
+from tests.harness.workers import start_celery, stop_celery, worker_env
+from tests.harness.backfills import BIG, Scenario, alive, parquet_rows, run_retry
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -80,7 +80,7 @@ def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(
     from confluent_kafka.admin import AdminClient
 
     from tasks.celery_tasks import run_remediation_job
-    from tests.integration.kafka_harness import Broker
+    from tests.harness.kafka_clients import Broker
 
     settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
     settings.SPARK_MASTER = "local[2]"
@@ -131,8 +131,8 @@ def test_a_worker_sigkilled_inside_a_reset_is_recovered_and_the_reset_is_exact(k
     from groups.models import Cluster, Finding
     from groups.services.remediation import job_request
     from tasks.polling import poll_cluster
-    from tests.faults.cluster_harness import group_left_behind
-    from tests.integration.kafka_harness import Broker
+    from tests.harness.clusters import group_left_behind
+    from tests.harness.kafka_clients import Broker
 
     broker = Broker(kafka1.bootstrap)
     cluster = Cluster.objects.create(name=f"kill-{unique}", bootstrap_servers=kafka1.bootstrap)

@@ -26,7 +26,7 @@ def viewer(db):
 @pytest.fixture
 def viewer_client(viewer):
     """A test client of its own, logged in as ``viewer``."""
-    from tests.integration.pages_harness import client_for
+    from tests.harness.pages import client_for
 
     return client_for(viewer)
 
@@ -34,7 +34,7 @@ def viewer_client(viewer):
 @pytest.fixture
 def approver_client(approver):
     """A test client of its own, logged in as ``approver``."""
-    from tests.integration.pages_harness import client_for
+    from tests.harness.pages import client_for
 
     return client_for(approver)
 
@@ -48,10 +48,10 @@ def api(client, viewer):
 
 @pytest.fixture(scope="session")
 def keycloak():
-    """One Keycloak per session (tests/integration/keycloak.py; about 20 s to
+    """One Keycloak per session (tests/harness/keycloak.py; about 20 s to
     start on two cores), its test realm imported: the OAuth issuer of the
     secured broker and the OpenID provider people log in through."""
-    from tests.integration.keycloak import Keycloak
+    from tests.harness.keycloak import Keycloak
 
     server = Keycloak().start()
     try:
@@ -67,7 +67,7 @@ def chromium():
     """One headless Chromium for the whole session (starting one takes seconds)."""
     from playwright.sync_api import sync_playwright
 
-    from tests.integration.browser_harness import launch
+    from tests.harness.browser import launch
 
     with sync_playwright() as playwright:
         browser = launch(playwright)
@@ -96,10 +96,10 @@ def stored_state(db):
 @pytest.fixture(scope="session")
 def demo_stack(django_db_setup, django_db_blocker, kafka_bootstrap, tmp_path_factory):
     """The demo's state on the test broker, built once per session
-    (tests.integration.demo_harness); its rows are dumped, then flushed."""
+    (tests.harness.demo); its rows are dumped, then flushed."""
     from django.core.management import call_command
 
-    from tests.integration.demo_harness import DemoStack
+    from tests.harness.demo import DemoStack
 
     stack = DemoStack(kafka_bootstrap, tmp_path_factory.mktemp("demo") / "demo.json")
     with django_db_blocker.unblock():

@@ -37,11 +37,11 @@ from tasks.backfill import runner as backfill
 from tasks.backfill.executor import backfill_request_for
 from tasks.backfill.runner import BackfillRequest, run_backfill, work_prefix
 from tasks.spark.session import build_session, spark_dir
-from tests.integration.backfill_harness import (
+from tests.harness.backfills import (
     BIG, LATER, ROOT, K, Scenario, alive, parquet_rows, replayed_rows, run_job, staging_leftovers,
     wait_for_running_attempt,
 )
-from tests.integration.kafka_harness import wait_until
+from tests.harness.kafka_clients import wait_until
 
 
 @pytest.fixture(scope="module")

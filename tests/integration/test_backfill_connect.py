@@ -34,12 +34,12 @@ from tasks.backfill.launch import ConnectJob
 from tasks.spark.connect import ConnectUnavailable, connect_session
 from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
 from tests.integration import spark_handlers
-from tests.integration.backfill_harness import (
+from tests.harness.backfills import (
     BIG, ROOT, K, Scenario, connect_settings, handler_request, on_server, parquet_rows, run_job,
     staging_leftovers, wait_for_connect_attempt,
 )
-from tests.integration.connect_harness import ConnectServer
-from tests.integration.kafka_harness import wait_until
+from tests.harness.connect import ConnectServer
+from tests.harness.kafka_clients import wait_until
 
 
 @pytest.mark.spark

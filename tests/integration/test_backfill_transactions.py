@@ -22,8 +22,8 @@ from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
 from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration, RemediationJob, Topic
 from groups.services.previews import backfill_preview, reset_preview
 from groups.services.remediation import job_request
-from tests.integration.backfill_harness import JobThread, parquet_rows, replayed_rows, run_job
-from tests.integration.kafka_harness import wait_until
+from tests.harness.backfills import JobThread, parquet_rows, replayed_rows, run_job
+from tests.harness.kafka_clients import wait_until
 
 PARTITION = 2
 COMMITTED = 10

@@ -4,7 +4,7 @@ no serious or critical accessibility violation, no Content-Security-Policy
 violation, and on the phone no page wider than the screen (wide tables
 scroll inside themselves); and a job page that follows its job without a
 reload (issue 22, item 4). The state is the demo's, made by its own clients
-on the test broker and the real poller (tests.integration.demo_harness),
+on the test broker and the real poller (tests.harness.demo),
 with two groups with a loss the test created; the record viewer reads real
 records through a real worker."""
 
@@ -15,7 +15,7 @@ from django.test import override_settings
 
 from groups.models import ConsumerGroup, Finding, RemediationJob, Topic
 from groups.services import remediation
-from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
+from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
 
 VIEWPORTS = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 

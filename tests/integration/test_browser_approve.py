@@ -12,9 +12,9 @@ import pytest
 
 from groups.models import Cluster, Finding, RemediationJob
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import wait_until
-from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
-from tests.integration.scenarios import committed, gap_scenario
+from tests.harness.kafka_clients import wait_until
+from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
+from tests.harness.scenarios import committed, gap_scenario
 
 TYPED = 40  # the offset the operator types: inside the log, above the group's commit, far from earliest (0)
 

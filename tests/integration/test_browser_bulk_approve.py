@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from groups.models import Finding, RemediationJob
-from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
-from tests.integration.kafka_harness import wait_until
-from tests.integration.scenarios import committed
+from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
+from tests.harness.kafka_clients import wait_until
+from tests.harness.scenarios import committed
 
 
 @pytest.mark.browser

@@ -11,7 +11,7 @@ import pytest
 
 from groups.models import Finding
 from tests.factories import HOSTILE_GROUP_ID, make_cluster, make_finding, make_generation, make_group, make_topic
-from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
+from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
 
 
 @pytest.fixture

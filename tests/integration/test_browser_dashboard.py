@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from groups.models import Cluster, Finding, RemediationJob
-from tests.integration.browser_harness import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
-from tests.integration.scenarios import K, gap_scenario
+from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
+from tests.harness.scenarios import K, gap_scenario
 
 
 @pytest.mark.browser

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from groups.models import ExpansionJob
-from tests.integration.browser_harness import (
+from tests.harness.browser import (
     ARTIFACTS,
     OPERATOR_PASSWORD,
     approve_expansion_as,

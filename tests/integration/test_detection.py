@@ -13,8 +13,8 @@ from gapwatch_guard.keys import guard_starts_key, known_partitions_key
 from groups.services import known_partitions
 from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import GroupConsumer, wait_until
-from tests.integration.scenarios import K, findings, poll, produce_one_each, start_consuming_group
+from tests.harness.kafka_clients import GroupConsumer, wait_until
+from tests.harness.scenarios import K, findings, poll, produce_one_each, start_consuming_group
 
 def wait_for_commits(cluster, topic, group_id, partitions, at_least: dict[int, int]):
     """Poll until the group committed at least the given offsets on those partitions."""

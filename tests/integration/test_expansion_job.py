@@ -46,7 +46,7 @@ from groups.domain.cluster_config import ClusterConfig
 from groups.models import AuditEvent, ConsumerGroup, ExpansionJob, Notification, RemediationJob, Topic
 from tasks.kafka.java_admin import JavaAdmin
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
-from tests.integration.browser_harness import (
+from tests.harness.browser import (
     ARTIFACTS,
     OPERATOR_PASSWORD,
     approve_expansion_as,
@@ -54,7 +54,7 @@ from tests.integration.browser_harness import (
     log_in,
     show_expansion_plan,
 )
-from tests.integration.kafka_harness import (
+from tests.harness.kafka_clients import (
     Broker,
     GroupConsumer,
     JavaConsoleConsumer,
@@ -66,8 +66,8 @@ from tests.integration.kafka_harness import (
     kafka_tool,
     wait_until,
 )
-from tests.integration.pages_harness import client_for
-from tests.integration.scenarios import poll, start_consuming_group
+from tests.harness.pages import client_for
+from tests.harness.scenarios import poll, start_consuming_group
 from tests.integration.test_api import check_against_schema, response_schema
 
 HOSTILE = "<script>alert('xp')</script>"
@@ -272,7 +272,7 @@ def proof_kafka(tmp_path_factory):
     ``streams-plaintext-input``, the one Kafka's WordCountDemo reads, and
     test_streams_and_connect_groups.py reads that name on the session's broker,
     possibly at the same time from the other xdist worker."""
-    from tests.faults.procs import KafkaCluster
+    from tests.harness.processes import KafkaCluster
 
     cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-expansion"), heap="384m").start()
     yield cluster

@@ -21,9 +21,9 @@ from django.core.management import call_command
 from groups.models import AuditEvent, Cluster, ConsumerGroup, RemediationJob, Topic
 from groups.services.expansions import NOT_YET
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
-from tests.integration.kafka_harness import GroupConsumer, ShareGroupConsumer, wait_until
-from tests.integration.pages_harness import client_for
-from tests.integration.scenarios import poll, start_consuming_group
+from tests.harness.kafka_clients import GroupConsumer, ShareGroupConsumer, wait_until
+from tests.harness.pages import client_for
+from tests.harness.scenarios import poll, start_consuming_group
 from tests.integration.test_api import check_against_schema, response_schema
 
 HOSTILE = "<script>alert('plan')</script>"

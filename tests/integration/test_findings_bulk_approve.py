@@ -16,7 +16,7 @@ from django.test import Client
 
 from groups.models import AuditEvent, Finding, RemediationJob
 from groups.services import bulk, previews, remediation
-from tests.integration.pages_harness import client_for
+from tests.harness.pages import client_for
 from tests.factories import (
     HOSTILE_GROUP_ID,
     NOW,

@@ -1,7 +1,7 @@
 """The Go client that never takes a new partition (issue 32): segmentio/kafka-go
 left at its default, without ``WatchPartitionChanges``. The Go clients that do
 take new partitions by themselves (sarama, kafka-go with the watch, franz-go,
-confluent-kafka-go) are pickup scenarios (tests/integration/pickup_scenarios.py).
+confluent-kafka-go) are pickup scenarios (tests/harness/pickups.py).
 
 A ``latest`` kafka-go group without the watch keeps reading the partitions it
 joined with; a partition added to its topic stays unread until the group
@@ -19,8 +19,8 @@ from django.test import override_settings
 
 from groups.models import Finding, RemediationJob
 from groups.services.remediation import job_request
-from tests.integration.kafka_harness import GoClientConsumer, wait_until
-from tests.integration.scenarios import committed, findings, poll
+from tests.harness.kafka_clients import GoClientConsumer, wait_until
+from tests.harness.scenarios import committed, findings, poll
 
 K = 25  # records written to the new partition while the group does not read it
 REFRESH_MS = 5000

@@ -16,7 +16,7 @@ from groups.selectors.lists import findings_list, groups_list
 from groups.services import remediation
 from groups.services.remediation import job_transition
 from tests.factories import HOSTILE_GROUP_ID, make_cluster, make_finding, make_generation, make_group, make_topic
-from tests.integration.pages_harness import client_for
+from tests.harness.pages import client_for
 
 ESCAPED_HOSTILE_ID = "&lt;script&gt;alert(1)&lt;/script&gt;"
 

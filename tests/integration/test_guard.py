@@ -23,8 +23,8 @@ import redis
 from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from gapwatch_guard import GuardUnavailableError, PartitionGuard
 
-from tests.faults.procs import RedisServer
-from tests.integration.kafka_harness import Broker, wait_until
+from tests.harness.processes import RedisServer
+from tests.harness.kafka_clients import Broker, wait_until
 
 K = 30  # messages produced to each new partition
 REFRESH_MS = 2000  # metadata refresh of guarded consumers: they notice new partitions within 2 s

@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from groups.domain.snapshot import GroupSnapshot, PartitionOffsets, Snapshot
 from tasks.kafka.adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable
-from tests.integration.kafka_harness import wait_until
+from tests.harness.kafka_clients import wait_until
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -134,7 +134,7 @@ def test_the_java_helper_names_every_group_that_reads_a_topic_and_no_other(adapt
     with a commit on the topic and no member (a hostile id), a classic and a
     KIP-848 group whose members are assigned it without a commit; not a group
     that reads another topic."""
-    from tests.integration.kafka_harness import GroupConsumer
+    from tests.harness.kafka_clients import GroupConsumer
 
     topic, other = make_topic("readers", 2), make_topic("not-read", 1)
     committed_only, elsewhere = f"<script>1:{topic}\n", f"elsewhere-{topic}"
@@ -162,7 +162,7 @@ def test_the_java_client_reads_groups_and_commits_as_librdkafka_does(adapter, ad
     group with members and commits, a group with commits only (a hostile id),
     and a group the cluster does not know (left out by both)."""
     from tasks.kafka.java_admin import JavaAdmin
-    from tests.integration.kafka_harness import GroupConsumer, group_committed
+    from tests.harness.kafka_clients import GroupConsumer, group_committed
 
     topic, other = make_topic("group-reads", 2), make_topic("group-reads-other", 1)
     produce(kafka_bootstrap, topic, {0: 3, 1: 4})

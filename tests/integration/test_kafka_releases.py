@@ -18,10 +18,10 @@ import pytest
 from groups.models import Cluster, RemediationJob
 from groups.services.remediation import job_request
 from tasks.celery_tasks import watch_cluster_task
-from tests.faults.procs import KafkaCluster
-from tests.integration.backfill_harness import Scenario, parquet_rows, run_job
-from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
-from tests.integration.scenarios import committed, findings, poll, start_consuming_group
+from tests.harness.processes import KafkaCluster
+from tests.harness.backfills import Scenario, parquet_rows, run_job
+from tests.harness.kafka_clients import Broker, GroupConsumer, wait_until
+from tests.harness.scenarios import committed, findings, poll, start_consuming_group
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = "main"  # the local broker of `make test` (services/maven/pom.xml's kafka.version)

@@ -1,4 +1,4 @@
-"""Login through a real LDAP directory (slapd, tests/integration/slapd.py) on
+"""Login through a real LDAP directory (slapd, tests/harness/slapd.py) on
 the login form, by the Django test client and in Chromium: roles from the
 directory's groups re-applied at every login, wrong passwords counted toward
 the lockout, no local account taken over, StartTLS and ldaps with the
@@ -20,8 +20,8 @@ from django.test import Client
 
 from groups.models import AuditEvent, DirectoryIdentity, RoleMapping
 from groups.roles import ensure_roles
-from tests.faults.procs import free_ports
-from tests.integration.slapd import BIND_DN, GROUPS, PEOPLE, POSIX_GROUPS, Slapd
+from tests.harness.processes import free_ports
+from tests.harness.slapd import BIND_DN, GROUPS, PEOPLE, POSIX_GROUPS, Slapd
 from tests.pki import CertificateAuthority
 
 PASSWORD = "correct horse battery staple"

@@ -28,8 +28,8 @@ from groups.services.resets import reset_job_create
 from tasks import offset_reset
 from tasks.celery_tasks import poll_cluster_task, run_remediation_job
 from tasks.kafka.adapter import ClusterConfig, GroupNotEmpty, KafkaAdapter
-from tests.integration.kafka_harness import GroupConsumer, wait_until
-from tests.integration.scenarios import committed, findings, poll, start_consuming_group
+from tests.harness.kafka_clients import GroupConsumer, wait_until
+from tests.harness.scenarios import committed, findings, poll, start_consuming_group
 
 K = 25  # messages written to the new partition before the group picks it up
 

@@ -26,7 +26,7 @@ from groups.models import (
     Topic,
 )
 from tests.factories import user_with_role
-from tests.integration.kafka_harness import wait_until
+from tests.harness.kafka_clients import wait_until
 
 SCRIPT = "<script>alert(1)</script>"
 ATTRIBUTE = '" onmouseover="x'

@@ -22,7 +22,7 @@ from tests.factories import (
     make_group,
     make_topic,
 )
-from tests.integration.pages_harness import client_for
+from tests.harness.pages import client_for
 
 
 def _polled(cluster: Cluster, *, ago: timedelta) -> None:

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection, connections
 from django.test import Client
 
-from tests.integration.pages_harness import approve, client_for, previewed
+from tests.harness.pages import approve, client_for, previewed
 from groups.models import AuditEvent, Finding, RemediationJob
 from groups.services.remediation import job_transition
 from groups.services.tokens import api_token_create

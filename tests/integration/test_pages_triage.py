@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 
 from groups.models import AuditEvent, Finding
-from tests.integration.pages_harness import approve, client_for
+from tests.harness.pages import approve, client_for
 from groups.services.audit import audit_record
 from tests.factories import (
     HOSTILE_GROUP_ID,

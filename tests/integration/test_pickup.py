@@ -2,7 +2,7 @@
 own metadata refresh while Gapwatch runs as celery beat drives it: every
 truth (what the client itself never read) must lie in [definite, definite +
 possible], and the default backfill must reach where the client really
-started (issues 11 and 26). The scenarios (tests/integration/pickup_scenarios.py)
+started (issues 11 and 26). The scenarios (tests/harness/pickups.py)
 run all at once, each on its own topic and group, so the whole set costs
 about one pickup; each test then checks one client's result."""
 
@@ -17,8 +17,8 @@ from django.db import connection
 from groups.models import AuditEvent, Cluster, Finding
 from tasks.celery_tasks import poll_cluster_task, watch_cluster_task
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import Broker, GroupConsumer, Ticker, group_committed, wait_until
-from tests.integration.pickup_scenarios import SCENARIOS, Driver, Outcome, run_scenarios
+from tests.harness.kafka_clients import Broker, GroupConsumer, Ticker, group_committed, wait_until
+from tests.harness.pickups import SCENARIOS, Driver, Outcome, run_scenarios
 
 
 def watch(cluster_id: int) -> None:

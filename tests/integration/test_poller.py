@@ -14,9 +14,9 @@ from django.core.management import call_command
 from groups.models import Cluster, Finding, Notification
 from tasks.celery_tasks import poll_all_clusters, poll_cluster_task, poll_lock_key, watch_cluster_task
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import wait_until
-from tests.integration.scenarios import poll, start_consuming_group
-from tests.integration.webhook_harness import WebhookReceiver
+from tests.harness.kafka_clients import wait_until
+from tests.harness.scenarios import poll, start_consuming_group
+from tests.harness.webhooks import WebhookReceiver
 
 
 @pytest.fixture

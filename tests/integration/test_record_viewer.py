@@ -19,7 +19,7 @@ from django.conf import settings
 from groups.models import AuditEvent, Cluster
 from tests.factories import make_finding, make_generation, make_group, make_topic, user_with_role
 from tasks.read_records import read_records
-from tests.integration.pages_harness import client_for
+from tests.harness.pages import client_for
 
 SECRET_VALUE = "card=4111-1111-1111-1111"
 

@@ -1,7 +1,7 @@
-"""Gapwatch against a secured broker (tests/integration/secure_kafka.py): one
+"""Gapwatch against a secured broker (tests/harness/secure_kafka.py): one
 scenario per listener — TLS with a private CA, mutual TLS with an encrypted
 client key, SCRAM-SHA-512 over TLS, OAUTHBEARER over TLS with tokens from a
-real OpenID provider (Keycloak, tests/integration/keycloak.py) — each registered through the cluster
+real OpenID provider (Keycloak, tests/harness/keycloak.py) — each registered through the cluster
 form and service with its PEM and secrets, polled, with a real `latest`
 consumer's loss on a new partition found, reset and backfilled by Spark
 (a process of its own, local mode). The test's own setup (topics, producers,
@@ -39,13 +39,13 @@ from tasks import connection
 from tasks.spark.spec import KafkaSecrets
 from tasks.celery_tasks import run_remediation_job
 from tasks.polling import cluster_adapter, poll_cluster
-from tests.integration.backfill_harness import K as BACKFILL_K
-from tests.integration.backfill_harness import Scenario, replayed_rows, run_job
-from tests.faults.procs import free_ports
-from tests.integration.kafka_harness import Broker, GroupConsumer, ShareGroupConsumer, wait_until
-from tests.integration.scenarios import committed, findings, poll, start_consuming_group
-from tests.integration.pages_harness import client_for
-from tests.integration.secure_kafka import (  # noqa: F401 - secure_kafka is a fixture
+from tests.harness.backfills import K as BACKFILL_K
+from tests.harness.backfills import Scenario, replayed_rows, run_job
+from tests.harness.processes import free_ports
+from tests.harness.kafka_clients import Broker, GroupConsumer, ShareGroupConsumer, wait_until
+from tests.harness.scenarios import committed, findings, poll, start_consuming_group
+from tests.harness.pages import client_for
+from tests.harness.secure_kafka import (  # noqa: F401 - secure_kafka is a fixture
     BACKFILL_ACLS,
     CLIENT_NAME,
     OAUTH_CLIENT,

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from groups.models import Cluster, Notification
 from tasks.notifications import send_notification
 from tests.factories import user_with_role
-from tests.integration.webhook_harness import WebhookReceiver
+from tests.harness.webhooks import WebhookReceiver
 
 
 @pytest.mark.django_db

@@ -21,14 +21,14 @@ import pytest
 
 from groups.models import Cluster, ConsumerGroup, Finding
 from tasks.celery_tasks import watch_cluster_task
-from tests.integration.kafka_harness import (
+from tests.harness.kafka_clients import (
     Broker,
     JavaConsoleShareConsumer,
     ShareGroupConsumer,
     kafka_tool,
     wait_until,
 )
-from tests.integration.scenarios import poll
+from tests.harness.scenarios import poll
 
 # The share consumer's metadata refresh: how long a new partition waits for it.
 REFRESH_MS = 5000

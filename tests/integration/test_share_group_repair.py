@@ -28,8 +28,8 @@ from groups.services.remediation import job_request_previewed
 from tasks.celery_tasks import run_remediation_job
 from tasks.kafka.errors import GroupNotEmpty
 from tasks.kafka.java_admin import JavaAdmin
-from tests.integration.backfill_harness import parquet_rows, run_job
-from tests.integration.kafka_harness import JavaConsoleShareConsumer, share_groups_describe, wait_until
+from tests.harness.backfills import parquet_rows, run_job
+from tests.harness.kafka_clients import JavaConsoleShareConsumer, share_groups_describe, wait_until
 
 K = 20  # records written to the new partition before the group first fetched from it
 # The share consumer's metadata refresh: how soon it fetches from a new partition.

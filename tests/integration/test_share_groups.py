@@ -12,7 +12,7 @@ import pytest
 from groups.domain.cluster_config import ClusterConfig
 from tasks.kafka.errors import KafkaUnavailable
 from tasks.kafka.java_admin import AutoOffsetReset, JavaAdmin
-from tests.integration.kafka_harness import JavaConsoleShareConsumer, kafka_tool, share_groups_describe, wait_until
+from tests.harness.kafka_clients import JavaConsoleShareConsumer, kafka_tool, share_groups_describe, wait_until
 
 # The share consumer's metadata refresh: the time it takes to fetch from a new partition.
 REFRESH_MS = 5000

@@ -16,9 +16,9 @@ from groups.models import AuditEvent, Finding, RemediationJob, RepairRule, RuleR
 from groups.services.remediation import job_request
 from groups.services.standing_rules import rule_save, standing_rules_apply
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic, user_with_role
-from tests.integration.backfill_harness import parquet_rows, run_job
-from tests.integration.kafka_harness import GroupConsumer, wait_until
-from tests.integration.scenarios import K, findings, poll, produce_one_each, start_consuming_group
+from tests.harness.backfills import parquet_rows, run_job
+from tests.harness.kafka_clients import GroupConsumer, wait_until
+from tests.harness.scenarios import K, findings, poll, produce_one_each, start_consuming_group
 
 
 def _rule(cluster, by, **fields) -> RepairRule:

@@ -19,7 +19,7 @@ from django.db import connection
 from groups.models import ConsumerGroup, Finding
 from tasks.celery_tasks import watch_cluster_task
 from tasks.polling import count_missed_records, poll_cluster
-from tests.integration.kafka_harness import GroupConsumer, group_committed, never_consumed, wait_until
+from tests.harness.kafka_clients import GroupConsumer, group_committed, never_consumed, wait_until
 
 COMMITTED_BEFORE = 3  # records of a committed transaction on the new partition, before the open one
 OPEN = 30  # records of the transaction kept open across the pickup

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka.admin import NewPartitions
 
-from tests.integration.kafka_harness import (
+from tests.harness.kafka_clients import (
     Broker,
     GoClientConsumer,
     GroupConsumer,

@@ -7,7 +7,7 @@ from confluent_kafka.admin import AdminClient
 
 from groups.models import Cluster
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import Broker, GroupConsumer, wait_until
+from tests.harness.kafka_clients import Broker, GroupConsumer, wait_until
 
 QUIET = {"log_level": 0}  # the clients' own logs of a dead broker would drown the test output
 

@@ -31,7 +31,7 @@ import pyspark
 import redis
 from confluent_kafka.admin import AdminClient
 
-from tests.integration.kafka_harness import wait_until
+from tests.harness.kafka_clients import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))

@@ -18,8 +18,8 @@ from django.core.management import call_command
 
 from demo import scenario
 from groups.models import Cluster, Finding
-from tests.integration.kafka_harness import Broker, wait_until
-from tests.integration.scenarios import gap_scenario, poll
+from tests.harness.kafka_clients import Broker, wait_until
+from tests.harness.scenarios import gap_scenario, poll
 
 # Short enough to be quick, longer than the demo producer's 5 s, so the new
 # partitions usually hold records before a group takes them.

@@ -26,8 +26,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from tests.faults.procs import _die_with_parent, free_ports
-from tests.integration.kafka_harness import wait_until
+from tests.harness.processes import _die_with_parent, free_ports
+from tests.harness.kafka_clients import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))

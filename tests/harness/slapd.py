@@ -26,8 +26,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.faults.procs import _die_with_parent, free_ports
-from tests.integration.kafka_harness import wait_until
+from tests.harness.processes import _die_with_parent, free_ports
+from tests.harness.kafka_clients import wait_until
 from tests.pki import CertificateAuthority
 
 SLAPD = "/usr/sbin/slapd"

@@ -24,8 +24,8 @@ from groups.services.remediation import job_request, job_retry
 from tasks.backfill.runner import BackfillRequest
 from tasks.celery_tasks import run_remediation_job
 from tasks.spark.sinks.columns import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
-from tests.integration.connect_harness import ConnectServer
-from tests.integration.kafka_harness import EXACTLY_ONCE_WRITES, Broker, wait_until
+from tests.harness.connect import ConnectServer
+from tests.harness.kafka_clients import EXACTLY_ONCE_WRITES, Broker, wait_until
 
 K = 50  # messages missed on each new partition
 LATER = 5  # messages the group did read after it picked the partition up: not part of the range

@@ -12,7 +12,7 @@ the listeners users run, on free loopback ports:
 - ``SASL_SSL``: SCRAM-SHA-512 over TLS; SCRAM users created with the admin API.
 - ``OAUTH`` (with an ``OAuthIssuer``): ``SASL_SSL`` with OAUTHBEARER, tokens
   validated against the issuer's JWKS (a real OpenID provider:
-  tests/integration/keycloak.py), its audience and issuer; a client's
+  tests/harness/keycloak.py), its audience and issuer; a client's
   principal is the token's ``azp`` claim, ``User:<OAuth client id>``.
 
 ``StandardAuthorizer`` with ``allow.everyone.if.no.acl.found=false``: a
@@ -46,9 +46,9 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from tests.faults.procs import _die_with_parent, free_ports, random_cluster_id
-from tests.integration.kafka_harness import wait_until
-from tests.integration.keycloak import AUDIENCE, Keycloak
+from tests.harness.processes import _die_with_parent, free_ports, random_cluster_id
+from tests.harness.kafka_clients import wait_until
+from tests.harness.keycloak import AUDIENCE, Keycloak
 from tests.pki import CertificateAuthority, Issued
 
 ROOT = Path(__file__).resolve().parents[2]

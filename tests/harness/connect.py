@@ -14,8 +14,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from tests.faults.procs import _die_with_parent, free_ports
-from tests.integration.kafka_harness import wait_until
+from tests.harness.processes import _die_with_parent, free_ports
+from tests.harness.kafka_clients import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 READY_LINE = "Spark Connect server started at"

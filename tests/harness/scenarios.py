@@ -8,7 +8,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
 from groups.models import Finding
 from tasks.polling import poll_cluster
-from tests.integration.kafka_harness import GroupConsumer, wait_until
+from tests.harness.kafka_clients import GroupConsumer, wait_until
 
 K = 25  # messages produced to each new partition before the group picks it up
 
