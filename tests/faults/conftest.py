@@ -6,12 +6,22 @@ import pytest
 
 from tests.harness.processes import KafkaCluster, SparkStandalone
 from tests.harness.connect import ConnectServer
+from tests.harness.kafka_clients import wait_until
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "kills_a_spark_worker: runs after the other tests on the standalone Spark cluster (below)")
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/faults/" in str(item.fspath):
             item.add_marker(pytest.mark.faults)
+    # A test that kills a worker of ``spark_cluster`` runs after every test of the session's
+    # Connect server on it: once the killed worker's job ends, the master gives the server's
+    # lost executor to the surviving worker, and the server keeps both executors there.
+    items.sort(key=lambda item: item.get_closest_marker("kills_a_spark_worker") is not None)
 
 
 @pytest.fixture(scope="session")
@@ -45,9 +55,11 @@ def kafka3(_kafka3_cluster):
 
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory):
-    """A standalone Spark master and two workers on loopback (1 core, 1 GiB
-    each), shared by the session's cluster tests; killed at the end."""
-    cluster = SparkStandalone(tmp_path_factory.mktemp("spark-standalone"))
+    """A standalone Spark master and two workers on loopback (2 cores, 1 GiB
+    each; an application gets 1 core on each worker, so the session's Connect
+    server and a job process run side by side), shared by the session's
+    cluster tests; killed at the end."""
+    cluster = SparkStandalone(tmp_path_factory.mktemp("spark-standalone"), cores=2, app_cores=2)
     try:
         yield cluster.start()
     finally:
@@ -68,12 +80,12 @@ def on_cluster(spark_cluster, settings, monkeypatch, tmp_path):
     return spark_cluster
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster_server(spark_cluster, tmp_path_factory):
     """A Spark Connect server on the standalone cluster, with the cluster's
-    client settings (its event log among them). One per module: while it
-    runs it holds the workers' cores, so a module's job processes
-    (``on_cluster``) run before its first ``on_server`` test."""
+    client settings (its event log among them), shared by the session's
+    tests on the cluster: it holds one core of each worker, the other is the
+    job processes' (``on_cluster``)."""
     spark_cluster.wait_workers(2)
     server = ConnectServer(tmp_path_factory.mktemp("connect-on-cluster") / "server.log", master=spark_cluster.url,
                            extra_env={"SPARK_CONF_DIR": str(spark_cluster.conf_dir)})
@@ -82,9 +94,14 @@ def cluster_server(spark_cluster, tmp_path_factory):
 
 
 @pytest.fixture
-def on_server(cluster_server, settings, tmp_path):
-    """Backfills of this test run on ``cluster_server`` (a module's Connect
-    server on the standalone cluster), never in a process of their own."""
+def on_server(cluster_server, spark_cluster, settings, tmp_path):
+    """Backfills of this test run on ``cluster_server`` (the session's Connect
+    server on the standalone cluster), never in a process of their own; the
+    server has an executor on each of the two workers."""
+    spark_cluster.wait_workers(2)
+    (application,) = [app for app in spark_cluster.applications("gapwatch-spark-connect") if app["state"] == "RUNNING"]
+    wait_until(lambda: spark_cluster.executor_workers(application["id"]) == set(spark_cluster.workers), timeout=120,
+               what="an executor of the Connect server on each worker")
     settings.SPARK_CONNECT_URL = cluster_server.url
     settings.SPARK_CONNECT_TOKEN = cluster_server.token
     settings.SPARK_MASTER = "local[1]"  # never used: the job must run on the server

@@ -15,9 +15,8 @@ session and the server disable it; the event log holds what it would show.)
 The broker is the module's own without the OAuth listener
 (``secure_kafka.secure_broker``: no Keycloak), so this module runs beside
 the other cluster tests on one xdist worker (tests/xdist_schedule.py). The
-Connect server holds the cluster's cores while it lives: the jobs in
-processes of their own run first, the server starts for the tests after
-them and stops with the module."""
+Connect server is the session's (``cluster_server``), shared with the other
+cluster tests: its log holds their jobs too, and no secret of these."""
 
 from __future__ import annotations
 
@@ -78,7 +77,6 @@ def delivered_exactly(scenario: Scenario, broker: Broker, job: RemediationJob, s
         assert parquet_rows(job.result["sink"]["output"]) == scenario.expected_rows()
 
 
-# In processes of their own first: the Connect server below holds the cluster's cores once it starts.
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(("listener", "sink"), [("scram", "kafka"), ("mtls", "parquet")])
 def test_a_job_process_on_the_cluster_backfills_exactly_from_a_secured_broker_and_writes_no_secret_down(

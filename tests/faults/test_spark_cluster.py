@@ -72,6 +72,7 @@ def test_it_replays_exactly_the_range_to_a_replay_topic_on_both_workers_of_a_clu
     assert set(by_worker) == set(on_cluster.workers) and min(by_worker.values()) > 0, by_worker
 
 
+@pytest.mark.kills_a_spark_worker
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_mid_job_leaves_its_task_to_the_other_worker_and_the_range_exact(
     broker, unique, approver, enqueued, on_cluster, monkeypatch

@@ -7,8 +7,8 @@ session's artifacts: their Python has no path to this project), and both
 workers' executors do each job's work (the application's event log says
 which executor ran each task; the executor's log URL names its worker).
 
-The server holds the cluster's cores while it lives, so it is this module's
-own and stops at its end, before other cluster tests need the workers."""
+The server is the session's (``cluster_server``): it holds one core of each
+worker, and the cluster's job processes run on the other."""
 
 from __future__ import annotations
 

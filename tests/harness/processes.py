@@ -335,11 +335,18 @@ class SparkStandalone:
     which task), applications wait for every executor before their first
     task, and no task waits for a preferred executor, so a short job runs on
     both workers.
+
+    With ``cores`` per worker and ``app_cores`` (``spark.cores.max``) for
+    each application, applications share the cluster: 2 and 2 give each one
+    an executor with 1 core on each of two workers, so a Connect server and
+    a job process run side by side (the worker's ``memory`` holds both
+    executors).
     """
 
-    def __init__(self, workdir: Path, *, workers: int = 2, memory: str = "1g", daemon_heap: str = "256m") -> None:
+    def __init__(self, workdir: Path, *, workers: int = 2, memory: str = "1g", daemon_heap: str = "256m",
+                 cores: int = 1, app_cores: int | None = None) -> None:
         self.spark_home = Path(pyspark.__file__).parent
-        self.workdir, self.memory = workdir, memory
+        self.workdir, self.memory, self.cores, self.app_cores = workdir, memory, cores, app_cores
         self.logs = GAPWATCH_HOME / "logs" / "spark-standalone"
         self.conf_dir = workdir / "conf"
         self.event_logs = workdir / "event-logs"
@@ -372,6 +379,7 @@ class SparkStandalone:
             "spark.locality.wait 0",
             "spark.executor.memory 512m",
             "spark.executor.extraJavaOptions -XX:TieredStopAtLevel=1",
+            *([f"spark.cores.max {self.app_cores}"] if self.app_cores else []),
             "",
         ]))
         self.master = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
@@ -396,7 +404,7 @@ class SparkStandalone:
         self.worker_webui_ports[name] = webui_port
         self.workers[name] = self._spawn(
             name, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--port", str(port),
-            "--webui-port", str(webui_port), "--cores", "1", "--memory", self.memory,
+            "--webui-port", str(webui_port), "--cores", str(self.cores), "--memory", self.memory,
             "--work-dir", str(self.workdir / name), self.url)
         if wait:
             self.wait_workers(len(self.workers))
@@ -424,27 +432,47 @@ class SparkStandalone:
         return sorted((app for app in state["activeapps"] + state["completedapps"] if app["name"] == name),
                       key=lambda app: app["starttime"])
 
-    def task_runs(self, app_id: str) -> list[TaskRun]:
-        """Every task attempt of an application that ended, from its event log
-        (``<app id>``, or ``<app id>.inprogress`` while it runs), with the
-        worker whose executor ran it."""
+    def _events(self, app_id: str) -> list[dict]:
+        """The events of an application's event log (``<app id>``, or
+        ``<app id>.inprogress`` while it runs)."""
         finished = self.event_logs / app_id
         log = finished if finished.exists() else self.event_logs / f"{app_id}.inprogress"
-        workers: dict[str, str | None] = {}
-        runs = []
+        events = []
         for line in log.read_text().splitlines():
             try:
-                event = json.loads(line)
+                events.append(json.loads(line))
             except ValueError:
                 continue  # a running application's line being written
+        return events
+
+    def _executor_worker(self, event: dict) -> str | None:
+        return self.worker_of_executor(event["Executor Info"]["Log Urls"]["stderr"])
+
+    def task_runs(self, app_id: str) -> list[TaskRun]:
+        """Every task attempt of an application that ended, from its event
+        log, with the worker whose executor ran it."""
+        workers: dict[str, str | None] = {}
+        runs = []
+        for event in self._events(app_id):
             if event["Event"] == "SparkListenerExecutorAdded":
-                workers[event["Executor ID"]] = self.worker_of_executor(event["Executor Info"]["Log Urls"]["stderr"])
+                workers[event["Executor ID"]] = self._executor_worker(event)
             elif event["Event"] == "SparkListenerTaskEnd":
                 info = event["Task Info"]
                 runs.append(TaskRun(stage=event["Stage ID"], index=info["Index"], task_id=info["Task ID"],
                                     worker=workers.get(info["Executor ID"]),
                                     reason=event["Task End Reason"]["Reason"]))
         return runs
+
+    def executor_workers(self, app_id: str) -> set[str | None]:
+        """The workers on which an application has an executor registered and
+        not removed, from its event log."""
+        live: dict[str, str | None] = {}
+        for event in self._events(app_id):
+            if event["Event"] == "SparkListenerExecutorAdded":
+                live[event["Executor ID"]] = self._executor_worker(event)
+            elif event["Event"] == "SparkListenerExecutorRemoved":
+                live.pop(event["Executor ID"], None)
+        return set(live.values())
 
     def successes_by_worker(self, app_id: str) -> dict[str | None, int]:
         """Successful tasks of an application so far, per worker."""
