@@ -138,13 +138,16 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def summary_table(rows: list[dict]) -> str:
-    lines = ["| client | load | trials | sound | possible, records: median (max) | possible, s of traffic: "
-             "median (max) | likely - S, records: median, p90 of abs, [min, max] | decided after, s: median (max) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| client | load | trials | sound of judged | no truth | possible, records: median (max) | possible, s of "
+             "traffic: median (max) | likely - S, records: median, p90 of abs, [min, max] | decided after, s: median (max) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     keys = list(dict.fromkeys((r["client"], r["load"]) for r in rows))
     for client, load in keys:
         group = [r for r in rows if (r["client"], r["load"]) == (client, load)]
-        sound = sum(r["sound"] for r in group)
+        # A trial whose client never read the new partition within the window has no truth (no
+        # start S): nothing to hold the finding against. Counted apart, never as sound.
+        judged = [r for r in group if r["truth"] is not None]
+        sound = sum(r["sound"] for r in judged)
         possible = [r["possible"] for r in group if r["possible"] is not None]
         seconds = [r["possible"] / r["rate"] for r in group if r["possible"] is not None]
         errors = [r["likely_error"] for r in group if r["likely_error"] is not None]
@@ -154,7 +157,8 @@ def summary_table(rows: list[dict]) -> str:
         error = (f"{statistics.median(errors):+.0f}, {_pct([abs(e) for e in errors], 0.9):.0f}, "
                  f"[{min(errors):+d}, {max(errors):+d}]" if errors else "-")
         took = f"{statistics.median(decided):.1f} ({max(decided):.1f})" if decided else "-"
-        lines.append(f"| {client} | {load} | {len(group)} | {sound} ({100 * sound / len(group):.0f}%) | {width} | "
+        share = f"{sound}/{len(judged)} ({100 * sound / len(judged):.0f}%)" if judged else "-"
+        lines.append(f"| {client} | {load} | {len(group)} | {share} | {len(group) - len(judged)} | {width} | "
                      f"{width_s} | {error} | {took} |")
     return "\n".join(lines)
 
@@ -233,7 +237,8 @@ def run_latency(args, broker: Broker, cluster: Cluster) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["accuracy", "latency"])
+    parser.add_argument("mode", choices=["accuracy", "latency", "table"],
+                        help="table: print the accuracy table of the client-trials in --jsonl (runs nothing)")
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--load", nargs="+", choices=["idle", "loaded"], default=["idle", "loaded"],
@@ -241,6 +246,10 @@ def main() -> None:
     parser.add_argument("--decide-timeout", type=float, default=120.0)
     parser.add_argument("--jsonl", default="", help="accuracy: also append every client-trial as a JSON line here")
     args = parser.parse_args()
+    if args.mode == "table":
+        with open(args.jsonl) as lines:
+            print(summary_table([json.loads(line) for line in lines if line.strip()]))
+        return
     Cluster.objects.filter(name="bench").delete()
     cluster = Cluster.objects.create(name="bench", bootstrap_servers=args.bootstrap)
     broker = Broker(args.bootstrap)
