@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, Topic
@@ -28,6 +29,9 @@ class ObservationInputs:
     - ``likely_due``: open findings taken before ``likely_due_before`` whose
       likely start is not resolved yet, as dicts (group, topic, partition,
       generation, pickup_before).
+
+    Three queries (the cluster, the counts, open findings per topic), a fourth
+    only while some finding is due for its likely start.
     """
 
     cluster: Cluster
@@ -37,45 +41,46 @@ class ObservationInputs:
     likely_due: list[dict]
 
 
-_OPEN_FIELDS = ("topic__name", "state", "pickup_before", "likely_start", "guard_start_offset", "group__group_id",
-                "partition", "generation__number")
-
-
-def _open_findings(cluster_id: int) -> list[dict]:
-    """The cluster's open findings, the fields the observation needs: one query."""
-    return list(Finding.objects.filter(cluster_id=cluster_id, closed_at__isnull=True).values(*_OPEN_FIELDS))
-
-
-def _still_picked_up(row: dict, taken_since: datetime) -> bool:
-    if row["state"] == Finding.State.UNOWNED:
-        return False
-    taken = row["pickup_before"]
-    return (row["state"] == Finding.State.PENDING
-            or (row["state"] == Finding.State.UNDECIDED and taken is not None and taken >= taken_since)
-            or (taken is not None and row["likely_start"] is None and row["guard_start_offset"] is None))
-
-
-def _watched(rows: list[dict]) -> set[str]:
+def _still_picked_up() -> Q:
+    """Open findings whose topic the watcher keeps observing (``ObservationInputs.watched``)."""
     taken_since = timezone.now() - timedelta(seconds=settings.FIRST_COMMIT_WATCH_SECONDS)
-    return {row["topic__name"] for row in rows if _still_picked_up(row, taken_since)}
+    return (Q(state=Finding.State.PENDING)
+            | Q(state=Finding.State.UNDECIDED, pickup_before__gte=taken_since)
+            | Q(pickup_before__isnull=False, likely_start__isnull=True, guard_start_offset__isnull=True)
+            ) & ~Q(state=Finding.State.UNOWNED)
+
+
+def _likely_due(before: datetime) -> Q:
+    """Open findings taken before ``before`` whose likely start is not resolved yet."""
+    return Q(pickup_before__isnull=False, pickup_before__lte=before, likely_start__isnull=True,
+             guard_start_offset__isnull=True)
+
+
+def _open_findings(cluster_id: int) -> QuerySet[Finding]:
+    return Finding.objects.filter(cluster_id=cluster_id, closed_at__isnull=True)
 
 
 def observation_inputs(*, cluster_id: int, likely_due_before: datetime) -> ObservationInputs:
-    """Three queries: the cluster, its topics' counts, its open findings
+    """The cluster, its topics' counts and one row per topic of its open
+    findings (filtered and counted in the database: a tick runs every second,
+    and a cluster after a big expansion has thousands of open findings); the
+    findings due for a likely start only when some are
     (Cluster.DoesNotExist when the cluster is gone)."""
     cluster = Cluster.objects.get(id=cluster_id)
     counts = dict(Topic.objects.filter(cluster_id=cluster_id, deleted=False).values_list("name", "partition_count"))
-    rows = _open_findings(cluster_id)
-    likely_due = [row for row in rows if row["pickup_before"] is not None
-                  and row["pickup_before"] <= likely_due_before
-                  and row["likely_start"] is None and row["guard_start_offset"] is None]
-    return ObservationInputs(cluster=cluster, known_counts=counts, watched=_watched(rows),
-                             open_topics={row["topic__name"] for row in rows}, likely_due=likely_due)
+    per_topic = list(_open_findings(cluster_id).values("topic__name").annotate(
+        watched=Count("id", filter=_still_picked_up()), due=Count("id", filter=_likely_due(likely_due_before))))
+    likely_due = list(_open_findings(cluster_id).filter(_likely_due(likely_due_before)).values(
+        "group__group_id", "topic__name", "partition", "generation__number", "pickup_before",
+    )) if any(row["due"] for row in per_topic) else []
+    return ObservationInputs(cluster=cluster, known_counts=counts,
+                             watched={row["topic__name"] for row in per_topic if row["watched"]},
+                             open_topics={row["topic__name"] for row in per_topic}, likely_due=likely_due)
 
 
 def watched_topics(*, cluster_id: int) -> set[str]:
     """``ObservationInputs.watched`` as stored now: after a tick's write, which may have decided some."""
-    return _watched(_open_findings(cluster_id))
+    return set(_open_findings(cluster_id).filter(_still_picked_up()).values_list("topic__name", flat=True).distinct())
 
 
 def topic_readers(*, cluster_id: int, topics: Collection[str]) -> set[str]:
