@@ -1,14 +1,13 @@
 """gunicorn's settings for Gapwatch's web process, one home for every way it
 starts (scripts/app.sh, the Dockerfile, the load test):
 ``gunicorn -c python:controlplane.gunicorn_conf controlplane.wsgi``.
-Command-line flags still win (``--bind``, ``--workers``...)."""
+Command-line flags (and gunicorn's own ``GUNICORN_CMD_ARGS``) still win:
+``--bind``, ``--workers``..."""
 
-import os
-
-bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
-workers = int(os.environ.get("WEB_WORKERS", "2"))
+bind = "0.0.0.0:8000"
+workers = 2
 worker_class = "gthread"
-threads = int(os.environ.get("WEB_THREADS", "4"))
+threads = 4
 timeout = 60
 # The gthread worker closes a connection that waits longer than ``keepalive``
 # for its (next) request, also one whose request is already on the wire when
