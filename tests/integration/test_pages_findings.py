@@ -556,3 +556,20 @@ def test_a_single_approval_after_a_poll_re_accounted_the_finding_creates_nothing
     again = re.search(r'name="previewed" value="([^"]*)"', body).group(1)
     assert client.post("/findings/backfill/approve", {**ids, "sink": "parquet", "previewed": again}).status_code == 302
     assert [(row["start"], row["end"]) for row in RemediationJob.objects.get().plan] == [(0, 42)]
+
+
+def test_a_viewer_posting_an_approval_or_a_dismissal_gets_a_403_and_nothing_is_written(viewer, gap_findings):
+    """The approver check is the service's, once per request (the views no
+    longer check first): a viewer's POST still ends in a 403, with no job,
+    no closed finding and no audit row."""
+    client = client_for(viewer)
+    finding = gap_findings[0]
+    audit_rows = AuditEvent.objects.count()
+    approval = client.post("/findings/reset/approve", {"ids": finding.id, "target": "shift", "value": "-15",
+                                                       "previewed": "anything"})
+    dismissal = client.post(f"/findings/{finding.id}/dismiss/confirm", {"reason": "not ours"})
+    assert (approval.status_code, dismissal.status_code) == (403, 403)
+    assert not RemediationJob.objects.exists()
+    finding.refresh_from_db()
+    assert finding.closed_at is None
+    assert AuditEvent.objects.count() == audit_rows
