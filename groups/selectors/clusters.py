@@ -22,11 +22,6 @@ def cluster_named(*, name: str) -> Cluster | None:
     return Cluster.objects.filter(name=name).first()
 
 
-def clusters_enabled(*, name: str | None = None) -> QuerySet[Cluster]:
-    """The enabled clusters (polled and watched), or (``name``) the cluster of that name, enabled or not."""
-    return Cluster.objects.filter(name=name) if name is not None else Cluster.objects.filter(enabled=True)
-
-
 def cluster_ids_enabled() -> list[int]:
     return list(Cluster.objects.filter(enabled=True).values_list("id", flat=True))
 

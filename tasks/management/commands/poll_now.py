@@ -2,7 +2,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from groups.selectors.clusters import clusters_enabled
+from groups.selectors.clusters import cluster_ids_enabled, cluster_named
 from tasks.polling import poll_cluster
 
 
@@ -14,12 +14,15 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print JSON: duration, counts, new findings")
 
     def handle(self, *args, **options):
-        cluster = options["cluster"]
-        clusters = clusters_enabled(name=cluster or None)
-        if cluster:
-            if not clusters.exists():
-                raise CommandError(f"no cluster named {cluster!r}")
-        summaries = [poll_cluster(cluster_id=c.id) for c in clusters]
+        name = options["cluster"]
+        if name:
+            named = cluster_named(name=name)
+            if named is None:
+                raise CommandError(f"no cluster named {name!r}")
+            cluster_ids = [named.id]  # enabled or not: asked for by name
+        else:
+            cluster_ids = cluster_ids_enabled()
+        summaries = [poll_cluster(cluster_id=cluster_id) for cluster_id in cluster_ids]
         if options["json"]:
             self.stdout.write(json.dumps([s.as_dict() for s in summaries], indent=2))
         else:
