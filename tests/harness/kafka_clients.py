@@ -150,6 +150,11 @@ class GroupConsumer(ReadOffsets):
     application that commits in batches does; ``delay`` then only slows it.
     ``assign_work_s``: seconds the ``on_assign`` callback works before it
     returns (the client fetches its start positions only afterwards).
+    ``hold_new_until_written``: ``on_assign`` of a partition added after the
+    first assignment returns only once the partition holds a record (its high
+    watermark above 0, asked every 0.2 s for up to 120 s), as an application
+    whose callback works until then would: a latest member then starts above
+    offset 0 however long the producer takes to see the partition.
     ``isolation``: its ``isolation.level`` (None: librdkafka's default,
     read_committed).
     """
@@ -157,7 +162,8 @@ class GroupConsumer(ReadOffsets):
     def __init__(self, bootstrap: str, group_id: str, topic: str, *, offset_reset: str,
                  refresh_ms: int = 600_000, delay: float = 0.0, client_id: str | None = None,
                  protocol: str = "classic", commit_interval_ms: int = 300, commit_every: int = 0,
-                 assign_work_s: float = 0.0, isolation: str | None = None) -> None:
+                 assign_work_s: float = 0.0, hold_new_until_written: bool = False,
+                 isolation: str | None = None) -> None:
         config = {
             "bootstrap.servers": bootstrap,
             "group.id": group_id,
@@ -179,6 +185,7 @@ class GroupConsumer(ReadOffsets):
         self.delay = delay
         self.commit_every = commit_every
         self.assign_work_s = assign_work_s
+        self.hold_new_until_written = hold_new_until_written
         self.commit_errors = 0
         super().__init__()
         self.assigned: set[int] = set()
@@ -191,8 +198,18 @@ class GroupConsumer(ReadOffsets):
     def _on_assign(self, consumer, partitions) -> None:
         if self.assign_work_s:
             time.sleep(self.assign_work_s)  # the application's own work (caches, a seek) before it reads
+        if self.hold_new_until_written and self.assigned:
+            added = [p.partition for p in partitions if p.partition not in self.assigned]
+            wait_until(lambda: all(self._high_watermark(consumer, p) > 0 for p in added), timeout=120,
+                       interval=0.2, what=f"records on partitions {added} of {self.topic}")
         with self._lock:
             self.assigned = {p.partition for p in partitions}
+
+    def _high_watermark(self, consumer, partition: int) -> int:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=5)[1]
+        except KafkaException:
+            return -1  # a busy broker: asked again
 
     def _run(self) -> None:
         while not self._stop.is_set():

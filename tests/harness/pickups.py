@@ -96,10 +96,10 @@ SCENARIOS = (
     Scenario("rdkafka-classic-clock-behind-30s", "rdkafka-classic", clock_skew_s=-30),
     # The broker stamps records: the producer's clock (30 s ahead) no longer matters.
     Scenario("java-kip848-logappendtime", "java-consumer", clock_skew_s=30, timestamp_type="LogAppendTime"),
-    # Its first refresh comes 30 s after it joined, some 24 s after the change: every producer
-    # writes to the new partition by then, so it misses records (with 5 s it could take the
-    # partition before a producer slowed by a busy machine wrote to it, and miss none).
-    Scenario("rdkafka-late-joiner", "rdkafka-classic", late_join=True, refresh_ms=30_000),
+    # Its on_assign holds the new partition until it has records (hold_new_until_written): a
+    # producer slowed by a busy machine once wrote there only after the joiner's refresh, even
+    # with a 30 s refresh, and the joiner missed nothing.
+    Scenario("rdkafka-late-joiner", "rdkafka-classic", late_join=True),
     # A share group (KIP-932) under the broker's default share.auto.offset.reset=latest: its
     # position is the start offset, which moves forward as records are acknowledged.
     Scenario("java-share", "java-share"),
@@ -134,7 +134,7 @@ def start_client(scenario: Scenario, bootstrap: str, group_id: str, topic: str):
         return GroupConsumer(bootstrap, group_id, topic, assign_work_s=1.5, **common)
     if kind in ("rdkafka-classic", "rdkafka-consumer"):
         return GroupConsumer(bootstrap, group_id, topic, protocol=kind.split("-", 1)[1],
-                             isolation=scenario.isolation, **common)
+                             isolation=scenario.isolation, hold_new_until_written=scenario.late_join, **common)
     raise ValueError(kind)
 
 
@@ -297,12 +297,7 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
             except BaseException as error:  # said below, with its topic
                 failures[o.topic] = error
 
-        # A late joiner's producer first, alone: its case needs records on the new partition before the
-        # joiner's first refresh (30 s), and behind the other producers' metadata requests (one at a time
-        # in the process) a loaded CI machine once made it start writing 31 s after the change.
-        for o in late:
-            add(o)
-        adding = [threading.Thread(target=add, args=(o,)) for o in outcomes if not o.scenario.late_join]
+        adding = [threading.Thread(target=add, args=(o,)) for o in outcomes]
         for thread in adding:
             thread.start()
         for thread in adding:
