@@ -1,6 +1,7 @@
 """Typed environment readers refuse bad values, naming the variable."""
 
 import re
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -122,3 +123,17 @@ def test_it_refuses_a_choice_outside_the_list(monkeypatch):
     monkeypatch.setenv("X_TYPE", "groupofnames")
     with pytest.raises(ImproperlyConfigured, match="X_TYPE must be one of groupOfNames, posix, activedirectory"):
         env_choice("X_TYPE", "groupOfNames", ("groupOfNames", "posix", "activedirectory"))
+
+
+def test_every_setting_read_from_the_environment_is_documented():
+    """docs/configuration.md (or docs/people.md, for sign-in) names every
+    variable controlplane/settings.py reads: a setting nobody can find is a
+    setting nobody can use."""
+    root = Path(__file__).resolve().parents[2]
+    source = (root / "controlplane" / "settings.py").read_text()
+    read = set(re.findall(r"\benv_\w+\(\s*\"([A-Z][A-Z0-9_]+)\"", source))
+    read |= set(re.findall(r"os\.environ(?:\.get)?[(\[]\s*\"([A-Z][A-Z0-9_]+)\"", source))
+    assert len(read) > 50, "the settings' reads were not found: the pattern no longer matches settings.py"
+    docs = (root / "docs" / "configuration.md").read_text() + (root / "docs" / "people.md").read_text()
+    undocumented = sorted(name for name in read if f"`{name}`" not in docs and f"`{name} " not in docs)
+    assert undocumented == [], f"read by settings.py, named in neither docs/configuration.md nor docs/people.md: {undocumented}"
