@@ -44,7 +44,7 @@ from groups.services.expansion_jobs import (
     expansion_record_step,
     expansion_start,
 )
-from groups.services.preapproved import queue_preapproved_backfill, sound_range_offsets
+from groups.services.preapproved import NotCountedYet, queue_preapproved_backfill, sound_range_offsets
 from tasks.job_lock import EXPANSION_NAMESPACE, job_lock, job_lock_free
 from tasks.kafka import AccessRefused, GroupNotEmpty, KafkaAdapter, KafkaUnavailable
 from tasks.kafka.java_admin import JavaAdmin
@@ -272,7 +272,10 @@ class ExpansionRunner:
     def step_backfills(self, job: ExpansionJob) -> dict:
         """Each repaired-after group's decided findings: the pre-approved backfill queued, within its maximum."""
         findings = expansion_findings(job=job)
-        queued, left = 0, 0
+        queued, left, counting = 0, 0, []
+        # A range past its maximum in offsets waits for its record count (a poll makes it) as long as
+        # the job waits for its backfills' verification, then is left for a person.
+        over = _since(job.steps.get("watch", {}).get("done_at")) > settings.EXPANSION_VERIFY_SECONDS
         for group_id, decision in sorted(job.decisions.items()):
             if decision["outcome"] != "repaired_after":
                 continue
@@ -287,9 +290,16 @@ class ExpansionRunner:
                 elif not decision.get("sink"):
                     entry = {"left": f"no sink can take the repair: {decision.get('sink_problem') or 'none chosen'}"}
                 else:
-                    backfill, why = queue_preapproved_backfill(
-                        finding=finding, sink=decision["sink"], sink_params=decision.get("sink_params") or {},
-                        max_records=decision.get("max_records"), origin=f"expansion {job.id}")
+                    try:
+                        backfill, why = queue_preapproved_backfill(
+                            finding=finding, sink=decision["sink"], sink_params=decision.get("sink_params") or {},
+                            max_records=decision.get("max_records"), origin=f"expansion {job.id}")
+                    except NotCountedYet as waiting:
+                        if not over:
+                            counting.append(f"{group_id} partition {p}: {waiting}")
+                            continue
+                        backfill, why = None, (f"{waiting}; no count came within "
+                                               f"{settings.EXPANSION_VERIFY_SECONDS} s: left for a person")
                     entry = {"job": backfill.id, "finding": finding.id} if backfill else {"left": why}
                 entry["offsets"] = sound_range_offsets(finding)
                 queued += "job" in entry
@@ -297,6 +307,8 @@ class ExpansionRunner:
                 recorded[str(p)] = entry
                 expansion_record_decision(job_id=self.job_id, group_id=group_id, backfills=recorded,
                                           audit="backfill_queued" if "job" in entry else "")
+        if counting:
+            raise Waiting("; ".join(counting[:5]) + (f" and {len(counting) - 5} more" if len(counting) > 5 else ""))
         return {"queued": queued, "left": left}
 
     def step_verify(self, job: ExpansionJob) -> dict:

@@ -170,20 +170,3 @@ def group_verdict(facts: GroupFacts) -> GroupVerdict:
 def job_final_state(verdicts: Sequence[GroupVerdict]) -> str:
     """``done`` when every group lost nothing, ``done_with_loss`` otherwise."""
     return "done" if all(v.nothing_lost for v in verdicts) else "done_with_loss"
-
-
-# --- The repair's limit -------------------------------------------------------------------
-
-
-def repair_within_maximum(*, records: int, max_records: int | None, counted: bool = False) -> tuple[bool, str]:
-    """Whether a pre-approved backfill of ``records`` (counted from the log
-    when ``counted``, else the sound range's offsets, never fewer) may be
-    queued by itself, and if not, why: more than the approved maximum waits
-    for a person."""
-    if max_records is None:
-        return False, "no maximum was approved for this group's repair: left for a person"
-    if records > max_records:
-        unit = "records" if counted else "offsets"
-        return False, (f"{records} {unit} to replay, more than the {max_records} approved in advance: "
-                       "left for a person")
-    return True, ""

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from groups.domain.finding_states import COVERED, GAP
+from groups.domain.preapproved import repair_within_maximum
 from groups.domain.scopes import matches
 
 Decision = Literal["queue", "wait", "refuse", "none"]
@@ -57,12 +58,11 @@ def rule_decision(rule: StandingRule, *, state: str, bound_end: int | None, offs
 
     - ``wait``: not decided yet (pending, unowned, or no first commit: no
       bound, so the range a backfill must cover is not known), or more
-      offsets than the maximum before the records were counted (markers and
-      aborted records take offsets: the count may still fit);
+      offsets than the maximum before the records were counted;
     - ``none``: nothing to repair (covered, or an empty range);
-    - ``refuse``: more records than the rule's maximum, counted from the
-      log: left for a person;
-    - ``queue``: the backfill of the sound range, by itself.
+    - ``refuse``: over the rule's maximum: left for a person;
+    - ``queue``: the backfill of the sound range, by itself
+    (the maximum's rule: ``preapproved.repair_within_maximum``, an expansion's too).
     """
     if state == COVERED:
         return RuleDecision("none", "the group starts the new partition at its log start: nothing to repair")
@@ -70,11 +70,6 @@ def rule_decision(rule: StandingRule, *, state: str, bound_end: int | None, offs
         return RuleDecision("wait", "not decided yet: the group has no first commit on the new partition")
     if offsets <= 0:
         return RuleDecision("none", "the sound range is empty: nothing to repair")
-    maximum = f"the maximum of rule {rule.name!r} ({rule.max_records})"
-    if records is None:
-        if offsets > rule.max_records:
-            return RuleDecision("wait", f"{offsets} offsets exceed {maximum}: waiting for the record count")
-        return RuleDecision("queue", f"{offsets} offsets (so at most as many records) within {maximum}")
-    if records > rule.max_records:
-        return RuleDecision("refuse", f"{records} records exceed {maximum}: left for a person to approve")
-    return RuleDecision("queue", f"{records} records within {maximum}")
+    limit = repair_within_maximum(offsets=offsets, records=records, max_records=rule.max_records,
+                                  maximum=f"the maximum of rule {rule.name!r} ({rule.max_records})")
+    return RuleDecision(limit.decision, limit.reason)

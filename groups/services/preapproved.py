@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 
-from groups.domain.expansion_job import repair_within_maximum
+from groups.domain.preapproved import repair_within_maximum
 from groups.models import Finding, RemediationJob
 from groups.services.audit import audit_record
 from groups.services.lifecycle import Conflict
@@ -16,6 +16,11 @@ from groups.services.remediation import DuplicateJob, job_create
 
 # A finding whose upper bound is known: its sound range is decided.
 DECIDED = (Finding.State.GAP, Finding.State.EXPIRED)
+
+
+class NotCountedYet(Exception):
+    """More offsets than the maximum, and the range's records not counted yet
+    (a poll counts them): the caller asks again later."""
 
 
 def sound_range_offsets(finding: Finding) -> int:
@@ -32,8 +37,10 @@ def queue_preapproved_backfill(
     if it replays at most ``max_records``: its records once counted from the
     log, else its offsets (never fewer). Returns the job (a new one, or the
     backfill already active on the finding), or None and why nothing was
-    queued: more than the maximum (left for a person, audited), a finding not
-    decided or closed, a sink that cannot take it. ``params``: what the job
+    queued: over the maximum (left for a person, audited), a finding not
+    decided or closed, a sink that cannot take it. Raises NotCountedYet
+    while more offsets than the maximum wait for their record count
+    (``preapproved.repair_within_maximum``, the one rule for every origin). ``params``: what the job
     stores besides (a rule's id); ``preview``: the finding's
     ``backfill_preview`` to that sink when the caller made it already.
     ``actor`` None: the system acted."""
@@ -46,15 +53,18 @@ def queue_preapproved_backfill(
     except ValidationError as refused:
         return None, f"the backfill could not be queued: {' '.join(refused.messages)}"
     counted = preview["records"] is not None
-    size = preview["records"] if counted else preview["total"]
-    allowed, why = repair_within_maximum(records=size, max_records=max_records, counted=counted)
-    if not allowed:
+    limit = repair_within_maximum(offsets=preview["total"], records=preview["records"], max_records=max_records,
+                                  maximum=f"the {max_records} approved in advance ({origin})")
+    if limit.decision == "wait":
+        raise NotCountedYet(limit.reason)
+    if limit.decision == "refuse":
         audit_record(action="backfill.left_for_a_person", actor=actor, cluster=finding.cluster,
                      object_type="finding", object_id=finding.id,
                      detail={"via": origin, "group": finding.group.group_id, "topic": finding.topic.name,
-                             "partition": finding.partition, "records" if counted else "offsets": size,
-                             "max_records": max_records, "why": why})
-        return None, why
+                             "partition": finding.partition,
+                             "records" if counted else "offsets": preview["records"] if counted else preview["total"],
+                             "max_records": max_records, "why": limit.reason})
+        return None, limit.reason
     try:
         job = job_create(cluster=finding.cluster, group=finding.group, kind=RemediationJob.Kind.BACKFILL,
                          params={**preview["params"], **(params or {}), "source": origin}, plan=preview["plan"],

@@ -122,8 +122,8 @@ def test_past_its_maximum_a_rule_waits_for_the_count_then_leaves_the_finding_to_
                           records_read_uncommitted=40)
     assert standing_rules_apply(cluster_id=cluster.id) == []
     left = RuleRepair.objects.get(finding=second)
-    assert left.job is None and left.refused == ("31 records to replay, more than the 30 approved in advance: "
-                                                 "left for a person")
+    assert left.job is None and left.refused == ("31 records exceed the 30 approved in advance (standing-rule "
+                                                 "orders): left for a person to approve")
     audited = AuditEvent.objects.get(action="backfill.left_for_a_person", object_id=second.id)
     assert (audited.detail["via"], audited.detail["records"]) == ("standing-rule orders", 31)
     assert standing_rules_apply(cluster_id=cluster.id) == [] and RuleRepair.objects.count() == 2

@@ -16,7 +16,6 @@ from groups.domain.expansion_job import (
     job_final_state,
     next_step,
     plan_fingerprint,
-    repair_within_maximum,
 )
 
 NEXT_STEP_CASES = [
@@ -99,17 +98,3 @@ def test_it_ends_done_only_when_every_group_lost_nothing():
     lost = group_verdict(GroupFacts("b", "repaired_after", (PartitionFacts(2, 0, missed=(0, 3)),)))
     assert job_final_state([whole]) == "done"
     assert job_final_state([whole, lost]) == "done_with_loss"
-
-
-REPAIR_CASES = [
-    (100, 100, True, "exactly the maximum is within it"),
-    (101, 100, False, "one over waits for a person"),
-    (0, None, False, "no maximum approved: nothing runs by itself"),
-]
-
-
-@pytest.mark.parametrize("records, maximum, allowed, why", REPAIR_CASES, ids=[c[3] for c in REPAIR_CASES])
-def test_it_queues_a_repair_only_within_the_approved_maximum(records, maximum, allowed, why):
-    ok, reason = repair_within_maximum(records=records, max_records=maximum)
-    assert ok is allowed, why
-    assert bool(reason) is not allowed
