@@ -108,7 +108,10 @@ def test_fifty_users_during_a_backfill_get_no_error_and_polls_keep_their_interva
         locust = subprocess.Popen(
             [sys.executable, "-m", "locust", "-f", str(ROOT / "bench" / "load" / "locustfile.py"), "--headless",
              "-u", str(USERS), "-r", "10", "-t", f"{SECONDS}s", "--host", host, "--csv", str(tmp_path / "load"),
-             "--only-summary", "--exit-code-on-error", "0"],
+             "--only-summary", "--exit-code-on-error", "0",
+             # A user still waiting for an answer when the time is up gets it (and it is counted):
+             # on a busy machine 49 of 50 users' first requests were still on the wire.
+             "--stop-timeout", "60"],
             env={**env, **load_env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )
         approval = requests.post(f"{host}/api/v1/findings/{scenario.findings[0].id}/approve", timeout=60,
@@ -117,7 +120,7 @@ def test_fifty_users_during_a_backfill_get_no_error_and_polls_keep_their_interva
         assert approval.status_code in (200, 201), approval.text[:500]
         job_id = approval.json()["id"]
         before = poll_counters(local.id)
-        _, errors = locust.communicate(timeout=SECONDS + 120)
+        _, errors = locust.communicate(timeout=SECONDS + 180)
         assert locust.returncode == 0, errors[-2000:]
         during = {name: count - before[name] for name, count in poll_counters(local.id).items()}
         load_ended = timezone.now()
