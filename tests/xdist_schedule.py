@@ -11,9 +11,11 @@ its workers.
 - Units go out longest first (``SECONDS``, measured), so both workers
   finish at about the same time.
 - A worker about to start a unit that starts JVMs of its own (``HEAVY``:
-  brokers, Spark, Keycloak) while the other worker runs one takes the
-  longest light unit instead, if one is left: two JVM-heavy servers
-  starting at once on two cores slow each other's start-up timeouts down.
+  brokers, Spark, Keycloak) while all the other workers but one run such a
+  unit takes the longest light unit instead, if one is left: one worker
+  keeps to light units while any are left (with two workers, no two
+  JVM-heavy units start at once: on two cores they slow each other's
+  start-up timeouts down).
 """
 
 from __future__ import annotations
@@ -69,31 +71,33 @@ UNIT_OF_MODULE = {module: unit for unit, modules in UNITS.items() for module in 
 HEAVY = frozenset({"spark-connect", "kafka-fault-clusters", "secured-broker", "spark-standalone", "spark-process"})
 
 # Seconds of test time per unit (setup, call and teardown summed from a full run's junit XML,
-# `make test PYTEST_ARGS="--junitxml=..."`), measured 2026-11-27 on the 2-core machine under other
-# work (load average 5-24, median 14): weights for the order, not timings. A unit not listed weighs
-# nothing (it goes after these, in collection order).
+# `make test PYTEST_ARGS="--junitxml=..."`), measured 2026-11-27 on a clean clone beside a benchmark
+# (two workers): weights for the order, not timings. A unit not listed weighs nothing (it goes after
+# these, in collection order).
 SECONDS: dict[str, float] = {
-    "spark-standalone": 601,
-    "spark-connect": 559,
-    "secured-broker": 404,
-    "kafka-fault-clusters": 389,
-    "spark-process": 351,
-    "chromium": 157,
-    "tests/integration/test_guard.py": 94,
-    "tests/faults/test_load.py": 78,
+    "spark-connect": 547,
+    "kafka-fault-clusters": 447,
+    "spark-standalone": 318,
+    "secured-broker": 291,
+    "spark-process": 266,
+    "chromium": 195,
+    "tests/integration/test_guard.py": 96,
     "tests/integration/test_streams_and_connect_groups.py": 73,
-    "tests/integration/test_pickup.py": 60,
-    "tests/integration/test_offset_reset.py": 49,
-    "tests/faults/test_postgres_faults.py": 43,
+    "tests/integration/test_offset_reset.py": 67,
+    "tests/integration/test_pickup.py": 67,
+    "tests/faults/test_load.py": 59,
+    "tests/faults/test_expansion_faults.py": 37,
+    "tests/faults/test_postgres_faults.py": 32,
     "tests/integration/test_go_clients.py": 31,
-    "tests/integration/test_detection.py": 27,
-    "tests/integration/test_kafka_adapter.py": 26,
-    "tests/integration/test_api.py": 25,
-    "tests/integration/test_expansion_plan.py": 21,
-    "tests/integration/test_pages_findings.py": 19,
-    "tests/integration/test_settings_startup.py": 18,
-    "tests/faults/test_redis_faults.py": 17,
-    "tests/integration/test_pages_browse.py": 16,
+    "tests/integration/test_detection.py": 25,
+    "tests/integration/test_standing_rules.py": 24,
+    "tests/integration/test_settings_startup.py": 24,
+    "tests/integration/test_kafka_adapter.py": 23,
+    "tests/integration/test_expansion_plan.py": 22,
+    "tests/integration/test_api.py": 20,
+    "tests/faults/test_redis_faults.py": 20,
+    "tests/integration/test_spark_source.py": 17,
+    "tests/integration/test_transactions.py": 16,
 }
 
 
@@ -112,11 +116,12 @@ def units_in_order(nodeids: list[str]) -> dict[str, dict[str, bool]]:
     return dict(sorted(found.items(), key=lambda item: -SECONDS.get(item[0], 0)))
 
 
-def next_unit(queue: list[str], others_running: list[str]) -> str:
+def next_unit(queue: list[str], others_running: list[str], *, heavy_at_once: int = 1) -> str:
     """The unit a worker takes next from ``queue`` (longest first): the
-    first, unless it is HEAVY while another worker runs a HEAVY unit and a
-    light one is waiting; then the first light one."""
-    if queue[0] in HEAVY and any(unit in HEAVY for unit in others_running):
+    first, unless it is HEAVY while ``heavy_at_once`` other workers run a
+    HEAVY unit (the number of workers less one) and a light one is
+    waiting; then the first light one."""
+    if queue[0] in HEAVY and sum(unit in HEAVY for unit in others_running) >= heavy_at_once:
         return next((unit for unit in queue if unit not in HEAVY), queue[0])
     return queue[0]
 
@@ -132,7 +137,9 @@ def pytest_xdist_make_scheduler(config, log):
         def _assign_work_unit(self, node) -> None:
             running = [unit for other, work in self.assigned_work.items() if other is not node
                        for unit, tests in work.items() if not all(tests.values())]
-            self.workqueue.move_to_end(next_unit(list(self.workqueue), running), last=False)
+            heavy_at_once = max(1, len(self.nodes) - 1)
+            self.workqueue.move_to_end(next_unit(list(self.workqueue), running, heavy_at_once=heavy_at_once),
+                                       last=False)
             super()._assign_work_unit(node)
 
         def schedule(self) -> None:

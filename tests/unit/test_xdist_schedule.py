@@ -44,6 +44,16 @@ def test_a_worker_takes_a_light_unit_while_the_other_runs_a_heavy_one_if_one_is_
     assert next_unit(queue[:2], others_running=["spark-connect"]) == "kafka-fault-clusters"  # no light one left
 
 
+def test_with_three_workers_two_heavy_units_run_at_once_and_the_third_worker_keeps_to_light_ones():
+    queue = ["kafka-fault-clusters", "spark-process", "tests/integration/test_api.py"]
+    assert next_unit(queue, others_running=["spark-connect"], heavy_at_once=2) == "kafka-fault-clusters"
+    assert next_unit(queue, others_running=["spark-connect", "chromium"], heavy_at_once=2) == "kafka-fault-clusters"
+    assert next_unit(queue, others_running=["spark-connect", "secured-broker"], heavy_at_once=2) == \
+        "tests/integration/test_api.py"
+    assert next_unit(queue[:2], others_running=["spark-connect", "secured-broker"], heavy_at_once=2) == \
+        "kafka-fault-clusters"  # no light one left
+
+
 def test_its_weights_and_heavy_units_name_units_that_exist():
     assert HEAVY <= set(UNITS)
     assert [unit for unit in SECONDS if unit not in UNITS and not (ROOT / unit).is_file()] == []
