@@ -76,6 +76,10 @@ SERVER_CONF = {
     "spark.connect.execute.manager.maintenanceInterval": "5s",
     # How often a running query reports its stages to the client (job progress); default 2 s.
     "spark.connect.progress.reportInterval": "500ms",
+    # A Python worker (the handler sink) ends with its task rather than idling
+    # for Spark's minute with the handler's imports in memory (a fork per
+    # task of 200,000 records costs little).
+    "spark.python.worker.reuse": "false",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
