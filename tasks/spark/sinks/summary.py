@@ -13,11 +13,11 @@ from tasks.spark.counting import partition_summary
 from tasks.spark.offset_check import Checksum
 from tasks.spark.session import is_connect, sql_api
 
-# How a sink's summary was made: proven from what its files (Parquet) or the
-# replay partitions' ends (kafka) say and the write's own checksum, or
+# How a sink's summary was made: proven from what its files say and the
+# write's own checksum (Parquet), or from where the replay partitions end (kafka), or
 # counted by reading everything back.
 FOOTERS = "footers and checksum"
-END_OFFSETS = "end offsets and checksum"
+END_OFFSETS = "end offsets"
 READ_BACK = "read back"
 
 
