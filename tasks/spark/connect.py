@@ -70,6 +70,9 @@ SERVER_CONF = {
     "spark.kafka.consumer.cache.evictorThreadRunInterval": "10s",
     "spark.kafka.consumer.fetchedData.cache.timeout": "30s",
     "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "10s",
+    # The replay's producer (with its 32 MiB buffer pool) is cached 10 minutes by default.
+    "spark.kafka.producer.cache.timeout": "30s",
+    "spark.kafka.producer.cache.evictorThreadRunInterval": "10s",
     # A query whose client went away (no reattach) is interrupted after this,
     # a second line of defence behind the executor's watchdog (default 5 min).
     "spark.connect.execute.manager.detachedTimeout": "30s",

@@ -90,6 +90,7 @@ def test_the_servers_jvm_gives_its_heap_and_c_heap_back_when_idle():
     assert "-XX:MaxHeapFreeRatio=30" in options
     assert any(option.startswith("-XX:TrimNativeHeapInterval=") for option in options)
     assert conf_of(command)["spark.python.worker.reuse"] == "false", "the handler's Python workers do not idle"
+    assert conf_of(command)["spark.kafka.producer.cache.timeout"] == "30s", "nor the replay's producer"
 
 
 @pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[3]", 3), ("local[3,2]", 3),
