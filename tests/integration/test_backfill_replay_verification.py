@@ -16,6 +16,7 @@ from tasks.spark.reader import kafka_options
 from tasks.spark.sinks.kafka import KafkaSink
 from tasks.spark.sinks.summary import END_OFFSETS, READ_BACK
 from tasks.spark.spec import KafkaSecrets, KafkaSettings
+from tests.harness.backfills import spark_records
 
 RECORDS = 300
 TASKS = 3
@@ -40,17 +41,9 @@ def topics(broker, unique):
     return source, replay
 
 
-def records(spark, source: str, offset_expression: str = "id"):
-    """RECORDS records of partitions 0 and 1 of ``source`` (offset =
-    ``offset_expression`` of Spark's ``id``), in TASKS tasks per partition."""
-    frames = []
-    for partition in (0, 1):
-        frames.append(spark.range(0, RECORDS, 1, TASKS).selectExpr(
-            "cast(concat('key-', id) as binary) as key", "cast(repeat('v', 20) as binary) as value",
-            f"'{source}' as topic", f"cast({partition} as int) as partition", f"{offset_expression} as offset",
-            "timestamp_millis(id) as timestamp",
-            "cast(array() as array<struct<key: string, value: binary>>) as headers"))
-    return frames[0].unionByName(frames[1])
+def records(spark, source: str):
+    """RECORDS records of partitions 0 and 1 of ``source``, in TASKS tasks per partition."""
+    return spark_records(spark, source, records=RECORDS, tasks=TASKS)
 
 
 def sink_of(spark, broker, topics) -> KafkaSink:
