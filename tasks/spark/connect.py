@@ -38,11 +38,30 @@ DEFAULT_PORT = 15002
 DEFAULT_DRIVER_MEMORY = "1g"
 _MEMORY = re.compile(r"^[1-9]\d*[kmgt]$", re.IGNORECASE)
 
+# The server's JVM gives memory back when it idles (issue 35: with the
+# throughput collector it kept 1.1 GiB of a 365 MiB start after a job, for
+# good). When no collection ran for the interval, G1 runs a full one, which
+# compacts what the job left and uncommits the heap beyond MaxHeapFreeRatio
+# (a concurrent cycle instead left 200 MiB of dead old regions committed
+# around 66 MiB live); the C heap (malloc arenas that the Kafka client,
+# Parquet's codecs and Netty grew) is trimmed on an interval too. G1 reads
+# ~10% slower than the throughput collector here (0.96-1.12 s against
+# 0.84-0.94 s per warm 1M read, bench/RESULTS.md).
+IDLE_GC_MILLISECONDS = 15_000
+SERVER_JVM_OPTIONS = (
+    "-XX:+UseG1GC",
+    f"-XX:G1PeriodicGCInterval={IDLE_GC_MILLISECONDS}",
+    "-XX:-G1PeriodicGCInvokesConcurrent",
+    "-XX:MinHeapFreeRatio=10",
+    "-XX:MaxHeapFreeRatio=30",
+    # Spark's ContextCleaner asks for System.gc(): a concurrent cycle then, not a full pause.
+    "-XX:+ExplicitGCInvokesConcurrent",
+    f"-XX:TrimNativeHeapInterval={IDLE_GC_MILLISECONDS}",
+)
+
 # Settings that can only be given when the server starts.
 SERVER_CONF = {
-    # The throughput collector: warm 1M-record reads took 0.84-0.94 s with it
-    # against 0.96-1.12 s with G1 here (bench/RESULTS.md).
-    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    "spark.driver.extraJavaOptions": " ".join(SERVER_JVM_OPTIONS),
     # Every query has a group id of its own, so cached Kafka consumers (and
     # their fetched buffers) are never reused across jobs: evict them soon.
     # Without these a long-lived server's heap filled after ~20 reads.
@@ -51,12 +70,19 @@ SERVER_CONF = {
     "spark.kafka.consumer.cache.evictorThreadRunInterval": "10s",
     "spark.kafka.consumer.fetchedData.cache.timeout": "30s",
     "spark.kafka.consumer.fetchedData.cache.evictorThreadRunInterval": "10s",
+    # The replay's producer (with its 32 MiB buffer pool) is cached 10 minutes by default.
+    "spark.kafka.producer.cache.timeout": "30s",
+    "spark.kafka.producer.cache.evictorThreadRunInterval": "10s",
     # A query whose client went away (no reattach) is interrupted after this,
     # a second line of defence behind the executor's watchdog (default 5 min).
     "spark.connect.execute.manager.detachedTimeout": "30s",
     "spark.connect.execute.manager.maintenanceInterval": "5s",
     # How often a running query reports its stages to the client (job progress); default 2 s.
     "spark.connect.progress.reportInterval": "500ms",
+    # A Python worker (the handler sink) ends with its task rather than idling
+    # for Spark's minute with the handler's imports in memory (a fork per
+    # task of 200,000 records costs little).
+    "spark.python.worker.reuse": "false",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",

@@ -1,11 +1,13 @@
 """Proof that a sink holds exactly ``[start, end)`` of each partition without
-reading it back: what the sink's files say about themselves (a Parquet
-file's footer: its rows, and the least and greatest offset of each row
-group) checked against what the write saw pass (a checksum of the offsets,
-observed by Spark in the same pass that writes them).
+reading it back: what the sink says about itself checked against what the
+write saw pass (a checksum of the offsets, observed by Spark in the same
+pass that writes them). For Parquet, the files' footers (rows, and the least
+and greatest offset of each row group) and that checksum; for the replay
+topics, where each replay partition ends (``proven_replay``, no checksum).
 
-Pure: numpy, no Spark. The sink (``tasks.spark.sinks.parquet``) gathers the
-footers and the observation; ``proven_summaries`` decides. When it cannot
+Pure: numpy, no Spark. The sinks (``tasks.spark.sinks.parquet``,
+``tasks.spark.sinks.kafka``) gather the footers and the observation, or
+the replay's tails; ``proven_summaries`` and ``proven_replay`` decide. When they cannot
 prove the range complete (a hole, an extra copy, a file it cannot read the
 statistics of, a checksum that differs), it says so (None) and the sink
 counts by reading back, which locates every hole and duplicate.
@@ -19,7 +21,7 @@ least and the greatest offset would have to cancel both sums, about a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,7 +131,67 @@ def proven_summaries(ranges: Sequence[BackfillRange], footers: Sequence[FileFoot
         stored += sum(f.rows for f in files)
     if observed.rows != stored or observed != expected_checksum(ranges):
         return None
+    return complete_summaries(ranges)
+
+
+def complete_summaries(ranges: Sequence[BackfillRange]) -> list[dict]:
+    """The summaries of a sink that holds each offset of every range once."""
     return [partition_summary(topic=r.topic, partition=r.partition, start=r.start, end=r.end,
                               rows_in_range=r.end - r.start, distinct_in_range=r.end - r.start,
                               islands=[(r.start, r.end)] if r.end > r.start else [])
             for r in ranges]
+
+
+@dataclass(frozen=True)
+class ReplayTail:
+    """What a replay partition holds from the offset where this job's last
+    record must be (or from where the job began writing, for a partition it
+    wrote nothing to) to its end: its records, the first one's offset, and
+    how many of them carry this attempt's job and attempt headers."""
+
+    rows: int
+    first: int | None
+    own: int
+
+
+def replay_ends(ranges: Sequence[BackfillRange], topics: Mapping[str, str],
+                start_offsets: Mapping[str, Mapping[str, int]]) -> dict[tuple[str, int], int]:
+    """Where each replay partition must end if the job wrote every offset of
+    the ranges once and nothing else wrote to it: its end before the job
+    plus the offsets replayed to it (partition p of a source goes to
+    partition p of its replay topic)."""
+    ends = {(replay, int(partition)): int(start)
+            for replay, offsets in start_offsets.items() for partition, start in offsets.items()}
+    for r in ranges:
+        key = (topics[r.topic], r.partition)
+        ends[key] = ends[key] + (r.end - r.start)
+    return ends
+
+
+def proven_replay(ranges: Sequence[BackfillRange], *, starts: Mapping[tuple[str, int], int],
+                  ends: Mapping[tuple[str, int], int],
+                  tails: Mapping[tuple[str, int], ReplayTail]) -> list[dict] | None:
+    """The summaries of replay topics that hold each offset of every range
+    exactly once, or None when that is not proven (the sink then reads the
+    replay back, which locates every hole and duplicate): every replay
+    partition ends where ``replay_ends`` says, and the record just before
+    that end exists, is this attempt's, and is the last one (a partial write
+    ends it early, a duplicate from a retried Spark task or a record of
+    another writer late); one the job wrote nothing to has no record after
+    its start.
+
+    Counts, not offsets: a record the reader skipped (expired during the
+    job: the read does not fail on data loss) and a retried task's duplicate
+    in the same replay partition would cancel out. The Parquet sink's
+    checksum catches that; Spark's V1 Kafka writer reports no observed
+    metrics to check one against."""
+    for key, end in ends.items():
+        tail = tails.get(key)
+        if tail is None:
+            return None
+        if end > starts[key]:
+            if (tail.rows, tail.first, tail.own) != (1, end - 1, 1):
+                return None
+        elif tail.rows != 0:
+            return None
+    return complete_summaries(ranges)

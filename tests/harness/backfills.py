@@ -2,7 +2,8 @@
 topic raised from 2 to 4 partitions with known missed ranges and gap findings
 on them (``Scenario``), readers of what a job delivered (Parquet through
 pyarrow, as any Parquet user would read it; the replay topic through a
-consumer), and jobs run to their end, in a thread, or waited on part-way."""
+consumer), jobs run to their end, in a thread, or waited on part-way, and a
+sink's input made by Spark without Kafka (``spark_records``)."""
 
 from __future__ import annotations
 
@@ -237,3 +238,17 @@ def handler_request(scenario: Scenario, unique: str, handler: str) -> BackfillRe
         master="local[2]", timeout_seconds=300)
 
 
+
+
+def spark_records(spark, topic: str, *, records: int, tasks: int, offset_expression: str = "id"):
+    """A sink's input made by Spark, no Kafka read: ``records`` records of
+    partitions 0 and 1 of ``topic`` (offset = ``offset_expression`` of
+    Spark's ``id``), in ``tasks`` tasks per partition."""
+    frames = []
+    for partition in (0, 1):
+        frames.append(spark.range(0, records, 1, tasks).selectExpr(
+            "cast(concat('key-', id) as binary) as key", "cast(repeat('v', 20) as binary) as value",
+            f"'{topic}' as topic", f"cast({partition} as int) as partition", f"{offset_expression} as offset",
+            "timestamp_millis(id) as timestamp",
+            "cast(array() as array<struct<key: string, value: binary>>) as headers"))
+    return frames[0].unionByName(frames[1])

@@ -17,6 +17,7 @@ from groups.domain.planning import BackfillRange
 from tasks.spark.connect import connect_session
 from tasks.spark.sinks.parquet import ParquetSink
 from tasks.spark.sinks.summary import FOOTERS, READ_BACK
+from tests.harness.backfills import spark_records
 
 TOPIC = "orders.verify"
 RECORDS = 300
@@ -33,16 +34,8 @@ def spark(connect_server):
 
 
 def records(spark, offset_expression: str = "id"):
-    """RECORDS records of partitions 0 and 1 (offset = ``offset_expression``
-    of Spark's ``id``), in TASKS tasks per partition."""
-    frames = []
-    for partition in (0, 1):
-        frames.append(spark.range(0, RECORDS, 1, TASKS).selectExpr(
-            "cast(concat('key-', id) as binary) as key", "cast(repeat('v', 20) as binary) as value",
-            f"'{TOPIC}' as topic", f"cast({partition} as int) as partition", f"{offset_expression} as offset",
-            "timestamp_millis(id) as timestamp",
-            "cast(array() as array<struct<key: string, value: binary>>) as headers"))
-    return frames[0].unionByName(frames[1])
+    """RECORDS records of partitions 0 and 1, in TASKS tasks per partition."""
+    return spark_records(spark, TOPIC, records=RECORDS, tasks=TASKS, offset_expression=offset_expression)
 
 
 def written(spark, tmp_path: Path, offset_expression: str = "id") -> ParquetSink:

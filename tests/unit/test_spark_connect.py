@@ -75,11 +75,22 @@ def test_the_server_command_runs_sparks_own_connect_server_with_the_jars_and_cac
 def test_the_server_logs_with_a_configuration_that_keeps_closed_sessions_plans_out_of_its_log():
     command = connect.server_command(master="local[2]", host="127.0.0.1", port=15099, jars=["/j/a.jar"],
                                      driver_memory="1g", spark_home="/spark", log_config=Path("/h/log4j2.properties"))
-    assert conf_of(command)["spark.driver.extraJavaOptions"] == (
-        "-XX:+UseParallelGC -Dlog4j2.configurationFile=/h/log4j2.properties")
+    assert conf_of(command)["spark.driver.extraJavaOptions"].endswith(" -Dlog4j2.configurationFile=/h/log4j2.properties")
     assert ("logger.executions.name = org.apache.spark.sql.connect.service.SparkConnectExecutionManager\n"
             "logger.executions.level = warn\n") in connect.LOG_CONFIG
     assert "rootLogger.level = info" in connect.LOG_CONFIG, "the server's start line stays in its log"
+
+
+def test_the_servers_jvm_gives_its_heap_and_c_heap_back_when_idle():
+    command = connect.server_command(master="local[2]", host="127.0.0.1", port=15099, jars=["/j/a.jar"],
+                                     driver_memory="1g", spark_home="/spark")
+    options = conf_of(command)["spark.driver.extraJavaOptions"].split()
+    assert "-XX:+UseG1GC" in options and "-XX:+UseParallelGC" not in options
+    assert any(option.startswith("-XX:G1PeriodicGCInterval=") and not option.endswith("=0") for option in options)
+    assert "-XX:MaxHeapFreeRatio=30" in options
+    assert any(option.startswith("-XX:TrimNativeHeapInterval=") for option in options)
+    assert conf_of(command)["spark.python.worker.reuse"] == "false", "the handler's Python workers do not idle"
+    assert conf_of(command)["spark.kafka.producer.cache.timeout"] == "30s", "nor the replay's producer"
 
 
 @pytest.mark.parametrize(("master", "cores"), [("local", 1), ("local[3]", 3), ("local[3,2]", 3),

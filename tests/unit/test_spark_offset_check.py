@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 
 from groups.domain.planning import BackfillRange
-from tasks.spark.offset_check import Checksum, FileFooter, expected_checksum, proven_summaries, spark_xxhash64
+from tasks.spark.offset_check import (
+    Checksum,
+    FileFooter,
+    ReplayTail,
+    expected_checksum,
+    proven_replay,
+    proven_summaries,
+    replay_ends,
+    spark_xxhash64,
+)
 
 T = "t"
 RANGE = BackfillRange(T, 0, 10, 40)
@@ -59,6 +68,47 @@ def test_the_checksum_of_a_range_is_the_sum_over_its_offsets_in_chunks(monkeypat
 ])
 def test_it_proves_only_a_range_held_exactly_once(footers, observed, proven, why):
     summaries = proven_summaries([RANGE], footers, observed)
+    assert (summaries is not None) == proven, why
+    if proven:
+        assert summaries[0]["delivered"] == 30 and summaries[0]["missing"] == 0 and summaries[0]["duplicates"] == 0
+
+
+# The replay: source partition 0 ([10, 40), 30 records) goes to partition 0
+# of "t.replay", which held 100 records before the job; its partition 1
+# gets nothing.
+R = "t.replay"
+STARTS = {(R, 0): 100, (R, 1): 5}
+
+
+def test_a_replay_partition_must_end_after_the_records_replayed_to_it():
+    assert replay_ends([RANGE], {T: R}, {R: {"0": 100, "1": 5}}) == {(R, 0): 130, (R, 1): 5}
+    two_sources = [RANGE, BackfillRange("u", 0, 0, 3)]
+    assert replay_ends(two_sources, {T: R, "u": R}, {R: {"0": 100}}) == {(R, 0): 133}, \
+        "two sources replayed to one topic: partition 0 gets both"
+
+
+LAST = ReplayTail(rows=1, first=129, own=1)
+NOTHING = ReplayTail(rows=0, first=None, own=0)
+
+
+@pytest.mark.parametrize("tails, proven, why", [
+    ({(R, 0): LAST, (R, 1): NOTHING}, True, "ends where it must, the last record is ours"),
+    ({(R, 0): ReplayTail(rows=0, first=None, own=0), (R, 1): NOTHING}, False,
+     "partition 0 ends early: a partial write"),
+    ({(R, 0): ReplayTail(rows=2, first=129, own=2), (R, 1): NOTHING}, False,
+     "a record after the end: a retried task's duplicate"),
+    ({(R, 0): ReplayTail(rows=1, first=129, own=0), (R, 1): NOTHING}, False,
+     "the record at the end is another writer's: one of ours is missing"),
+    ({(R, 0): ReplayTail(rows=1, first=130, own=1), (R, 1): NOTHING}, False,
+     "the first record read is not the one before the end (the end is not where it must be)"),
+    ({(R, 0): LAST, (R, 1): ReplayTail(rows=1, first=5, own=0)}, False,
+     "a record in a partition the job wrote nothing to (another writer, or a misrouted record)"),
+    ({(R, 0): LAST}, False, "a partition whose tail could not be read"),
+    ({}, False, "Spark could not read the tails (a partition ends before the offset asked for)"),
+])
+def test_it_proves_a_replay_only_when_each_partition_ends_with_its_last_record(tails, proven, why):
+    ends = {(R, 0): 130, (R, 1): 5}
+    summaries = proven_replay([RANGE], starts=STARTS, ends=ends, tails=tails)
     assert (summaries is not None) == proven, why
     if proven:
         assert summaries[0]["delivered"] == 30 and summaries[0]["missing"] == 0 and summaries[0]["duplicates"] == 0

@@ -14,8 +14,10 @@ from tasks.spark.offset_check import Checksum
 from tasks.spark.session import is_connect, sql_api
 
 # How a sink's summary was made: proven from what its files say and the
-# write's own checksum, or counted by reading everything back.
+# write's own checksum (Parquet), or from where the replay partitions end (kafka), or
+# counted by reading everything back.
 FOOTERS = "footers and checksum"
+END_OFFSETS = "end offsets"
 READ_BACK = "read back"
 
 
