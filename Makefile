@@ -30,12 +30,14 @@ down:
 # The tests' Spark JVMs are short-lived: compiled by C1 only, they start in
 # about half the time (docs/development.md).
 TEST_JVM_OPTS := -XX:TieredStopAtLevel=1
-# Two pytest-xdist workers (tests/xdist_schedule.py hands them whole modules);
-# PYTEST_WORKERS=0 runs the tests in one process. A worker that crashes (a
+# Three pytest-xdist workers (tests/xdist_schedule.py hands them whole modules,
+# two JVM-heavy ones at most at once): with two, a quiet 2-core machine stayed
+# a third idle, most tests waiting on brokers and clients rather than
+# computing. PYTEST_WORKERS=0 runs the tests in one process. A worker that crashes (a
 # native abort) is not replaced: its test fails, the other worker runs what
 # is left (a replaced worker ran the crashed test again and again, and once
 # left the run hanging).
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 XDIST_OPTS = $(if $(filter 0,$(PYTEST_WORKERS)),,--max-worker-restart=0)
 
 # Tests use Redis database 1 so a running `make up` stack never takes their

@@ -1,5 +1,5 @@
 """Loaded with ``-p tests.xdist_schedule`` (pyproject's addopts): how
-pytest-xdist hands the tests of a parallel run (``make test``: ``-n 2``) to
+pytest-xdist hands the tests of a parallel run (``make test``: ``-n 3``) to
 its workers.
 
 - A module is one unit of work, run by one worker (``--dist loadfile``).
@@ -36,6 +36,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "tests/integration/test_share_group_repair.py",
         "tests/integration/test_backfill_transactions.py",
         "tests/integration/test_backfill_verification.py",
+        "tests/integration/test_backfill_replay_verification.py",
         "tests/integration/test_expansion_job.py",
     ),
     "kafka-fault-clusters": (
