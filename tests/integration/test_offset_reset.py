@@ -377,7 +377,14 @@ def reset_offsets(*args: str) -> str:
 def test_the_command_previews_by_default_and_executes_an_audited_job(broker, cluster, unique, group_ids):
     topic, group_id = f"cli-{unique}", f"cli-{unique}"
     group_ids.append(group_id)
-    group_missing_k(broker, cluster, topic, group_id).close()
+    consumer = group_missing_k(broker, cluster, topic, group_id)
+    try:
+        # Two more records read on partition 0, so that its commit is 2 or more and the shift of -2
+        # below stays inside the log (a latest member had read one record there once, committing 1).
+        broker.produce(topic, 0, 2)
+        wait_until(lambda: (committed(broker, group_id, topic)[0] or 0) >= 2, what="a commit of 2 or more on 0")
+    finally:
+        consumer.close()
     before = committed(broker, group_id, topic)
     base = ["--cluster", "local", "--group", group_id]
 
