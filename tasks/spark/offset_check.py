@@ -155,13 +155,12 @@ class ReplayTail:
 
 
 def replay_ends(ranges: Sequence[BackfillRange], topics: Mapping[str, str],
-                start_offsets: Mapping[str, Mapping[str, int]]) -> dict[tuple[str, int], int]:
+                starts: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
     """Where each replay partition must end if the job wrote every offset of
     the ranges once and nothing else wrote to it: its end before the job
-    plus the offsets replayed to it (partition p of a source goes to
-    partition p of its replay topic)."""
-    ends = {(replay, int(partition)): int(start)
-            for replay, offsets in start_offsets.items() for partition, start in offsets.items()}
+    (``starts``, by replay topic and partition) plus the offsets replayed to
+    it (partition p of a source goes to partition p of its replay topic)."""
+    ends = dict(starts)
     for r in ranges:
         key = (topics[r.topic], r.partition)
         ends[key] = ends[key] + (r.end - r.start)

@@ -81,9 +81,9 @@ STARTS = {(R, 0): 100, (R, 1): 5}
 
 
 def test_a_replay_partition_must_end_after_the_records_replayed_to_it():
-    assert replay_ends([RANGE], {T: R}, {R: {"0": 100, "1": 5}}) == {(R, 0): 130, (R, 1): 5}
+    assert replay_ends([RANGE], {T: R}, {(R, 0): 100, (R, 1): 5}) == {(R, 0): 130, (R, 1): 5}
     two_sources = [RANGE, BackfillRange("u", 0, 0, 3)]
-    assert replay_ends(two_sources, {T: R, "u": R}, {R: {"0": 100}}) == {(R, 0): 133}, \
+    assert replay_ends(two_sources, {T: R, "u": R}, {(R, 0): 100}) == {(R, 0): 133}, \
         "two sources replayed to one topic: partition 0 gets both"
 
 

@@ -100,16 +100,16 @@ class KafkaSink:
         duplicate. (No checksum of the write here, unlike Parquet: Spark's
         V1 Kafka writer, kept for its redacted plan, runs the write as a
         query of its own, whose observed metrics never reach the caller.)"""
-        starts = {(replay, int(p)): int(o) for replay, offsets in self.start_offsets.items()
-                  for p, o in offsets.items()}
-        ends = replay_ends(ranges, self.topics, self.start_offsets)
+        by_replay = {replay: {int(p): int(o) for p, o in offsets.items()}
+                     for replay, offsets in self.start_offsets.items()}
+        starts = {(replay, p): o for replay, offsets in by_replay.items() for p, o in offsets.items()}
+        ends = replay_ends(ranges, self.topics, starts)
         proven = proven_replay(ranges, starts=starts, ends=ends, tails=self._tails(starts, ends))
         if proven is not None:
             self.verified_by = END_OFFSETS
             return proven
         self.verified_by = READ_BACK
-        own = self._replayed({replay: {int(p): int(o) for p, o in offsets.items()}
-                              for replay, offsets in self.start_offsets.items()}).where(self._own()).select(
+        own = self._replayed(by_replay).where(self._own()).select(
             self._header(ORIGIN_TOPIC).alias("topic"),
             self._header(ORIGIN_PARTITION).try_cast("int").alias("partition"),
             self._header(ORIGIN_OFFSET).try_cast("long").alias("offset"),
