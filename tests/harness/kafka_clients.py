@@ -14,6 +14,7 @@ from collections import defaultdict
 from confluent_kafka import (
     Consumer,
     ConsumerGroupTopicPartitions,
+    KafkaError,
     KafkaException,
     Producer,
     ShareConsumer,
@@ -491,19 +492,20 @@ def share_groups_describe(bootstrap: str, group_id: str) -> dict[tuple[str, int]
             for row in rows if row.get("GROUP") == group_id and row.get("START-OFFSET", "-").isdigit()}
 
 
-_METADATA_LOCK = threading.Lock()
-
-
 class RateProducer:
     """Produces ``rate`` messages a second to each partition in ``partitions``,
     as a steady application would; ``add`` starts writing to more partitions
-    once this producer's own metadata shows them. ``tokens``: each value is
-    one word no other record has (``token``), so an application that keeps
-    only words (a Kafka Streams word count) still shows which records it
-    processed; otherwise every value is ``x``. ``clock_skew_s``: the
-    producer's clock is that far ahead (negative: behind), so every record's
-    CreateTime is off by it (the broker accepts up to an hour either way by
-    default)."""
+    once this producer's own metadata shows them (it refreshes every second,
+    ``METADATA_REFRESH``). ``tokens``: each value is one word no other record
+    has (``token``), so an application that keeps only words (a Kafka Streams
+    word count) still shows which records it processed; otherwise every value
+    is ``x``. ``clock_skew_s``: the producer's clock is that far ahead
+    (negative: behind), so every record's CreateTime is off by it (the broker
+    accepts up to an hour either way by default). Every call on the producer
+    is made by its own thread."""
+
+    # librdkafka refreshes the metadata of the topics it knows this often (its default: 5 minutes).
+    METADATA_REFRESH = {"topic.metadata.refresh.interval.ms": 1000}
 
     def __init__(self, bootstrap: str, topic: str, *, rate: float, partitions: list[int],
                  clock_skew_s: float = 0.0, tokens: bool = False) -> None:
@@ -513,53 +515,74 @@ class RateProducer:
         self.clock_skew_s = clock_skew_s
         self.tokens = tokens
         self._written: dict[int, int] = defaultdict(int)
-        self.partitions = list(partitions)
+        self.partitions = list(partitions)  # written to; only the producer's thread changes it
+        self._adding: list[int] = []  # asked for by ``add``, not yet in its metadata
+        self.failure: BaseException | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
     def _make_producer(self, bootstrap: str) -> Producer:
-        return Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        return Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **self.METADATA_REFRESH})
 
-    def add(self, partitions: list[int], *, timeout: float = 120.0) -> None:
-        total = max(partitions) + 1
+    def add(self, partitions: list[int]) -> None:
+        """Writes to ``partitions`` too once this producer's metadata shows them
+        (its thread tries every tick; librdkafka refuses a partition it does
+        not know yet at once). ``writes`` says when it does."""
+        self._adding = sorted(set(self._adding) | set(partitions))
 
-        def sees() -> bool:
+    def writes(self, partitions: list[int]) -> bool:
+        """Whether a record went to each of ``partitions``; raises if the producer stopped."""
+        if self.failure is not None:
+            raise AssertionError(f"the producer of {self.topic} stopped") from self.failure
+        return set(partitions) <= set(self.partitions)
+
+    def _open(self) -> bool:
+        """Writes a first record to each partition ``add`` asked for that the
+        producer's metadata now shows; True if one was."""
+        opened = False
+        for partition in list(self._adding):
             try:
-                # One metadata request at a time in the process: librdkafka aborted ("Fatal Python error:
-                # Aborted") with four producers' threads inside list_topics at once, under load.
-                with _METADATA_LOCK:
-                    topics = self.producer.list_topics(self.topic, timeout=2).topics
-                return len(topics[self.topic].partitions) >= total
-            except KafkaException:
-                return False  # a metadata request that timed out (a busy broker): ask again
+                self._produce(partition)
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                    raise
+                continue  # not in its metadata yet
+            self._adding.remove(partition)
+            self.partitions.append(partition)
+            opened = True
+        return opened
 
-        wait_until(sees, timeout=timeout, interval=0.05, what=f"the producer to see {total} partitions of {self.topic}")
-        self.partitions = self.partitions + list(partitions)
+    def _produce(self, partition: int) -> None:
+        number = self._written[partition]
+        value = token(partition, number).encode() if self.tokens else b"x"
+        if self.clock_skew_s:
+            stamp = int((time.time() + self.clock_skew_s) * 1000)
+            self.producer.produce(self.topic, value=value, partition=partition, timestamp=stamp)
+        else:
+            self.producer.produce(self.topic, value=value, partition=partition)
+        self._written[partition] = number + 1
+
+    def _serve(self) -> None:
+        try:
+            self._run()
+        except BaseException as error:  # raised by ``add``, which waits on this thread
+            self.failure = error
+            raise
 
     def _run(self) -> None:
         period = 1.0 / self.rate
         next_at = time.monotonic()
         while not self._stop.is_set():
             for partition in list(self.partitions):
-                value = self._value(partition)
-                if self.clock_skew_s:
-                    stamp = int((time.time() + self.clock_skew_s) * 1000)
-                    self.producer.produce(self.topic, value=value, partition=partition, timestamp=stamp)
-                else:
-                    self.producer.produce(self.topic, value=value, partition=partition)
+                self._produce(partition)
+            if self._adding:
+                self._open()
             self.producer.poll(0)
             next_at += period
             pause = next_at - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-
-    def _value(self, partition: int) -> bytes:
-        if not self.tokens:
-            return b"x"
-        number = self._written[partition]
-        self._written[partition] = number + 1
-        return token(partition, number).encode()
 
     def stop(self) -> None:
         self._stop.set()
@@ -576,17 +599,17 @@ def token(partition: int, number: int) -> str:
 class TransactionalRateProducer(RateProducer):
     """A ``RateProducer`` whose records are written in transactions: each
     holds ``hold_s`` seconds of records, and every ``abort_every``-th one is
-    aborted (0: all committed). ``add`` commits the transaction under way
-    once the producer sees the new partitions, then keeps the next one, which
-    holds their first records, open ``hold_new_s`` seconds: a transaction open
-    across the pickup. Every call on the producer is made by its own thread."""
+    aborted (0: all committed). The first transaction to begin once the
+    producer's metadata shows the partitions ``add`` asked for holds their
+    first records and is kept open ``hold_new_s`` seconds: a transaction open
+    across the pickup."""
 
     def __init__(self, bootstrap: str, topic: str, *, rate: float, partitions: list[int], hold_s: float = 1.0,
                  hold_new_s: float = 1.0, abort_every: int = 0) -> None:
         self.hold_s, self.hold_new_s, self.abort_every = hold_s, hold_new_s, abort_every
         self.transactions = {"committed": 0, "aborted": 0}
         self.errors: list[str] = []
-        self._producer_config = {"bootstrap.servers": bootstrap, "linger.ms": 5,
+        self._producer_config = {"bootstrap.servers": bootstrap, "linger.ms": 5, **self.METADATA_REFRESH,
                                  "transactional.id": f"{topic}-tx-{uuid.uuid4().hex[:6]}"}
         super().__init__(bootstrap, topic, rate=rate, partitions=partitions)
 
@@ -607,12 +630,10 @@ class TransactionalRateProducer(RateProducer):
     def _run(self) -> None:
         period = 1.0 / self.rate
         next_at = time.monotonic()
-        serving = list(self.partitions)
         self.producer.begin_transaction()
-        began, hold, number = time.monotonic(), self.hold_s, 1
+        began, hold, number, opening = time.monotonic(), self.hold_s, 1, False
         while not self._stop.is_set():
-            if self.partitions != serving or time.monotonic() - began >= hold:
-                grown = self.partitions != serving
+            if time.monotonic() - began >= hold:
                 try:
                     self._end(number)
                 except KafkaException as error:
@@ -622,12 +643,17 @@ class TransactionalRateProducer(RateProducer):
                     # commit timed out): that producer is done; a new one, with a new id, goes on.
                     self.errors.append(str(error))
                     self.producer = self._make_producer(self._producer_config["bootstrap.servers"])
-                serving, number = list(self.partitions), number + 1
+                number += 1
                 self.producer.begin_transaction()
-                began, hold = time.monotonic(), self.hold_new_s if grown else self.hold_s
+                began, hold, opening = time.monotonic(), self.hold_s, True
             try:
-                for partition in serving:
-                    self.producer.produce(self.topic, value=b"x", partition=partition)
+                # A transaction's first records go to a partition ``add`` asked for, once the
+                # producer's metadata shows it: that transaction is kept open ``hold_new_s``.
+                if opening and self._adding and self._open():
+                    hold = self.hold_new_s
+                opening = False
+                for partition in self.partitions:
+                    self._produce(partition)
             except KafkaException as error:
                 # The transaction failed (e.g. a partition not yet known to its
                 # coordinator right after it was added): abort it, begin another.

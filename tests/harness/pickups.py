@@ -15,7 +15,6 @@ backfill plan that reaches S.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -287,25 +286,16 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
             future.result(timeout=30)
         driver.after_change()
         log(f"partition 1 added to {len(outcomes)} topics")
-        # Each producer on its own metadata, at once (not one after another).
-        # A busy broker (two suites on two cores) can take a minute to answer metadata: each waits 120 s.
-        failures: dict[str, BaseException] = {}
-
-        def add(o: Outcome) -> None:
-            try:
-                producers[o.group_id].add([1], timeout=120)
-            except BaseException as error:  # said below, with its topic
-                failures[o.topic] = error
-
-        adding = [threading.Thread(target=add, args=(o,)) for o in outcomes]
-        for thread in adding:
-            thread.start()
-        for thread in adding:
-            thread.join(timeout=150)
-        blind = [o.topic for o in outcomes if len(producers[o.group_id].partitions) < 2]
-        if blind:
-            raise AssertionError(f"producers never saw partition 1 of {blind}: "
-                                 + "; ".join(f"{t}: {e}" for t, e in failures.items()))
+        # Each producer on its own metadata (refreshed every second), all at once. A busy broker (two
+        # suites on two cores) can take a minute to answer metadata: they have 120 s.
+        for producer in producers.values():
+            producer.add([1])
+        try:
+            wait_until(lambda: all(p.writes([1]) for p in producers.values()), timeout=120, interval=0.1,
+                       what="every producer to write to partition 1")
+        except AssertionError as error:
+            blind = [o.topic for o in outcomes if not producers[o.group_id].writes([1])]
+            raise AssertionError(f"producers never saw partition 1 of {blind}") from error
         log(f"every producer writes to partition 1 ({time.monotonic() - raised:.1f}s after the change)")
 
         pending = list(outcomes)

@@ -386,6 +386,7 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         wait_until(lambda: "add_partitions" in ExpansionJob.objects.get(id=job_id).steps, timeout=120,
                    what="the partitions added")
         producer.add([2, 3])
+        wait_until(lambda: producer.writes([2, 3]), timeout=120, what="the producer to write to partitions 2 and 3")
         # While the job watches: the protected share group reads its config as earliest.
         assert share_reset(broker.bootstrap, names["shared"]) in ("earliest", "latest")
         apps.append(restart_streams(broker, apps[-1], str(streams_dir)))
