@@ -169,7 +169,8 @@ def replay_ends(ranges: Sequence[BackfillRange], topics: Mapping[str, str],
 
 def proven_replay(ranges: Sequence[BackfillRange], *, starts: Mapping[tuple[str, int], int],
                   ends: Mapping[tuple[str, int], int],
-                  tails: Mapping[tuple[str, int], ReplayTail]) -> list[dict] | None:
+                  tails: Mapping[tuple[str, int], ReplayTail],
+                  heads: Mapping[tuple[str, int], bool]) -> list[dict] | None:
     """The summaries of replay topics that hold each offset of every range
     exactly once, or None when that is not proven (the sink then reads the
     replay back, which locates every hole and duplicate): every replay
@@ -177,13 +178,20 @@ def proven_replay(ranges: Sequence[BackfillRange], *, starts: Mapping[tuple[str,
     that end exists, is this attempt's, and is the last one (a partial write
     ends it early, a duplicate from a retried Spark task or a record of
     another writer late); one the job wrote nothing to has no record after
-    its start.
+    its start; and the source still holds each range's first offset after
+    the write (``heads``, by source topic and partition).
 
-    Counts, not offsets: a record the reader skipped (expired during the
-    job: the read does not fail on data loss) and a retried task's duplicate
-    in the same replay partition would cancel out. The Parquet sink's
-    checksum catches that; Spark's V1 Kafka writer reports no observed
-    metrics to check one against."""
+    Counts, not offsets: a record the read skipped and a retried task's
+    duplicate in the same replay partition would cancel out (Spark's V1
+    Kafka writer reports no observed metrics to check a checksum against).
+    The read skips what retention removed while it ran (it does not fail on
+    data loss), and retention removes from the start: a source that still
+    holds the first offset lost nothing of the range. Not excluded: a range
+    that holds fewer records than offsets (transaction markers, aborted
+    records for read_committed, compaction) and a retried task's duplicates
+    exactly as many; the tail read sees neither."""
+    if not all(heads.get((r.topic, r.partition), False) for r in ranges):
+        return None
     for key, end in ends.items():
         tail = tails.get(key)
         if tail is None:

@@ -3,12 +3,16 @@ broker: a replay that holds every offset once is proven from where each
 replay partition ends, reading one record per partition; a write that
 stopped early, a duplicate (what a retried Spark task leaves) and a lost
 record whose place another writer's took are each caught, and then located
-by reading the replay back. The records are made by Spark (the subject is what the replay topic
-holds, not the read of the source)."""
+by reading the replay back; so is a replay whose counts hold while the
+source lost the start of its range (a record the read skipped and a
+duplicate). The records written are made by Spark (the subject is what the
+replay topic holds, not the read of the source); the source topic holds the
+same offsets, for the proof's check that it still holds each range's start."""
 
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import TopicPartition
 
 from groups.domain.planning import BackfillRange
 from tasks.spark.connect import connect_session
@@ -33,8 +37,12 @@ def spark(connect_server):
 
 @pytest.fixture
 def topics(broker, unique):
-    """(source, replay): the replay topic made with 2 partitions and BEFORE records of another writer."""
+    """(source, replay): the source with RECORDS records in each of 2 partitions; the replay topic made
+    with 2 partitions and BEFORE records of another writer."""
     source, replay = f"orders.replay-verify-{unique}", f"orders.replay-verify-{unique}.replay"
+    broker.create_topic(source, 2)
+    for partition in (0, 1):
+        broker.produce(source, partition, RECORDS)
     broker.create_topic(replay, 2)
     for partition, count in BEFORE.items():
         broker.produce(replay, partition, count, prefix="other")
@@ -110,3 +118,20 @@ def test_it_catches_a_lost_record_whose_place_another_writer_took(spark, broker,
 
     assert sink.verified_by == READ_BACK
     assert summaries[0]["missing"] == 1 and summaries[0]["holes"] == [[157, 158]]
+
+
+@pytest.mark.spark
+def test_it_reads_back_a_replay_whose_counts_hold_once_the_source_lost_the_start_of_a_range(spark, broker, topics):
+    sink = sink_of(spark, broker, topics)
+    # Retention took offset 0 of partition 0 while the job read (the read skips it), and a retried task
+    # sent offset 42 twice: partition 0 ends where a complete replay would, its last record ours.
+    sink.write(records(spark, topics[0]).where("not (partition = 0 and offset = 0)"))
+    sink_of(spark, broker, topics).write(records(spark, topics[0]).where("partition = 0 and offset = 42"))
+    [deleted] = broker.admin.delete_records([TopicPartition(topics[0], 0, 1)], operation_timeout=30).values()
+    assert deleted.result(timeout=30).low_watermark == 1
+
+    summaries = by_partition(sink.summarize(ranges(topics)))
+
+    assert sink.verified_by == READ_BACK
+    assert summaries[0]["holes"] == [[0, 1]] and summaries[0]["duplicates"] == 1
+    assert (summaries[1]["missing"], summaries[1]["duplicates"]) == (0, 0)

@@ -95,16 +95,18 @@ class KafkaSink:
     def summarize(self, ranges: Sequence[BackfillRange]) -> list[dict]:
         """Proven from where each replay partition ends
         (``offset_check.proven_replay``: one record read per partition) when
-        the replay holds every offset once; otherwise counted by reading
-        back this attempt's records, which also locates each hole and
-        duplicate. (No checksum of the write here, unlike Parquet: Spark's
-        V1 Kafka writer, kept for its redacted plan, runs the write as a
-        query of its own, whose observed metrics never reach the caller.)"""
+        the replay holds every offset once and the source still holds each
+        range's first offset; otherwise counted by reading back this
+        attempt's records, which also locates each hole and duplicate. (No
+        checksum of the write here, unlike Parquet: Spark's V1 Kafka writer,
+        kept for its redacted plan, runs the write as a query of its own,
+        whose observed metrics never reach the caller.)"""
         by_replay = {replay: {int(p): int(o) for p, o in offsets.items()}
                      for replay, offsets in self.start_offsets.items()}
         starts = {(replay, p): o for replay, offsets in by_replay.items() for p, o in offsets.items()}
         ends = replay_ends(ranges, self.topics, starts)
-        proven = proven_replay(ranges, starts=starts, ends=ends, tails=self._tails(starts, ends))
+        tails, heads = self._ends_read(ranges, starts, ends)
+        proven = proven_replay(ranges, starts=starts, ends=ends, tails=tails, heads=heads)
         if proven is not None:
             self.verified_by = END_OFFSETS
             return proven
@@ -116,25 +118,50 @@ class KafkaSink:
         )
         return summarize_offsets(self.spark, own, ranges)
 
-    def _tails(self, starts: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]) -> dict:
-        """Each replay partition from the offset of the job's last record
-        there (its start if the job wrote nothing to it) to its end: rows,
-        first offset, rows of this attempt (``offset_check.ReplayTail``).
-        None for all if Spark cannot read from there (a partition that ends
-        before it: the write was partial)."""
+    def _ends_read(self, ranges: Sequence[BackfillRange], starts: dict[tuple[str, int], int],
+                   ends: dict[tuple[str, int], int]) -> tuple[dict, dict]:
+        """One Spark read of both ends of the proof: each replay partition
+        from the offset of the job's last record there (its start if the job
+        wrote nothing to it) to its end (``offset_check.ReplayTail``: rows,
+        first offset, rows of this attempt); and each source range's first
+        offset, if the source still holds it (by (topic, partition): True or
+        False). Both empty if Spark cannot read them (a replay partition that
+        ends before the job's last record: the write was partial)."""
         F, _ = sql_api(self.spark)  # noqa: N806
         froms: dict[str, dict[int, int]] = {}
         for (replay, partition), end in ends.items():
             froms.setdefault(replay, {})[partition] = end - 1 if end > starts[(replay, partition)] else end
+        firsts: dict[str, dict[int, int]] = {}
+        for r in ranges:
+            firsts.setdefault(r.topic, {})[r.partition] = r.start
+        tail = self._replayed(froms).select("topic", "partition", "offset", self._own().alias("own"),
+                                            F.lit("tail").alias("end"))
+        head = self._sources_at(firsts).select("topic", "partition", "offset", F.lit(False).alias("own"),
+                                               F.lit("head").alias("end"))
         try:
-            rows = self._replayed(froms).groupBy("topic", "partition").agg(
+            rows = tail.unionByName(head).groupBy("end", "topic", "partition").agg(
                 F.count(F.lit(1)).alias("rows"), F.min("offset").alias("first"),
-                F.count_if(self._own()).alias("own")).collect()
+                F.count_if("own").alias("own")).collect()
         except Exception:  # noqa: BLE001 - not proven: the read-back says what is there
-            return {}
+            return {}, {}
         found = {(row.topic, row.partition): ReplayTail(rows=int(row.rows), first=row.first, own=int(row.own))
-                 for row in rows}
-        return {key: found.get(key, ReplayTail(rows=0, first=None, own=0)) for key in ends}
+                 for row in rows if row.end == "tail"}
+        held = {(row.topic, row.partition): row.first == firsts[row.topic][row.partition]
+                for row in rows if row.end == "head"}
+        return ({key: found.get(key, ReplayTail(rows=0, first=None, own=0)) for key in ends},
+                {(r.topic, r.partition): held.get((r.topic, r.partition), False) for r in ranges})
+
+    def _sources_at(self, firsts: dict[str, dict[int, int]]) -> DataFrame:
+        """The one record at the given offset of each source partition, where the source still holds it."""
+        frames = []
+        for topic, offsets in firsts.items():
+            frames.append(
+                kafka_reader(self.spark, self.kafka_options)
+                .option("assign", json.dumps({topic: sorted(offsets)}))
+                .option("startingOffsets", json.dumps({topic: {str(p): o for p, o in offsets.items()}}))
+                .option("endingOffsets", json.dumps({topic: {str(p): o + 1 for p, o in offsets.items()}})).load()
+            )
+        return _union(frames)
 
     def _replayed(self, froms: dict[str, dict[int, int]]) -> DataFrame:
         """The replay topics' records from the given offset of each partition to its end."""
@@ -146,10 +173,7 @@ class KafkaSink:
                 .option("startingOffsets", json.dumps({replay: {str(p): int(o) for p, o in offsets.items()}}))
                 .option("endingOffsets", "latest").load()
             )
-        replayed = frames[0]
-        for frame in frames[1:]:
-            replayed = replayed.unionByName(frame)
-        return replayed
+        return _union(frames)
 
     def _own(self):
         """This attempt's records (its job and attempt headers)."""
@@ -166,6 +190,13 @@ class KafkaSink:
 
     def discard(self) -> None:
         pass
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    return union
 
 
 USE_V1_SOURCES = "spark.sql.sources.useV1SourceList"
