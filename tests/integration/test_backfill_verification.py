@@ -113,3 +113,21 @@ def test_the_checksum_catches_a_duplicate_that_hides_a_hole_from_the_footers(spa
     assert sink.verified_by == READ_BACK
     for partition in (0, 1):
         assert summaries[partition]["duplicates"] == 1 and summaries[partition]["holes"] == [[157, 158]]
+
+
+@pytest.mark.spark
+def test_the_files_keep_statistics_for_the_offset_only_and_no_dictionary_for_the_opaque_columns(spark, tmp_path):
+    import pyarrow.parquet as pq
+
+    sink = written(spark, tmp_path)
+    metadata = pq.ParquetFile(data_files(sink, 0)[0]).metadata
+    columns = {metadata.row_group(0).column(i).path_in_schema: metadata.row_group(0).column(i)
+               for i in range(metadata.num_columns)}
+
+    assert set(columns) >= {"key", "value", "offset", "headers.list.element.key", "headers.list.element.value"}
+    assert columns["offset"].statistics.has_min_max  # what the verification reads
+    for path in ("key", "value", "headers.list.element.key", "headers.list.element.value"):
+        stats = columns[path].statistics
+        assert stats is None or not stats.has_min_max, path
+    for path in ("key", "value", "offset"):
+        assert not any("DICTIONARY" in encoding for encoding in columns[path].encodings), (path, columns[path].encodings)

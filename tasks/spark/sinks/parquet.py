@@ -16,6 +16,18 @@ from tasks.spark.sinks.summary import FOOTERS, READ_BACK, ObservedChecksum, summ
 MANIFEST_NAME = "_gapwatch.json"
 # Output files a task writes at once before Spark falls back to sorting its rows.
 CONCURRENT_WRITERS = 4
+# Parquet's writer settings per column (parquet-java's "<setting>#<column>"),
+# for what the columns hold: the key, the value and the headers are opaque
+# bytes, mostly distinct, so no dictionary (each value hashed and compared
+# until the dictionary overflows, per row group) and no min/max statistics
+# (each value compared byte by byte); the offset is distinct too. The
+# offset's statistics stay: the verification reads them from the footers.
+OPAQUE_COLUMNS = ("key", "value", "headers.list.element.key", "headers.list.element.value")
+WRITER_OPTIONS = {
+    **{f"parquet.enable.dictionary#{column}": "false" for column in (*OPAQUE_COLUMNS, "offset")},
+    **{f"parquet.column.statistics.enabled#{column}": "false" for column in OPAQUE_COLUMNS},
+    "parquet.size.statistics.enabled": "false",
+}
 
 
 class ParquetSink:
@@ -61,7 +73,7 @@ class ParquetSink:
         self.spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", str(CONCURRENT_WRITERS))
         observation = ObservedChecksum(self.spark)
         records.select(*RECORD_COLUMNS).observe(observation.observation, *observation.columns).write.mode(
-            "error").partitionBy("topic", "partition").parquet(self.staging)
+            "error").options(**WRITER_OPTIONS).partitionBy("topic", "partition").parquet(self.staging)
         self._observed = observation.result()
 
     def summarize(self, ranges: Sequence[BackfillRange]) -> list[dict]:
