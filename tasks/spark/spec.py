@@ -52,6 +52,8 @@ from groups.domain.tls import key_as_pkcs8
 
 SECRETS_ENV = "GAPWATCH_KAFKA_SECRETS"
 DEFAULT_RECORDS_PER_TASK = 200_000
+# At most this many read tasks per core (``min_partitions``).
+TASKS_PER_CORE = 4
 # How long a Kafka request of the job (the offsets Spark plans with, a fetch while
 # it reads) may go unanswered before it fails (Spark's own default for a fetch:
 # spark.network.timeout, 120 s).
@@ -311,14 +313,20 @@ def parse_spec(data: object) -> JobSpec:
 
 def min_partitions(spec: JobSpec, parallelism: int = 1) -> int | None:
     """How many Spark tasks to split the read into, or None to keep one task
-    per Kafka partition: one per ``records_per_task``, rounded up to a
-    multiple of ``parallelism`` (the cores Spark runs tasks on) so that the
-    last wave of tasks keeps every core busy (5 tasks on 2 cores took 0.75 s
-    for 1M records here, 6 took 0.59 s). Replay keeps one task per partition
-    so that a partition's records reach the replay topic in offset order."""
+    per Kafka partition: one per ``records_per_task``, but at most
+    ``TASKS_PER_CORE`` per core (``parallelism``: the cores Spark runs tasks
+    on), rounded up to a multiple of ``parallelism`` so that the last wave of
+    tasks keeps every core busy (5 tasks on 2 cores took 0.75 s for 1M
+    records here, 6 took 0.59 s). Each task costs about a tenth of a second
+    beside its records (10M records of one partition on 2 cores: 36 s in
+    tasks of 50,000, 16-21 s of 200,000, 13-15 s of 1M, 11-12 s of 5M); the
+    cap keeps a big job's tasks few and large, with a progress step per
+    task still. Replay keeps one task per partition so that a partition's
+    records reach the replay topic in offset order."""
     if spec.sink.kind == KAFKA:
         return None
-    wanted = math.ceil(spec.total / spec.records_per_task)
+    cores = max(1, parallelism)
+    wanted = min(math.ceil(spec.total / spec.records_per_task), TASKS_PER_CORE * cores)
     if wanted <= len(spec.ranges):
         return None
-    return math.ceil(wanted / max(1, parallelism)) * max(1, parallelism)
+    return math.ceil(wanted / cores) * cores

@@ -31,11 +31,17 @@ def one_range(count: int) -> list[dict]:
 
 @pytest.mark.parametrize("count, parallelism, expected, why", [
     (1_000_000, 2, 6, "5 tasks of 200k rounded up to a multiple of 2 cores"),
-    (1_000_000, 1, 5, "one core: one task per 200k records"),
+    (1_000_000, 1, 4, "one core: 4 tasks at most, of 250k"),
+    (600_000, 1, 3, "one core: one task per 200k records below that"),
     (1_000_000, 8, 8, "a cluster with 8 cores gets 8 tasks"),
     (400_000, 2, 2, "already a multiple"),
     (150_000, 2, None, "one task per Kafka partition is enough"),
     (200_001, 4, 4, "2 tasks wanted, rounded up to 4"),
+    (1_600_000, 2, 8, "8 tasks of 200k: 4 per core, the most"),
+    (1_600_001, 2, 8, "9 tasks of 200k wanted: 4 per core at most, so 8 larger ones"),
+    (10_000_000, 2, 8, "a big job: 8 tasks of 1.25M, not 50 of 200k"),
+    (10_000_000, 3, 12, "4 per core on 3 cores"),
+    (10_000_000, 0, 4, "no core reported: counted as one"),
 ])
 def test_it_splits_a_big_range_into_a_multiple_of_the_cores(count, parallelism, expected, why):
     assert min_partitions(parse_spec(spec(one_range(count))), parallelism) == expected, why
@@ -44,6 +50,11 @@ def test_it_splits_a_big_range_into_a_multiple_of_the_cores(count, parallelism, 
 def test_it_keeps_one_task_per_partition_when_replaying_to_kafka_so_order_is_kept():
     replay = {"kind": "kafka", "topics": {"t": "t.replay"}, "start_offsets": {"t.replay": {"0": 0}}}
     assert min_partitions(parse_spec(spec(one_range(5_000_000), sink=replay)), 2) is None
+
+
+def test_it_does_not_split_when_the_partitions_are_as_many_as_the_tasks_allowed():
+    ranges = [{"topic": "t", "partition": p, "start": 0, "end": 2_500_000} for p in range(8)]
+    assert min_partitions(parse_spec(spec(ranges)), 2) is None, "8 partitions, 100 tasks wanted, 8 allowed"
 
 
 def test_it_does_not_split_when_there_are_more_partitions_than_tasks_wanted():
