@@ -246,6 +246,15 @@ def cause_of(error: Py4JJavaError):
     return exception
 
 
+def class_names(exception) -> list[str]:
+    """The Java exception's class and its superclasses, the most specific first."""
+    names, kind = [], exception.getClass()
+    while kind is not None:
+        names.append(str(kind.getName()))
+        kind = kind.getSuperclass()
+    return names
+
+
 def cause_class(error: Py4JJavaError) -> str:
     return str(cause_of(error).getClass().getName())
 
@@ -264,8 +273,12 @@ def worded(error: Py4JJavaError, *, group_id: str | None, timeout_ms: int) -> tu
         return f"{text} ({missing_acl('Describe', 'topic', topics)})", True
     if name == JAVA_ERRORS + "ClusterAuthorizationException":
         return f"{text} ({missing_acl('Describe', 'cluster')})", True
-    if name in _LOGIN_REFUSED:
-        return f"login refused: {text} ({_LOGIN_REFUSED[name]})", name != JAVA_ERRORS + "AuthenticationException"
+    refusal = next((kind for kind in class_names(cause) if kind in _LOGIN_REFUSED), None)
+    if refusal is not None:
+        # A subclass says it too: the broker ending a SASL handshake it did not expect
+        # (IllegalSaslStateException, seen when a revoked OAuth client re-authenticates) is an
+        # AuthenticationException.
+        return f"login refused: {text} ({_LOGIN_REFUSED[refusal]})", refusal != JAVA_ERRORS + "AuthenticationException"
     if name == "org.apache.kafka.common.config.ConfigException":
         if "resolvable" in text:
             return f"no address in bootstrap.servers resolves ({text})", False
