@@ -73,18 +73,6 @@ def test_it_proves_only_a_range_held_exactly_once(footers, observed, proven, why
         assert summaries[0]["delivered"] == 30 and summaries[0]["missing"] == 0 and summaries[0]["duplicates"] == 0
 
 
-@pytest.mark.parametrize("heads, why", [
-    ({(T, 0): False}, "the source no longer holds the range's first offset: retention removed records while "
-                      "the job read, and a record it skipped and a duplicate would keep the count"),
-    ({}, "the source's first offset could not be read"),
-    ({("other", 0): True}, "a head of another partition says nothing of this range's"),
-])
-def test_it_proves_nothing_once_the_source_lost_the_start_of_a_range(heads, why):
-    ends = {(R, 0): 130, (R, 1): 5}
-    assert proven_replay([RANGE], starts=STARTS, ends=ends, tails={(R, 0): LAST, (R, 1): NOTHING},
-                         heads=heads) is None, why
-
-
 # The replay: source partition 0 ([10, 40), 30 records) goes to partition 0
 # of "t.replay", which held 100 records before the job; its partition 1
 # gets nothing.
