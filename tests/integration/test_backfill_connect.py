@@ -180,6 +180,20 @@ def test_it_explains_aborted_transactions_and_their_markers(broker, unique, back
 # --- a server that dies, time-outs, interruptions ------------------------------------------
 
 
+def handler_settled(handled: Path) -> int:
+    """How many records the handler logged once it stopped: no new line for
+    3 s (six of its 0.5 s records)."""
+    def count() -> int:
+        return len(handled.read_text().splitlines()) if handled.exists() else 0
+
+    def settled() -> tuple[int] | None:  # a tuple: a count of 0 is an answer too
+        before = count()
+        time.sleep(3)
+        return (before,) if count() == before else None
+
+    return wait_until(settled, timeout=60, interval=0, what="the handler to stop")[0]
+
+
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_job_whose_connect_server_dies_runs_again_in_its_own_process(
@@ -224,29 +238,35 @@ def test_a_job_whose_connect_server_dies_runs_again_in_its_own_process(
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_timed_out_job_is_interrupted_on_the_server_publishes_nothing_and_the_next_is_served(
-    broker, unique, backfill_settings, connect_server, monkeypatch
+    broker, unique, backfill_settings, connect_server
 ):
-    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 500)
-    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", BIG)
-    slow = BackfillRequest(
-        run_id=f"slow-{unique}", cluster=scenario.cluster.client_config(), sink="parquet",
-        output=backfill_settings.BACKFILL_OUTPUT, ranges=(BackfillRange(scenario.topic, 2, 0, BIG),),
-        timeout_seconds=3)
+    """The slow job is a handler taking 0.5 s a record (90 records on 2
+    cores: about 25 s), so its 3 s limit passes while Spark runs it on any
+    machine: a Parquet job of 30,000 records once did, until a warm server
+    wrote them in less than 3 s (a timing bet, lost on a clean clone)."""
+    scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
+    handled = spark_handlers.handled_file(scenario.topic)
+    handled.unlink(missing_ok=True)
+    slow = on_server(dataclasses.replace(
+        handler_request(scenario, unique, "tests.integration.spark_handlers.slow_record_log"), timeout_seconds=3),
+        connect_server)
 
     with pytest.raises(backfill.BackfillFailed, match="ran longer than 3s") as failure:
-        run_backfill(on_server(slow, connect_server))
+        run_backfill(slow)
 
     # Interrupted, not waited for: the write failed inside Spark on the interrupt (1), neither ran to its
-    # end with its output discarded (0) nor was still running when the runner gave up on it (-1).
+    # end (0) nor was still running when the runner gave up on it (-1); the handler stopped part-way.
     (attempt,) = failure.value.result["attempts"]
     assert (attempt["mode"], attempt["outcome"], attempt["returncode"]) == ("connect", "timed out", 1), attempt
-    assert not (Path(backfill_settings.BACKFILL_OUTPUT) / f"slow-{unique}").exists()
+    # 0.5 s a record on 2 cores: the whole range (90 records) would take ~20 s more.
+    assert handler_settled(handled) < 2 * K - 10
     assert staging_leftovers(backfill_settings) == []
-    result = run_backfill(on_server(dataclasses.replace(slow, run_id=f"next-{unique}", timeout_seconds=300,
-                                                        ranges=(BackfillRange(scenario.topic, 3, 0, K),)),
-                                    connect_server))
+    result = run_backfill(on_server(BackfillRequest(
+        run_id=f"next-{unique}", cluster=scenario.cluster.client_config(), sink="parquet",
+        output=backfill_settings.BACKFILL_OUTPUT, ranges=(BackfillRange(scenario.topic, 3, 0, K),),
+        timeout_seconds=300), connect_server))
     assert result["delivered"] == K and result["attempts"][0]["mode"] == "connect"
-    assert not (Path(backfill_settings.BACKFILL_OUTPUT) / f"slow-{unique}").exists()
+    handled.unlink(missing_ok=True)
 
 
 @pytest.mark.spark
@@ -278,14 +298,8 @@ def test_the_watchdog_interrupts_the_job_of_a_worker_killed_mid_run(
         if worker.poll() is None:
             worker.kill()
 
-    def settled() -> int | None:
-        before = len(handled.read_text().splitlines())
-        time.sleep(3)
-        return before if len(handled.read_text().splitlines()) == before else None
-
-    handled_count = wait_until(settled, timeout=60, interval=0, what="the handler to stop")
     # 0.5 s a record on 2 cores: the whole range (90 records) would take ~20 s more.
-    assert handled_count < 2 * K - 10
+    assert handler_settled(handled) < 2 * K - 10
     # The worker process reads another database (not the test's), so its folders' install part differs.
     logs = "".join(path.read_text() for path in Path(tempfile.gettempdir()).glob(
         f"{WORKDIR_PREFIX}*-handler-{unique}-*/job.log"))
