@@ -72,33 +72,34 @@ UNIT_OF_MODULE = {module: unit for unit, modules in UNITS.items() for module in 
 HEAVY = frozenset({"spark-connect", "kafka-fault-clusters", "secured-broker", "spark-standalone", "spark-process"})
 
 # Seconds of test time per unit (setup, call and teardown summed from a full run's junit XML,
-# `make test PYTEST_ARGS="--junitxml=..."`), measured 2026-11-27 on a clean clone beside a benchmark
-# (two workers): weights for the order, not timings. A unit not listed weighs nothing (it goes after
-# these, in collection order).
+# `make test PYTEST_ARGS="--junitxml=..."`): the mean of two runs on 2026-11-28, three workers, nothing
+# else running (in the work tree, and `bash .ci/run` on a clean clone): weights for the order, not
+# timings. A unit not listed weighs nothing (it goes after these, in collection order).
 SECONDS: dict[str, float] = {
-    "spark-connect": 547,
-    "kafka-fault-clusters": 447,
-    "spark-standalone": 318,
-    "secured-broker": 291,
-    "spark-process": 266,
-    "chromium": 195,
-    "tests/integration/test_guard.py": 96,
-    "tests/integration/test_streams_and_connect_groups.py": 73,
-    "tests/integration/test_offset_reset.py": 67,
-    "tests/integration/test_pickup.py": 67,
-    "tests/faults/test_load.py": 59,
-    "tests/faults/test_expansion_faults.py": 37,
-    "tests/faults/test_postgres_faults.py": 32,
-    "tests/integration/test_go_clients.py": 31,
-    "tests/integration/test_detection.py": 25,
-    "tests/integration/test_standing_rules.py": 24,
-    "tests/integration/test_settings_startup.py": 24,
-    "tests/integration/test_kafka_adapter.py": 23,
-    "tests/integration/test_expansion_plan.py": 22,
-    "tests/integration/test_api.py": 20,
-    "tests/faults/test_redis_faults.py": 20,
-    "tests/integration/test_spark_source.py": 17,
-    "tests/integration/test_transactions.py": 16,
+    "spark-connect": 495,
+    "kafka-fault-clusters": 248,
+    "spark-standalone": 225,
+    "secured-broker": 191,
+    "spark-process": 115,
+    "chromium": 114,
+    "tests/integration/test_guard.py": 93,
+    "tests/integration/test_streams_and_connect_groups.py": 72,
+    "tests/integration/test_pickup.py": 63,
+    "tests/integration/test_offset_reset.py": 46,
+    "tests/faults/test_load.py": 43,
+    "tests/faults/test_expansion_faults.py": 33,
+    "tests/integration/test_go_clients.py": 32,
+    "tests/integration/test_detection.py": 28,
+    "tests/faults/test_postgres_faults.py": 27,
+    "tests/integration/test_kafka_adapter.py": 22,
+    "tests/faults/test_redis_faults.py": 19,
+    "tests/integration/test_expansion_plan.py": 18,
+    "tests/integration/test_settings_startup.py": 18,
+    "tests/integration/test_standing_rules.py": 16,
+    "tests/integration/test_pages_browse.py": 13,
+    "tests/integration/test_poller.py": 13,
+    "tests/integration/test_transactions.py": 12,
+    "tests/integration/test_api.py": 8,
 }
 
 
