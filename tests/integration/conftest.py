@@ -131,15 +131,14 @@ def share_consumers():
         consumer.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def share_reader(kafka_bootstrap):
-    """One reader of the test broker's share groups through Kafka's Java Admin
-    (the process's JVM, shut down with the session)."""
+    """A reader of the module's broker's share groups through Kafka's Java
+    Admin (``kafka_bootstrap``: the share-group modules run on the session's
+    4.3.1 broker); the process's JVM stays for the session."""
     from groups.domain.cluster_config import ClusterConfig
-    from tasks.kafka.jvm import gateway_shutdown
     from tasks.kafka.java_admin import JavaAdmin
 
     reader = JavaAdmin(ClusterConfig(kafka_bootstrap), timeout=10)
     yield reader
     reader.close()
-    gateway_shutdown()

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicCollection, TopicPartition
 
-from groups.domain.cluster_config import ClusterConfig
 from groups.models import AuditEvent, ConsumerGroup, Finding, PartitionGeneration, RemediationJob, Topic
 from groups.services.previews import job_preview
 from groups.services.remediation import job_request_previewed
@@ -37,18 +36,11 @@ REFRESH_MS = 2000
 
 
 # Share groups lose records on a new partition up to Kafka 4.3 (4.4.0 starts it
-# at offset 0, KAFKA-20742): this module runs on a 4.3.1 broker of its own.
+# at offset 0, KAFKA-20742): this module runs on a 4.3.1 broker of its own
+# (``share_reader``, the conftest's, reads it).
 @pytest.fixture(scope="module")
 def kafka_bootstrap(kafka_4_3):
     return kafka_4_3.bootstrap
-
-
-@pytest.fixture(scope="module")
-def share_reader(kafka_bootstrap):
-    """A reader of the 4.3.1 broker's share groups (the process's JVM stays for the session)."""
-    reader = JavaAdmin(ClusterConfig(kafka_bootstrap), timeout=10)
-    yield reader
-    reader.close()
 
 
 def job_of(job_id: int) -> RemediationJob:

@@ -19,18 +19,11 @@ REFRESH_MS = 5000
 
 
 # Share groups lose records on a new partition up to Kafka 4.3 (4.4.0 starts it
-# at offset 0, KAFKA-20742): this module runs on a 4.3.1 broker of its own.
+# at offset 0, KAFKA-20742): this module runs on a 4.3.1 broker of its own
+# (``share_reader``, the conftest's, reads it).
 @pytest.fixture(scope="module")
 def kafka_bootstrap(kafka_4_3):
     return kafka_4_3.bootstrap
-
-
-@pytest.fixture(scope="module")
-def share_reader(kafka_bootstrap):
-    """A reader of the 4.3.1 broker's share groups (the process's JVM stays for the session)."""
-    reader = JavaAdmin(ClusterConfig(kafka_bootstrap), timeout=10)
-    yield reader
-    reader.close()
 
 
 def set_group_config(bootstrap: str, group_id: str, setting: str) -> None:
