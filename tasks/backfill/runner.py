@@ -83,7 +83,7 @@ from tasks.spark.handshake import (
     decision_for,
     read_json,
 )
-from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
+from tasks.spark.spec import TASKS_PER_CORE, JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,9 @@ def work_prefix(run_id: str) -> str:
 # Ranges bigger than this are split across Spark tasks (minPartitions); also
 # the grain of the progress estimate.
 RECORDS_PER_TASK = 200_000
+# At most TASKS_PER_CORE of those tasks per core (spec.min_partitions): a big
+# job's tasks stay few and large. Tests that need a small range read in many
+# small tasks (to stop a job between two of them) raise both here.
 
 
 class BackfillFailed(Exception):
@@ -391,7 +394,8 @@ class BackfillRunner:
             ranges=tuple(BackfillRange(p.range.topic, p.range.partition, p.read_start, p.range.end)
                          for p in readable),
             isolation=self.request.isolation, sink=sink, master=self.request.master, jars_dir=str(settings.SPARK_KAFKA_JARS_DIR),
-            records_per_task=RECORDS_PER_TASK, kafka_timeout_ms=settings.BACKFILL_KAFKA_TIMEOUT_SECONDS * 1000,
+            records_per_task=RECORDS_PER_TASK, tasks_per_core=TASKS_PER_CORE,
+            kafka_timeout_ms=settings.BACKFILL_KAFKA_TIMEOUT_SECONDS * 1000,
             progress_file=str(folder / PROGRESS_FILE), result_file=str(folder / RESULT_FILE),
         )
 

@@ -204,6 +204,7 @@ class JobSpec:
     master: str = DEFAULT_MASTER
     driver_memory: str = DEFAULT_DRIVER_MEMORY
     records_per_task: int = DEFAULT_RECORDS_PER_TASK
+    tasks_per_core: int = TASKS_PER_CORE
     kafka_timeout_ms: int = DEFAULT_KAFKA_TIMEOUT_MS
     isolation: str = READ_COMMITTED
 
@@ -233,6 +234,9 @@ class JobSpec:
         if isinstance(self.records_per_task, bool) or not isinstance(self.records_per_task, int) \
                 or self.records_per_task < 1:
             raise SpecError("spec.spark.records_per_task must be a positive integer")
+        if isinstance(self.tasks_per_core, bool) or not isinstance(self.tasks_per_core, int) \
+                or self.tasks_per_core < 1:
+            raise SpecError("spec.spark.tasks_per_core must be a positive integer")
         if isinstance(self.kafka_timeout_ms, bool) or not isinstance(self.kafka_timeout_ms, int) \
                 or self.kafka_timeout_ms < 1:
             raise SpecError("spec.spark.kafka_timeout_ms must be a positive integer")
@@ -249,7 +253,8 @@ class JobSpec:
             "job_id": self.job_id, "attempt": self.attempt, "kafka": self.kafka.to_json(),
             "ranges": self.ranges_json(), "isolation": self.isolation, "sink": self.sink.to_json(),
             "spark": {"master": self.master, "jars_dir": self.jars_dir, "driver_memory": self.driver_memory,
-                      "records_per_task": self.records_per_task, "kafka_timeout_ms": self.kafka_timeout_ms},
+                      "records_per_task": self.records_per_task, "tasks_per_core": self.tasks_per_core,
+                      "kafka_timeout_ms": self.kafka_timeout_ms},
             "progress_file": self.progress_file, "result_file": self.result_file,
         }
 
@@ -293,6 +298,7 @@ class JobSpec:
             jars_dir=_required(spark, "jars_dir", str, "spec.spark"),
             driver_memory=spark.get("driver_memory") or DEFAULT_DRIVER_MEMORY,
             records_per_task=spark.get("records_per_task", DEFAULT_RECORDS_PER_TASK),
+            tasks_per_core=spark.get("tasks_per_core", TASKS_PER_CORE),
             kafka_timeout_ms=spark.get("kafka_timeout_ms", DEFAULT_KAFKA_TIMEOUT_MS),
             progress_file=_required(data, "progress_file", str),
             result_file=_required(data, "result_file", str),
@@ -314,7 +320,8 @@ def parse_spec(data: object) -> JobSpec:
 def min_partitions(spec: JobSpec, parallelism: int = 1) -> int | None:
     """How many Spark tasks to split the read into, or None to keep one task
     per Kafka partition: one per ``records_per_task``, but at most
-    ``TASKS_PER_CORE`` per core (``parallelism``: the cores Spark runs tasks
+    ``spec.tasks_per_core`` (``TASKS_PER_CORE`` unless a test asks for
+    small tasks) per core (``parallelism``: the cores Spark runs tasks
     on), rounded up to a multiple of ``parallelism`` so that the last wave of
     tasks keeps every core busy (5 tasks on 2 cores took 0.75 s for 1M
     records here, 6 took 0.59 s). Each task costs about a tenth of a second
@@ -326,7 +333,7 @@ def min_partitions(spec: JobSpec, parallelism: int = 1) -> int | None:
     if spec.sink.kind == KAFKA:
         return None
     cores = max(1, parallelism)
-    wanted = min(math.ceil(spec.total / spec.records_per_task), TASKS_PER_CORE * cores)
+    wanted = min(math.ceil(spec.total / spec.records_per_task), spec.tasks_per_core * cores)
     if wanted <= len(spec.ranges):
         return None
     return math.ceil(wanted / cores) * cores

@@ -44,6 +44,7 @@ def test_it_backfills_exactly_the_range_to_parquet_on_both_workers_of_a_cluster(
     broker, unique, approver, enqueued, on_cluster, monkeypatch
 ):
     monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 10)  # 10 read tasks for the 2 x 50 records
+    monkeypatch.setattr(backfill, "TASKS_PER_CORE", 1_000)  # not capped
     scenario = Scenario(broker, f"sc-{unique}", f"cluster-{unique}", K)
 
     job = run_job(scenario.request_job(approver, "parquet").id)
@@ -78,6 +79,7 @@ def test_a_worker_killed_mid_job_leaves_its_task_to_the_other_worker_and_the_ran
     broker, unique, approver, enqueued, on_cluster, monkeypatch
 ):
     monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 1_000)  # 60 read tasks
+    monkeypatch.setattr(backfill, "TASKS_PER_CORE", 1_000)  # not capped
     scenario = Scenario(broker, f"sc-{unique}", f"cluster-kill-{unique}", BIG)
     job = scenario.request_job(approver, "parquet")
     victim, survivor = sorted(on_cluster.workers)

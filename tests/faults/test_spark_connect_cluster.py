@@ -49,6 +49,7 @@ def test_a_connect_server_on_the_cluster_backfills_exactly_the_range_to_parquet_
     broker, unique, approver, enqueued, on_server, spark_cluster, monkeypatch
 ):
     monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 10)  # 10 read tasks for the 2 x 50 records
+    monkeypatch.setattr(backfill, "TASKS_PER_CORE", 1_000)  # not capped
     scenario = Scenario(broker, f"cc-{unique}", f"connect-cluster-{unique}", K)
     job_id = scenario.request_job(approver, "parquet").id
     jobs: list[RemediationJob] = []

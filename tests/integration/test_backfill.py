@@ -158,6 +158,7 @@ def test_it_runs_a_killed_job_process_again_and_publishes_exactly_the_range(
     broker, unique, approver, backfill_settings, enqueued, monkeypatch
 ):
     monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 2_000)
+    monkeypatch.setattr(backfill, "TASKS_PER_CORE", 1_000)  # 60 tasks: not capped
     scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", BIG)
     job = scenario.request_job(approver, "parquet")
     killed: list[int] = []
@@ -203,7 +204,7 @@ def test_it_restarts_a_job_whose_worker_died_and_publishes_exactly_the_range(
     }
     worker = subprocess.Popen(
         [sys.executable, "-c", "import django; django.setup(); from tasks.backfill import executor, runner; "
-         "runner.RECORDS_PER_TASK = 2000; executor.execute_backfill(job_id=int(__import__('sys').argv[1]))",
+         "runner.RECORDS_PER_TASK = 2000; runner.TASKS_PER_CORE = 1000; executor.execute_backfill(job_id=int(__import__('sys').argv[1]))",
          str(job.id)],
         cwd=ROOT, env=environment, stdout=open(tmp_path / "worker.log", "wb"), stderr=subprocess.STDOUT,
     )

@@ -199,9 +199,8 @@ def handler_settled(handled: Path) -> int:
 def test_a_job_whose_connect_server_dies_runs_again_in_its_own_process(
     broker, unique, approver, backfill_settings, enqueued, monkeypatch, tmp_path
 ):
-    # Small tasks (8 of them: at most 4 per core) and a new server's first job (a cold JVM): seconds of
-    # work to kill the server in.
-    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 500)
+    monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 500)  # 120 tasks: seconds of work to kill the server in
+    monkeypatch.setattr(backfill, "TASKS_PER_CORE", 1_000)  # not capped
     server = ConnectServer(tmp_path / "server.log")
     connect_settings(backfill_settings, server)
     scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", BIG)

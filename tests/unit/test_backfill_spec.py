@@ -47,6 +47,14 @@ def test_it_splits_a_big_range_into_a_multiple_of_the_cores(count, parallelism, 
     assert min_partitions(parse_spec(spec(one_range(count))), parallelism) == expected, why
 
 
+def test_a_spec_may_allow_more_tasks_per_core_for_a_range_read_in_small_tasks():
+    # 60,000 records in tasks of 2,000 on 2 cores: 30 tasks wanted; 8 by default, all 30 when allowed.
+    small = {**spec(one_range(60_000), records_per_task=2_000)}
+    assert min_partitions(parse_spec(small), 2) == 8
+    small["spark"] = {**small["spark"], "tasks_per_core": 1_000}
+    assert min_partitions(parse_spec(small), 2) == 30
+
+
 def test_it_keeps_one_task_per_partition_when_replaying_to_kafka_so_order_is_kept():
     replay = {"kind": "kafka", "topics": {"t": "t.replay"}, "start_offsets": {"t.replay": {"0": 0}}}
     assert min_partitions(parse_spec(spec(one_range(5_000_000), sink=replay)), 2) is None
@@ -92,7 +100,8 @@ def typed(**changes) -> JobSpec:
 def test_a_spec_survives_its_json_form_unchanged(sink):
     written = typed(kafka=KafkaSettings("b:9092", "SASL_SSL", "SCRAM-SHA-512", "backfill"),
                     ranges=(BackfillRange("u", 3, 5, 9), BackfillRange("t", 1, 0, 10)), sink=sink,
-                    master="spark://m:7077", driver_memory="2g", records_per_task=50, kafka_timeout_ms=15_000)
+                    master="spark://m:7077", driver_memory="2g", records_per_task=50, tasks_per_core=100,
+                    kafka_timeout_ms=15_000)
     text = json.dumps(written.to_json())
     assert JobSpec.from_json(json.loads(text)) == written
     assert "password" not in text.lower()
@@ -106,8 +115,8 @@ def test_the_ranges_are_kept_sorted_by_topic_and_partition():
 
 def test_optional_fields_get_their_defaults():
     parsed = parse_spec(spec(one_range(10)))
-    assert (parsed.master, parsed.driver_memory, parsed.records_per_task, parsed.kafka_timeout_ms) \
-        == ("local[*]", "768m", 200_000, 120_000)
+    assert (parsed.master, parsed.driver_memory, parsed.records_per_task, parsed.tasks_per_core,
+            parsed.kafka_timeout_ms) == ("local[*]", "768m", 200_000, 4, 120_000)
     assert parsed.kafka == KafkaSettings("b:9092", "PLAINTEXT", "", "")
 
 
@@ -117,6 +126,8 @@ def test_optional_fields_get_their_defaults():
     ({"attempt": ""}, "spec.attempt must be a non-empty str"),
     ({"records_per_task": 0}, "records_per_task must be a positive integer"),
     ({"records_per_task": True}, "records_per_task must be a positive integer"),
+    ({"tasks_per_core": 0}, "tasks_per_core must be a positive integer"),
+    ({"tasks_per_core": True}, "tasks_per_core must be a positive integer"),
     ({"kafka_timeout_ms": 0}, "kafka_timeout_ms must be a positive integer"),
     ({"kafka_timeout_ms": True}, "kafka_timeout_ms must be a positive integer"),
     ({"sink": SinkSpec("kafka", topics={"other": "o.replay"}, start_offsets={"o.replay": {}})},
