@@ -599,13 +599,27 @@ def big_run(args, admin: AdminClient, workdir: Path, output: str, servers: list,
         roots = [server.pid]
         report["master"] = f"{args.master} ({SERVER_MEMORY})"
     report["server_startup"] = server.startup
+    if args.warm_up:
+        # The server as scripts/app.sh leaves it: warmed by manage.py warm_spark_connect. Its memory
+        # before the warm-up is kept beside; "ready" is after it and the same idle as the end's.
+        report["memory_before_warm_up"] = sum(sampler.first.values()) / 1024
+        warmed = time.monotonic()
+        say(server.warm_up(Path(output)))
+        report["warm_up_seconds"] = time.monotonic() - warmed
+        # Ready as the end is read: after the same idle (the idle collection gives the warm-up's heap back).
+        say(f"idle {args.idle} s after the warm-up, then the server's ready memory")
+        time.sleep(args.idle)
+        sampler.finish()
+        sampler = MemorySampler(sampler.parts)
     report["memory_ready"] = sampler.first
     say(f"warm-up: two 1-record jobs and one job of {min(args.records, 1_000_000):,} records per sink")
-    for _ in range(2):
-        run_job(args.bootstrap, layouts[0][0], 1, 1, args.master, output, server)
+    report["first_jobs"] = [run_job(args.bootstrap, layouts[0][0], 1, 1, args.master, output, server)["total"]
+                            for _ in range(2)]
+    first_big = min(args.records, 1_000_000)
+    report["first_big_jobs"] = {}
     for sink in args.sinks:
-        run_job(args.bootstrap, layouts[0][0], layouts[0][1], min(args.records, 1_000_000), args.master, output,
-                server, sink=sink)
+        report["first_big_jobs"][sink] = run_job(
+            args.bootstrap, layouts[0][0], layouts[0][1], first_big, args.master, output, server, sink=sink)["total"]
     for topic, partitions in layouts:
         say(f"{topic}: kcat x{args.runs}")
         kcat = [time_kcat(args.bootstrap, topic, partitions, args.records) for _ in range(args.runs)]
@@ -685,6 +699,13 @@ def print_big(report: dict) -> None:
                   f"end {values['end']:,.0f} MiB")
     memory = report["memory"]["total"]
     back = memory["end"] / memory["ready"] - 1
+    print(f"\nThe server's first jobs (the bench's own warm-up): 1 record {report['first_jobs'][0]:.2f} s, then "
+          f"{report['first_jobs'][1]:.2f} s; then {min(report['records'], 1_000_000):,} records "
+          + ", ".join(f"{sink} {seconds:.2f} s" for sink, seconds in report["first_big_jobs"].items()))
+    if "memory_before_warm_up" in report:
+        print(f"\nWarmed by manage.py warm_spark_connect in {report['warm_up_seconds']:.1f} s: VmRSS "
+              f"{report['memory_before_warm_up']:,.0f} MiB before it; ready below is after it and {report['idle']} s idle "
+              f"(the end is {memory['end'] / report['memory_before_warm_up'] - 1:+.0%} of the memory before it)")
     print(f"\nThe stack's memory (VmRSS of the process trees): ready {memory['ready']:,.0f} MiB, peak "
           f"{memory['peak']:,.0f} MiB, end {memory['end']:,.0f} MiB after {report['idle']} s idle "
           f"({back:+.0%} of ready)")
@@ -712,6 +733,9 @@ def main() -> None:
                              f"workers (1 core, {CLUSTER_WORKER_MEMORY} each) on loopback, not --master")
     parser.add_argument("--sinks", type=lambda text: text.split(","), default=[PARQUET],
                         help=f"with --big: comma-separated, of {PARQUET}, {KAFKA} (the replay topic), {HANDLER}")
+    parser.add_argument("--warm-up", action="store_true",
+                        help="with --big: warm the server first (manage.py warm_spark_connect, as scripts/app.sh does)"
+                             "; ready is then after the warm-up")
     parser.add_argument("--idle", type=int, default=IDLE_SECONDS,
                         help="with --big: seconds the server idles before its end memory is read")
     args = parser.parse_args()

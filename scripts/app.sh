@@ -45,6 +45,8 @@ case ${1:-} in
     if [[ "$SPARK_CONNECT_URL" == sc://localhost:* ]]; then
       spawn spark-connect "$PY/python" -m tasks.spark.connect --port "${SPARK_CONNECT_URL##*:}" \
         --master "${SPARK_MASTER:-local[*]}"
+      # One made-up Parquet job before the first real one (tasks/spark/warm_up.py): it ends by itself.
+      spawn spark-connect-warm-up "$PY/python" manage.py warm_spark_connect
     fi
     spawn beat "$PY/celery" -A controlplane beat --loglevel INFO \
       -S django_celery_beat.schedulers:DatabaseScheduler --pidfile=
@@ -55,7 +57,7 @@ case ${1:-} in
     web_ready || { tail -n 30 "$LOGS/web.log" >&2; echo "app: web server did not answer (log: $LOGS/web.log)" >&2; exit 1; }
     ;;
   stop)
-    for name in demo beat spark-connect worker web; do stop_one "$name"; done
+    for name in demo beat spark-connect-warm-up spark-connect worker web; do stop_one "$name"; done
     ;;
   *) echo "usage: $0 start|stop" >&2; exit 2 ;;
 esac

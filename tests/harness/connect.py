@@ -78,3 +78,18 @@ class ConnectServer:
             self.process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             self.stop()
+
+    def warm_up(self, output: Path, *, records: int | None = None, timeout: float = 300) -> str:
+        """``manage.py warm_spark_connect`` against this server, as
+        ``scripts/app.sh`` runs it beside the server it starts, staging under
+        ``output``; its line (it raised if the command failed)."""
+        command = [sys.executable, "manage.py", "warm_spark_connect", "--wait", "30"]
+        if records is not None:
+            command += ["--records", str(records)]
+        done = subprocess.run(
+            command, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+            env={**os.environ, "SPARK_CONNECT_URL": self.url, "SPARK_CONNECT_TOKEN": self.token,
+                 "BACKFILL_OUTPUT": str(output), "DJANGO_SETTINGS_MODULE": "controlplane.settings"},
+        )
+        assert done.returncode == 0, f"the warm-up failed: {done.stdout[-1500:]}{done.stderr[-3000:]}"
+        return done.stdout.strip()

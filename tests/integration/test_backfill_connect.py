@@ -22,7 +22,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from django.conf import settings
 from django.db import connection
-from django.test import Client
+from django.test import Client, override_settings
 
 from groups.models import Cluster, RemediationJob
 from groups.domain.planning import BackfillRange
@@ -39,6 +39,7 @@ from tests.harness.backfills import (
     staging_leftovers, wait_for_connect_attempt,
 )
 from tests.harness.connect import ConnectServer
+from tests.harness.processes import free_ports
 from tests.harness.kafka_clients import wait_until
 
 
@@ -309,6 +310,31 @@ def test_the_watchdog_interrupts_the_job_of_a_worker_killed_mid_run(
     handled.unlink()
     for folder in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-handler-{unique}-*"):
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_warm_up_writes_and_proves_a_made_up_parquet_job_and_leaves_nothing(connect_server, tmp_path):
+    """manage.py warm_spark_connect, as scripts/app.sh runs it beside the
+    server: the Parquet sink's write and footer proof of made-up records,
+    staged in the backfills' output and discarded."""
+    line = connect_server.warm_up(tmp_path, records=20_000)
+    assert line.startswith(f"the Spark Connect server is warm at localhost:{connect_server.port}: "
+                           "a Parquet write of 20,000 made-up records, verified by footers and checksum, in "), line
+    assert [str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")
+            if path.name != "_staging"] == [], "the warm-up left files behind"
+
+
+def test_the_warm_up_says_when_no_server_answers(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    port = free_ports(1)[0]
+    with override_settings(SPARK_CONNECT_URL=f"sc://localhost:{port}", BACKFILL_OUTPUT=str(tmp_path)):
+        with pytest.raises(CommandError, match=f"no warm-up: no Spark Connect server at localhost:{port}"):
+            call_command("warm_spark_connect", "--wait", "0")
+        with pytest.raises(CommandError, match="--records must be 1 or more"):
+            call_command("warm_spark_connect", "--records", "0")
+    with override_settings(SPARK_CONNECT_URL=""):
+        with pytest.raises(CommandError, match="SPARK_CONNECT_URL is empty"):
+            call_command("warm_spark_connect")
 
 
 def test_the_connect_server_refuses_a_client_without_its_token(connect_server):
