@@ -2,11 +2,12 @@
 records (no Kafka: Spark makes them), written through the Parquet sink into
 the backfills' staging folder, proven from its footers, and discarded. The
 server then has the writer's classes loaded and its hot code compiled
-before the first real job, which otherwise pays for both (bench/RESULTS.md:
-a cold server's first 1M-record job took 12.2 s, a warm one's 5.6 s); and
-what the server keeps after a job is, for the most part, what it keeps once
-warm (issue 35: the memory that stays after a job is the JVM's compiled
-code and classes, about the same after 10^6 records as after 10^7).
+before the first real job, which otherwise pays for both (bench/RESULTS.md,
+"A warm server": a new server's first 1-record job took 3.79 s cold and
+1.74-1.92 s warmed); and what the server keeps after a job is, for the most
+part, what it keeps once warm (the memory that stays after a job is the
+JVM's compiled code, classes and pools, about the same after 10^6 records
+as after 10^7).
 
 ``manage.py warm_spark_connect`` runs it (``scripts/app.sh`` beside the
 server it starts). No Django here.
