@@ -612,14 +612,14 @@ def big_run(args, admin: AdminClient, workdir: Path, output: str, servers: list,
         sampler.finish()
         sampler = MemorySampler(sampler.parts)
     report["memory_ready"] = sampler.first
-    say(f"warm-up: two 1-record jobs and one job of {min(args.records, 1_000_000):,} records per sink")
+    report["first_big_records"] = first_big = min(args.records, 1_000_000)
+    say(f"warm-up: two 1-record jobs and one job of {first_big:,} records per sink")
     report["first_jobs"] = [run_job(args.bootstrap, layouts[0][0], 1, 1, args.master, output, server)["total"]
                             for _ in range(2)]
-    first_big = min(args.records, 1_000_000)
-    report["first_big_jobs"] = {}
-    for sink in args.sinks:
-        report["first_big_jobs"][sink] = run_job(
-            args.bootstrap, layouts[0][0], layouts[0][1], first_big, args.master, output, server, sink=sink)["total"]
+    report["first_big_jobs"] = {
+        sink: run_job(args.bootstrap, layouts[0][0], layouts[0][1], first_big, args.master, output, server,
+                      sink=sink)["total"]
+        for sink in args.sinks}
     for topic, partitions in layouts:
         say(f"{topic}: kcat x{args.runs}")
         kcat = [time_kcat(args.bootstrap, topic, partitions, args.records) for _ in range(args.runs)]
@@ -700,7 +700,7 @@ def print_big(report: dict) -> None:
     memory = report["memory"]["total"]
     back = memory["end"] / memory["ready"] - 1
     print(f"\nThe server's first jobs (the bench's own warm-up): 1 record {report['first_jobs'][0]:.2f} s, then "
-          f"{report['first_jobs'][1]:.2f} s; then {min(report['records'], 1_000_000):,} records "
+          f"{report['first_jobs'][1]:.2f} s; then {report['first_big_records']:,} records "
           + ", ".join(f"{sink} {seconds:.2f} s" for sink, seconds in report["first_big_jobs"].items()))
     if "memory_before_warm_up" in report:
         print(f"\nWarmed by manage.py warm_spark_connect in {report['warm_up_seconds']:.1f} s: VmRSS "

@@ -108,9 +108,10 @@ def work_prefix(run_id: str) -> str:
 # Ranges bigger than this are split across Spark tasks (minPartitions); also
 # the grain of the progress estimate.
 RECORDS_PER_TASK = 200_000
-# At most TASKS_PER_CORE of those tasks per core (spec.min_partitions): a big
-# job's tasks stay few and large. Tests that need a small range read in many
-# small tasks (to stop a job between two of them) raise both here.
+# At most TASKS_PER_CORE (the spec's default, imported above and sent with
+# each job like RECORDS_PER_TASK) of those tasks per core (spec.min_partitions):
+# a big job's tasks stay few and large. Tests that need a small range read in
+# many small tasks (to stop a job between two of them) raise both here.
 
 
 class BackfillFailed(Exception):

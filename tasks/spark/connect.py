@@ -172,7 +172,7 @@ def connect_session(url: str, *, token: str, session_id: str = "", connect_secon
         session.client.set_retry_policies([_policy(DefaultPolicy, connect_seconds)])
         session.version  # noqa: B018 - the round trip is the check
     except Exception as error:  # noqa: BLE001 - any failure to reach it means: not available
-        raise ConnectUnavailable(f"no Spark Connect server at {server_address(url)}: {_first_line(error)}") from None
+        raise ConnectUnavailable(f"no Spark Connect server at {server_address(url)}: {first_line(error)}") from None
     session.client.set_retry_policies([_policy(DefaultPolicy, retry_seconds)])
     return session
 
@@ -196,7 +196,7 @@ def interrupt(url: str, *, token: str, session_id: str, tag: str) -> list[str]:
     return list(session.interruptTag(tag))
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     """What the server or gRPC said (``details`` of a gRPC error), else the first line."""
     text = str(error).strip() or type(error).__name__
     details = re.search(r'details = "([^"]*)"', text)

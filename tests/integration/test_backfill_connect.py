@@ -323,6 +323,18 @@ def test_the_warm_up_writes_and_proves_a_made_up_parquet_job_and_leaves_nothing(
             if path.name != "_staging"] == [], "the warm-up left files behind"
 
 
+def test_a_failed_warm_up_is_said_in_one_line_and_the_server_still_serves(connect_server):
+    from django.core.management import CommandError, call_command
+
+    with override_settings(SPARK_CONNECT_URL=connect_server.url, SPARK_CONNECT_TOKEN=connect_server.token,
+                           BACKFILL_OUTPUT="nosuchfs://bucket/backfills"):  # no file system for this scheme
+        with pytest.raises(CommandError, match=f"the warm-up of the Spark Connect server at "
+                                               f"localhost:{connect_server.port} failed: ") as failed:
+            call_command("warm_spark_connect", "--records", "10", "--wait", "10")
+    assert "\n" not in str(failed.value) and connect_server.token not in str(failed.value)
+    assert connect_session(connect_server.url, token=connect_server.token).version
+
+
 def test_the_warm_up_says_when_no_server_answers(tmp_path):
     from django.core.management import CommandError, call_command
 

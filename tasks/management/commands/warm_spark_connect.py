@@ -4,7 +4,7 @@ import warnings
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from tasks.spark.connect import ConnectUnavailable, connect_session, server_address
+from tasks.spark.connect import ConnectUnavailable, connect_session, first_line, server_address
 from tasks.spark.warm_up import WARM_UP_RECORDS, warm_up
 
 WARM_LINE = "the Spark Connect server is warm"
@@ -39,8 +39,7 @@ class Command(BaseCommand):
         try:
             done = warm_up(spark, settings.BACKFILL_OUTPUT, records=options["records"])
         except Exception as error:  # noqa: BLE001 - said in one line; the server still serves, cold
-            text = (str(error).strip() or type(error).__name__).splitlines()[0][:300]
-            raise CommandError(f"the warm-up of the Spark Connect server at {where} failed: {text}") from None
+            raise CommandError(f"the warm-up of the Spark Connect server at {where} failed: {first_line(error)}") from None
         finally:
             try:
                 spark.stop()
