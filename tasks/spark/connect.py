@@ -59,6 +59,11 @@ SERVER_JVM_OPTIONS = (
     f"-XX:TrimNativeHeapInterval={IDLE_GC_MILLISECONDS}",
 )
 
+# The same on a cluster's executors, whose Java this project did not choose: a
+# JVM too old for an option ignores it rather than failing to start
+# (TrimNativeHeapInterval came with 17.0.9).
+EXECUTOR_JVM_OPTIONS = ("-XX:+IgnoreUnrecognizedVMOptions", *SERVER_JVM_OPTIONS)
+
 # Settings that can only be given when the server starts.
 SERVER_CONF = {
     "spark.driver.extraJavaOptions": " ".join(SERVER_JVM_OPTIONS),
@@ -238,6 +243,12 @@ def server_command(*, master: str, host: str, port: int, jars: list[str], driver
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
         conf["spark.default.parallelism"] = str(local_cores(master))
+    else:
+        # A cluster's executors live as long as the server: they give memory back
+        # as its driver does (issue 35: a standalone cluster's two executors kept
+        # 2.3 GiB after a job). Spark puts these before the cluster's own
+        # spark.executor.extraJavaOptions, so an operator's options still win.
+        conf["spark.executor.defaultJavaOptions"] = " ".join(EXECUTOR_JVM_OPTIONS)
     command = [str(Path(spark_home) / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", master,
                "--name", "gapwatch-spark-connect", "--driver-memory", driver_memory, "--jars", ",".join(jars)]
     for key, value in conf.items():

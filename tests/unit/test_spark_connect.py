@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 
 from tasks.spark import connect
 from tasks.spark.sinks.code_archive import code_archive
 from tasks.spark.sinks.files import OutputFiles
 from tasks.spark.sinks.handler_call import handler_partition
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(("url", "token", "session_id", "expected", "why"), [
@@ -110,6 +113,30 @@ def test_a_cluster_master_lets_spark_choose_the_drivers_address():
                                      driver_memory="2g", spark_home="/spark")
     assert "spark.driver.host" not in conf_of(command)
     assert command[command.index("--master") + 1] == "spark://10.0.0.5:7077"
+
+
+def test_a_cluster_masters_executors_give_memory_back_as_the_driver_does():
+    command = connect.server_command(master="spark://10.0.0.5:7077", host="0.0.0.0", port=15002, jars=["/j/a.jar"],
+                                     driver_memory="2g", spark_home="/spark")
+    conf = conf_of(command)
+    executor = conf["spark.executor.defaultJavaOptions"].split()
+    assert executor[0] == "-XX:+IgnoreUnrecognizedVMOptions", "a cluster's older Java still starts its executors"
+    assert executor[1:] == conf["spark.driver.extraJavaOptions"].split()
+    assert "spark.executor.extraJavaOptions" not in conf, "the cluster's own executor options are left to it"
+    local = conf_of(connect.server_command(master="local[2]", host="127.0.0.1", port=15002, jars=["/j/a.jar"],
+                                           driver_memory="1g", spark_home="/spark"))
+    assert "spark.executor.defaultJavaOptions" not in local, "local[*] executors are the driver's threads"
+
+
+def test_the_compose_files_connect_server_has_the_settings_the_local_stack_starts_it_with():
+    """docker-compose.yml spells the server's command out; it drifted once
+    (an old collector, no producer cache timeout) while it said "keep in sync"."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    spelled = [arg.removeprefix("--conf=") for arg in compose["services"]["spark-connect"]["command"]
+               if arg.startswith("--conf=")]
+    command = connect.server_command(master="spark://spark-master:7077", host="127.0.0.1", port=15002,
+                                     jars=["/j/a.jar"], driver_memory="1g", spark_home="/spark")
+    assert spelled == [f"{key}={value}" for key, value in conf_of(command).items()]
 
 
 def test_the_retry_policy_is_cut_to_about_the_seconds_asked_for():
