@@ -85,7 +85,8 @@ from tasks.spark.backfill_job import session_parallelism  # noqa: E402
 from tasks.spark.connect import connect_session  # noqa: E402
 from tasks.spark.reader import kafka_options, read_ranges  # noqa: E402
 from tasks.spark.sinks.kafka import REPLAY_PRODUCER  # noqa: E402
-from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec  # noqa: E402
+from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec  # noqa: E402
+from tasks.spark.warm_up import WARM_UP_PARTITIONS, WARM_UP_RECORDS, warm_up_kafka, warm_up_range  # noqa: E402
 # Plain modules (no pytest): a standalone master and workers from the pyspark
 # install, and the Connect server the tests start.
 from tests.harness.processes import SparkStandalone  # noqa: E402
@@ -570,6 +571,22 @@ def counted_job(server: ConnectServer, sampler: MemorySampler, roots: list[int],
             "peak_mib": peak / 1024}
 
 
+def warm_up_read(server: ConnectServer, bootstrap: str, output: str) -> str:
+    """The warm-up's second job, as ``manage.py warm_spark_connect`` runs it
+    on a registered cluster (the harness's warm-up runs the first only): the
+    newest records of the fullest partition of the bench's broker."""
+    source = warm_up_range(KafkaAdapter(ClusterConfig(bootstrap)).retained_offsets(max_partitions=WARM_UP_PARTITIONS),
+                           records=WARM_UP_RECORDS)
+    spark = connect_session(server.url, token=server.token)
+    try:
+        result = warm_up_kafka(spark, output, kafka=KafkaSettings(bootstrap), secrets=KafkaSecrets(), source=source,
+                               jars_dir=str(settings.SPARK_KAFKA_JARS_DIR))
+    finally:
+        spark.stop()
+    assert result["status"] == "discarded", result
+    return f"{sum(p['delivered'] for p in result['partitions']):,} records of {source.topic}[{source.partition}]"
+
+
 def big_run(args, admin: AdminClient, workdir: Path, output: str, servers: list, clusters: list) -> dict:
     """The real-size table: per layout (``--partitions``) of ``--records`` values
     of ``--value-bytes``, kcat (and, for the replay topic, kcat's copy) and
@@ -605,6 +622,8 @@ def big_run(args, admin: AdminClient, workdir: Path, output: str, servers: list,
         report["memory_before_warm_up"] = sum(sampler.first.values()) / 1024
         warmed = time.monotonic()
         say(server.warm_up(Path(output)))
+        report["warm_up_kafka"] = warm_up_read(server, args.bootstrap, output)
+        say(f"warm-up, its Kafka read: {report['warm_up_kafka']}")
         report["warm_up_seconds"] = time.monotonic() - warmed
         # Ready as the end is read: after the same idle (the idle collection gives the warm-up's heap back).
         say(f"idle {args.idle} s after the warm-up, then the server's ready memory")
@@ -703,7 +722,8 @@ def print_big(report: dict) -> None:
           f"{report['first_jobs'][1]:.2f} s; then {report['first_big_records']:,} records "
           + ", ".join(f"{sink} {seconds:.2f} s" for sink, seconds in report["first_big_jobs"].items()))
     if "memory_before_warm_up" in report:
-        print(f"\nWarmed by manage.py warm_spark_connect in {report['warm_up_seconds']:.1f} s: VmRSS "
+        print(f"\nWarmed by manage.py warm_spark_connect (and its Kafka read: {report['warm_up_kafka']}) in "
+              f"{report['warm_up_seconds']:.1f} s: VmRSS "
               f"{report['memory_before_warm_up']:,.0f} MiB before it; ready below is after it and {report['idle']} s idle "
               f"(the end is {memory['end'] / report['memory_before_warm_up'] - 1:+.0%} of the memory before it)")
     print(f"\nThe stack's memory (VmRSS of the process trees): ready {memory['ready']:,.0f} MiB, peak "

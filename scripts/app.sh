@@ -45,7 +45,8 @@ case ${1:-} in
     if [[ "$SPARK_CONNECT_URL" == sc://localhost:* ]]; then
       spawn spark-connect "$PY/python" -m tasks.spark.connect --port "${SPARK_CONNECT_URL##*:}" \
         --master "${SPARK_MASTER:-local[*]}"
-      # One made-up Parquet job before the first real one (tasks/spark/warm_up.py): it ends by itself.
+      # Two jobs before the first real one, made-up records and then the first cluster's newest,
+      # both discarded (tasks/spark/warm_up.py): it ends by itself.
       spawn spark-connect-warm-up "$PY/python" manage.py warm_spark_connect
     fi
     spawn beat "$PY/celery" -A controlplane beat --loglevel INFO \

@@ -26,6 +26,14 @@ def cluster_ids_enabled() -> list[int]:
     return list(Cluster.objects.filter(enabled=True).values_list("id", flat=True))
 
 
+def cluster_to_warm_up_with(*, name: str = "") -> Cluster | None:
+    """The cluster named, or else the first enabled one by name: where the
+    Spark server's warm-up reads (``manage.py warm_spark_connect``)."""
+    if name:
+        return cluster_named(name=name)
+    return Cluster.objects.filter(enabled=True).order_by("name").first()
+
+
 def clusters_for_health() -> QuerySet[Cluster]:
     """The enabled clusters by name (``/healthz``)."""
     return Cluster.objects.filter(enabled=True).order_by("name")

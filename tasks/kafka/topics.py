@@ -151,30 +151,51 @@ class TopicOperations(KafkaClient):
     def partition_offsets(self, *, topic: str, partitions: Sequence[int]) -> dict[int, PartitionOffsets]:
         """Log start and high watermark of some partitions of one topic, now
         (executors check these again right before acting)."""
+        found = self._watermarks([TopicPartition(topic, partition) for partition in partitions])
+        return {partition: found[(topic, partition)] for partition in partitions}
+
+    def retained_offsets(self, *, max_partitions: int) -> dict[tuple[str, int], PartitionOffsets]:
+        """Log start and high watermark, now, of the first ``max_partitions``
+        partitions of the cluster's topics by name, internal ones (``__``) and
+        those the client may not describe left out: where the Spark server's
+        warm-up finds records to read (``tasks.spark.warm_up``)."""
+        try:
+            topics = self.admin.list_topics(timeout=self._timeout).topics
+        except KafkaException as error:
+            raise self._unavailable("watermarks", f"list topics: {describe_error(error)}", cause=error) from None
+        listed = [TopicPartition(name, partition) for name in sorted(topics)
+                  if not name.startswith("__") and topics[name].error is None
+                  for partition in sorted(topics[name].partitions)]
+        return self._watermarks(listed[:max_partitions])
+
+    def _watermarks(self, partitions: Sequence[TopicPartition]) -> dict[tuple[str, int], PartitionOffsets]:
+        """Log start and high watermark of ``partitions`` (of any topics), by (topic, partition)."""
         if not partitions:
             return {}
-        found: dict[str, dict[int, int]] = {"log_start": {}, "high_watermark": {}}
+        found: dict[str, dict[tuple[str, int], int]] = {"log_start": {}, "high_watermark": {}}
         for field_name, spec in (("log_start", OffsetSpec.earliest()), ("high_watermark", OffsetSpec.latest())):
             try:
                 futures = self.admin.list_offsets(
-                    {TopicPartition(topic, partition): spec for partition in partitions},
+                    {TopicPartition(p.topic, p.partition): spec for p in partitions},
                     isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout,
                 )
             except KafkaException as error:
+                topic = partitions[0].topic
                 raise self._unavailable("watermarks", f"list offsets of {topic!r}: {describe_error(error, topic=topic)}",
                                         cause=error) from None
             for key, future in futures.items():
                 try:
-                    found[field_name][key.partition] = future.result(timeout=self._timeout + 5).offset
+                    found[field_name][(key.topic, key.partition)] = future.result(timeout=self._timeout + 5).offset
                 except Exception as error:  # noqa: BLE001 - KafkaException or a timeout: both mean no answer
                     raise self._unavailable(
-                        "watermarks", f"list offsets of {topic!r} [{key.partition}]: {describe_error(error, topic=topic)}",
+                        "watermarks",
+                        f"list offsets of {key.topic!r} [{key.partition}]: {describe_error(error, topic=key.topic)}",
                         cause=error,
                     ) from None
         return {
-            partition: PartitionOffsets(partition=partition, log_start=found["log_start"][partition],
-                                        high_watermark=found["high_watermark"][partition])
-            for partition in partitions
+            (p.topic, p.partition): PartitionOffsets(partition=p.partition, log_start=found["log_start"][(p.topic, p.partition)],
+                                                     high_watermark=found["high_watermark"][(p.topic, p.partition)])
+            for p in partitions
         }
 
     def last_stable_offsets(self, *, topic: str, partitions: Sequence[int]) -> dict[int, int]:

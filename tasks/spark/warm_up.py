@@ -1,13 +1,20 @@
-"""A new Spark Connect server's warm-up: one Parquet backfill of made-up
-records (no Kafka: Spark makes them), written through the Parquet sink into
-the backfills' staging folder, proven from its footers, and discarded. The
-server then has the writer's classes loaded and its hot code compiled
-before the first real job, which otherwise pays for both (bench/RESULTS.md,
-"A warm server": a new server's first 1-record job took 3.79 s cold and
-1.74-1.92 s warmed); and what the server keeps after a job is, for the most
-part, what it keeps once warm (the memory that stays after a job is the
-JVM's compiled code, classes and pools, about the same after 10^6 records
-as after 10^7).
+"""A new Spark Connect server's warm-up, before its first real job:
+
+1. ``warm_up``: one Parquet backfill of made-up records (no Kafka: Spark
+   makes them), written through the Parquet sink into the backfills'
+   staging folder, proven from its footers, and discarded;
+2. ``warm_up_kafka``: one backfill of real records, the newest of the
+   fullest partition a cluster has (``warm_up_range``), run by the job's own
+   code (``backfill_job.run``: Kafka's source, the Parquet sink, the
+   verification) and discarded by the handshake's decision.
+
+The server then has the read's and the writer's classes loaded and their hot
+code compiled. Otherwise the first real job pays for both, and what the
+server keeps after any job (its compiled code, classes and pools: about the
+same after 10^6 records as after 10^7) is not yet in the memory it starts
+with (bench/RESULTS.md, "A warm server": a first 1-record job took 3.79 s
+cold, 1.74-1.92 s after step 1 and 0.59 s after both; after a 10^7-record
+job the server held +81%, +21% and +0% of the memory it was ready with).
 
 ``manage.py warm_spark_connect`` runs it (``scripts/app.sh`` beside the
 server it starts). No Django here.
@@ -15,7 +22,16 @@ server it starts). No Django here.
 
 from __future__ import annotations
 
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
 from groups.domain.planning import BackfillRange
+from groups.domain.read_isolation import READ_UNCOMMITTED
+from groups.domain.sinks import PARQUET
+from groups.domain.snapshot import PartitionOffsets
+from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
 
 WARM_UP_TOPIC = "gapwatch-warm-up"
 WARM_UP_JOB = "warm-up"  # never a job's id (those are numbers)
@@ -54,3 +70,40 @@ def warm_up(spark, output: str, *, records: int = WARM_UP_RECORDS) -> dict:
     finally:
         sink.discard()
     return {"records": records, "verified_by": sink.verified_by, "summary": summary}
+
+
+# At most this many partitions' offsets are asked for to find the warm-up's read.
+WARM_UP_PARTITIONS = 256
+
+
+def warm_up_range(offsets: Mapping[tuple[str, int], PartitionOffsets], *, records: int) -> BackfillRange | None:
+    """The newest ``records`` records (fewer if it holds fewer) of the
+    partition that holds the most, the first by topic and partition among
+    equals; None when no partition holds a record."""
+    held = {key: o.high_watermark - (o.log_start or 0) for key, o in offsets.items()}
+    if not held or max(held.values()) <= 0:
+        return None
+    topic, partition = min(held, key=lambda key: (-held[key], key))
+    count, end = held[(topic, partition)], offsets[(topic, partition)].high_watermark
+    return BackfillRange(topic, partition, end - min(count, records), end)
+
+
+def warm_up_kafka(spark, output: str, *, kafka: KafkaSettings, secrets: KafkaSecrets, source: BackfillRange,
+                  jars_dir: str) -> dict:
+    """One backfill of ``source`` by the job's own code on ``spark`` (the
+    Parquet sink, staged under ``output`` as job ``warm-up``, verified, then
+    discarded by the handshake's decision), read_uncommitted (no wait for open
+    transactions): the job's result (status ``discarded``, the partition's
+    summary, ``verified_by``; status ``failed`` and ``error`` if it failed)."""
+    from tasks.spark.backfill_job import run
+    from tasks.spark.handshake import DISCARD, Decision, read_json
+
+    decision = Decision()
+    decision.decide(DISCARD)
+    with tempfile.TemporaryDirectory(prefix="gapwatch-warm-up-") as folder:
+        spec = JobSpec(job_id=WARM_UP_JOB, attempt="kafka", kafka=kafka, ranges=(source,),
+                       sink=SinkSpec(PARQUET, output=output), jars_dir=jars_dir, isolation=READ_UNCOMMITTED,
+                       progress_file=str(Path(folder) / "progress.json"),
+                       result_file=str(Path(folder) / "result.json"))
+        run(spec, parent_pipe=decision, started=time.time(), spark=spark, secrets=secrets)
+        return read_json(spec.result_file) or {"status": "failed", "error": "the job wrote no result"}

@@ -80,10 +80,13 @@ class ConnectServer:
             self.stop()
 
     def warm_up(self, output: Path, *, records: int | None = None, timeout: float = 300) -> str:
-        """``manage.py warm_spark_connect`` against this server, as
+        """``manage.py warm_spark_connect --no-kafka`` against this server, as
         ``scripts/app.sh`` runs it beside the server it starts, staging under
-        ``output``; its line (it raised if the command failed)."""
-        command = [sys.executable, "manage.py", "warm_spark_connect", "--wait", "30"]
+        ``output``; its line (it raised if the command failed). Its made-up
+        job only: the command would look for a cluster in the project's own
+        database, not a test's (``tasks.spark.warm_up.warm_up_kafka`` reads
+        a broker of the caller's)."""
+        command = [sys.executable, "manage.py", "warm_spark_connect", "--wait", "30", "--no-kafka"]
         if records is not None:
             command += ["--records", str(records)]
         done = subprocess.run(

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from tasks.backfill import runner as backfill
 from tasks.backfill.executor import backfill_request_for
 from tasks.backfill.runner import WORKDIR_PREFIX, BackfillRequest, run_backfill
 from tasks.backfill.launch import ConnectJob
+from tasks.kafka.adapter import ClusterConfig, KafkaAdapter
 from tasks.spark.connect import ConnectUnavailable, connect_session
 from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
 from tests.integration import spark_handlers
@@ -318,11 +320,69 @@ def test_the_warm_up_writes_and_proves_a_made_up_parquet_job_and_leaves_nothing(
     staged in the backfills' output and discarded."""
     line = connect_server.warm_up(tmp_path, records=20_000)
     assert line.startswith(f"the Spark Connect server is warm at localhost:{connect_server.port}: "
-                           "a Parquet write of 20,000 made-up records, verified by footers and checksum, in "), line
+                           "a Parquet write of 20,000 made-up records, verified by footers and checksum; "
+                           "no Kafka read (--no-kafka); in "), line
     assert [str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")
             if path.name != "_staging"] == [], "the warm-up left files behind"
 
 
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_the_warm_up_then_backfills_a_registered_clusters_newest_records_and_discards_them(
+    broker, unique, connect_server, tmp_path, capsys
+):
+    """The second job: the job's own code reads the newest records of the
+    fullest partition the cluster has (among the first partitions by topic
+    name: a topic named "0…" is among them), verifies and discards them."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    topic = f"0-warm-{unique}"
+    broker.create_topic(topic, 2)
+    broker.produce(topic, 1, 3 * K)
+    Cluster.objects.create(name=f"warm-{unique}", bootstrap_servers=broker.bootstrap)
+    out, err = StringIO(), StringIO()
+    with override_settings(SPARK_CONNECT_URL=connect_server.url, SPARK_CONNECT_TOKEN=connect_server.token,
+                           BACKFILL_OUTPUT=str(tmp_path)):
+        call_command("warm_spark_connect", "--records", str(2 * K), "--wait", "10", "--cluster", f"warm-{unique}",
+                     stdout=out, stderr=err)
+    line = out.getvalue().strip()
+    assert err.getvalue() == "", err.getvalue()
+    found = re.search(r"; a backfill of ([\d,]+) records of (.+)\[(\d+)\] on cluster "
+                      rf"'warm-{unique}', verified by footers and checksum, discarded; in ", line)
+    assert found, line
+    delivered, picked, partition = int(found.group(1).replace(",", "")), found.group(2), int(found.group(3))
+    offsets = KafkaAdapter(ClusterConfig(broker.bootstrap), timeout=10).partition_offsets(
+        topic=picked, partitions=[partition])[partition]
+    assert offsets.high_watermark - offsets.log_start >= 3 * K, f"{picked}[{partition}] is not the fullest partition"
+    assert delivered == 2 * K, "the newest --records records, each once"
+    assert [str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")
+            if path.name != "_staging"] == [], "the warm-up left files behind"
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_warm_up_whose_cluster_cannot_be_read_is_warm_for_writes_and_says_why(connect_server, tmp_path):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    port = free_ports(1)[0]
+    Cluster.objects.create(name="nobody-there", bootstrap_servers=f"127.0.0.1:{port}")
+    out, err = StringIO(), StringIO()
+    with override_settings(SPARK_CONNECT_URL=connect_server.url, SPARK_CONNECT_TOKEN=connect_server.token,
+                           BACKFILL_OUTPUT=str(tmp_path), KAFKA_TIMEOUT_SECONDS=2):
+        with pytest.raises(CommandError, match="no cluster is named 'not-registered'"):
+            call_command("warm_spark_connect", "--cluster", "not-registered", stdout=out, stderr=err)
+        call_command("warm_spark_connect", "--records", "10", "--wait", "10", stdout=out, stderr=err)
+    assert err.getvalue().startswith(
+        "the Spark Connect server is warm for writes only: no Kafka read: cluster 'nobody-there': "), err.getvalue()
+    assert "a Parquet write of 10 made-up records, verified by footers and checksum; no Kafka read: cluster " \
+           "'nobody-there': " in out.getvalue()
+
+
+@pytest.mark.django_db
 def test_a_failed_warm_up_is_said_in_one_line_and_the_server_still_serves(connect_server):
     from django.core.management import CommandError, call_command
 
@@ -335,6 +395,7 @@ def test_a_failed_warm_up_is_said_in_one_line_and_the_server_still_serves(connec
     assert connect_session(connect_server.url, token=connect_server.token).version
 
 
+@pytest.mark.django_db
 def test_the_warm_up_says_when_no_server_answers(tmp_path):
     from django.core.management import CommandError, call_command
 
