@@ -88,6 +88,11 @@ SERVER_CONF = {
     # for Spark's minute with the handler's imports in memory (a fork per
     # task of 200,000 records costs little).
     "spark.python.worker.reuse": "false",
+    # Nor does a daemon to fork them from: a Connect server started one per
+    # session that ran the handler sink (each session has Python paths of
+    # its own) and kept it for good, 47 MiB a job (issue 35: four handler
+    # jobs, four daemons). Each task's worker starts and ends by itself.
+    "spark.python.use.daemon": "false",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "4",
