@@ -13,8 +13,9 @@ code compiled. Otherwise the first real job pays for both, and what the
 server keeps after any job (its compiled code, classes and pools: about the
 same after 10^6 records as after 10^7) is not yet in the memory it starts
 with (bench/RESULTS.md, "A warm server": a first 1-record job took 3.79 s
-cold, 1.74-1.92 s after step 1 and 0.59 s after both; after a 10^7-record
-job the server held +81%, +21% and +0% of the memory it was ready with).
+cold, 1.74-1.92 s after step 1 and 0.59-0.63 s after both; after a
+10^7-record job the server held +81%, +21% and +0% of the memory it was
+ready with).
 
 ``manage.py warm_spark_connect`` runs it (``scripts/app.sh`` beside the
 server it starts). No Django here.
