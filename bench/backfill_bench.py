@@ -86,7 +86,7 @@ from tasks.spark.connect import connect_session  # noqa: E402
 from tasks.spark.reader import kafka_options, read_ranges  # noqa: E402
 from tasks.spark.sinks.kafka import REPLAY_PRODUCER  # noqa: E402
 from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec  # noqa: E402
-from tasks.spark.warm_up import WARM_UP_PARTITIONS, WARM_UP_RECORDS, warm_up_kafka, warm_up_range  # noqa: E402
+from tasks.spark.warm_up import WARM_UP_RECORDS, warm_up_kafka, warm_up_source  # noqa: E402
 # Plain modules (no pytest): a standalone master and workers from the pyspark
 # install, and the Connect server the tests start.
 from tests.harness.processes import SparkStandalone  # noqa: E402
@@ -575,8 +575,7 @@ def warm_up_read(server: ConnectServer, bootstrap: str, output: str) -> str:
     """The warm-up's second job, as ``manage.py warm_spark_connect`` runs it
     on a registered cluster (the harness's warm-up runs the first only): the
     newest records of the fullest partition of the bench's broker."""
-    source = warm_up_range(KafkaAdapter(ClusterConfig(bootstrap)).retained_offsets(max_partitions=WARM_UP_PARTITIONS),
-                           records=WARM_UP_RECORDS)
+    source = warm_up_source(KafkaAdapter(ClusterConfig(bootstrap)), records=WARM_UP_RECORDS, timeout=10)
     spark = connect_session(server.url, token=server.token)
     try:
         result = warm_up_kafka(spark, output, kafka=KafkaSettings(bootstrap), secrets=KafkaSecrets(), source=source,

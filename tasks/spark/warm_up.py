@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from groups.domain.planning import BackfillRange
@@ -75,6 +75,11 @@ def warm_up(spark, output: str, *, records: int = WARM_UP_RECORDS) -> dict:
 
 # At most this many partitions' offsets are asked for to find the warm-up's read.
 WARM_UP_PARTITIONS = 256
+# The read takes WARM_UP_RECORDS records, fewer when the partition's newest
+# SAMPLE_RECORDS say that many would pass WARM_UP_BYTES (keys, values and
+# headers): 400,000 records of 200 B are 80 MB, of 1 MiB 400 GB.
+WARM_UP_BYTES = 256 * 1024 * 1024
+SAMPLE_RECORDS = 100
 
 
 def warm_up_range(offsets: Mapping[tuple[str, int], PartitionOffsets], *, records: int) -> BackfillRange | None:
@@ -87,6 +92,32 @@ def warm_up_range(offsets: Mapping[tuple[str, int], PartitionOffsets], *, record
     topic, partition = min(held, key=lambda key: (-held[key], key))
     count, end = held[(topic, partition)], offsets[(topic, partition)].high_watermark
     return BackfillRange(topic, partition, end - min(count, records), end)
+
+
+def within_bytes(source: BackfillRange, sample_sizes: Sequence[int], *, max_bytes: int = WARM_UP_BYTES) -> BackfillRange:
+    """``source`` cut to its newest records whose sampled mean size keeps
+    them within ``max_bytes``; at least one record, whole when the sample is
+    empty (its records were transaction markers, or compacted away)."""
+    if not sample_sizes:
+        return source
+    mean = max(1.0, sum(sample_sizes) / len(sample_sizes))
+    count = max(1, min(source.end - source.start, int(max_bytes // mean)))
+    return BackfillRange(source.topic, source.partition, source.end - count, source.end)
+
+
+def warm_up_source(adapter, *, records: int, timeout: float) -> BackfillRange | None:
+    """What the Kafka read takes from the cluster ``adapter`` (the Kafka
+    adapter) reads: ``warm_up_range`` of its first partitions, cut by the
+    size of its newest records (``within_bytes``); None when it holds no
+    record. Raises the adapter's KafkaUnavailable."""
+    source = warm_up_range(adapter.retained_offsets(max_partitions=WARM_UP_PARTITIONS), records=records)
+    if source is None:
+        return None
+    sample = adapter.read_records(topic=source.topic, partition=source.partition,
+                                  ranges=[(max(source.start, source.end - SAMPLE_RECORDS), source.end)],
+                                  deadline=time.monotonic() + timeout)
+    return within_bytes(source, [len(r.key or b"") + len(r.value or b"")
+                                 + sum(len(k) + len(v or b"") for k, v in r.headers) for r in sample])
 
 
 def warm_up_kafka(spark, output: str, *, kafka: KafkaSettings, secrets: KafkaSecrets, source: BackfillRange,

@@ -392,6 +392,8 @@ def test_a_warm_up_whose_cluster_cannot_be_read_is_warm_for_writes_and_says_why(
                            BACKFILL_OUTPUT=str(tmp_path), KAFKA_TIMEOUT_SECONDS=2):
         with pytest.raises(CommandError, match="no cluster is named 'not-registered'"):
             call_command("warm_spark_connect", "--cluster", "not-registered", stdout=out, stderr=err)
+        with pytest.raises(CommandError, match="--cluster must not hold a NUL character"):
+            call_command("warm_spark_connect", "--cluster", "no\x00body", stdout=out, stderr=err)
         call_command("warm_spark_connect", "--records", "10", "--wait", "10", stdout=out, stderr=err)
     assert err.getvalue().startswith(
         "the Spark Connect server is warm for writes only: no Kafka read: cluster 'nobody-there': "), err.getvalue()

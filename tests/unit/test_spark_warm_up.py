@@ -6,7 +6,7 @@ import pytest
 
 from groups.domain.planning import BackfillRange
 from groups.domain.snapshot import PartitionOffsets
-from tasks.spark.warm_up import warm_up_range
+from tasks.spark.warm_up import warm_up_range, within_bytes
 
 
 def offsets(**held: tuple[int | None, int]) -> dict[tuple[str, int], PartitionOffsets]:
@@ -34,3 +34,16 @@ def offsets(**held: tuple[int | None, int]) -> dict[tuple[str, int], PartitionOf
 ])
 def test_the_warm_up_reads_the_newest_records_of_the_fullest_partition(held, records, expected):
     assert warm_up_range(offsets(**held), records=records) == expected
+
+
+@pytest.mark.parametrize(("source", "sizes", "max_bytes", "expected"), [
+    (BackfillRange("a", 0, 100, 500), [], 1000, BackfillRange("a", 0, 100, 500)),  # nothing sampled: whole
+    (BackfillRange("a", 0, 100, 500), [2, 2], 1000, BackfillRange("a", 0, 100, 500)),  # 400 x 2 B fit
+    (BackfillRange("a", 0, 100, 500), [10, 10], 1000, BackfillRange("a", 0, 400, 500)),  # 100 x 10 B
+    (BackfillRange("a", 0, 100, 500), [5, 15], 1000, BackfillRange("a", 0, 400, 500)),  # by the mean
+    (BackfillRange("a", 0, 100, 500), [10, 10], 999, BackfillRange("a", 0, 401, 500)),  # rounded down
+    (BackfillRange("a", 0, 100, 500), [5000], 1000, BackfillRange("a", 0, 499, 500)),  # at least one record
+    (BackfillRange("a", 3, 100, 500), [0, 0], 10, BackfillRange("a", 3, 490, 500)),  # empty records: 1 B each
+])
+def test_the_warm_ups_read_is_cut_to_its_bytes(source, sizes, max_bytes, expected):
+    assert within_bytes(source, sizes, max_bytes=max_bytes) == expected

@@ -9,7 +9,7 @@ from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable
 from tasks.spark.connect import ConnectUnavailable, connect_session, first_line, server_address
 from tasks.spark.handshake import DISCARDED
 from tasks.spark.spec import KafkaSecrets, KafkaSettings
-from tasks.spark.warm_up import WARM_UP_PARTITIONS, WARM_UP_RECORDS, warm_up, warm_up_kafka, warm_up_range
+from tasks.spark.warm_up import WARM_UP_RECORDS, warm_up, warm_up_kafka, warm_up_source
 
 WARM_LINE = "the Spark Connect server is warm"
 
@@ -31,6 +31,8 @@ class Command(BaseCommand):
             raise CommandError("SPARK_CONNECT_URL is empty: no Spark Connect server to warm")
         if options["records"] < 1:
             raise CommandError("--records must be 1 or more")
+        if "\x00" in options["cluster"]:
+            raise CommandError("--cluster must not hold a NUL character")
         cluster = None if options["no_kafka"] else cluster_to_warm_up_with(name=options["cluster"])
         if options["cluster"] and cluster is None:
             raise CommandError(f"no cluster is named {options['cluster']!r}")
@@ -74,11 +76,10 @@ class Command(BaseCommand):
             return self._no_read("no Kafka read: no cluster is registered")
         config = cluster.client_config()
         try:
-            offsets = KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS).retained_offsets(
-                max_partitions=WARM_UP_PARTITIONS)
+            source = warm_up_source(KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS),
+                                    records=options["records"], timeout=settings.KAFKA_TIMEOUT_SECONDS)
         except KafkaUnavailable as error:
             return self._no_read(f"no Kafka read: cluster {cluster.name!r}: {error}")
-        source = warm_up_range(offsets, records=options["records"])
         if source is None:
             return self._no_read(f"no Kafka read: cluster {cluster.name!r} holds no record yet")
         result = warm_up_kafka(spark, settings.BACKFILL_OUTPUT, kafka=KafkaSettings.of(config),
