@@ -89,7 +89,7 @@ from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec  # n
 from tasks.spark.warm_up import WARM_UP_RECORDS, warm_up_kafka, warm_up_source  # noqa: E402
 # Plain modules (no pytest): a standalone master and workers from the pyspark
 # install, and the Connect server the tests start.
-from tests.harness.processes import SparkStandalone  # noqa: E402
+from tests.harness.processes import SparkStandalone, descendants, process_children  # noqa: E402
 from tests.harness.connect import READY_LINE, ConnectServer  # noqa: E402
 
 VALUE_BYTES = 200
@@ -241,29 +241,6 @@ def cluster_client_env(workdir: Path) -> dict:
 
 
 # -- memory -----------------------------------------------------------------------------------
-
-
-def process_children() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as stat:
-                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(parent, []).append(int(entry.name))
-    return children
-
-
-def descendants(pid: int, children: dict[int, list[int]]) -> list[int]:
-    found, pending = [], list(children.get(pid, []))
-    while pending:
-        child = pending.pop()
-        found.append(child)
-        pending.extend(children.get(child, []))
-    return found
 
 
 def rss_kib(pid: int) -> int:

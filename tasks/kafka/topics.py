@@ -180,8 +180,10 @@ class TopicOperations(KafkaClient):
                     isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=self._timeout,
                 )
             except KafkaException as error:
-                topic = partitions[0].topic
-                raise self._unavailable("watermarks", f"list offsets of {topic!r}: {describe_error(error, topic=topic)}",
+                topics = sorted({p.topic for p in partitions})
+                topic = topics[0] if len(topics) == 1 else None
+                what = repr(topic) if topic else f"{len(topics)} topics"
+                raise self._unavailable("watermarks", f"list offsets of {what}: {describe_error(error, topic=topic)}",
                                         cause=error) from None
             for key, future in futures.items():
                 try:

@@ -50,6 +50,31 @@ def _die_with_parent(sig: int = signal.SIGKILL) -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
+def process_children() -> dict[int, list[int]]:
+    """Every process's children, by parent pid, from /proc now."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    return children
+
+
+def descendants(pid: int, children: dict[int, list[int]]) -> list[int]:
+    """The pids below ``pid`` in ``children`` (``process_children``), at any depth."""
+    found, pending = [], list(children.get(pid, []))
+    while pending:
+        child = pending.pop()
+        found.append(child)
+        pending.extend(children.get(child, []))
+    return found
+
+
 def free_ports(count: int) -> list[int]:
     sockets, ports = [], []
     for _ in range(count):

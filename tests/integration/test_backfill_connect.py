@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,7 @@ from tests.harness.backfills import (
     staging_leftovers, wait_for_connect_attempt,
 )
 from tests.harness.connect import ConnectServer
-from tests.harness.processes import free_ports
+from tests.harness.processes import descendants, free_ports, process_children
 from tests.harness.kafka_clients import wait_until
 
 
@@ -124,16 +125,15 @@ def test_a_connect_server_calls_a_python_handler_with_every_record_of_the_range(
 
 
 def python_children(pid: int) -> list[str]:
-    """The command lines of the Python processes that process ``pid`` started."""
+    """The command lines of the Python processes below process ``pid``."""
     found = []
-    for entry in Path("/proc").iterdir():
+    for child in descendants(pid, process_children()):
         try:
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == pid and "python" in command:
-            found.append(command)
+            command = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # ended meanwhile
+        if "python" in command:
+            found.append(command.strip())
     return found
 
 
@@ -346,13 +346,11 @@ def test_the_warm_up_writes_and_proves_a_made_up_parquet_job_and_leaves_nothing(
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_the_warm_up_then_backfills_a_registered_clusters_newest_records_and_discards_them(
-    broker, unique, connect_server, tmp_path, capsys
+    broker, unique, connect_server, tmp_path
 ):
     """The second job: the job's own code reads the newest records of the
     fullest partition the cluster has (among the first partitions by topic
     name: a topic named "0…" is among them), verifies and discards them."""
-    from io import StringIO
-
     from django.core.management import call_command
 
     topic = f"0-warm-{unique}"
@@ -381,8 +379,6 @@ def test_the_warm_up_then_backfills_a_registered_clusters_newest_records_and_dis
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_warm_up_whose_cluster_cannot_be_read_is_warm_for_writes_and_says_why(connect_server, tmp_path):
-    from io import StringIO
-
     from django.core.management import CommandError, call_command
 
     port = free_ports(1)[0]
