@@ -135,11 +135,21 @@ class GapwatchCollector:
             "Messages possibly never read (up to the first commit), summed over open findings in state gap or expired.",
             labels=["cluster"],
         )
+        # Conditional figures, never bounds: what an assumed latest would make of the same findings.
+        if_latest = GaugeMetricFamily(
+            "gapwatch_missed_messages_if_latest",
+            "Conditional, not a bound: messages missed if the groups whose policy is only assumed start at latest "
+            "(kind: definite or possible under that assumption), summed over the same open findings.",
+            labels=["cluster", "kind"],
+        )
         for name in cluster_names:
             missed_definite, missed_possible = summary.get(name, {}).get("missed", (0, 0))
             definite.add_metric([name], missed_definite)
             possible.add_metric([name], missed_possible)
-        yield from (definite, possible)
+            assumed_definite, assumed_possible = summary.get(name, {}).get("if_latest", (0, 0))
+            if_latest.add_metric([name, "definite"], assumed_definite)
+            if_latest.add_metric([name, "possible"], assumed_possible)
+        yield from (definite, possible, if_latest)
 
     def _outcome_metrics(self, cluster_names: list[str], summary: dict[str, dict]) -> Iterator[Metric]:
         """How findings left the open list and what jobs recovered (counts from

@@ -227,6 +227,12 @@ class ConsumerGroup(models.Model):
     # share group's "share.auto.offset.reset=latest (the broker's default)");
     # "" where only a declaration can tell (consumer groups).
     reset_setting = models.CharField(max_length=200, blank=True, default="")
+    # What the group's own starts proved (detection.PolicyEvidence): "earliest"
+    # (seen not starting at latest), "latest", or "unknown"; decides where
+    # nothing is declared. Its words and when a poll first saw it.
+    evidenced_policy = models.CharField(max_length=10, choices=Policy.choices, default=Policy.UNKNOWN)
+    policy_evidence = models.TextField(blank=True, default="")
+    policy_evidenced_at = models.DateTimeField(null=True, blank=True)
     # Opt-in: reset new partitions to their log start at once when the group is Empty at detection.
     auto_repair = models.BooleanField(default=False)
     # Backfill defaults for this group (approvers may change them).
@@ -319,8 +325,13 @@ class Finding(models.Model):
     pickup_before = models.DateTimeField(null=True, blank=True)
     likely_start = models.BigIntegerField(null=True, blank=True)
     likely_start_evidence = models.CharField(max_length=100, blank=True, default="")
+    # Bounds: 0 definite whenever the policy is only assumed (DESIGN section 3).
     missed_definite = models.BigIntegerField(default=0)
     missed_possible = models.BigIntegerField(default=0)
+    # The figures under latest while latest is only assumed ("if the group
+    # starts at latest, as assumed"): conditional, never a bound; None otherwise.
+    missed_definite_if_latest = models.BigIntegerField(null=True, blank=True)
+    missed_possible_if_latest = models.BigIntegerField(null=True, blank=True)
     # The records a reader of each isolation level reads in [records_start,
     # records_end) (the backfill range when counted), read from the log
     # (tasks.kafka.record_reads.count_records): missed_* count offsets, and commit

@@ -379,7 +379,8 @@ class ExpansionRunner:
             else:
                 start_seen = share_starts.get(str(p))
             partitions.append(PartitionFacts(partition=p, log_start=log_starts.get(p, 0), start=start_seen,
-                                             missed=missed, repaired=repaired, left=left))
+                                             missed=missed, repaired=repaired, left=left,
+                                             assumed=missed is not None and finding.policy_source == "assumed"))
         return GroupFacts(group_id=group_id, outcome=decision["outcome"], partitions=tuple(partitions),
                           problem="; ".join(problems))
 

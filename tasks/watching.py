@@ -3,7 +3,8 @@ new partition's readers until they take it (issue 11, DESIGN section 3).
 
 Every WATCH_INTERVAL_SECONDS celery beat enqueues one tick per cluster. A
 tick is one metadata request; only when a topic's partition count differs
-from the stored one, or a new partition is still being picked up, does it
+from the stored one, a topic is not stored yet, or a new partition is still
+being picked up, does it
 take a targeted snapshot of those topics and the groups that read them, which
 the services write exactly like a poll.
 
@@ -40,7 +41,8 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
 
     1. one metadata request: the partition count of every topic;
     2. topics to observe: those whose count differs from the stored one,
-       plus topics of findings still being picked up;
+       those no poll stored yet (recorded now, so a raise seconds later is a
+       change), plus topics of findings still being picked up;
     3. if any: a targeted snapshot of them and the groups that read them;
        when a count changed, of every listed group that reads them (see ``_tick``);
     4. while a new partition is being picked up, further targeted snapshots
@@ -88,6 +90,12 @@ def _tick(*, cluster_id: int, adapter: KafkaAdapter, inputs: ObservationInputs |
         forget_adapter(cluster.id)
         return {"cluster": cluster.name, "ok": False, "error": str(error)}  # the full poll records it
     changed = {name for name, count in counts.items() if name in known_counts and known_counts[name] != count}
+    # A topic no poll stored yet is recorded now, with its partition count: raised seconds
+    # after it was created (provisioning scripts, Terraform), it is then a change like any
+    # other (issue 41: stored first by a full poll with its raised count, it was no change
+    # at all). A cluster never polled is left to its first full poll.
+    new = {name for name in counts if name not in known_counts} if cluster.last_success_at is not None else set()
+    changed |= new
     topics = (changed | watched) & set(counts)
     if not topics:
         return {"cluster": cluster.name, "ok": True, "observed": []}
@@ -109,5 +117,5 @@ def _tick(*, cluster_id: int, adapter: KafkaAdapter, inputs: ObservationInputs |
     summary = poll_cluster(cluster_id=cluster.id, adapter=adapter, topics=topics, groups=groups,
                            every_share_and_streams_group=every_java, inputs=inputs)
     still_watched = watched_topics(cluster_id=cluster.id)
-    return {**summary.as_dict(), "observed": sorted(topics), "changed": sorted(changed),
-            "watched": sorted(still_watched)}
+    return {**summary.as_dict(), "observed": sorted(topics), "changed": sorted(changed - new),
+            "new": sorted(new), "watched": sorted(still_watched)}

@@ -104,10 +104,20 @@ class FindingOut(Schema):
         "log start when it has no commit or retention passed it; never below 0."))
     missed_definite: int = Field(description=(
         "A bound: messages the group certainly never read, [first log start, high watermark at the last "
-        "observation before anyone took the partition)."))
+        "observation before anyone took the partition), when the group's policy is known (declared, the "
+        "cluster's setting, a guard report, or the group's own starts: policy_source). 0 when latest is only "
+        "assumed: commits alone cannot tell a latest group from an earliest one that caught up within one "
+        "commit interval (see missed_definite_if_latest)."))
     missed_possible: int = Field(description=(
         "A bound: messages the group may not have read, up to its first commit (a latest member commits at or "
-        "above where it started). 0 while undecided: there is no upper bound before the first commit."))
+        "above where it started); with latest only assumed, the whole sound range [first log start, first "
+        "commit). 0 while undecided: there is no upper bound before the first commit."))
+    missed_definite_if_latest: int | None = Field(description=(
+        "Conditional, not a bound: the messages definitely missed if the group starts at latest, as assumed "
+        "(policy_source 'assumed'). Null when the policy is not an assumption: then missed_definite is the fact."))
+    missed_possible_if_latest: int | None = Field(description=(
+        "Conditional, not a bound: the messages possibly missed if the group starts at latest, as assumed. "
+        "Null when the policy is not an assumption."))
     expired: int = Field(description="Missed offsets the log start has passed (retention).")
     backfill_start: int | None = Field(description="Default backfill range start, inclusive.")
     backfill_end: int | None = Field(description=(
@@ -303,6 +313,12 @@ class GroupOut(Schema):
         "Where the group starts a partition it has no position on, as the cluster states it, in words "
         "(a share group's share.auto.offset.reset, e.g. \"share.auto.offset.reset=latest (the broker's "
         "default)\"); empty where only the declared policy can tell (consumer groups)."))
+    evidenced_policy: Literal[tuple(ConsumerGroup.Policy.values)] = Field(description=(
+        "What the group's own starts proved, observed by the broker: earliest (seen starting a new partition "
+        "below where a latest member could: not latest), latest (a guard reported a start at the end), or "
+        "unknown. Decides a finding's policy where none is declared (policy_source 'evidenced')."))
+    policy_evidence: str = Field(description="The observation behind evidenced_policy, in words; empty while unknown.")
+    policy_evidenced_at: IsoDateTime | None = Field(description="When a poll first saw that evidence.")
     present: bool = Field(description="Whether the cluster still lists the group.")
     topics: list[GroupTopicOut]
     open_findings: int

@@ -131,6 +131,11 @@ class KnownGroup:
     consumed_topics: frozenset[str]
     declared_policy: Policy = "unknown"
     declared_isolation: Isolation = "unknown"
+    # What the broker showed of the group's own starts (``PolicyEvidence``):
+    # "earliest" (seen not starting at latest) or "latest"; decides where
+    # nothing is declared. ``policy_evidence``: its words, for the verdicts.
+    evidenced_policy: Policy = "unknown"
+    policy_evidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -152,18 +157,26 @@ class GroupRules:
     # Only "read_uncommitted" lets a latest start be bounded by the high
     # watermark: a read_committed member starts at the last stable offset.
     isolation: Isolation = "unknown"
+    # The policy was learnt from the group's own starts (``PolicyEvidence``),
+    # in words: its verdicts are "evidenced".
+    evidence: str = ""
 
 
 def group_rules(*, group: GroupSnapshot | None, declared_policy: Policy,
-                declared_isolation: Isolation = "unknown") -> GroupRules:
+                declared_isolation: Isolation = "unknown", evidenced_policy: Policy = "unknown",
+                evidence: str = "") -> GroupRules:
     """The cluster's setting where the snapshot states one, else the
-    declaration, else a framework's default (Connect sinks: consumer groups
-    named ``connect-<name>``; streams groups), else nothing (latest assumed).
+    declaration, else the group's own starts (``evidenced_policy``), else a
+    framework's default (Connect sinks: consumer groups named
+    ``connect-<name>``; streams groups), else nothing (latest assumed).
     The isolation is the declared one whatever decides the policy."""
     position = "start offset" if group is not None and group.type == "share" else "commit"
     if group is not None and group.reset_policy is not None:
         return GroupRules(policy=group.reset_policy, setting=group.reset_setting, position=position,
                           isolation=declared_isolation)
+    if declared_policy == "unknown" and evidenced_policy in ("latest", "earliest"):
+        return GroupRules(policy=evidenced_policy, position=position, isolation=declared_isolation,
+                          evidence=evidence or f"seen starting at {evidenced_policy}")
     if declared_policy == "unknown" and group is not None:
         default = EARLIEST_BY_DEFAULT.get(group_kind(group.type, group.group_id))
         if default is not None:
@@ -198,6 +211,9 @@ class FindingState:
     pickup_before: datetime | None = None
     likely_start: int | None = None
     likely_start_evidence: str = ""
+    # On a topic's first-seen generation (``_first_sight_findings``): no
+    # generation before it was seen, so whether p was added is not known.
+    first_sight: bool = False
 
 
 @dataclass(frozen=True)
@@ -231,7 +247,12 @@ class FindingAccounting:
     """One finding after this poll: what it observed and what it concludes.
 
     ``missed_definite`` counts ``[first_log_start, H_k)``, ``missed_possible``
-    ``[H_k, C_f)`` (both bounds observed by the broker); ``expired`` the missed
+    ``[H_k, C_f)`` (both bounds observed by the broker) when the group's
+    policy is known (declared, the cluster's setting, a guard report, the
+    group's own starts); with ``latest`` only assumed nothing is definite and
+    the whole sound range is possible, the figures under ``latest`` being
+    ``missed_definite_if_latest`` and ``missed_possible_if_latest`` (None
+    unless the policy is assumed); ``expired`` the missed
     offsets below the current log start; the backfill range is
     ``[backfill_start, backfill_end)``, None while there is no upper bound
     (``undecided``) or when nothing is left to replay. ``likely_start`` is an
@@ -265,6 +286,10 @@ class FindingAccounting:
     likely_start: int | None = None
     likely_start_evidence: str = ""
     pre_pickup_stable_offset: int | None = None
+    missed_definite_if_latest: int | None = None
+    missed_possible_if_latest: int | None = None
+    # FindingState.first_sight, carried (stored as the generation's is_new_lineage).
+    first_sight: bool = False
 
     def as_state(self) -> FindingState:
         """The stored state the next poll starts from."""
@@ -275,7 +300,7 @@ class FindingAccounting:
             polls_without_owner=self.polls_without_owner, state=self.state,
             guard_start_offset=self.guard_start_offset, pickup_after=self.pickup_after,
             pickup_before=self.pickup_before, likely_start=self.likely_start,
-            likely_start_evidence=self.likely_start_evidence,
+            likely_start_evidence=self.likely_start_evidence, first_sight=self.first_sight,
         )
 
 
@@ -284,6 +309,20 @@ class StateTransition:
     key: FindingKey
     old_state: FindingStatus | None  # None: the finding was created by this poll
     new_state: FindingStatus
+
+
+@dataclass(frozen=True)
+class PolicyEvidence:
+    """What a group's own start on a partition proved of its policy
+    (DESIGN section 3): ``earliest`` when it started below where a latest
+    member could have (its first commit below the end before it took the
+    partition, or a guard report at the log start while the end was higher),
+    ``latest`` when a guard reported a start at or above that end. ``words``
+    name the partition, the offsets and the finding's generation."""
+
+    group_id: str
+    policy: Policy
+    words: str
 
 
 @dataclass(frozen=True)
@@ -301,6 +340,8 @@ class Changes:
     # Open findings whose whole missed range retention deleted: nothing is left
     # to repair, so the service closes them as expired.
     expired_findings: tuple[FindingKey, ...] = ()
+    # Groups whose own starts in this snapshot proved a policy other than the stored one.
+    policy_evidence: tuple[PolicyEvidence, ...] = ()
 
 
 # --- Generations ------------------------------------------------------------
@@ -355,6 +396,8 @@ class _Verdict:
     missed_possible: int = 0
     # The missed range is [first_log_start, missed_end); None: nothing missed.
     missed_end: int | None = None
+    # (definite, possible) if the group starts at latest, as assumed; None: not assumed.
+    if_latest: tuple[int, int] | None = None
 
 
 def _record_evidence(*, finding: FindingState, seen: _Observation) -> FindingState:
@@ -411,12 +454,37 @@ def _open_transaction_words(*, finding: FindingState, rules: GroupRules, floor: 
             "possibly, not definitely, missed")
 
 
+ASSUMED_LATEST = "policy not declared, assumed latest (the client default)"
+# Why an assumed policy proves nothing definite (DESIGN section 3).
+NOT_DEFINITE = ("nothing is definitely missed: commits alone cannot tell latest from an earliest group that "
+                "caught up within one commit interval")
+
+
 def _latest_source(rules: GroupRules) -> tuple[PolicySource, str]:
     if rules.setting:
         return "declared", rules.setting
+    if rules.evidence:
+        return "evidenced", rules.evidence
     if rules.policy == "latest":
         return "declared", "declared latest"
-    return "assumed", "policy not declared, assumed latest (the client default)"
+    return "assumed", ASSUMED_LATEST
+
+
+def _earliest_source(rules: GroupRules) -> tuple[PolicySource, str]:
+    """Who says the group starts at earliest, and in which words."""
+    if rules.assumed:
+        return "assumed", rules.setting
+    if rules.evidence:
+        return "evidenced", rules.evidence
+    return "declared", rules.setting or "declared earliest"
+
+
+def _first_sight_words(finding: FindingState) -> str:
+    """What a finding on a topic's first-seen generation cannot know."""
+    if not finding.first_sight:
+        return ""
+    return ("; the topic was first seen with this partition already read: no earlier generation was observed, so "
+            "whether it was added later and where the group started on it are not known")
 
 
 def _undecided_verdict(
@@ -450,19 +518,27 @@ def _taken_uncommitted_verdict(*, finding: FindingState, seen: _Observation, rul
     choices = (f"no upper bound on where it started until its first {position}: backfill to the current end, "
                f"reset to earliest while the group is empty, or wait for the {position}")
     if rules.policy == "earliest":
-        return _Verdict(UNDECIDED, "assumed" if rules.assumed else "declared",
-                        f"{who} took the partition ({rules.setting or 'declared earliest'}); {choices}")
+        source, said = _earliest_source(rules)
+        return _Verdict(UNDECIDED, source, f"{who} took the partition ({said}); {choices}")
     if rules.policy == "by_duration":
         return _Verdict(UNDECIDED, "declared", f"{who} took the partition, no {position} yet; {rules.setting}: "
                         f"the start comes from record timestamps, so nothing is definitely missed; {choices}")
     source, because = _latest_source(rules)
     start, before_pickup = finding.first_log_start, start_floor(finding=finding, rules=rules)
     definite_end = start if before_pickup is None else max(start, before_pickup)
+    missed = (f"{definite_end - start} definitely missed [{start}, {definite_end})"
+              f"{_open_transaction_words(finding=finding, rules=rules, floor=before_pickup)}")
+    if source == "assumed":
+        return _Verdict(
+            UNDECIDED, source,
+            f"{who} took the partition, no {position} yet; {because}: {NOT_DEFINITE}; if the group starts at "
+            f"latest, as assumed: {missed}; {choices}{_first_sight_words(finding)}",
+            if_latest=(definite_end - start, 0),
+        )
     return _Verdict(
         UNDECIDED, source,
-        f"{who} took the partition, no {position} yet; {because}: {definite_end - start} definitely missed "
-        f"[{start}, {definite_end}){_open_transaction_words(finding=finding, rules=rules, floor=before_pickup)}, "
-        f"then {choices}",
+        f"{who} took the partition, no {position} yet; {because}: {missed}, then {choices}"
+        f"{_first_sight_words(finding)}",
         missed_definite=definite_end - start,
     )
 
@@ -517,19 +593,29 @@ def _gap_verdict(
     possible_end = max(definite_end, first_commit)
     missed_definite = max(0, definite_end - start)
     missed_possible = possible_end - definite_end
+    assumed = source == "assumed"
     if before_pickup is None:
-        because += "; no poll saw the partition before the group picked it up: nothing is definitely missed"
+        because += "; no poll saw the partition before the group picked it up" + (
+            "" if assumed else ": nothing is definitely missed")
     if missed_definite + missed_possible == 0:
         return _Verdict(COVERED, source, f"{because}; the group started at the log start: nothing missed")
-    said = (f"{because}: {missed_definite} definitely missed [{start}, {definite_end}), "
-            f"{missed_possible} possibly missed [{definite_end}, {possible_end}) (the first {rules.position} "
-            f"{first_commit} bounds the start)"
-            f"{_open_transaction_words(finding=finding, rules=rules, floor=before_pickup)}")
+    missed = (f"{missed_definite} definitely missed [{start}, {definite_end}), "
+              f"{missed_possible} possibly missed [{definite_end}, {possible_end}) (the first {rules.position} "
+              f"{first_commit} bounds the start)"
+              f"{_open_transaction_words(finding=finding, rules=rules, floor=before_pickup)}")
     likely = likely_within(likely=finding.likely_start, definite_end=definite_end, first_commit=first_commit)
     if likely is not None and missed_possible:
-        said += f"; {_likely_words(finding, likely)}"
+        missed += f"; {_likely_words(finding, likely)}"
+    if assumed:
+        return _Verdict(
+            GAP, source,
+            f"{because}: {NOT_DEFINITE}; {possible_end - start} possibly missed [{start}, {possible_end}); "
+            f"if the group starts at latest, as assumed: {missed}{_first_sight_words(finding)}",
+            missed_possible=possible_end - start, missed_end=possible_end,
+            if_latest=(missed_definite, missed_possible),
+        )
     return _Verdict(
-        GAP, source, said,
+        GAP, source, f"{because}: {missed}{_first_sight_words(finding)}",
         missed_definite=missed_definite, missed_possible=missed_possible, missed_end=possible_end,
     )
 
@@ -553,9 +639,8 @@ def _policy_verdict(*, finding: FindingState, first_commit: int, rules: GroupRul
     """Commits cannot tell latest from a quick earliest: a declaration (or the
     cluster's setting) decides, else latest is assumed."""
     if rules.policy == "earliest":
-        said = rules.setting or "declared earliest"
-        return _Verdict(COVERED, "assumed" if rules.assumed else "declared",
-                        f"{said}; first {rules.position} {first_commit} cannot tell otherwise")
+        source, said = _earliest_source(rules)
+        return _Verdict(COVERED, source, f"{said}; first {rules.position} {first_commit} cannot tell otherwise")
     if rules.policy == "by_duration":
         return _duration_verdict(finding=finding, first_commit=first_commit, rules=rules)
     source, because = _latest_source(rules)
@@ -632,15 +717,44 @@ def _account_finding(
         pre_pickup_stable_offset=finding.pre_pickup_stable_offset,
         polls_without_owner=finding.polls_without_owner, guard_start_offset=finding.guard_start_offset,
         missed_definite=verdict.missed_definite, missed_possible=verdict.missed_possible, expired=expired,
+        missed_definite_if_latest=verdict.if_latest[0] if verdict.if_latest else None,
+        missed_possible_if_latest=verdict.if_latest[1] if verdict.if_latest else None,
         backfill_start=backfill[0], backfill_end=backfill[1],
         policy_source=verdict.policy_source, state=state, explanation=explanation,
         pickup_after=finding.pickup_after, pickup_before=finding.pickup_before,
         likely_start=likely_within(
             likely=finding.likely_start, first_commit=finding.first_commit,
-            definite_end=finding.first_log_start + verdict.missed_definite,
+            definite_end=finding.first_log_start + (verdict.if_latest or (verdict.missed_definite,))[0],
         ),
-        likely_start_evidence=finding.likely_start_evidence,
+        likely_start_evidence=finding.likely_start_evidence, first_sight=finding.first_sight,
     )
+
+
+def policy_evidence_of(*, finding: FindingState, rules: GroupRules) -> PolicyEvidence | None:
+    """What this finding's observations prove of its group's policy, or None.
+    A start from timestamps (by_duration) proves neither; a guard report is
+    exact; a first commit below the start floor shows a start below where a
+    latest member starts (the floor was above the log start: there was data
+    to skip)."""
+    key = finding.key
+    where = f"{key.topic}[{key.partition}] (generation {key.generation})"
+    start, floor = finding.first_log_start, start_floor(finding=finding, rules=rules)
+    if rules.policy == "by_duration":
+        return None
+    if finding.guard_start_offset is not None:
+        guard = finding.guard_start_offset
+        if guard <= start and floor is not None and floor > start:
+            return PolicyEvidence(key.group_id, "earliest", f"the guard reported a start on {where} at the log "
+                                  f"start {guard} while the end was {floor}")
+        if floor is not None and floor > start and guard >= floor:
+            return PolicyEvidence(key.group_id, "latest", f"the guard reported a start on {where} at {guard}, at "
+                                  f"or above the end {floor} before the pickup")
+        return None
+    if finding.first_commit is not None and floor is not None and start <= finding.first_commit < floor:
+        return PolicyEvidence(key.group_id, "earliest", f"its first {rules.position} on {where} was "
+                              f"{finding.first_commit}, below the end {floor} before it took the partition: it "
+                              "did not start at latest")
+    return None
 
 
 # --- One poll ---------------------------------------------------------------
@@ -703,10 +817,49 @@ def _new_findings(
     ]
 
 
-def _declared_rules(*, group: GroupSnapshot | None, known: KnownGroup | None) -> GroupRules:
-    if known is None:
+def _first_sight_findings(
+    *, snapshot: Snapshot, generations: Iterable[NewGeneration], first_seen: frozenset[str], now: datetime
+) -> list[FindingState]:
+    """Topics seen for the first time (no stored generation) by a cluster
+    already watched, that groups read already: no generation before this one
+    was observed, so an added partition cannot be told from an old one. One
+    finding per partition a reading group has not started at its log start:
+    a commit above it (where it started is unknown), a member holding it
+    without a commit, or nobody reading it yet while the group reads the
+    others. A commit at the log start proves nothing was missed."""
+    internal = {topic.name for topic in snapshot.topics if topic.is_internal}
+    by_name = {t.name: t for t in snapshot.topics}
+    found = []
+    for generation in generations:
+        if generation.topic not in first_seen or generation.topic in internal:
+            continue
+        topic = by_name[generation.topic]
+        for group in sorted(snapshot.groups, key=lambda g: g.group_id):
+            reads = {p.partition for p in topic.partitions
+                     if (topic.name, p.partition) in group.committed or group.owner_of(topic.name, p.partition)}
+            if not reads:
+                continue
+            for offsets in topic.partitions:
+                committed = group.committed.get((topic.name, offsets.partition))
+                if offsets.log_start is None or committed is not None and committed <= offsets.log_start:
+                    continue  # (a log start not read: no finding can say where its range starts)
+                found.append(FindingState(
+                    key=FindingKey(group.group_id, topic.name, offsets.partition, generation.generation),
+                    created_at=now, first_log_start=offsets.log_start, pre_pickup_high_watermark=None,
+                    first_commit=None, polls_without_owner=0, state=PENDING, first_sight=True,
+                ))
+    return found
+
+
+def _declared_rules(*, group: GroupSnapshot | None, known: KnownGroup | None,
+                    evidence: PolicyEvidence | None = None) -> GroupRules:
+    if known is None and evidence is None:
         return group_rules(group=group, declared_policy="unknown")
-    return group_rules(group=group, declared_policy=known.declared_policy, declared_isolation=known.declared_isolation)
+    known = known or KnownGroup(group_id=evidence.group_id, consumed_topics=frozenset())
+    evidenced, words = (evidence.policy, evidence.words) if evidence else (known.evidenced_policy,
+                                                                           known.policy_evidence)
+    return group_rules(group=group, declared_policy=known.declared_policy, declared_isolation=known.declared_isolation,
+                       evidenced_policy=evidenced, evidence=words)
 
 
 def evaluate_snapshot(
@@ -718,17 +871,25 @@ def evaluate_snapshot(
     now: datetime,
     unowned_after_polls: int = DEFAULT_UNOWNED_AFTER_POLLS,
     likely_starts: Mapping[FindingKey, LikelyStart] | None = None,
+    watching: bool = True,
 ) -> Changes:
     """Everything one snapshot changes (complete, or targeted at ``snapshot.scope``).
+    ``watching``: an earlier poll of the cluster succeeded, so a topic seen
+    for the first time is a new topic (``_first_sight_findings``), not one
+    this first poll simply had not met yet.
 
     1. Diff every topic against its known generation; known topics missing
        from the snapshot (within its scope) are deleted (a partial answer
        never reaches the core).
     2. Close open findings on topics deleted or recreated in this poll.
     3. Open findings, created at ``now``, on the added partitions, for groups
-       that read the topic before (``_new_findings``).
+       that read the topic before (``_new_findings``), and on first-seen
+       topics that groups read already (``_first_sight_findings``).
     4. Account every open finding, new and existing, whose group, topic and
-       partition are in the snapshot, and list its state transition.
+       partition are in the snapshot.
+    5. What the accounting proves of a group's policy that the store does not
+       say yet (``policy_evidence_of``): that group's findings are accounted
+       again under it. Then each finding's state transition is listed.
     """
     known_topics, known_groups = list(known_topics), list(known_groups)
     known_by_name = {topic.name: topic for topic in known_topics}
@@ -751,8 +912,10 @@ def evaluate_snapshot(
     # A closed finding (repaired, dismissed, expired) is final: never accounted
     # or created again; a new generation has new keys, so it still gets findings.
     known_keys = {f.key for f in open_findings}
+    first_seen = frozenset(g.topic for g in generations if watching and g.topic not in known_by_name)
     created = [
-        f for f in _new_findings(snapshot=snapshot, generations=generations, known_groups=known_groups, now=now)
+        f for f in [*_new_findings(snapshot=snapshot, generations=generations, known_groups=known_groups, now=now),
+                    *_first_sight_findings(snapshot=snapshot, generations=generations, first_seen=first_seen, now=now)]
         if f.key not in known_keys
     ]
     findings.update((f.key, f) for f in created)
@@ -761,18 +924,26 @@ def evaluate_snapshot(
     listed_groups = {group.group_id: group for group in snapshot.groups}
     declared = {group.group_id: group for group in known_groups}
     created_keys = {f.key for f in created}
-    accounting, transitions = [], []
-    for key, finding in findings.items():
-        seen = _observe(key=key, offsets=offsets, groups=listed_groups, snapshot=snapshot)
-        if seen is None:
-            continue
-        result = _account_finding(
+    seen_findings = {
+        key: (finding, seen) for key, finding in findings.items()
+        if (seen := _observe(key=key, offsets=offsets, groups=listed_groups, snapshot=snapshot)) is not None
+    }
+
+    def account(key: FindingKey, evidence: PolicyEvidence | None = None) -> FindingAccounting:
+        finding, seen = seen_findings[key]
+        return _account_finding(
             finding=finding, seen=seen,
-            rules=_declared_rules(group=listed_groups.get(key.group_id), known=declared.get(key.group_id)),
+            rules=_declared_rules(group=listed_groups.get(key.group_id), known=declared.get(key.group_id),
+                                  evidence=evidence),
             unowned_after_polls=unowned_after_polls, likely_start=(likely_starts or {}).get(key),
         )
-        accounting.append(result)
-        old_state = None if key in created_keys else finding.state
+
+    results = {key: account(key) for key in seen_findings}
+    evidence = _new_evidence(results=results, declared=declared, listed_groups=listed_groups)
+    results.update((key, account(key, evidence[key.group_id])) for key in results if key.group_id in evidence)
+    accounting, transitions = list(results.values()), []
+    for key, result in results.items():
+        old_state = None if key in created_keys else findings[key].state
         if old_state != result.state:
             transitions.append(StateTransition(key, old_state, result.state))
 
@@ -785,4 +956,26 @@ def evaluate_snapshot(
         groups_to_watch=frozenset(a.key.group_id for a in accounting if a.state == UNDECIDED),
         transitions=tuple(transitions),
         expired_findings=tuple(a.key for a in accounting if a.state == EXPIRED and a.backfill_start is None),
+        policy_evidence=tuple(evidence[group_id] for group_id in sorted(evidence)),
     )
+
+
+def _new_evidence(
+    *, results: Mapping[FindingKey, FindingAccounting], declared: Mapping[str, KnownGroup],
+    listed_groups: Mapping[str, GroupSnapshot],
+) -> dict[str, PolicyEvidence]:
+    """Per group, the first (by key) policy its findings prove that the store
+    does not hold yet. Proven from each finding's observations under the
+    group's stated rules, never under a policy it was assumed or evidenced to have."""
+    found: dict[str, PolicyEvidence] = {}
+    for key in sorted(results):
+        known = declared.get(key.group_id)
+        if key.group_id in found:
+            continue
+        rules = group_rules(group=listed_groups.get(key.group_id),
+                            declared_policy=known.declared_policy if known else "unknown",
+                            declared_isolation=known.declared_isolation if known else "unknown")
+        proof = policy_evidence_of(finding=results[key].as_state(), rules=rules)
+        if proof is not None and (known is None or known.evidenced_policy != proof.policy):
+            found[key.group_id] = proof
+    return found

@@ -83,7 +83,9 @@ class PartitionFacts:
     read (definitely and possibly missed); None when no finding says the
     group missed any. ``repaired``: a verified backfill covered ``missed``.
     ``left``: why a repair did not run (over the maximum, no sink, the
-    backfill failed), "" when nothing was left."""
+    backfill failed), "" when nothing was left. ``assumed``: the finding's
+    policy is only assumed (latest), so ``missed`` is possibly, never
+    definitely, unread: an earliest group that caught up quickly read it."""
 
     partition: int
     log_start: int
@@ -91,6 +93,7 @@ class PartitionFacts:
     missed: tuple[int, int] | None = None
     repaired: bool = False
     left: str = ""
+    assumed: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,10 @@ def _partition_loss(p: PartitionFacts) -> Unrepaired | None:
         start, end = p.missed
         if end <= start or p.repaired:
             return None
-        return Unrepaired(p.partition, start, end, p.left or "no verified backfill covered it")
+        why = p.left or "no verified backfill covered it"
+        if p.assumed:
+            why += "; possibly read: the group's policy is only assumed (latest), not known"
+        return Unrepaired(p.partition, start, end, why)
     if p.start is not None and p.start > p.log_start:
         # Started above the log start with no finding to repair it: the range was never read.
         return Unrepaired(p.partition, p.log_start, p.start, p.left or "the group started above the log start")
@@ -150,6 +156,10 @@ def group_verdict(facts: GroupFacts) -> GroupVerdict:
     if losses:
         total = sum(loss.end - loss.start for loss in losses)
         words = f"{total} offset(s) unrepaired on {len(losses)} partition(s)"
+        assumed = {p.partition for p in facts.partitions if p.assumed}
+        if assumed and all(loss.partition in assumed for loss in losses):
+            words = (f"{total} offset(s) possibly unread, unrepaired, on {len(losses)} partition(s): its policy is "
+                     "only assumed (latest); declared or seen earliest, it read them itself")
         if facts.problem:
             words += f"; {facts.problem}"
         return GroupVerdict(facts.group_id, False, words, losses)

@@ -45,6 +45,8 @@ def findings_summary_by_cluster() -> dict[str, dict]:
     - ``open``: open findings counted by state;
     - ``missed``: (definite, possible) missed messages summed over open
       findings in the states that report them (gap, expired);
+    - ``if_latest``: (definite, possible) under an assumed latest, the
+      conditional figures, summed over the same findings;
     - ``resolved``: closed findings counted by resolution;
     - ``recovered``: per job kind, (recovered, redelivered) messages summed
       over repaired findings.
@@ -54,15 +56,21 @@ def findings_summary_by_cluster() -> dict[str, dict]:
         .annotate(is_open=ExpressionWrapper(Q(closed_at__isnull=True), output_field=BooleanField()))
         .values_list("cluster__name", "is_open", "state", "resolution", "resolved_by_job__kind")
         .annotate(count=Count("id"), definite=Sum("missed_definite"), possible=Sum("missed_possible"),
+                  definite_if_latest=Coalesce(Sum("missed_definite_if_latest"), 0),
+                  possible_if_latest=Coalesce(Sum("missed_possible_if_latest"), 0),
                   recovered=Coalesce(Sum("recovered_messages"), 0), redelivered=Coalesce(Sum("redelivered_messages"), 0))
     )
     summary: dict[str, dict] = {}
-    for cluster, is_open, state, resolution, kind, count, definite, possible, recovered, redelivered in rows:
-        entry = summary.setdefault(cluster, {"open": {}, "missed": (0, 0), "resolved": {}, "recovered": {}})
+    for (cluster, is_open, state, resolution, kind, count, definite, possible, definite_if_latest, possible_if_latest,
+         recovered, redelivered) in rows:
+        entry = summary.setdefault(cluster, {"open": {}, "missed": (0, 0), "if_latest": (0, 0), "resolved": {},
+                                             "recovered": {}})
         if is_open:
             entry["open"][state] = entry["open"].get(state, 0) + count
             if state in MISSED_STATES:
                 entry["missed"] = (entry["missed"][0] + definite, entry["missed"][1] + possible)
+                entry["if_latest"] = (entry["if_latest"][0] + definite_if_latest,
+                                      entry["if_latest"][1] + possible_if_latest)
         elif resolution:
             entry["resolved"][resolution] = entry["resolved"].get(resolution, 0) + count
             if resolution in (Finding.Resolution.REPAIRED, Finding.Resolution.PARTIAL) and kind:

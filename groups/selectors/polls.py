@@ -60,7 +60,8 @@ def cluster_poll_state(*, cluster: Cluster, snapshot: Snapshot) -> PollState:
         consumed[group_id].add(topic_name)
     known_groups = [
         detection.KnownGroup(group_id=g.group_id, consumed_topics=frozenset(consumed[g.group_id]),
-                             declared_policy=g.declared_policy, declared_isolation=g.declared_isolation)
+                             declared_policy=g.declared_policy, declared_isolation=g.declared_isolation,
+                             evidenced_policy=g.evidenced_policy, policy_evidence=g.policy_evidence)
         for g in groups.values()
     ]
     return PollState(topics=topics, groups=groups, known_topics=known_topics, known_groups=known_groups,
@@ -97,5 +98,5 @@ def finding_state(*, row: Finding, guard_starts: dict[tuple[str, str, int], int]
         pre_pickup_stable_offset=row.pre_pickup_stable_offset,
         polls_without_owner=row.polls_without_owner, state=row.state, guard_start_offset=guard_start,
         pickup_after=row.pickup_after, pickup_before=row.pickup_before, likely_start=row.likely_start,
-        likely_start_evidence=row.likely_start_evidence,
+        likely_start_evidence=row.likely_start_evidence, first_sight=row.generation.is_new_lineage,
     )

@@ -45,10 +45,11 @@ log = logging.getLogger(__name__)
 NOTIFY_STATES = {Finding.State.GAP, Finding.State.UNOWNED}
 
 # What every poll copies from the core's accounting onto a finding's row: all
-# of it but the key and what the row got when it was created.
+# of it but the key and what the row got when it was created (first_sight is
+# the generation's is_new_lineage).
 ACCOUNTED_FIELDS = tuple(
     field.name for field in fields(detection.FindingAccounting)
-    if field.name not in ("key", "created_at", "first_log_start")
+    if field.name not in ("key", "created_at", "first_log_start", "first_sight")
 )
 # Columns that cannot hold None: the core's None (no owner, no policy yet) is stored as "" (all are text).
 _NOT_NULL = frozenset(name for name in ACCOUNTED_FIELDS if not Finding._meta.get_field(name).null)
@@ -165,10 +166,12 @@ def poll_record_success(
             snapshot=snapshot, known_topics=stored.known_topics, known_groups=stored.known_groups,
             open_findings=[finding_state(row=row, guard_starts=guard_starts) for row in open_rows], now=now,
             unowned_after_polls=settings.UNOWNED_AFTER_POLLS, likely_starts=likely_starts,
+            watching=cluster.last_success_at is not None,
         )
         topics = _write_topics(cluster=cluster, snapshot=snapshot, stored=stored.topics, changes=changes, now=now)
         generations = _write_generations(topics=topics, changes=changes, now=now)
         groups = _write_groups(cluster=cluster, snapshot=snapshot, stored=stored.groups, now=now)
+        _write_policy_evidence(cluster=cluster, groups=groups, changes=changes, now=now)
         _write_group_topics(snapshot=snapshot, topics=topics, groups=groups, now=now)
         findings = _write_findings(
             cluster=cluster, changes=changes, open_rows=open_rows, topics=topics, groups=groups,
@@ -319,6 +322,22 @@ def _members_json(group: GroupSnapshot) -> list[dict]:
     ]
 
 
+def _write_policy_evidence(*, cluster: Cluster, groups: dict, changes: detection.Changes, now: datetime) -> None:
+    """What the groups' own starts proved of their policies: stored on the
+    group (the next polls' rules) and audited, one row per group that changed."""
+    for proof in changes.policy_evidence:
+        row = groups[proof.group_id]
+        previous = row.evidenced_policy
+        ConsumerGroup.objects.filter(id=row.id).update(
+            evidenced_policy=proof.policy, policy_evidence=proof.words, policy_evidenced_at=now)
+        row.evidenced_policy, row.policy_evidence, row.policy_evidenced_at = proof.policy, proof.words, now
+        AuditEvent.objects.create(
+            system=True, cluster=cluster, action="group.policy_evidenced", object_type="group",
+            object_id=str(row.id), detail={"group": proof.group_id, "from": previous, "to": proof.policy,
+                                           "evidence": proof.words},
+        )
+
+
 def _write_group_topics(*, snapshot: Snapshot, topics: dict, groups: dict, now: datetime) -> None:
     """Rows whose lag or partitions changed are written whole; the others get
     ``updated_at`` (and ``last_sample_at`` when a lag sample is due) in one
@@ -430,7 +449,9 @@ def _write_audit_and_notifications(
             "group_type": group_kind(types.get(a.key.group_id, ""), a.key.group_id), "topic": a.key.topic,
             "partition": a.key.partition, "generation": a.key.generation, "state": a.state,
             "previous_state": transition.old_state, "lag": a.lag, "missed_definite": a.missed_definite,
-            "missed_possible": a.missed_possible, "explanation": a.explanation,
+            "missed_possible": a.missed_possible, "policy_source": a.policy_source,
+            "missed_definite_if_latest": a.missed_definite_if_latest,
+            "missed_possible_if_latest": a.missed_possible_if_latest, "explanation": a.explanation,
         }, findings.get(transition.key)))
     return notifications_create(cluster=cluster, events=events)
 

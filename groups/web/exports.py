@@ -36,7 +36,7 @@ RESET_COLUMNS = ("group", "topic", "partition", "before", "planned", "after")
 FINDING_COLUMNS = (
     "id", "cluster", "topic", "partition", "group", "group_type", "generation", "state", "resolution", "found_at", "closed_at",
     "closed_reason", "log_start_offset", "high_watermark", "committed_offset", "lag", "missed_definite",
-    "missed_possible", "expired", "backfill_start", "backfill_end", "likely_start", "likely_start_evidence",
+    "missed_possible", "missed_definite_if_latest", "missed_possible_if_latest", "expired", "backfill_start", "backfill_end", "likely_start", "likely_start_evidence",
     "policy_source", "owner_client_id", "owner_host", "explanation",
 )
 
@@ -73,7 +73,8 @@ def finding_export_row(finding: Finding) -> tuple:
         "open" if finding.closed_at is None else finding.resolution or "closed",
         finding.created_at.isoformat(), finding.closed_at.isoformat() if finding.closed_at else None,
         finding.closed_reason, finding.log_start_offset, finding.high_watermark, finding.committed_offset,
-        finding.lag, finding.missed_definite, finding.missed_possible, finding.expired, finding.backfill_start,
+        finding.lag, finding.missed_definite, finding.missed_possible, finding.missed_definite_if_latest,
+        finding.missed_possible_if_latest, finding.expired, finding.backfill_start,
         finding.backfill_end, finding.likely_start, finding.likely_start_evidence, finding.policy_source or None,
         finding.owner_client_id, finding.owner_host, finding.explanation,
     )

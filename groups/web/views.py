@@ -313,6 +313,7 @@ def _finding_context(request: HttpRequest, finding_id: int) -> dict:
         "bracket_seconds": (finding.pickup_before - finding.pickup_after).total_seconds()
         if finding.pickup_before and finding.pickup_after else None,
         "definite_end": finding.first_log_start + finding.missed_definite,
+        "if_latest_end": finding.first_log_start + (finding.missed_definite_if_latest or 0),
         "possible_end": finding.first_log_start + finding.missed_definite + finding.missed_possible,
         "records": finding_record_counts(finding=finding),
         "can_approve": may_approve(request.user)

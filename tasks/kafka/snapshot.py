@@ -67,7 +67,8 @@ class SnapshotReads(WatchReads, PartReads):
            (stored partition count per topic) is given: every partition of
            the topics in ``log_starts_for`` (the caller names topics with open
            findings) or whose partition count differs from the known one (new
-           partitions open findings), and every partition a group reads
+           partitions open findings), of topics not stored yet (a topic first
+           seen already read opens findings), and every partition a group reads
            without a commit (its lag is H - E). Elsewhere ``log_start`` is
            None: reading all 10k log starts every poll was a third of the
            poll's cost (issue 11). Without ``known_counts``, all are read.
@@ -125,7 +126,7 @@ class SnapshotReads(WatchReads, PartReads):
             wanted = set(log_starts_for) | {
                 name for name, topic in described.items()
                 if known_counts is None or topics is not None
-                or (name in known_counts and known_counts[name] != len(topic.partition_ids))
+                or name not in known_counts or known_counts[name] != len(topic.partition_ids)
             }
             stable_keys = [key for key in partitions_of(described) if key[0] in wanted]
             stable_offsets = self._list_offsets(

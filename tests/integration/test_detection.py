@@ -80,11 +80,14 @@ def test_a_latest_group_misses_exactly_what_was_written_before_it_picked_the_new
     poll(cluster)
     for row in findings(topic, group_id).values():
         assert row.state == "gap", row.explanation
-        assert row.missed_definite == K  # exactly the messages written before pickup
         assert row.pre_pickup_high_watermark == K
-        # [H_k, C_f): written after the last pre-pickup poll and before the group's first
-        # commit, the only observed bound on where a latest member started; may have been read.
-        assert row.first_commit > K and row.missed_possible == row.first_commit - K
+        # Nothing declared: latest is only assumed, so nothing is definite and the sound range
+        # [0, C_f) is possible; under latest, exactly the messages written before pickup are
+        # missed, and [H_k, C_f) (written after the last pre-pickup poll and before the first
+        # commit, the only observed bound on where a latest member started) may have been read.
+        assert (row.missed_definite, row.missed_possible) == (0, row.first_commit)
+        assert row.missed_definite_if_latest == K
+        assert row.first_commit > K and row.missed_possible_if_latest == row.first_commit - K
         # The time index gives only an estimate, kept inside [H_k, C_f] and named with its evidence.
         assert row.likely_start is not None and K <= row.likely_start <= row.first_commit
         assert row.likely_start_evidence == "time index (CreateTime)"

@@ -290,8 +290,8 @@ def test_a_latest_group_with_the_guard_reads_every_new_message_and_the_finding_e
                 "covered", "guard", 0, 0), row.explanation
         else:
             assert member.offsets(partition) and min(member.offsets(partition)) >= K  # started at the end
-            assert (row.state, row.policy_source, row.guard_start_offset, row.missed_definite) == (
-                "gap", "assumed", None, K), row.explanation
+            assert (row.state, row.policy_source, row.guard_start_offset, row.missed_definite,
+                    row.missed_definite_if_latest) == ("gap", "assumed", None, 0, K), row.explanation
     assert starts == ({b"2": b"0", b"3": b"0"} if guarded else {})
 
 

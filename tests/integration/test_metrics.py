@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
-from groups.models import Cluster, Finding
+from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration
 from tests.factories import (
     HOSTILE_METRICS_GROUP_ID,
     NOW,
@@ -60,18 +60,23 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
     # PLAINTEXT clusters: no certificate, so no expiry series and nothing expiring.
     put("gapwatch_cluster_certificates_expiring", 0, cluster="prod")
     put("gapwatch_cluster_certificates_expiring", 0, cluster="stage")
-    prod_open = {"pending": 1, "undecided": 0, "unowned": 0, "gap": 1, "covered": 1, "expired": 1}
+    prod_open = {"pending": 1, "undecided": 0, "unowned": 0, "gap": 2, "covered": 1, "expired": 1}
     for state, count in prod_open.items():
         put("gapwatch_open_findings", count, cluster="prod", state=state)
         put("gapwatch_open_findings", 0, cluster="stage", state=state)
-    put("gapwatch_missed_messages_definite", 30 + 20, cluster="prod")
-    put("gapwatch_missed_messages_possible", 10 + 7, cluster="prod")
+    put("gapwatch_missed_messages_definite", 30 + 20 + 0, cluster="prod")
+    put("gapwatch_missed_messages_possible", 10 + 7 + 12, cluster="prod")
     put("gapwatch_missed_messages_definite", 0, cluster="stage")
     put("gapwatch_missed_messages_possible", 0, cluster="stage")
+    # Only the assumed finding has figures under latest: conditional, never in the definite sum.
+    put("gapwatch_missed_messages_if_latest", 8, cluster="prod", kind="definite")
+    put("gapwatch_missed_messages_if_latest", 4, cluster="prod", kind="possible")
+    put("gapwatch_missed_messages_if_latest", 0, cluster="stage", kind="definite")
+    put("gapwatch_missed_messages_if_latest", 0, cluster="stage", kind="possible")
     lag = "gapwatch_finding_lag_messages"
     # Per-group series name the group's kind: billing is classic, the hostile one a share group.
     billing, hostile = {"group": "billing", "group_type": "classic"}, {"group": HOSTILE_GROUP_ID, "group_type": "share"}
-    put(lag, 40, cluster="prod", **billing, topic="orders", state="gap")
+    put(lag, 40 + 0, cluster="prod", **billing, topic="orders", state="gap")
     put(lag, 100, cluster="prod", **billing, topic="orders", state="pending")
     put(lag, 0, cluster="prod", **billing, topic="payments", state="covered")
     put(lag, 5, cluster="prod", **hostile, topic="orders", state="expired")
@@ -95,6 +100,11 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
 
 
 def test_it_exports_exact_values_from_stored_state(client, stored_state):
+    # Latest only assumed: nothing definite, the figures under latest beside it (conditional).
+    billing = ConsumerGroup.objects.get(cluster__name="prod", group_id="billing")
+    make_finding(billing, PartitionGeneration.objects.get(topic__cluster__name="prod", topic__name="orders", number=2),
+                 1, state=Finding.State.GAP, lag=0, missed_definite=0, missed_possible=12,
+                 missed_definite_if_latest=8, missed_possible_if_latest=4)
     assert samples(scrape(client)) == expected_samples()
 
 

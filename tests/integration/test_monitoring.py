@@ -32,7 +32,7 @@ def promtool(*args: str) -> subprocess.CompletedProcess:
 def test_promtool_accepts_the_rules_and_their_unit_tests_pass():
     checked = promtool("check", "rules", str(RULES))
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 5 rules found" in checked.stdout
+    assert "SUCCESS: 6 rules found" in checked.stdout
     tested = promtool("test", "rules", str(RULES_TESTS))
     assert tested.returncode == 0, tested.stdout + tested.stderr
 

@@ -121,9 +121,11 @@ def test_a_transaction_open_across_the_pickup_is_possible_not_definite_for_a_rea
     # The clients' own starts (REFERENCE.md): the last stable offset, and the high watermark or later.
     assert starts["read_committed"] == 4 and starts["read_uncommitted"] >= 4 + OPEN, starts
 
-    # read_committed (not declared: librdkafka's default assumed): only what was stable is definite.
+    # read_committed (not declared: librdkafka's default assumed): only what was stable is definite
+    # under latest, and latest itself is only assumed: conditional figures, nothing definite.
     truth = never_consumed(members["read_committed"].offsets(1), log_start=0, end=starts["read_committed"])
-    assert (committed.missed_definite, committed.pre_pickup_stable_offset) == (4, 4), committed.explanation
+    assert (committed.missed_definite, committed.missed_definite_if_latest,
+            committed.pre_pickup_stable_offset) == (0, 4, 4), committed.explanation
     assert committed.missed_definite <= truth <= committed.missed_definite + committed.missed_possible
     assert committed.backfill_start == 0 and committed.backfill_end >= starts["read_committed"]
     assert "a transaction was open at the pickup" in committed.explanation
@@ -131,7 +133,8 @@ def test_a_transaction_open_across_the_pickup_is_possible_not_definite_for_a_rea
 
     # read_uncommitted, declared: the high watermark bounds its start again.
     truth = never_consumed(members["read_uncommitted"].offsets(1), log_start=0, end=starts["read_uncommitted"])
-    assert uncommitted.missed_definite == 4 + OPEN, uncommitted.explanation
+    assert uncommitted.missed_definite_if_latest == 4 + OPEN, uncommitted.explanation
+    assert uncommitted.missed_definite == 0, "declared read_uncommitted, but latest is only assumed"
     assert uncommitted.missed_definite <= truth <= uncommitted.missed_definite + uncommitted.missed_possible
     assert "transaction" not in uncommitted.explanation
 
@@ -190,10 +193,12 @@ def test_a_missed_range_with_an_aborted_transaction_is_counted_in_records_for_ea
         connection.close()
 
     row = finding(group_id, topic)
-    assert (row.state, row.missed_definite, row.backfill_start) == ("gap", 15, 0), row.explanation
+    assert (row.state, row.missed_definite_if_latest, row.backfill_start) == ("gap", 15, 0), row.explanation
+    assert row.missed_definite == 0, "latest is only assumed: nothing is definite"
     client.force_login(admin_user)
     page = client.get(f"/findings/{row.id}/").content.decode()
-    assert "15 offsets [0, 15)" in page and "records: not counted yet" in page
+    assert "15 offsets definitely missed [0, 15)" in page and "records: not counted yet" in page
+    assert "If the group starts at latest, as assumed" in page
 
     assert count_missed_records(cluster_id=cluster.id, seconds=60) == 1
     row.refresh_from_db()

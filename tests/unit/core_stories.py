@@ -121,13 +121,17 @@ class Store:
     findings: dict[FindingKey, FindingState] = field(default_factory=dict)
     unowned_after_polls: int = 30
     now: datetime = T0
+    watching: bool = True
 
     def apply(self, snapshot: Snapshot, likely_starts: dict | None = None) -> Changes:
         changes = evaluate_snapshot(
             snapshot=snapshot, known_topics=self.topics.values(), known_groups=self.groups.values(),
             open_findings=self.findings.values(), now=self.now, unowned_after_polls=self.unowned_after_polls,
-            likely_starts=likely_starts,
+            likely_starts=likely_starts, watching=self.watching,
         )
+        for proof in changes.policy_evidence:
+            known = self.groups.get(proof.group_id, KnownGroup(proof.group_id, frozenset()))
+            self.groups[proof.group_id] = replace(known, evidenced_policy=proof.policy, policy_evidence=proof.words)
         for generation in changes.new_generations:
             self.topics[generation.topic] = KnownTopic(
                 generation.topic, generation.topic_id, generation.generation, generation.partition_ids

@@ -11,7 +11,15 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from groups.domain.detection import FindingKey, KnownGroup, KnownTopic, LikelyStart, StateTransition, partition_lag
+from groups.domain.detection import (
+    Changes,
+    FindingKey,
+    KnownGroup,
+    KnownTopic,
+    LikelyStart,
+    StateTransition,
+    partition_lag,
+)
 from groups.domain.snapshot import Snapshot
 from tests.unit.core_stories import (
     GROUPS_FROM,
@@ -231,17 +239,22 @@ STORIES = [
                    Step(0, 900, owned=True, commit=880)),
             states=("pending", "pending", "undecided", "gap", "gap"),
             watched=(False, False, True, False, False),
-            final=dict(pre_pickup_high_watermark=180, first_commit=260, missed_definite=180, missed_possible=80,
+            final=dict(pre_pickup_high_watermark=180, first_commit=260, missed_definite=0, missed_possible=260,
+                       missed_definite_if_latest=180, missed_possible_if_latest=80,
                        backfill_start=0, backfill_end=260, policy_source="assumed", lag=20, committed_offset=880,
                        polls_without_owner=0, expired=0, created_at=T0, log_start_offset=0, high_watermark=900,
-                       explanation="policy not declared, assumed latest (the client default): 180 definitely "
-                                   "missed [0, 180), 80 possibly missed [180, 260) (the first commit 260 bounds "
-                                   "the start)"),
+                       explanation="policy not declared, assumed latest (the client default): nothing is "
+                                   "definitely missed: commits alone cannot tell latest from an earliest group that "
+                                   "caught up within one commit interval; 260 possibly missed [0, 260); if the "
+                                   "group starts at latest, as assumed: 180 definitely missed [0, 180), 80 possibly "
+                                   "missed [180, 260) (the first commit 260 bounds the start)"),
             explanation_mentions="assumed latest",
         ),
-        "the last poll with neither owner nor commit saw H=180, so [0,180) was written before billing could read "
-        "it; the first commit 260 >= 180 and no policy is declared, so latest is assumed and [180,260) may or "
-        "may not have been read; commits at 880 later change none of these numbers",
+        "the last poll with neither owner nor commit saw H=180, and the first commit 260 >= 180; no policy is "
+        "declared, so latest is only assumed: an earliest group that read [0,260) within one commit interval "
+        "commits the same, so nothing is definite and the sound range [0,260) is possible; the figures under "
+        "latest ([0,180) definite, [180,260) possible) travel beside it as conditional; commits at 880 later "
+        "change none of these numbers",
         id="group-commits-only-later",
     ),
     pytest.param(
@@ -262,12 +275,13 @@ STORIES = [
         Story(
             steps=(Step(0, 100), Step(0, 200, owned=True, commit=200)),
             states=("pending", "gap"),
-            final=dict(missed_definite=100, missed_possible=100, backfill_start=0, backfill_end=200,
-                       policy_source="assumed"),
-            explanation_mentions="assumed latest",
+            final=dict(missed_definite=0, missed_possible=200, missed_definite_if_latest=100,
+                       missed_possible_if_latest=100, backfill_start=0, backfill_end=200, policy_source="assumed"),
+            explanation_mentions="if the group starts at latest, as assumed: 100 definitely missed",
         ),
         "caught up within one commit interval: C_f=200 >= H_k=100 looks the same from latest and from a quick "
-        "earliest; with nothing declared latest is assumed, and the finding says so",
+        "earliest (seen: a fast librdkafka earliest group read from 0 and was told 88 definitely missed); with "
+        "nothing declared latest is assumed, so 0 definite, [0,200) possible, the latest figures conditional",
         id="quick-catch-up-undeclared-is-assumed-gap",
     ),
     pytest.param(
@@ -297,10 +311,11 @@ STORIES = [
         Story(
             steps=(Step(0, 100), Step(0, 100, owned=True, commit=100)),
             states=("pending", "gap"),
-            final=dict(missed_definite=100, missed_possible=0, policy_source="assumed", backfill_end=100),
+            policy="latest",
+            final=dict(missed_definite=100, missed_possible=0, policy_source="declared", backfill_end=100),
         ),
         "a first commit exactly at H_k=100 is what latest produces when nothing new arrived: no evidence of "
-        "earliest, so [0,100) is definitely missed under assumed latest",
+        "earliest, so [0,100) is definitely missed under declared latest",
         id="first-commit-equal-to-pre-pickup-end-is-no-evidence",
     ),
     pytest.param(
@@ -309,11 +324,14 @@ STORIES = [
             states=("undecided", "gap"),
             watched=(True, False),
             final=dict(pre_pickup_high_watermark=None, first_commit=70, missed_definite=0, missed_possible=70,
+                       missed_definite_if_latest=0, missed_possible_if_latest=70,
                        backfill_start=0, backfill_end=70, policy_source="assumed", polls_without_owner=0,
                        explanation="policy not declared, assumed latest (the client default); no poll saw the "
-                                   "partition before the group picked it up: nothing is definitely missed: 0 "
-                                   "definitely missed [0, 0), 70 possibly missed [0, 70) (the first commit 70 "
-                                   "bounds the start)"),
+                                   "partition before the group picked it up: nothing is definitely missed: commits "
+                                   "alone cannot tell latest from an earliest group that caught up within one "
+                                   "commit interval; 70 possibly missed [0, 70); if the "
+                                   "group starts at latest, as assumed: 0 definitely missed [0, 0), 70 possibly "
+                                   "missed [0, 70) (the first commit 70 bounds the start)"),
             explanation_mentions="no poll saw the partition before the group picked it up",
         ),
         "billing owned partition 2 at the first poll that saw it: no poll proves a message was written before "
@@ -355,9 +373,10 @@ STORIES = [
         Story(
             steps=(Step(30, 100), Step(30, 180), Step(30, 300, owned=True, commit=260)),
             states=("pending", "pending", "gap"),
+            policy="latest",
             final=dict(first_log_start=30, pre_pickup_high_watermark=180, missed_definite=150, missed_possible=80,
                        backfill_start=30, backfill_end=260, expired=0, log_start_offset=30, lag=40,
-                       explanation="policy not declared, assumed latest (the client default): 150 definitely "
+                       explanation="declared latest: 150 definitely "
                                    "missed [30, 180), 80 possibly missed [180, 260) (the first commit 260 bounds "
                                    "the start)"),
         ),
@@ -542,16 +561,20 @@ STORIES = [
             steps=(Step(0, 100), Step(0, 180, owned=True)),
             states=("pending", "undecided"),
             watched=(False, True),
-            final=dict(pre_pickup_high_watermark=100, first_commit=None, missed_definite=100, missed_possible=0,
+            final=dict(pre_pickup_high_watermark=100, first_commit=None, missed_definite=0, missed_possible=0,
+                       missed_definite_if_latest=100, missed_possible_if_latest=0,
                        backfill_start=None, backfill_end=None, policy_source="assumed", expired=0, lag=180,
                        explanation="billing-app took the partition, no commit yet; policy not declared, assumed "
-                                   "latest (the client default): 100 definitely missed [0, 100), then no upper "
-                                   "bound on where it started until its first commit: backfill to the current "
-                                   "end, reset to earliest while the group is empty, or wait for the commit"),
+                                   "latest (the client default): nothing is definitely missed: commits alone "
+                                   "cannot tell latest from an earliest group that caught up within one commit "
+                                   "interval; if the group starts at latest, as assumed: 100 definitely missed "
+                                   "[0, 100); no upper bound on where it started until its first commit: backfill "
+                                   "to the current end, reset to earliest while the group is empty, or wait for "
+                                   "the commit"),
         ),
-        "billing took p and has not committed: [0,100) was written before it could read p, but nothing the "
-        "broker observed bounds where it started from above, so no possible count, no default backfill range, "
-        "and the operator is told the choices",
+        "billing took p and has not committed: nothing the broker observed bounds where it started from above, "
+        "so no possible count, no default backfill range, and the operator is told the choices; with latest only "
+        "assumed, [0,100) is definitely missed only if latest holds, and says so",
         id="taken-without-commit-is-undecided",
     ),
     pytest.param(
@@ -569,6 +592,7 @@ STORIES = [
         Story(
             steps=(Step(0, 100), Step(0, 150, owned=True), Step(0, 200), Step(0, 300, owned=True, commit=280)),
             states=("pending", "undecided", "undecided", "gap"),
+            policy="latest",
             final=dict(pre_pickup_high_watermark=100, first_commit=280, missed_definite=100, missed_possible=180,
                        backfill_end=280, pickup_before=T0 + POLL_INTERVAL + OBSERVED_UNTIL),
         ),
@@ -581,6 +605,7 @@ STORIES = [
         Story(
             steps=(Step(0, 100), Step(0, 150, owned=True), Step(0, 200)),
             states=("pending", "undecided", "undecided"),
+            policy="latest",
             final=dict(pre_pickup_high_watermark=100, missed_definite=100, owner_member_id=None),
             explanation_mentions="a member took the partition, no commit yet",
         ),
@@ -605,12 +630,13 @@ STORIES = [
             steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True),
                    Step(0, 300, owned=True, commit=290, likely_start=200)),
             states=("pending", "pending", "undecided", "gap"),
+            policy="latest",
             final=dict(pre_pickup_high_watermark=180, first_commit=290, missed_definite=180, missed_possible=110,
                        backfill_start=0, backfill_end=290, likely_start=200,
                        pickup_after=T0 + POLL_INTERVAL + GROUPS_FROM,
                        pickup_before=T0 + 2 * POLL_INTERVAL + OBSERVED_UNTIL,
                        likely_start_evidence="time index (CreateTime)",
-                       explanation="policy not declared, assumed latest (the client default): 180 definitely "
+                       explanation="declared latest: 180 definitely "
                                    "missed [0, 180), 110 possibly missed [180, 290) (the first commit 290 bounds "
                                    "the start); likely start 200 (an estimate: time index (CreateTime), pickup "
                                    "observed within 60.1s)"),
@@ -624,6 +650,7 @@ STORIES = [
         Story(
             steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True, commit=260, likely_start=400)),
             states=("pending", "pending", "gap"),
+            policy="latest",
             final=dict(missed_definite=180, missed_possible=80, backfill_end=260, likely_start=260),
             explanation_mentions="likely start 260 (an estimate",
         ),
@@ -635,6 +662,7 @@ STORIES = [
         Story(
             steps=(Step(0, 100), Step(0, 180), Step(0, 250, owned=True, commit=260, likely_start=150)),
             states=("pending", "pending", "gap"),
+            policy="latest",
             final=dict(missed_definite=180, missed_possible=80, backfill_end=260, likely_start=180),
         ),
         "H_k=180 was observed directly while nobody owned p: a time index answer of 150 (producer clock "
@@ -645,6 +673,7 @@ STORIES = [
         Story(
             steps=(Step(0, 100, likely_start=50), Step(0, 150, owned=True, commit=140)),
             states=("pending", "gap"),
+            policy="latest",
             final=dict(likely_start=None, pickup_before=T0 + POLL_INTERVAL + OBSERVED_UNTIL, missed_definite=100,
                        missed_possible=40),
         ),
@@ -668,6 +697,7 @@ STORIES = [
             steps=(Step(0, 100), Step(0, 180, owned=True, likely_start=190),
                    Step(0, 300, owned=True, commit=290, likely_start=250)),
             states=("pending", "undecided", "gap"),
+            policy="latest",
             final=dict(likely_start=190, likely_start_evidence="time index (CreateTime)", missed_definite=100,
                        missed_possible=190, backfill_end=290),
             explanation_mentions="likely start 190 (an estimate: time index (CreateTime), pickup observed within",
@@ -832,9 +862,10 @@ STORIES = [
             steps=(Step(0, 30, open_transaction_from=0), Step(0, 36, owned=True, open_transaction_from=0),
                    Step(0, 40, owned=True, commit=37)),
             states=("pending", "undecided", "gap"),
+            policy="latest",
             final=dict(pre_pickup_high_watermark=30, pre_pickup_stable_offset=0, missed_definite=0,
-                       missed_possible=37, backfill_start=0, backfill_end=37, policy_source="assumed",
-                       explanation="policy not declared, assumed latest (the client default): 0 definitely missed "
+                       missed_possible=37, backfill_start=0, backfill_end=37, policy_source="declared",
+                       explanation="declared latest: 0 definitely missed "
                                    "[0, 0), 37 possibly missed [0, 37) (the first commit 37 bounds the start); a "
                                    "transaction was open at the pickup: the last stable offset 0 was below the end "
                                    "30, and a read_committed member starts at the last stable offset (isolation "
@@ -852,9 +883,10 @@ STORIES = [
                    Step(0, 40, owned=True, commit=37)),
             isolation="read_uncommitted",
             states=("pending", "undecided", "gap"),
+            policy="latest",
             final=dict(pre_pickup_stable_offset=0, missed_definite=30, missed_possible=7, backfill_start=0,
                        backfill_end=37,
-                       explanation="policy not declared, assumed latest (the client default): 30 definitely missed "
+                       explanation="declared latest: 30 definitely missed "
                                    "[0, 30), 7 possibly missed [30, 37) (the first commit 37 bounds the start)"),
         ),
         "declared read_uncommitted: its latest start is the high watermark whatever the transactions, so H_k "
@@ -866,6 +898,7 @@ STORIES = [
             steps=(Step(0, 30, open_transaction_from=12), Step(0, 40, owned=True, commit=37)),
             isolation="read_committed",
             states=("pending", "gap"),
+            policy="latest",
             final=dict(missed_definite=12, missed_possible=25),
             explanation_mentions="a read_committed member starts at the last stable offset (declared read_committed), "
                                  "so [12, 30) is possibly, not definitely, missed",
@@ -934,6 +967,7 @@ STORIES = [
             steps=(Step(0, 20, open_transaction_from=5), Step(0, 30, open_transaction_from=25),
                    Step(0, 40, owned=True, commit=40)),
             states=("pending", "pending", "gap"),
+            policy="latest",
             final=dict(pre_pickup_stable_offset=25, pre_pickup_high_watermark=30, missed_definite=25,
                        missed_possible=15),
         ),
@@ -945,6 +979,7 @@ STORIES = [
             steps=(Step(0, 20, open_transaction_from=5), Step(0, 30, stable_unread=True),
                    Step(0, 40, owned=True, commit=40)),
             states=("pending", "pending", "gap"),
+            policy="latest",
             final=dict(pre_pickup_stable_offset=5, pre_pickup_high_watermark=30, missed_definite=5,
                        missed_possible=35),
         ),
@@ -965,8 +1000,9 @@ STORIES = [
         Story(
             steps=(Step(0, 20, open_transaction_from=0), Step(0, 31), Step(0, 40, owned=True, commit=35)),
             states=("pending", "pending", "gap"),
+            policy="latest",
             final=dict(pre_pickup_stable_offset=31, missed_definite=31, missed_possible=4,
-                       explanation="policy not declared, assumed latest (the client default): 31 definitely missed "
+                       explanation="declared latest: 31 definitely missed "
                                    "[0, 31), 4 possibly missed [31, 35) (the first commit 35 bounds the start)"),
         ),
         "a transaction open at an early poll but committed before the last one without owner: L_k = H_k, the "
@@ -977,6 +1013,7 @@ STORIES = [
         Story(
             steps=(Step(0, 30, open_transaction_from=10), Step(0, 36, owned=True)),
             states=("pending", "undecided"),
+            policy="latest",
             final=dict(missed_definite=10),
             explanation_mentions="10 definitely missed [0, 10); a transaction was open at the pickup",
         ),
@@ -1157,4 +1194,177 @@ def _kind_story(group_id, kind, share, known_groups, verdict, words, why):
     assert (taken.state, taken.policy_source) == ("undecided", verdict[1]), why
     assert (decided.state, decided.policy_source) == verdict, why
     assert words in decided.explanation, why
-    assert (decided.missed_definite, decided.missed_possible) == ((100, 60) if verdict[0] == "gap" else (0, 0)), why
+    # Definite only where a policy is stated: an assumed latest gives the sound range as possible.
+    expected = (0, 0) if verdict[0] != "gap" else (0, 160) if verdict[1] == "assumed" else (100, 60)
+    assert (decided.missed_definite, decided.missed_possible) == expected, why
+    if verdict == ("gap", "assumed"):
+        assert (decided.missed_definite_if_latest, decided.missed_possible_if_latest) == (100, 60), why
+
+
+# --- The policy from the group's own starts (issue 41) ----------------------
+
+
+def _two_new_partitions(store: Store, *, p2: dict, p3: dict, before: int = 100) -> Changes:
+    """orders grows from 2 to 4 partitions; a poll sees both new ones at ``before``
+    without owner, the next one as ``p2`` and ``p3`` say (owned, commit)."""
+    def seen(offsets: dict, parts: dict) -> Snapshot:
+        commits = {("orders", 0): 1000, ("orders", 1): 1000}
+        owns = [("orders", 0), ("orders", 1)]
+        for partition, state in parts.items():
+            if state.get("commit") is not None:
+                commits[("orders", partition)] = state["commit"]
+            if state.get("owned"):
+                owns.append(("orders", partition))
+        return poll(topic("orders", (0, 1000), (0, 1000), *offsets, topic_id=ORDERS_ID),
+                    groups=(group("billing", owns=tuple(owns), commits=commits),))
+
+    store.apply(seen(((0, before), (0, before)), {}))
+    return store.apply(seen(((0, 300), (0, 300)), {2: p2, 3: p3}))
+
+
+EVIDENCE_CASES = [
+    pytest.param(
+        "unknown", "unknown", dict(owned=True, commit=40), dict(owned=True, commit=300),
+        ("covered", "evidenced"), ("covered", "evidenced"), "earliest",
+        "billing's first commit on partition 2 (40) lies below the end 100 before it took the partition: it did "
+        "not start at latest. Partition 3, taken in the same rebalance with a first commit at the end (300), "
+        "cannot tell by itself, but the group's own start on partition 2 decides it: covered, evidenced",
+        id="one-partition-proves-the-other",
+    ),
+    pytest.param(
+        "unknown", "earliest", dict(owned=True, commit=300), dict(owned=True, commit=300),
+        ("covered", "evidenced"), ("covered", "evidenced"), None,
+        "an earlier expansion proved billing starts below the end: commits at the end no longer read as a gap",
+        id="stored-evidence-decides",
+    ),
+    pytest.param(
+        "unknown", "latest", dict(owned=True, commit=300), dict(owned=True, commit=300),
+        ("gap", "evidenced"), ("gap", "evidenced"), None,
+        "billing was seen starting at the end (a guard report): the definite count is a fact again",
+        id="stored-latest-evidence-makes-definite",
+    ),
+    pytest.param(
+        "latest", "unknown", dict(owned=True, commit=40), dict(owned=True, commit=300),
+        ("covered", "evidenced"), ("gap", "declared"), "earliest",
+        "an operator's declaration wins over evidence for the findings the evidence does not cover itself: "
+        "partition 2's own commit below H_k still covers it, partition 3 follows the declaration; the evidence "
+        "is recorded all the same, for the operator to see",
+        id="declaration-wins",
+    ),
+    pytest.param(
+        "unknown", "unknown", dict(owned=True, commit=100), dict(owned=True, commit=300),
+        ("gap", "assumed"), ("gap", "assumed"), None,
+        "a first commit exactly at the end before pickup is what latest gives and what a quick earliest gives: "
+        "no evidence either way, latest stays an assumption",
+        id="commit-at-the-end-proves-nothing",
+    ),
+]
+
+
+@pytest.mark.parametrize("declared, stored, p2, p3, verdict2, verdict3, evidenced, why", EVIDENCE_CASES)
+def test_a_groups_own_start_decides_its_policy(declared, stored, p2, p3, verdict2, verdict3, evidenced, why):
+    store = billing_store(policy=declared)
+    store.groups["billing"] = replace(store.groups["billing"], evidenced_policy=stored,
+                                      policy_evidence=f"seen starting at {stored}" if stored != "unknown" else "")
+    changes = _two_new_partitions(store, p2=p2, p3=p3)
+    found = {a.key.partition: a for a in changes.accounting}
+    assert (found[2].state, found[2].policy_source) == verdict2, why
+    assert (found[3].state, found[3].policy_source) == verdict3, why
+    assert [(e.group_id, e.policy) for e in changes.policy_evidence] == (
+        [("billing", evidenced)] if evidenced else []), why
+    if verdict3 == ("gap", "evidenced"):
+        assert (found[3].missed_definite, found[3].missed_possible) == (100, 200), why
+        assert found[3].missed_definite_if_latest is None, "a proven policy needs no conditional figures"
+    if evidenced:
+        (proof,) = changes.policy_evidence
+        assert "orders[2]" in proof.words and "40" in proof.words and "100" in proof.words, why
+
+
+GUARD_EVIDENCE_CASES = [
+    pytest.param(0, "earliest", "at the log start 0 while the end was 100",
+                 id="guard-at-log-start"),
+    pytest.param(150, "latest", "at or above the end 100", id="guard-at-the-end"),
+    pytest.param(60, None, None, id="guard-between-proves-neither"),
+]
+
+
+@pytest.mark.parametrize("guard_start, policy, words", GUARD_EVIDENCE_CASES)
+def test_a_guard_report_is_evidence_of_the_policy(guard_start, policy, words):
+    """The consumer-side guard reports where the member started: at the log
+    start while there was data (not latest), at or above the end before the
+    pickup (latest); between the two it proves neither."""
+    store = billing_store()
+    store.apply(Step(0, 100).snapshot())
+    store.report_guard(NEW_PARTITION, guard_start)
+    changes = store.apply(Step(0, 200, owned=True).snapshot(store.now))
+    assert [(e.policy, words in e.words) for e in changes.policy_evidence] == ([(policy, True)] if policy else [])
+    if policy:
+        assert store.groups["billing"].evidenced_policy == policy
+
+
+def test_evidence_is_written_once_not_at_every_poll():
+    store = billing_store()
+    first = _two_new_partitions(store, p2=dict(owned=True, commit=40), p3=dict(owned=True, commit=300))
+    again = store.apply(poll(topic("orders", (0, 1000), (0, 1000), (0, 400), (0, 400), topic_id=ORDERS_ID),
+                             groups=(billing_reading(0, 1, 2, 3),)))
+    assert [e.policy for e in first.policy_evidence] == ["earliest"]
+    assert again.policy_evidence == (), "the stored evidence already says earliest"
+
+
+def test_a_likely_start_under_an_assumed_policy_stays_within_the_latest_bracket():
+    """The estimate is of where a latest member started: inside [H_k, C_f]
+    even though nothing is definite under the assumption."""
+    store = billing_store()
+    store.apply(Step(0, 100).snapshot())
+    store.apply(Step(0, 150, owned=True).snapshot(store.now))
+    changes = store.apply(Step(0, 200, owned=True, commit=180, likely_start=20).snapshot(store.now),
+                          likely_starts={NEW_PARTITION: LikelyStart(20, "time index (CreateTime)")})
+    (accounting,) = changes.accounting
+    assert (accounting.missed_definite, accounting.missed_possible) == (0, 180)
+    assert (accounting.missed_definite_if_latest, accounting.missed_possible_if_latest) == (100, 80)
+    assert accounting.likely_start == 100, "raised to H_k, the floor of a latest start"
+
+
+# --- A topic first seen already read (issue 41) -------------------------------
+
+
+def _first_seen_payments(*, watching: bool, groups: tuple) -> Changes:
+    store = billing_store()
+    store.watching = watching
+    return store.apply(poll(orders(2), topic("payments", (0, 50), (0, 50), (0, 50), (0, 50)),
+                            groups=(billing_reading(0, 1), *groups)))
+
+
+FIRST_SIGHT_CASES = [
+    pytest.param(
+        True, (group("ledger", owns=(("payments", 0), ("payments", 1), ("payments", 2)),
+                     commits={("payments", 0): 50, ("payments", 1): 0}),),
+        {(0, "gap"), (2, "undecided"), (3, "pending")},
+        "payments was created and raised before any observation stored it: its first sight shows ledger "
+        "reading it. Partition 1's commit at the log start proves nothing was missed there; partition 0's "
+        "commit 50 is above it and partition 2 is held without a commit, so where ledger started is unknown; "
+        "nobody reads partition 3 yet while ledger reads the others. Each gets a finding that says so",
+        id="first-sight-of-a-read-topic",
+    ),
+    pytest.param(
+        False, (group("ledger", owns=(("payments", 0),), commits={("payments", 0): 50}),), set(),
+        "the cluster's first poll: every topic is first seen, none is new; no findings",
+        id="first-poll-is-no-first-sight",
+    ),
+    pytest.param(
+        True, (), set(),
+        "a new topic nobody reads yet: a new lineage, no findings (the watcher records it before readers come)",
+        id="first-sight-of-an-unread-topic",
+    ),
+]
+
+
+@pytest.mark.parametrize("watching, groups, expected, why", FIRST_SIGHT_CASES)
+def test_a_topic_first_seen_already_read_gets_findings(watching, groups, expected, why):
+    changes = _first_seen_payments(watching=watching, groups=groups)
+    found = {(a.key.partition, a.state) for a in changes.accounting if a.key.topic == "payments"}
+    assert found == expected, why
+    for a in changes.accounting:
+        if a.state == "gap":
+            assert (a.missed_definite, a.missed_possible, a.backfill_start, a.backfill_end) == (0, 50, 0, 50), why
+            assert "whether it was added later and where the group started on it are not known" in a.explanation

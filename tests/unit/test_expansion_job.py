@@ -98,3 +98,21 @@ def test_it_ends_done_only_when_every_group_lost_nothing():
     lost = group_verdict(GroupFacts("b", "repaired_after", (PartitionFacts(2, 0, missed=(0, 3)),)))
     assert job_final_state([whole]) == "done"
     assert job_final_state([whole, lost]) == "done_with_loss"
+
+
+ASSUMED_CASES = [
+    pytest.param((PartitionFacts(2, 0, missed=(0, 100), left="over the maximum", assumed=True),), True,
+                 "a group whose policy is only assumed: its unrepaired range is possibly unread, never called lost "
+                 "as a fact (seen: a fast earliest group told '200 offsets unrepaired')", id="all-assumed"),
+    pytest.param((PartitionFacts(2, 0, missed=(0, 100), left="over the maximum", assumed=True),
+                  PartitionFacts(3, 0, missed=(0, 50), left="over the maximum")), False,
+                 "one partition's range rests on a known policy: the verdict does not soften", id="one-known"),
+]
+
+
+@pytest.mark.parametrize("partitions, possibly, why", ASSUMED_CASES)
+def test_an_assumed_policy_leaves_offsets_possibly_unread_not_lost(partitions, possibly, why):
+    verdict = group_verdict(GroupFacts("quick", "repaired_after", partitions))
+    assert not verdict.nothing_lost, "nothing can be claimed whole while a range may be unread"
+    assert ("possibly unread" in verdict.words) is possibly, why
+    assert all(("only assumed" in u.why) is p.assumed for u, p in zip(verdict.unrepaired, partitions)), why
