@@ -119,8 +119,12 @@ def trial_rows(outcomes: list[Outcome], load: str, trial: int) -> list[dict]:
         if o.scenario.late_join and o.seen_before_change:
             client += " (a full poll saw it first)"
         likely = f.get("likely")
+        timing = "young topic" if o.scenario.young_topic else "late join" if o.scenario.late_join else "steady"
         rows.append({
             "client": client, "load": load, "trial": trial, "rate": o.scenario.rate, "start": o.start,
+            "policy": o.scenario.policy, "timing": timing, "policy_source": f.get("policy_source"),
+            "if_latest": [f.get("missed_definite_if_latest"), f.get("missed_possible_if_latest")],
+            "generation": f.get("generation"),
             "truth": o.truth, "definite": f.get("missed_definite"), "possible": f.get("missed_possible"),
             "first_commit": f.get("first_commit"), "backfill": [f.get("backfill_start"), f.get("backfill_end")],
             "state": f.get("state"), "likely": likely, "likely_evidence": f.get("likely_evidence"),
@@ -138,9 +142,10 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def summary_table(rows: list[dict]) -> str:
-    lines = ["| client | load | trials | sound of judged | no truth | possible, records: median (max) | possible, s of "
-             "traffic: median (max) | likely - S, records: median, p90 of abs, [min, max] | decided after, s: median (max) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| client | policy | timing | load | trials | sound of judged | no truth | policy decided by | possible, records: "
+             "median (max) | possible, s of traffic: median (max) | likely - S, records: median, p90 of abs, [min, max] | "
+             "decided after, s: median (max) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     keys = list(dict.fromkeys((r["client"], r["load"]) for r in rows))
     for client, load in keys:
         group = [r for r in rows if (r["client"], r["load"]) == (client, load)]
@@ -158,7 +163,12 @@ def summary_table(rows: list[dict]) -> str:
                  f"[{min(errors):+d}, {max(errors):+d}]" if errors else "-")
         took = f"{statistics.median(decided):.1f} ({max(decided):.1f})" if decided else "-"
         share = f"{sound}/{len(judged)} ({100 * sound / len(judged):.0f}%)" if judged else "-"
-        lines.append(f"| {client} | {load} | {len(group)} | {share} | {len(group) - len(judged)} | {width} | "
+        decided_by = ", ".join(f"{source} {count}" for source, count in sorted(
+            {s: sum((r.get("policy_source") or "none") == s for r in group)
+             for s in {(r.get("policy_source") or "none") for r in group}}.items()))
+        first = group[0]
+        lines.append(f"| {client} | {first.get('policy', 'latest')} | {first.get('timing', 'steady')} | {load} | "
+                     f"{len(group)} | {share} | {len(group) - len(judged)} | {decided_by} | {width} | "
                      f"{width_s} | {error} | {took} |")
     return "\n".join(lines)
 
@@ -196,6 +206,10 @@ def run_accuracy(args, broker: Broker, cluster: Cluster) -> None:
     print("\n" + summary_table(rows))
     sound = sum(r["sound"] for r in rows)
     print(f"\nsound: {sound}/{len(rows)} client-trials; trials that could not run: {len(errors)}")
+    decided = [r for r in rows if r.get("policy_source")]
+    print("policy decided by: " + ", ".join(
+        f"{source} {sum(r['policy_source'] == source for r in decided)}"
+        for source in sorted({r["policy_source"] for r in decided})) + f" (of {len(decided)} decided findings)")
     for error in errors:
         print(f"- {error}")
 

@@ -426,9 +426,10 @@ class JavaConsoleConsumer(_PrintingJavaTool):
     the client's defaults (on, every 5 s, with ``--group``)."""
 
     def __init__(self, bootstrap: str, group_id: str, topic: str, *, protocol: str,
-                 refresh_ms: int = 5000) -> None:
+                 refresh_ms: int = 5000, earliest: bool = False) -> None:
         super().__init__("ConsoleConsumer", bootstrap, group_id, topic, refresh_ms=refresh_ms,
-                         properties=(f"group.protocol={protocol}",))
+                         properties=(f"group.protocol={protocol}",
+                                     *(["auto.offset.reset=earliest"] if earliest else [])))
 
 
 class JavaConsoleShareConsumer(_PrintingJavaTool):
@@ -453,21 +454,22 @@ def go_consumer_binary() -> str:
 
 class GoClientConsumer(_PrintingClient):
     """One real Go Kafka client (``client``, one of GO_CLIENTS) as the only
-    member of ``latest`` group ``group_id``, in a process of its own: no
-    committed offset means the end, offsets auto-committed every 5 s, metadata
+    member of ``latest`` group ``group_id`` (``earliest``: of an earliest
+    one), in a process of its own: no committed offset means the end (the beginning), offsets auto-committed every 5 s, metadata
     refreshed every ``refresh_ms``. sarama, kafka-go (``WatchPartitionChanges``),
     franz-go and confluent-kafka-go (librdkafka) rebalance when a refresh shows
     a new partition; ``kafka-go-nowatch`` (kafka-go's default) never does.
     kafka-go takes up to ~10 s to leave its group on SIGTERM."""
 
-    def __init__(self, client: str, bootstrap: str, group_id: str, topic: str, *, refresh_ms: int = 5000) -> None:
+    def __init__(self, client: str, bootstrap: str, group_id: str, topic: str, *, refresh_ms: int = 5000,
+                 earliest: bool = False) -> None:
         if client not in GO_CLIENTS:
             raise ValueError(f"unknown Go client {client!r}: one of {', '.join(GO_CLIENTS)}")
         binary = go_consumer_binary()
         if not os.access(binary, os.X_OK):
             raise FileNotFoundError(f"{binary} is missing: run scripts/setup.sh, which builds it")
         super().__init__([binary, "-client", client, "-bootstrap", bootstrap, "-group", group_id, "-topic", topic,
-                          "-refresh-ms", str(refresh_ms)], grace=20)
+                          "-refresh-ms", str(refresh_ms), *(["-earliest"] if earliest else [])], grace=20)
 
 
 def kafka_tool(*args: str, timeout: float = 60.0) -> str:

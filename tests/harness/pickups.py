@@ -42,8 +42,8 @@ DECIDED = ("gap", "covered", "expired")
 FINDING_FIELDS = (
     "state", "first_log_start", "log_start_offset", "high_watermark", "pre_pickup_high_watermark",
     "pre_pickup_stable_offset", "first_commit",
-    "missed_definite", "missed_possible", "backfill_start", "backfill_end", "pickup_after", "pickup_before",
-    "policy_source", "explanation",
+    "missed_definite", "missed_possible", "missed_definite_if_latest", "missed_possible_if_latest",
+    "backfill_start", "backfill_end", "pickup_after", "pickup_before", "policy_source", "explanation",
 )
 
 
@@ -60,6 +60,12 @@ class Scenario:
     clients of tests/clients/go, each auto-committing every 5 s).
     ``late_join``: the group starts after the last full poll before the
     change, so no full poll ever recorded it reading the topic.
+    ``young_topic``: the topic itself is created then, seconds before the
+    change, with no full poll between its creation and its raise (a
+    provisioning script, a Terraform apply): only the watcher can have seen
+    it before. ``policy``: the group's ``auto.offset.reset``; an
+    ``earliest`` group reads the new partition from 0 and, quick, commits at
+    its end within one interval: commits alone look like latest.
 
     Transactions (issue 32): ``isolation`` is the librdkafka client's
     ``isolation.level`` (None: its default, read_committed), ``declared_isolation``
@@ -79,6 +85,8 @@ class Scenario:
     declared_isolation: str = ""
     transactions: str = ""
     refresh_ms: int | None = None
+    young_topic: bool = False
+    policy: str = "latest"
 
 
 SCENARIOS = (
@@ -114,6 +122,15 @@ SCENARIOS = (
     Scenario("go-kafka-go", "go-kafka-go"),
     Scenario("go-franz-go", "go-franz-go"),
     Scenario("go-confluent-kafka-go", "go-confluent-kafka-go"),
+    # Issue 41: a topic created and raised seconds apart, its groups seconds old (both protocols).
+    Scenario("java-classic-young-topic", "java-classic", young_topic=True),
+    Scenario("java-kip848-young-topic", "java-consumer", young_topic=True),
+    Scenario("rdkafka-classic-young-topic", "rdkafka-classic", young_topic=True),
+    # Issue 41: earliest groups that catch up within one commit interval lose nothing, and
+    # must not be told otherwise: nothing definite while latest is only assumed.
+    Scenario("rdkafka-earliest-quick", "rdkafka-classic", policy="earliest"),
+    Scenario("java-classic-earliest-quick", "java-classic", policy="earliest"),
+    Scenario("go-franz-go-earliest-quick", "go-franz-go", policy="earliest"),
 )
 
 
@@ -122,18 +139,21 @@ def start_client(scenario: Scenario, bootstrap: str, group_id: str, topic: str):
     refresh_ms = scenario.refresh_ms or REFRESH_MS
     if kind == "java-share":
         return JavaConsoleShareConsumer(bootstrap, group_id, topic, refresh_ms=refresh_ms)
+    earliest = scenario.policy == "earliest"
     if kind.startswith("go-"):
-        return GoClientConsumer(kind.removeprefix("go-"), bootstrap, group_id, topic, refresh_ms=refresh_ms)
+        return GoClientConsumer(kind.removeprefix("go-"), bootstrap, group_id, topic, refresh_ms=refresh_ms,
+                                earliest=earliest)
     if kind.startswith("java-"):
-        return JavaConsoleConsumer(bootstrap, group_id, topic, protocol=kind.split("-", 1)[1], refresh_ms=refresh_ms)
-    common = dict(offset_reset="latest", refresh_ms=refresh_ms, commit_interval_ms=5000)  # librdkafka's default
+        return JavaConsoleConsumer(bootstrap, group_id, topic, protocol=kind.split("-", 1)[1], refresh_ms=refresh_ms,
+                                   earliest=earliest)
+    common = dict(offset_reset=scenario.policy, refresh_ms=refresh_ms, commit_interval_ms=5000)  # librdkafka's default
     if kind == "rdkafka-manual":
         return GroupConsumer(bootstrap, group_id, topic, commit_every=25, delay=0.02, **common)
     if kind == "rdkafka-slow-assign":
         return GroupConsumer(bootstrap, group_id, topic, assign_work_s=1.5, **common)
     if kind in ("rdkafka-classic", "rdkafka-consumer"):
         return GroupConsumer(bootstrap, group_id, topic, protocol=kind.split("-", 1)[1],
-                             isolation=scenario.isolation, hold_new_until_written=scenario.late_join, **common)
+                             isolation=scenario.isolation, hold_new_until_written=scenario.late_join or scenario.young_topic, **common)
     raise ValueError(kind)
 
 
@@ -151,7 +171,7 @@ class Outcome:
     topic: str
     group_id: str
     seen_before_change: bool = False  # a full poll recorded the group reading the topic before the change
-    finding: dict | None = None  # FINDING_FIELDS plus likely, likely_evidence; None: no finding at all
+    finding: dict | None = None  # FINDING_FIELDS plus likely, likely_evidence, generation; None: no finding at all
     decided: bool = False
     decided_after_s: float | None = None  # from create_partitions to the finding decided
     read_after_s: float | None = None  # from create_partitions to the client's first record of partition 1
@@ -176,6 +196,12 @@ class Outcome:
         if not definite <= self.truth <= definite + possible:
             problems.append(f"truth {self.truth} outside [definite {definite}, definite + possible "
                             f"{definite + possible}]")
+        if_latest = f.get("missed_definite_if_latest")
+        if self.scenario.policy == "latest" and if_latest is not None:
+            # The group really starts at latest: the conditional figures must then be bounds too.
+            at_most = if_latest + f["missed_possible_if_latest"]
+            if not if_latest <= self.truth <= at_most:
+                problems.append(f"truth {self.truth} outside the figures under latest [{if_latest}, {at_most}]")
         if self.start <= f["first_log_start"]:
             return problems  # it read from the log start: there is nothing a backfill must reach
         if f["backfill_end"] is None or f["backfill_end"] < self.start:
@@ -211,6 +237,7 @@ class Driver:
 def _snapshot(row) -> dict:
     data = {name: getattr(row, name, None) for name in FINDING_FIELDS}
     data["likely"], data["likely_evidence"] = row.likely_start, row.likely_start_evidence
+    data["generation"] = row.generation.number  # 2: the raise was seen as one (1: the topic's first sight)
     return data
 
 
@@ -219,9 +246,12 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
                   log: Callable[[str], None] = lambda line: None) -> list[Outcome]:
     """All ``scenarios`` at once against ``cluster`` (a groups.models.Cluster):
 
-    1. a topic and a producer each; the early groups start and read partition 0;
+    1. a topic and a producer each (not yet for young topics); the early
+       groups start and read partition 0;
     2. a full poll records every early group reading its topic;
-    3. late joiners start, read partition 0 and commit on it (no full poll meanwhile);
+    3. young topics are created with their producers; late joiners and the
+       young topics' groups start, read partition 0 and commit on it (no
+       full poll meanwhile);
     4. partition 1 is added to every topic in one request; each producer
        writes to it once its own metadata shows it;
     5. until every finding is decided (a decided state and a first commit;
@@ -244,12 +274,14 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
     producers: dict[str, RateProducer] = {}
     clients: dict[str, object] = {}
     try:
-        for o in outcomes:
-            config = {"message.timestamp.type": o.scenario.timestamp_type}
-            broker.create_topic(o.topic, 1, config)
+        def create(o: Outcome) -> None:
+            broker.create_topic(o.topic, 1, {"message.timestamp.type": o.scenario.timestamp_type})
             producers[o.group_id] = start_producer(o.scenario, broker.bootstrap, o.topic)
-        early = [o for o in outcomes if not o.scenario.late_join]
-        late = [o for o in outcomes if o.scenario.late_join]
+
+        late = [o for o in outcomes if o.scenario.late_join or o.scenario.young_topic]
+        early = [o for o in outcomes if o not in late]
+        for o in early + [o for o in late if not o.scenario.young_topic]:
+            create(o)
         for o in early:
             clients[o.group_id] = start_client(o.scenario, broker.bootstrap, o.group_id, o.topic)
         wait_until(lambda: all(clients[o.group_id].count(0) > 0 for o in early), timeout=120, interval=0.5,
@@ -271,11 +303,13 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
                 cluster.groups.filter(group_id=o.group_id).update(declared_isolation=o.scenario.declared_isolation)
         driver.before_late_joiners()
         for o in late:
+            if o.scenario.young_topic:
+                create(o)
             clients[o.group_id] = start_client(o.scenario, broker.bootstrap, o.group_id, o.topic)
         # Consuming the topic, as the broker can tell: records read, and a commit on partition 0.
         wait_until(lambda: all(clients[o.group_id].count(0) > 0
                                and group_committed(broker.admin, o.group_id, o.topic, [0])[0] > 0 for o in late),
-                   timeout=60, interval=0.5, what="every late joiner to read and commit partition 0")
+                   timeout=90, interval=0.5, what="every late joiner to read and commit partition 0")
         for o in outcomes:
             o.seen_before_change = recorded(o)
         log(f"{len(late)} late joiners read and committed partition 0")

@@ -13,7 +13,7 @@ from gapwatch_guard.keys import guard_starts_key, known_partitions_key
 from groups.services import known_partitions
 from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration
 from tasks.polling import poll_cluster
-from tests.harness.kafka_clients import GroupConsumer, wait_until
+from tests.harness.kafka_clients import GroupConsumer, group_committed, wait_until
 from tests.harness.scenarios import K, findings, poll, produce_one_each, start_consuming_group
 
 def wait_for_commits(cluster, topic, group_id, partitions, at_least: dict[int, int]):
@@ -288,3 +288,32 @@ def test_a_recreated_topic_expires_its_open_findings_audited_as_the_system(broke
     audited = AuditEvent.objects.get(action="finding.expired", object_id=str(finding.id))
     assert audited.system and audited.detail["reason"] == finding.closed_reason
     assert audited.detail["partition"] == 2 and audited.detail["group"] == group_id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_topic_first_seen_already_read_and_raised_gets_findings_that_say_what_is_not_known(broker, cluster, unique):
+    """Issue 41: no watcher ran, and the first poll to see the topic sees it
+    raised already, its group reading it: no generation before shows which
+    partitions were added, but the group's loss is never silent."""
+    assert poll(cluster).ok, "the cluster was polled before: a topic seen for the first time now is new"
+    topic, group_id = f"young-{unique}", f"young-reader-{unique}"
+    broker.create_topic(topic, 1)
+    broker.produce(topic, 0, 5)
+    consumer = GroupConsumer(broker.bootstrap, group_id, topic, offset_reset="earliest")
+    try:
+        wait_until(lambda: group_committed(broker.admin, group_id, topic, [0])[0] == 5,
+                   what="the group to read and commit partition 0")
+        broker.raise_partitions(topic, 2)
+        broker.produce(topic, 1, K)
+        poll(cluster)
+    finally:
+        consumer.close()
+    generation = PartitionGeneration.objects.get(topic__name=topic)
+    assert (generation.number, generation.is_new_lineage, generation.partitions) == (1, True, [0, 1])
+    rows = findings(topic, group_id)
+    # Partition 0's commit (5) is above its log start: where the group started is not known.
+    # Partition 1 is not read yet (or read without a commit): at risk, never silent.
+    assert sorted(rows) == [0, 1], {p: r.explanation for p, r in rows.items()}
+    assert rows[0].state == "gap" and (rows[0].missed_definite, rows[0].missed_possible) == (0, 5), rows[0].explanation
+    assert "whether it was added later and where the group started on it are not known" in rows[0].explanation
+    assert rows[1].state in ("pending", "undecided") and rows[1].missed_definite == 0, rows[1].explanation

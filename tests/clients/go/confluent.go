@@ -15,7 +15,7 @@ func runConfluent(ctx context.Context, opts options, print func(int32, int64)) e
 		"bootstrap.servers":                  opts.bootstrap,
 		"group.id":                           opts.group,
 		"client.id":                          opts.clientID,
-		"auto.offset.reset":                  "latest",
+		"auto.offset.reset":                  map[bool]string{true: "earliest", false: "latest"}[opts.earliest],
 		"enable.auto.commit":                 true,
 		"auto.commit.interval.ms":            int(commitInterval.Milliseconds()),
 		"topic.metadata.refresh.interval.ms": int(opts.refresh.Milliseconds()),

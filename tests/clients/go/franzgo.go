@@ -6,6 +6,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+func resetOffset(earliest bool) kgo.Offset {
+	if earliest {
+		return kgo.NewOffset().AtStart()
+	}
+	return kgo.NewOffset().AtEnd()
+}
+
 // runFranzGo: a franz-go client in a group (classic protocol, cooperative
 // sticky). A metadata refresh that shows more partitions of a subscribed topic
 // makes it rejoin; metadata is refreshed at least every MetadataMaxAge.
@@ -15,7 +22,7 @@ func runFranzGo(ctx context.Context, opts options, print func(int32, int64)) err
 		kgo.ClientID(opts.clientID),
 		kgo.ConsumerGroup(opts.group),
 		kgo.ConsumeTopics(opts.topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), // its default is the start
+		kgo.ConsumeResetOffset(resetOffset(opts.earliest)), // its default is the start
 		kgo.AutoCommitInterval(commitInterval),
 		kgo.MetadataMaxAge(opts.refresh),
 	)

@@ -17,7 +17,7 @@ func runKafkaGo(ctx context.Context, opts options, print func(int32, int64), wat
 		Brokers:               []string{opts.bootstrap},
 		GroupID:               opts.group,
 		Topic:                 opts.topic,
-		StartOffset:           kafka.LastOffset, // its default is FirstOffset
+		StartOffset:           map[bool]int64{true: kafka.FirstOffset, false: kafka.LastOffset}[opts.earliest], // its default is FirstOffset
 		CommitInterval:        commitInterval,
 		WatchPartitionChanges: watch,
 		Dialer:                &kafka.Dialer{ClientID: opts.clientID, DualStack: true},

@@ -31,6 +31,8 @@ type options struct {
 	topic     string
 	refresh   time.Duration
 	clientID  string
+	// earliest: a partition without a committed offset starts at its beginning, not its end.
+	earliest bool
 }
 
 // consume runs one client until ctx ends, handing every record to print.
@@ -50,6 +52,7 @@ func main() {
 	group := flag.String("group", "", "consumer group id")
 	topic := flag.String("topic", "", "topic to subscribe to")
 	refreshMs := flag.Int("refresh-ms", 5000, "metadata refresh interval in milliseconds")
+	earliest := flag.Bool("earliest", false, "start partitions without a commit at their beginning (default: the end)")
 	flag.Parse()
 	run, ok := clients[*client]
 	if !ok || *group == "" || *topic == "" || *refreshMs <= 0 {
@@ -58,7 +61,7 @@ func main() {
 	}
 	log.SetPrefix(*client + ": ")
 	opts := options{bootstrap: *bootstrap, group: *group, topic: *topic,
-		refresh: time.Duration(*refreshMs) * time.Millisecond, clientID: *group + "-" + *client}
+		refresh: time.Duration(*refreshMs) * time.Millisecond, clientID: *group + "-" + *client, earliest: *earliest}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

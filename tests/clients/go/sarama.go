@@ -14,7 +14,7 @@ func runSarama(ctx context.Context, opts options, print func(int32, int64)) erro
 	config.Version = sarama.V3_0_0_0
 	config.ClientID = opts.clientID
 	config.Metadata.RefreshFrequency = opts.refresh
-	config.Consumer.Offsets.Initial = sarama.OffsetNewest
+	config.Consumer.Offsets.Initial = map[bool]int64{true: sarama.OffsetOldest, false: sarama.OffsetNewest}[opts.earliest]
 	config.Consumer.Offsets.AutoCommit.Enable = true
 	config.Consumer.Offsets.AutoCommit.Interval = commitInterval
 	group, err := sarama.NewConsumerGroup([]string{opts.bootstrap}, opts.group, config)
