@@ -13,6 +13,7 @@ import hmac
 from collections.abc import Iterator
 
 from django.conf import settings
+from redis.exceptions import RedisError
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -33,6 +34,7 @@ from groups.selectors.metrics import (
     jobs_count_by_cluster_kind_status,
 )
 from groups.models import Cluster, Finding, RemediationJob
+from groups.services.cadence import tick_counts
 
 class GapwatchCollector:
     """Evaluated per scrape; six queries whatever the number of clusters.
@@ -96,6 +98,25 @@ class GapwatchCollector:
             slow.add_metric([cluster.name], cluster.slow_polls_total)
             skipped.add_metric([cluster.name], cluster.skipped_polls_total)
         yield from (up, duration, last_poll, polls, failures, slow, skipped, interval)
+        yield from self._tick_metrics(clusters)
+
+    def _tick_metrics(self, clusters: list[Cluster]) -> Iterator[Metric]:
+        """The watch's pulse (groups.services.cadence), from Redis; nothing when Redis does not answer."""
+        ticks = CounterMetricFamily("gapwatch_watch_ticks", "Watcher ticks that reached a worker, by outcome (ran; "
+                                    "skipped: a poll held the cluster's lock).", labels=["cluster", "outcome"])
+        last = GaugeMetricFamily("gapwatch_last_watch_tick_timestamp_seconds",
+                                 "Unix time at which the cluster's last watcher tick reached a worker.",
+                                 labels=["cluster"])
+        try:
+            counts = {cluster.name: tick_counts(cluster_id=cluster.id) for cluster in clusters}
+        except RedisError:
+            return
+        for name, count in counts.items():
+            ticks.add_metric([name, "ran"], count["ran"])
+            ticks.add_metric([name, "skipped"], count["skipped"])
+            if count["last"] is not None:
+                last.add_metric([name], count["last"])
+        yield from (ticks, last)
 
     def _certificate_metrics(self, clusters: list[Cluster]) -> Iterator[Metric]:
         expiry = GaugeMetricFamily(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from csp.constants import NONE, SELF
+from kombu import Queue
 
 from controlplane.env import (
     env_bool,
@@ -92,6 +93,10 @@ JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 600, minimum=1)
 # for its backfills' verification; what is still open then is said in its verdict.
 EXPANSION_WATCH_SECONDS = env_int("EXPANSION_WATCH_SECONDS", 900, minimum=1)
 EXPANSION_VERIFY_SECONDS = env_int("EXPANSION_VERIFY_SECONDS", 3600, minimum=1)
+# A running expansion no run touched for this long, with its lock free, lost its next run's
+# message (a killed worker): recover_expansions (every EXPANSION_RECOVERY_SECONDS) starts it again.
+EXPANSION_STALL_SECONDS = env_int("EXPANSION_STALL_SECONDS", 30, minimum=1)
+EXPANSION_RECOVERY_SECONDS = env_int("EXPANSION_RECOVERY_SECONDS", 10, minimum=1)
 # A dead worker's poll lock expires after this long.
 POLL_LOCK_SECONDS = env_int("POLL_LOCK_SECONDS", max(120, 6 * POLL_INTERVAL_SECONDS), minimum=10)
 # A cluster of at least POLL_SPLIT_PARTITIONS partitions (0: never) is polled
@@ -308,6 +313,16 @@ CELERY_RESULT_EXPIRES = 24 * 3600
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Two queues (issue 42): "watch" for the polls and the watcher's ticks, "celery" (the default)
+# for everything else, jobs above all. `make up` and the compose file run a worker for each, so
+# no job, however long, takes the watch's capacity; a worker started without -Q serves both.
+WATCH_QUEUE = "watch"
+CELERY_TASK_QUEUES = (Queue("celery"), Queue(WATCH_QUEUE))
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {name: {"queue": WATCH_QUEUE} for name in (
+    "gapwatch.poll_all_clusters", "gapwatch.poll_cluster", "gapwatch.poll_part",
+    "gapwatch.watch_all_clusters", "gapwatch.watch_cluster",
+)}
 # Loaded into django-celery-beat's database schedule when beat starts.
 CELERY_BEAT_SCHEDULE = {
     "poll-all-clusters": {
@@ -329,8 +344,8 @@ CELERY_BEAT_SCHEDULE = {
     },
     "recover-expansions": {
         "task": "gapwatch.recover_expansions",
-        "schedule": float(JOB_RECOVERY_SECONDS),
-        "options": {"expires": float(JOB_RECOVERY_SECONDS)},
+        "schedule": float(EXPANSION_RECOVERY_SECONDS),
+        "options": {"expires": float(EXPANSION_RECOVERY_SECONDS)},
     },
 }
 

@@ -690,6 +690,11 @@ class ExpansionJob(ApprovedWork):
     state = models.CharField(max_length=16, choices=State.choices, default=State.PLANNED)
     steps = models.JSONField(default=dict, blank=True)
     verdicts = models.JSONField(default=dict, blank=True)
+    # The job advances in short runs (tasks/expansion_job.py), each enqueueing the next with this
+    # token: a run carrying another token (a chain that recovery replaced) ends at once.
+    run_token = models.CharField(max_length=32, blank=True, default="")
+    # Consecutive runs that found the broker away at the current step.
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta(ApprovedWork.Meta):
         constraints = [

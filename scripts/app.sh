@@ -40,7 +40,10 @@ case ${1:-} in
   start)
     spawn web "$PY/gunicorn" -c python:controlplane.gunicorn_conf controlplane.wsgi \
       --bind "127.0.0.1:$WEB_PORT" --access-logfile -
-    spawn worker "$PY/celery" -A controlplane worker --concurrency 2 --loglevel INFO -n "worker@%h"
+    # The watch has workers of its own (queue "watch": polls and the watcher's ticks), so no job,
+    # however long, takes its capacity; jobs and everything else run on the other (issue 42).
+    spawn watcher "$PY/celery" -A controlplane worker -Q watch --concurrency 4 --loglevel INFO -n "watch@%h"
+    spawn worker "$PY/celery" -A controlplane worker -Q celery --concurrency 2 --loglevel INFO -n "worker@%h"
     # Only when the URL is ours (localhost): a URL of a server elsewhere is the user's to run.
     if [[ "$SPARK_CONNECT_URL" == sc://localhost:* ]]; then
       spawn spark-connect "$PY/python" -m tasks.spark.connect --port "${SPARK_CONNECT_URL##*:}" \
@@ -58,7 +61,7 @@ case ${1:-} in
     web_ready || { tail -n 30 "$LOGS/web.log" >&2; echo "app: web server did not answer (log: $LOGS/web.log)" >&2; exit 1; }
     ;;
   stop)
-    for name in demo beat spark-connect-warm-up spark-connect worker web; do stop_one "$name"; done
+    for name in demo beat spark-connect-warm-up spark-connect worker watcher web; do stop_one "$name"; done
     ;;
   *) echo "usage: $0 start|stop" >&2; exit 2 ;;
 esac

@@ -15,6 +15,7 @@ from groups.models import RemediationJob
 from groups.selectors.clusters import cluster_ids_enabled
 from groups.selectors.jobs import job_ids_running, job_ids_stalled, job_kind
 from groups.selectors.finding import findings_to_count
+from groups.services.cadence import tick_record
 from groups.services.jobs import job_note_unrunnable, jobs_touch_stalled
 from groups.services.polls import cluster_record_skipped_poll
 from groups.services.redis_client import redis_lock
@@ -116,8 +117,10 @@ def watch_cluster_task(cluster_id: int) -> dict:
     skipped tick would leave a whole interval of a pickup unobserved. Its
     observations are scheduled from its arrival, so waiting never pushes the
     next tick's out."""
-    arrived = time.monotonic()
+    arrived, arrived_at = time.monotonic(), time.time()
     with redis_lock(poll_lock_key(cluster_id), timeout=settings.POLL_LOCK_SECONDS, wait=observation_step()) as held:
+        if not watch_cluster_task.request.called_directly:  # the pulse counts beat's ticks, not a job's own
+            tick_record(cluster_id=cluster_id, arrived=arrived_at, ran=held)
         if not held:
             return {"cluster_id": cluster_id, "skipped": "a poll of this cluster is running"}
         return watch_cluster(cluster_id=cluster_id, started=arrived)
@@ -163,16 +166,24 @@ def run_remediation_job(job_id: int) -> str:
 
 
 @shared_task(name="gapwatch.run_expansion_job", acks_late=True, reject_on_worker_lost=True)
-def run_expansion_job(job_id: int) -> str:
-    """Carry out (or resume) an approved expansion (tasks/expansion_job.py),
-    watching its new partitions with this module's watcher tick."""
-    return run_expansion(job_id, tick=watch_cluster_task)
+def run_expansion_job(job_id: int, token: str | None = None) -> str:
+    """One run of an approved expansion (tasks/expansion_job.py), watching
+    its new partitions with this module's watcher tick; while it waits, the
+    next run is this task again, one watcher interval later."""
+    return run_expansion(job_id, tick=watch_cluster_task, token=token, again=_run_again)
+
+
+def _run_again(job_id: int, token: str) -> None:
+    run_expansion_job.apply_async((job_id, token), countdown=settings.WATCH_INTERVAL_SECONDS)
 
 
 @shared_task(name="gapwatch.recover_expansions", ignore_result=True)
-def recover_expansions() -> list[int]:
-    """Enqueue again every expansion whose worker died (beat, and each worker's start)."""
-    ids = expansions_to_resume()
+def recover_expansions(stalled_only: bool = True) -> list[int]:
+    """Start a new chain of runs for every expansion whose chain died (beat;
+    ``stalled_only`` False at a worker's start: every running job whose lock
+    is free, since the messages of a worker that died with it may be held
+    unacknowledged for hours; taking over a live chain only ends that chain)."""
+    ids = expansions_to_resume(stalled_only=stalled_only)
     for job_id in ids:
         log.warning("expansion job %s has no live executor; resumed", job_id)
         run_expansion_job.delay(job_id)
@@ -182,4 +193,4 @@ def recover_expansions() -> list[int]:
 @worker_ready.connect
 def _resume_expansions_on_start(sender=None, **_) -> None:
     """A worker that starts resumes what a dead one left running."""
-    recover_expansions.delay()
+    recover_expansions.delay(False)

@@ -11,15 +11,23 @@ step not done; every step is written to be run again safely:
   crash after CreatePartitions finds them there);
 - an empty group is committed only while it is still empty.
 
-One worker runs a job at a time (a PostgreSQL advisory lock: a dead worker's
-frees itself); ``recover_expansions`` resumes a ``running`` job whose lock is
-free, at every worker's start and on beat.
+Nothing waits inside a worker (issue 42): a run carries out steps until one
+must wait (a group still picking partitions up, a backfill not verified yet)
+or the broker is away, records why, and ends; the next run comes as a
+message with a countdown of one watcher interval, carrying a token the job
+row names (``expansion_pass_run``), so a replaced chain's message ends at
+once. One run works on a job at a time (a PostgreSQL advisory lock: a dead
+worker's frees itself); ``recover_expansions`` starts a new chain for a
+``running`` job whose lock is free and that no run touched for
+EXPANSION_STALL_SECONDS (its message was lost with a killed worker), at
+every worker's start and on beat.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -37,8 +45,12 @@ from groups.domain.expansion_job import (
 from groups.models import ExpansionJob, Finding, RemediationJob
 from groups.selectors.expansion import expansion_findings, expansion_jobs_to_resume
 from groups.selectors.jobs import expansion_job_to_run, job_statuses
+from groups.services.cadence import tick_counts
 from groups.services.expansion_jobs import (
     expansion_finish,
+    expansion_holds_run,
+    expansion_pass_run,
+    expansion_record_attempt,
     expansion_record_decision,
     expansion_record_reason,
     expansion_record_step,
@@ -53,6 +65,8 @@ log = logging.getLogger(__name__)
 State = ExpansionJob.State
 # Consecutive failed attempts at one step (the broker away) before the job stops, saying what it left.
 MAX_ATTEMPTS = 30
+# What a run returns when the job waits: the next run comes as a message (``run_expansion``).
+WAITING = "waiting"
 
 
 class Waiting(Exception):
@@ -104,7 +118,8 @@ class ExpansionRunner:
         return expansion_job_to_run(job_id=self.job_id)
 
     def run(self) -> str:
-        attempts = 0
+        """Steps from the first not done, until the job ends (its state) or
+        must wait (``WAITING``, the reason recorded): never a sleep."""
         while True:
             job = self.job()
             if job.state != State.RUNNING:
@@ -116,19 +131,14 @@ class ExpansionRunner:
                 detail = getattr(self, f"step_{step}")(job)
             except Waiting as waiting:
                 expansion_record_reason(job_id=self.job_id, reason=f"{step}: {waiting}")
-                time.sleep(settings.WATCH_INTERVAL_SECONDS)
-                continue
+                return WAITING
             except (Refused, AccessRefused) as refused:
                 return self.fail(step, str(refused))
             except KafkaUnavailable as error:
-                self.adapter = self.new_adapter()
-                attempts += 1
+                attempts = expansion_record_attempt(job_id=self.job_id, reason=f"{step}: retrying: {error}")
                 if attempts >= MAX_ATTEMPTS:
                     return self.fail(step, f"{MAX_ATTEMPTS} attempts failed, the last: {error}")
-                expansion_record_reason(job_id=self.job_id, reason=f"{step}: retrying ({attempts}): {error}")
-                time.sleep(settings.WATCH_INTERVAL_SECONDS)
-                continue
-            attempts = 0
+                return WAITING
             if step == "verdict":
                 return self.job().state
             expansion_record_step(job_id=self.job_id, step=step, detail=detail)
@@ -215,9 +225,13 @@ class ExpansionRunner:
         return {"committed": committed}
 
     def _tick(self) -> None:
-        """A watcher tick now (``tick``: the one beat sends every WATCH_INTERVAL_SECONDS), so the job
-        sees the new partitions' pickups at the watcher's pace whether or not beat runs."""
-        self.tick(self.cluster_id)
+        """A watcher tick now (``tick``: the one beat sends every WATCH_INTERVAL_SECONDS) when the
+        watch's own ticks stopped (none arrived within two intervals: beat not running), so the job
+        sees the new partitions' pickups at the watcher's pace either way; with the watch running, a
+        tick of the job's would only contend for the cluster's lock with beat's."""
+        last = tick_counts(cluster_id=self.cluster_id)["last"]
+        if last is None or time.time() - last > 2 * settings.WATCH_INTERVAL_SECONDS:
+            self.tick(self.cluster_id)
 
     def step_watch(self, job: ExpansionJob) -> dict:
         """Until every protected share group initialised the new partitions and its findings on them
@@ -410,24 +424,38 @@ class ExpansionRunner:
         return State.FAILED
 
 
-def run_expansion(job_id: int, *, tick: Callable[[int], object]) -> str:
-    """Start (approved → running) or resume an expansion job under its lock;
-    a second delivery while a worker runs it returns at once."""
+def run_expansion(job_id: int, *, tick: Callable[[int], object], token: str | None = None,
+                  again: Callable[[int, str], object] | None = None) -> str:
+    """One run of an expansion job under its lock: start it (approved →
+    running) or resume it, carry out steps until it ends or must wait, and
+    then hand the next run to ``again(job_id, token)`` (a message with a
+    countdown). ``token``: the chain's, None for a fresh start (approval,
+    recovery), which takes the job over. A second delivery while another run
+    holds the lock, or a message of a replaced chain, returns at once."""
     with job_lock(job_id, EXPANSION_NAMESPACE) as locked:
         if not locked:
             return "another worker runs it"
+        if not expansion_holds_run(job_id=job_id, token=token):
+            return "another chain runs it"
         if not expansion_start(job_id=job_id):
             return "not running"
         runner = ExpansionRunner(job_id, tick=tick)
         try:
-            return runner.run()
+            outcome = runner.run()
         finally:
             runner.close()
+        if outcome == WAITING and again is not None:
+            following = uuid.uuid4().hex
+            if expansion_pass_run(job_id=job_id, token=token, to=following):
+                again(job_id, following)
+        return outcome
 
 
-def expansions_to_resume() -> list[int]:
-    """Expansion jobs left ``running`` whose lock is free (their worker died),
-    and ``approved`` ones whose message was lost."""
-    stalled_before = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
+def expansions_to_resume(*, stalled_only: bool = True) -> list[int]:
+    """Expansion jobs left ``running`` that no run touched for
+    EXPANSION_STALL_SECONDS (``stalled_only`` False: any) and whose lock is
+    free (their next run's message went with a killed worker), and
+    ``approved`` ones whose message was lost."""
+    stalled_before = timezone.now() - timedelta(seconds=settings.EXPANSION_STALL_SECONDS if stalled_only else 0)
     return [job_id for job_id in expansion_jobs_to_resume(stalled_before=stalled_before)
             if job_lock_free(job_id, EXPANSION_NAMESPACE)]

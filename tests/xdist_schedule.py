@@ -44,6 +44,8 @@ UNITS: dict[str, tuple[str, ...]] = {
         "tests/faults/test_worker_faults.py",
         "tests/faults/test_replicated_backfill.py",
         "tests/faults/test_split_poll.py",
+        # Its own beat and workers: not beside the other worker-killing tests.
+        "tests/faults/test_busy_workers.py",
     ),
     # One Keycloak (the session's) for both.
     "secured-broker": ("tests/integration/test_secured_clusters.py", "tests/integration/test_sso_oidc.py"),
@@ -77,7 +79,7 @@ HEAVY = frozenset({"spark-connect", "kafka-fault-clusters", "secured-broker", "s
 # timings. A unit not listed weighs nothing (it goes after these, in collection order).
 SECONDS: dict[str, float] = {
     "spark-connect": 495,
-    "kafka-fault-clusters": 248,
+    "kafka-fault-clusters": 330,
     "spark-standalone": 225,
     "secured-broker": 191,
     "spark-process": 115,

@@ -90,14 +90,13 @@ def expansion_findings(*, job) -> dict[tuple[str, int], Finding]:
 
 
 def expansion_jobs_to_resume(*, stalled_before) -> list[int]:
-    """Expansion jobs ``running`` (whose executor may be gone: the caller
-    checks the job's lock), and ``approved`` ones untouched since ``stalled_before``."""
-    from django.db.models import Q
-
+    """Expansion jobs ``running`` or ``approved`` untouched since
+    ``stalled_before`` (whose executor may be gone: the caller checks the
+    job's lock); a running job's every run touches it."""
     from groups.models import ExpansionJob
 
     return list(ExpansionJob.objects.filter(
-        Q(state=ExpansionJob.State.RUNNING) | Q(state=ExpansionJob.State.APPROVED, updated_at__lt=stalled_before))
+        state__in=[ExpansionJob.State.RUNNING, ExpansionJob.State.APPROVED], updated_at__lt=stalled_before)
         .order_by("id").values_list("id", flat=True))
 
 

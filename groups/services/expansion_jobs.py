@@ -12,9 +12,10 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from groups.domain.expansion import sink_problem
+from groups.domain.expansion import BrokerVerdict, sink_problem
 from groups.domain.scopes import APPROVER
 from groups.models import ConsumerGroup, ExpansionJob, Topic
 from groups.selectors.access import scope_of
@@ -135,9 +136,12 @@ def expansion_request(*, user, cluster: object, topic: object, partitions: objec
 
 def expansion_approve(*, user, job_id: int, fingerprint: object = None,
                       verdict: Verdict | None = None) -> ExpansionJob:
-    """Another approver approves the job: the plan is made again now and must
-    fingerprint as the one requested (and as the one the approver saw, when
-    ``fingerprint`` is sent); then ``approved`` and the job is enqueued.
+    """Another approver approves the job: the plan is made again now, from
+    stored state, and must fingerprint as the one requested (and as the one
+    the approver saw, when ``fingerprint`` is sent); then ``approved`` and the
+    job is enqueued. The broker's verdict is the one the request was given
+    (``verdict`` None): approving waits on no worker, and the job's first step
+    asks the broker again before anything changes (issue 42).
     PermissionDenied (role, scope, the requester themselves under FOUR_EYES),
     Conflict (not waiting, or the plan changed), nothing written otherwise."""
     approver_require(user, doing="adding partitions")
@@ -151,8 +155,12 @@ def expansion_approve(*, user, job_id: int, fingerprint: object = None,
         raise Conflict(f"expansion {job_id} is {job.state}, not waiting for approval")
     if fingerprint is not None and fingerprint != job.plan_fingerprint:
         raise Conflict("the plan you saw is not the plan requested: nothing was approved")
+    stored = job.plan.get("broker_verdict") or {}
     planned = expansion_plan(user=user, cluster=job.cluster.name, topic=job.topic.name,
-                             partitions=job.to_partitions, dry_run=True, verdict=verdict)
+                             partitions=job.to_partitions, dry_run=True,
+                             verdict=verdict or (lambda cluster, topic, count: BrokerVerdict(
+                                 accepted=bool(stored.get("accepted")), reason=str(stored.get("reason", "")),
+                                 asked=bool(stored.get("asked", True)))))
     _require_whole_scope(user, planned)
     now_plan = expansion_plan_as_dict(planned)
     if now_plan["fingerprint"] != job.plan_fingerprint:
@@ -222,8 +230,8 @@ def expansion_record_step(*, job_id: int, step: str, detail: dict) -> bool:
         if job is None:
             return False
         job.steps = {**job.steps, step: {"done_at": timezone.now().isoformat(), "detail": detail}}
-        job.status_reason = ""
-        job.save(update_fields=["steps", "status_reason", "updated_at"])
+        job.status_reason, job.attempts = "", 0
+        job.save(update_fields=["steps", "status_reason", "attempts", "updated_at"])
         audit_record(action=f"expansion.{step}", cluster=job.cluster, object_type="expansion", object_id=job_id,
                      detail=detail)
     return True
@@ -256,6 +264,31 @@ def expansion_record_reason(*, job_id: int, reason: str) -> None:
     """What the running job waits for, in words."""
     ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).update(status_reason=reason[:2000],
                                                                        updated_at=timezone.now())
+
+
+def expansion_record_attempt(*, job_id: int, reason: str) -> int:
+    """One more run found the broker away at the current step (said in
+    ``reason``); the count so far (0 when the job is no longer running)."""
+    ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).update(
+        status_reason=reason[:2000], attempts=F("attempts") + 1, updated_at=timezone.now())
+    return ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).values_list("attempts", flat=True).first() or 0
+
+
+def expansion_pass_run(*, job_id: int, token: str | None, to: str) -> bool:
+    """Hand the job's next run to the message carrying ``to`` (compare-and-set
+    on the current token: ``token`` None takes the job over from any chain,
+    as approval and recovery do). False when another chain holds it, or the
+    job is no longer running."""
+    running = ExpansionJob.objects.filter(id=job_id, state=State.RUNNING)
+    if token is not None:
+        running = running.filter(run_token=token)
+    return bool(running.update(run_token=to, updated_at=timezone.now()))
+
+
+def expansion_holds_run(*, job_id: int, token: str | None) -> bool:
+    """Whether a run carrying ``token`` may work on the job: a fresh start
+    (None) may; a chain's message only while its token is the current one."""
+    return token is None or ExpansionJob.objects.filter(id=job_id, run_token=token).exists()
 
 
 def expansion_finish(*, job_id: int, state: str, verdicts: dict[str, dict], error: str = "") -> bool:

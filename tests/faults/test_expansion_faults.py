@@ -15,28 +15,18 @@ import os
 import signal
 
 import pytest
-from django.db import connection
 
 from groups.models import Cluster, ConsumerGroup, ExpansionJob
 from groups.services.expansion_jobs import expansion_approve, expansion_request
 from groups.services.expansions import expansion_plan, expansion_plan_as_dict
 from tasks.expansions import partitions_verdict
-from tasks.job_lock import EXPANSION_NAMESPACE
 from tests.factories import user_with_role
 from tests.harness.workers import start_celery, stop_celery, worker_env
-from tests.harness.kafka_clients import ShareGroupConsumer, wait_until
+from tests.harness.kafka_clients import ShareGroupConsumer, set_share_reset, share_reset, wait_until
 from tests.harness.scenarios import poll
-from tests.integration.test_expansion_job import broker_partitions, set_share_reset, share_reset
+from tests.integration.test_expansion_job import broker_partitions
 
 pytestmark = pytest.mark.timeout(600)
-
-
-def lock_held(job_id: int) -> bool:
-    """Whether some session holds the expansion job's advisory lock (asked without taking it)."""
-    with connection.cursor() as cursor:
-        cursor.execute("select count(*) from pg_locks where locktype = 'advisory' and classid = %s and objid = %s",
-                       [EXPANSION_NAMESPACE, job_id % 2**31])
-        return cursor.fetchone()[0] > 0
 
 
 def _broker_verdict(cluster, topic: str, count: int):
@@ -84,7 +74,7 @@ def test_a_worker_killed_before_a_share_config_is_restored_is_resumed_and_restor
             assert row.state not in ExpansionJob.FINISHED, (row.error, row.verdicts)
             return "add_partitions" in row.steps
         wait_until(between, timeout=180, interval=0.2, what="the partitions added, the config not yet restored")
-        assert lock_held(job.id)
+        # It waits in short runs (issue 42): the lock is held only while one works.
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=30)
 
@@ -100,11 +90,14 @@ def test_a_worker_killed_before_a_share_config_is_restored_is_resumed_and_restor
         for partition in (2, 3):
             broker.produce(topic, partition, 10)
 
-        # A new worker resumes the job at its start (worker_ready); the member returns afterwards.
+        # A new worker resumes the job at its start (worker_ready): a chain of its own (a new token),
+        # though the dead worker's next run is still a message nobody acknowledged; the member
+        # returns afterwards.
+        dead_chain = ExpansionJob.objects.get(id=job.id).run_token
         processes.append(start_celery(["worker", "--pool", "threads", "--concurrency", "2", "-n",
                                        f"second-{unique}@%h"], env, log))
-        wait_until(lambda: lock_held(job.id), timeout=120, interval=0.5,
-                   what="the second worker to take the job over (its lock held again)")
+        wait_until(lambda: ExpansionJob.objects.get(id=job.id).run_token not in ("", dead_chain), timeout=120,
+                   interval=0.5, what="the second worker to take the job over (a chain of its own)")
         second_member = ShareGroupConsumer(broker.bootstrap, group_id, topic, refresh_ms=2000)
         wait_until(lambda: ExpansionJob.objects.get(id=job.id).state in ExpansionJob.FINISHED, timeout=300,
                    interval=1, what="the resumed job to end")

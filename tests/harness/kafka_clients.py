@@ -443,6 +443,21 @@ class JavaConsoleShareConsumer(_PrintingJavaTool):
         super().__init__("ConsoleShareConsumer", bootstrap, group_id, topic, refresh_ms=refresh_ms)
 
 
+def set_share_reset(bootstrap: str, group_id: str, value: str) -> None:
+    kafka_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap, "--alter", "--entity-type", "groups",
+               "--entity-name", group_id, "--add-config", f"share.auto.offset.reset={value}")
+
+
+def share_reset(bootstrap: str, group_id: str) -> str:
+    """The group's own share.auto.offset.reset as kafka-configs describes it ("" when it has none)."""
+    out = kafka_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap, "--describe", "--entity-type",
+                     "groups", "--entity-name", group_id)
+    for part in out.replace(",", " ").split():
+        if part.startswith("share.auto.offset.reset="):
+            return part.split("=", 1)[1]
+    return ""
+
+
 GO_CLIENTS = ("sarama", "kafka-go", "kafka-go-nowatch", "franz-go", "confluent-kafka-go")
 
 

@@ -63,7 +63,8 @@ from tests.harness.kafka_clients import (
     RateProducer,
     ShareGroupConsumer,
     WordCountReads,
-    kafka_tool,
+    set_share_reset,
+    share_reset,
     wait_until,
 )
 from tests.harness.pages import client_for
@@ -79,21 +80,6 @@ def post_json(client, path, body):
 
 def broker_partitions(broker, topic: str) -> int:
     return len(broker.admin.describe_topics(TopicCollection([topic]))[topic].result(timeout=30).partitions)
-
-
-def set_share_reset(bootstrap: str, group_id: str, value: str) -> None:
-    kafka_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap, "--alter", "--entity-type", "groups",
-               "--entity-name", group_id, "--add-config", f"share.auto.offset.reset={value}")
-
-
-def share_reset(bootstrap: str, group_id: str) -> str:
-    """The group's own share.auto.offset.reset as kafka-configs describes it ("" when it has none)."""
-    out = kafka_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap, "--describe", "--entity-type",
-                     "groups", "--entity-name", group_id)
-    for part in out.replace(",", " ").split():
-        if part.startswith("share.auto.offset.reset="):
-            return part.split("=", 1)[1]
-    return ""
 
 
 # --- The request and its approval, from stored state (no broker) ------------------------------

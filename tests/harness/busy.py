@@ -1,0 +1,166 @@
+"""Busy workers (issue 42): guarded expansions that wait, at once, while the
+watch goes on, on real processes as `make up` runs them (beat, a worker for
+the queue "watch", one for jobs). Used by tests/faults/test_busy_workers.py
+and bench/busy_bench.py.
+
+Each expansion's topic is read by a share group set to latest that left it:
+the plan protects the group before, and nobody initialises the new
+partitions, so the job waits in its watch step until
+EXPANSION_WATCH_SECONDS. Producers write to every topic meanwhile. The
+watch's pulse is read from Redis (groups.services.cadence), the polls'
+from the cluster row, sampled while the jobs wait."""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from groups.models import Cluster, ConsumerGroup, ExpansionJob
+from groups.services.cadence import tick_counts
+from groups.services.expansion_jobs import expansion_approve, expansion_request
+from groups.services.expansions import expansion_plan, expansion_plan_as_dict
+from tasks.expansions import partitions_verdict
+from tests.factories import user_with_role
+from tests.harness.kafka_clients import Broker, RateProducer, ShareGroupConsumer, set_share_reset, wait_until
+from tests.harness.workers import start_celery, stop_celery, worker_env
+
+POLL_SECONDS = 3
+
+
+def _verdict(cluster, topic: str, count: int):
+    return partitions_verdict(cluster=cluster, topic=topic, count=count)
+
+
+def share_group_that_left(broker: Broker, cluster: Cluster, topic: str, group_id: str, poll) -> None:
+    """A share group set to latest that read ``topic`` and left: the plan protects it before."""
+    set_share_reset(broker.bootstrap, group_id, "latest")
+    member = ShareGroupConsumer(broker.bootstrap, group_id, topic, refresh_ms=2000)
+    try:
+        wait_until(lambda: broker.produce(topic, 0, 1) or member.count(0) > 0, interval=0.5,
+                   what=f"{group_id} reading {topic}")
+    finally:
+        member.close()
+    wait_until(lambda: poll(cluster) and ConsumerGroup.objects.filter(
+        group_id=group_id, group_topics__topic__name=topic, member_count=0).exists(), interval=0.5,
+        what=f"a poll to see {group_id}, empty, reading {topic}")
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+@dataclass
+class Pulse:
+    """What the watch did while the jobs waited: ``ticks`` the arrivals,
+    ``polls`` the full polls' ends (sampled), ``span`` the window in seconds."""
+
+    span: float = 0.0
+    ticks: list[float] = field(default_factory=list)
+    ticks_ran: int = 0
+    ticks_skipped: int = 0
+    polls: list[float] = field(default_factory=list)
+    polls_total: int = 0
+    jobs: dict[int, tuple[str, str]] = field(default_factory=dict)  # id -> (state, error)
+
+    @staticmethod
+    def delays(times: list[float], interval: float, start: float) -> list[float]:
+        """How late each arrival came after the one before was due again (never below 0)."""
+        previous, late = start, []
+        for moment in times:
+            late.append(max(0.0, moment - previous - interval))
+            previous = moment
+        return late
+
+    def summary(self, start: float, interval: float, times: list[float]) -> str:
+        late = self.delays(times, interval, start)
+        if not late:
+            return "none"
+        return (f"{len(times)} in {self.span:.0f} s; delay p50 {statistics.median(late):.2f} s, "
+                f"p95 {_quantile(late, 0.95):.2f} s, max {max(late):.2f} s")
+
+
+def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log_path: Path, poll,
+             kill_jobs_worker: bool, watch_gives_up: int = 30) -> tuple[Pulse, float]:
+    """``expansions`` guarded expansions waiting at once (see the module); with
+    ``kill_jobs_worker`` the jobs' worker is SIGKILLed once they all wait and a
+    new one started. Returns the pulse and the window's start (epoch seconds).
+    With 0 expansions the window is ``watch_gives_up`` seconds of an idle watch."""
+    topics = [f"busy-{n}-{tag}" for n in range(expansions)]
+    alice, bob = user_with_role(f"alice-{tag}", "approver"), user_with_role(f"bob-{tag}", "approver")
+    jobs, producers = [], []
+    for n, topic in enumerate(topics):
+        broker.create_topic(topic, 2)
+        share_group_that_left(broker, cluster, topic, f"busy-share-{n}-{tag}", poll)
+        shown = expansion_plan_as_dict(expansion_plan(user=alice, cluster=cluster.name, topic=topic, partitions=4,
+                                                      dry_run=True, verdict=_verdict))
+        assert [g["outcome"] for g in shown["groups"]] == ["protected_before"], shown["groups"]
+        jobs.append(expansion_request(user=alice, cluster=cluster.name, topic=topic, partitions=4,
+                                      fingerprint=shown["fingerprint"], verdict=_verdict).id)
+        producers.append(RateProducer(broker.bootstrap, topic, rate=20, partitions=[0, 1]))
+
+    env = worker_env(POLL_INTERVAL_SECONDS=str(POLL_SECONDS), WATCH_INTERVAL_SECONDS="1",
+                     EXPANSION_WATCH_SECONDS=str(watch_gives_up), EXPANSION_STALL_SECONDS="3",
+                     EXPANSION_RECOVERY_SECONDS="2", POLL_LOCK_SECONDS="10")
+    log = open(log_path, "ab")  # noqa: SIM115 - shared by the processes below
+    watch = start_celery(["worker", "-Q", "watch", "--pool", "threads", "--concurrency", "4",
+                          "-n", f"watch-{tag}@%h"], env, log)
+    jobs_worker = start_celery(["worker", "-Q", "celery", "--pool", "threads", "--concurrency", "2",
+                                "-n", f"jobs-{tag}@%h"], env, log)
+    beat = start_celery(["beat", "--pidfile=", "-S", "django_celery_beat.schedulers:DatabaseScheduler"], env, log)
+    processes = [watch, jobs_worker, beat]
+    pulse = Pulse()
+    try:
+        for job_id in jobs:
+            expansion_approve(user=bob, job_id=job_id, verdict=_verdict)
+
+        def all_waiting() -> bool:
+            rows = list(ExpansionJob.objects.filter(id__in=jobs))
+            assert not [r for r in rows if r.state in ExpansionJob.FINISHED], [(r.id, r.error) for r in rows]
+            return all("add_partitions" in r.steps for r in rows)
+        wait_until(all_waiting, timeout=180, interval=0.5, what="every expansion waiting in its watch step")
+        wait_until(lambda: tick_counts(cluster_id=cluster.id)["last"] is not None, timeout=120, interval=0.5,
+                   what="the watch's first tick")
+        begun, start = tick_counts(cluster_id=cluster.id), time.time()
+        polls_before = Cluster.objects.get(id=cluster.id).polls_total
+        seen_polls: list[float] = []
+
+        def sample_polls() -> None:
+            last = Cluster.objects.values_list("last_poll_at", flat=True).get(id=cluster.id)
+            if last is not None and last.timestamp() > start and (not seen_polls or last.timestamp() > seen_polls[-1]):
+                seen_polls.append(last.timestamp())
+
+        if kill_jobs_worker:
+            # The jobs' worker dies with their next runs' messages; a new one takes the jobs over.
+            os.killpg(jobs_worker.pid, signal.SIGKILL)
+            jobs_worker.wait(timeout=30)
+            tokens = dict(ExpansionJob.objects.filter(id__in=jobs).values_list("id", "run_token"))
+            processes.append(start_celery(["worker", "-Q", "celery", "--pool", "threads", "--concurrency", "2",
+                                           "-n", f"jobs-again-{tag}@%h"], env, log))
+            wait_until(lambda: sample_polls() or all(
+                row.run_token != tokens[row.id] or row.state in ExpansionJob.FINISHED
+                for row in ExpansionJob.objects.filter(id__in=jobs)),
+                timeout=120, interval=0.2, what="the new worker to take every expansion over")
+        deadline = start + watch_gives_up
+        wait_until(lambda: sample_polls() or (
+            all(row.state in ExpansionJob.FINISHED for row in ExpansionJob.objects.filter(id__in=jobs))
+            and time.time() >= (deadline if not jobs else 0)),
+            timeout=watch_gives_up + 180, interval=0.2, what="every expansion to end")
+        ended = tick_counts(cluster_id=cluster.id)
+        pulse.polls_total = Cluster.objects.get(id=cluster.id).polls_total - polls_before
+    finally:
+        for producer in producers:
+            producer.stop()
+        for process in processes:
+            stop_celery(process)
+        log.close()
+    pulse.ticks = [a for a in ended["arrivals"] if a > start]
+    pulse.span = (pulse.ticks[-1] if pulse.ticks else time.time()) - start
+    pulse.ticks_ran, pulse.ticks_skipped = ended["ran"] - begun["ran"], ended["skipped"] - begun["skipped"]
+    pulse.polls = seen_polls
+    pulse.jobs = {row.id: (row.state, row.error) for row in ExpansionJob.objects.filter(id__in=jobs)}
+    return pulse, start
