@@ -100,7 +100,7 @@ def part_workers(tmp_path):
     processes = []
     log = open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the processes below
 
-    def start(name: str, queues: str = "celery", **env: str):
+    def start(name: str, queues: str = "celery,watch", **env: str):
         process = start_celery(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"{name}@%h",
                                 "-Q", queues], worker_env(**env), log)
         processes.append(process)
@@ -227,8 +227,8 @@ def test_the_polls_worker_killed_in_the_middle_of_its_write_leaves_nothing_writt
 
     part_workers("parts-free")
     lock_seconds = 10
-    # The poll goes to a queue of the poller's own; parts go to the default queue, which both take.
-    poller = part_workers("poller", queues=f"celery,poll-{unique}", POLL_SPLIT_PARTITIONS="1", POLL_PARTS=str(PARTS),
+    # The poll goes to a queue of the poller's own; parts go to the queue watch, which both take.
+    poller = part_workers("poller", queues=f"celery,watch,poll-{unique}", POLL_SPLIT_PARTITIONS="1", POLL_PARTS=str(PARTS),
                           POLL_LOCK_SECONDS=str(lock_seconds))
     held = _database()
     try:

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controlplane.celery import app
 from groups.models import Cluster, ConsumerGroup, ExpansionJob
 from groups.services.cadence import tick_counts
 from groups.services.expansion_jobs import expansion_approve, expansion_request
@@ -155,8 +156,11 @@ def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log
     finally:
         for producer in producers:
             producer.stop()
-        for process in processes:
+        # Beat first, then the workers, then what beat sent meanwhile: a poll of every cluster left
+        # in the queue would run in the next test's worker, on its clusters.
+        for process in [beat, *(p for p in processes if p is not beat)]:
             stop_celery(process)
+        app.control.purge()
         log.close()
     pulse.ticks = [a for a in ended["arrivals"] if a > start]
     pulse.span = (pulse.ticks[-1] if pulse.ticks else time.time()) - start

@@ -52,9 +52,11 @@ def produce_one_each(broker, topic: str, partitions: list[int]) -> bool:
 
 
 def gap_scenario(broker, cluster, topic: str, group_id: str) -> None:
-    """A latest group misses K messages on new partition 2 (DESIGN section 1)."""
+    """A latest group misses K messages on new partition 2 (DESIGN section 1),
+    its policy declared as its operator would: K is then definitely missed."""
     broker.create_topic(topic, 2)
     consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest")
+    cluster.groups.filter(group_id=group_id).update(declared_policy="latest")
     broker.raise_partitions(topic, 3)
     broker.produce(topic, 2, K)
     poll(cluster)

@@ -60,7 +60,7 @@ def test_an_unannounced_expansion_is_repaired_by_the_rule_and_nothing_is_left_un
                                                                               rule.id)
     assert job.requested_by is None and job.approved_by is None  # approved by the rule, in advance
     finding = Finding.objects.get(job_findings__job=job)
-    assert finding.state == "gap" and finding.first_commit is not None and finding.missed_definite == K
+    assert finding.state == "gap" and finding.first_commit is not None and finding.missed_definite_if_latest == K
     job = run_job(job_id)
     assert job.status == "succeeded", job.error
 
