@@ -43,6 +43,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from contextlib import contextmanager
 
 import django
@@ -164,8 +165,7 @@ def summary_table(rows: list[dict]) -> str:
         took = f"{statistics.median(decided):.1f} ({max(decided):.1f})" if decided else "-"
         share = f"{sound}/{len(judged)} ({100 * sound / len(judged):.0f}%)" if judged else "-"
         decided_by = ", ".join(f"{source} {count}" for source, count in sorted(
-            {s: sum((r.get("policy_source") or "none") == s for r in group)
-             for s in {(r.get("policy_source") or "none") for r in group}}.items()))
+            Counter(r.get("policy_source") or "none" for r in group).items()))
         first = group[0]
         lines.append(f"| {client} | {first.get('policy', 'latest')} | {first.get('timing', 'steady')} | {load} | "
                      f"{len(group)} | {share} | {len(group) - len(judged)} | {decided_by} | {width} | "
@@ -206,10 +206,9 @@ def run_accuracy(args, broker: Broker, cluster: Cluster) -> None:
     print("\n" + summary_table(rows))
     sound = sum(r["sound"] for r in rows)
     print(f"\nsound: {sound}/{len(rows)} client-trials; trials that could not run: {len(errors)}")
-    decided = [r for r in rows if r.get("policy_source")]
-    print("policy decided by: " + ", ".join(
-        f"{source} {sum(r['policy_source'] == source for r in decided)}"
-        for source in sorted({r["policy_source"] for r in decided})) + f" (of {len(decided)} decided findings)")
+    decided = Counter(r["policy_source"] for r in rows if r.get("policy_source"))
+    print("policy decided by: " + ", ".join(f"{source} {count}" for source, count in sorted(decided.items()))
+          + f" (of {sum(decided.values())} decided findings)")
     for error in errors:
         print(f"- {error}")
 

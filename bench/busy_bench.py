@@ -49,17 +49,11 @@ def main() -> None:
                                             watch_gives_up=args.seconds)
             finally:
                 Cluster.objects.filter(id=cluster.id).delete()
-            ticks = pulse.delays(pulse.ticks, 1.0, start)
-            polls = pulse.delays(pulse.polls, POLL_SECONDS, start)
-
-            def spread(late: list[float]) -> str:
-                ordered = sorted(late)
-                return (f"{ordered[len(ordered) // 2]:.2f} / {ordered[max(0, round(0.95 * len(ordered)) - 1)]:.2f} / "
-                        f"{ordered[-1]:.2f}") if ordered else "-"
-
+            ticks = pulse.spread(pulse.delays(pulse.ticks, 1.0, start))
+            polls = pulse.spread(pulse.delays(pulse.polls, POLL_SECONDS, start))
             ended = sum(state in ("done", "done_with_loss") for state, _ in pulse.jobs.values())
-            rows.append(f"| {jobs} | {len(pulse.ticks)} in {pulse.span:.0f} s | {spread(ticks)} | "
-                        f"{pulse.ticks_skipped} | {pulse.polls_total} | {spread(polls)} | {ended} of {jobs} |")
+            rows.append(f"| {jobs} | {len(pulse.ticks)} in {pulse.span:.0f} s | {ticks} | "
+                        f"{pulse.ticks_skipped} | {pulse.polls_total} | {polls} | {ended} of {jobs} |")
             print(rows[-1], flush=True)
     finally:
         broker.close()

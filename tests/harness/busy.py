@@ -77,12 +77,16 @@ class Pulse:
             previous = moment
         return late
 
-    def summary(self, start: float, interval: float, times: list[float]) -> str:
-        late = self.delays(times, interval, start)
+    @staticmethod
+    def spread(late: list[float]) -> str:
+        """Delays as "p50 / p95 / max" in seconds, "-" when there are none."""
         if not late:
-            return "none"
-        return (f"{len(times)} in {self.span:.0f} s; delay p50 {statistics.median(late):.2f} s, "
-                f"p95 {_quantile(late, 0.95):.2f} s, max {max(late):.2f} s")
+            return "-"
+        return f"{statistics.median(late):.2f} / {_quantile(late, 0.95):.2f} / {max(late):.2f}"
+
+    def summary(self, start: float, interval: float, times: list[float]) -> str:
+        return (f"{len(times)} in {self.span:.0f} s; delay p50 / p95 / max "
+                f"{self.spread(self.delays(times, interval, start))} s")
 
 
 def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log_path: Path, poll,
