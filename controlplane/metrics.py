@@ -26,6 +26,7 @@ from groups.domain.scopes import VIEWER
 from groups.selectors.access import Scope, scope_of
 from groups.selectors.lists import clusters_with_certificates_list
 from groups.selectors.metrics import (
+    EXPANSION_HOWS,
     EXPANSION_VERDICTS,
     expansion_verdicts_by_cluster,
     findings_open_lag_list,
@@ -64,11 +65,20 @@ class GapwatchCollector:
         groups = CounterMetricFamily(
             "gapwatch_expansion_groups", "Groups judged at the end of expansion jobs, by verdict (nothing_lost; "
             "loss: offsets remain unrepaired; not_decided: the job failed first).", labels=["cluster", "verdict"])
-        counts = expansion_verdicts_by_cluster()
+        counts, hows = expansion_verdicts_by_cluster()
         for name in cluster_names:
             for verdict in EXPANSION_VERDICTS:
                 groups.add_metric([name, verdict], counts.get((name, verdict), 0))
         yield groups
+        outcomes = CounterMetricFamily(
+            "gapwatch_expansion_group_outcomes", "Groups judged at the end of expansion jobs, by how: protected "
+            "(Gapwatch made the group start every new partition at its log start), covered (it did by itself), "
+            "copied (what its own application did not read was copied to its sink), lost, not_decided.",
+            labels=["cluster", "how"])
+        for name in cluster_names:
+            for how in EXPANSION_HOWS:
+                outcomes.add_metric([name, how], hows.get((name, how), 0))
+        yield outcomes
 
     def _cluster_metrics(self, clusters: list[Cluster]) -> Iterator[Metric]:
         up = GaugeMetricFamily("gapwatch_cluster_up", "1 if the last poll of the cluster succeeded.", labels=["cluster"])

@@ -97,6 +97,14 @@ EXPANSION_VERIFY_SECONDS = env_int("EXPANSION_VERIFY_SECONDS", 3600, minimum=1)
 # message (a killed worker): recover_expansions (every EXPANSION_RECOVERY_SECONDS) starts it again.
 EXPANSION_STALL_SECONDS = env_int("EXPANSION_STALL_SECONDS", 30, minimum=1)
 EXPANSION_RECOVERY_SECONDS = env_int("EXPANSION_RECOVERY_SECONDS", 10, minimum=1)
+# Protection by membership (issue 43): Gapwatch's member of a live group waits at most
+# EXPANSION_JOIN_SECONDS for its seat (a classic group's join waits for its slowest member to rejoin),
+# and asks again for EXPANSION_COMMIT_SECONDS while the new partitions are unknown to the coordinator.
+# It subscribes only to PROTECT_ANCHOR_TOPIC (one partition, made when missing), so it takes none of
+# the group's partitions. The seat is held by the jobs worker running the expansion, never by the watch.
+EXPANSION_JOIN_SECONDS = env_int("EXPANSION_JOIN_SECONDS", 60, minimum=1)
+EXPANSION_COMMIT_SECONDS = env_int("EXPANSION_COMMIT_SECONDS", 10, minimum=1)
+PROTECT_ANCHOR_TOPIC = env_str("PROTECT_ANCHOR_TOPIC", "gapwatch-anchor")
 # A dead worker's poll lock expires after this long.
 POLL_LOCK_SECONDS = env_int("POLL_LOCK_SECONDS", max(120, 6 * POLL_INTERVAL_SECONDS), minimum=10)
 # A cluster of at least POLL_SPLIT_PARTITIONS partitions (0: never) is polled

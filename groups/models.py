@@ -706,3 +706,36 @@ class ExpansionJob(ApprovedWork):
 
     def __str__(self) -> str:
         return f"expansion {self.id} of {self.topic_id} to {self.to_partitions} ({self.state})"
+
+
+class Protection(models.Model):
+    """A new partition committed at its log start by Gapwatch as a member of a
+    live group (issue 43: join, add, commit, leave). ``won``: right after the
+    commit no member of the group held the partition and the commit read
+    back, so whoever takes it starts at ``offset`` (a committed offset wins
+    over ``auto.offset.reset``): the detection core decides the group's
+    finding on it from this, a fact, not from the group's policy. Lost: a
+    member held it already; the finding runs as any other, with Gapwatch's
+    commit told apart from the group's. One row per (group, topic lineage,
+    partition)."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="protections")
+    group_id = models.TextField()
+    topic = models.CharField(max_length=249)
+    kafka_topic_id = models.CharField(max_length=64)
+    partition = models.IntegerField()
+    offset = models.BigIntegerField()
+    won = models.BooleanField()
+    words = models.TextField()
+    expansion = models.ForeignKey(ExpansionJob, on_delete=models.SET_NULL, null=True, blank=True,
+                                  related_name="protections")
+    made_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "group_id", "topic", "kafka_topic_id", "partition"],
+                                    name="one_protection_per_group_partition"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group_id} {self.topic}[{self.partition}] at {self.offset} ({'won' if self.won else 'lost'})"

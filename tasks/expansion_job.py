@@ -52,13 +52,15 @@ from groups.services.expansion_jobs import (
     expansion_pass_run,
     expansion_record_attempt,
     expansion_record_decision,
+    expansion_record_protection,
     expansion_record_reason,
     expansion_record_step,
     expansion_start,
 )
 from groups.services.preapproved import NotCountedYet, queue_preapproved_backfill, sound_range_offsets
 from tasks.job_lock import EXPANSION_NAMESPACE, job_lock, job_lock_free
-from tasks.kafka import AccessRefused, GroupNotEmpty, KafkaAdapter, KafkaUnavailable
+from groups.domain.membership import protector_client_id
+from tasks.kafka import AccessRefused, GroupNotEmpty, KafkaAdapter, KafkaUnavailable, Membership, SeatRequest
 from tasks.kafka.java_admin import JavaAdmin
 
 log = logging.getLogger(__name__)
@@ -178,16 +180,113 @@ class ExpansionRunner:
             done.append(group_id)
         return {"share_groups": done}
 
+    def _member_groups(self, job: ExpansionJob) -> list[str]:
+        """Live groups to protect by membership that no run protected yet."""
+        return sorted(g for g, d in job.decisions.items()
+                      if d["outcome"] == "protected_before" and d.get("method") == "membership"
+                      and "fallback" not in d and not (d.get("membership") or {}).get("partitions"))
+
+    def _fall_back(self, group_id: str, why: str) -> None:
+        expansion_record_decision(job_id=self.job_id, group_id=group_id, audit="fallback", outcome="repaired_after",
+                                  fallback=f"{why}: its repair after instead")
+
     def step_add_partitions(self, job: ExpansionJob) -> dict:
+        """Join, add, commit, leave (issue 43): Gapwatch takes a seat in every
+        live group to protect, adds the partitions, commits each new one at
+        its log start through each seat, checks that no member of the group
+        held it then, and leaves, each step recorded before the next. The
+        seats are held by this run, on the jobs worker, for at most
+        EXPANSION_JOIN_SECONDS plus the add and the commits; a worker that
+        dies meanwhile leaves them to their session timeouts (classic: 10 s,
+        30 s inside a rebalance; KIP-848: the broker's, 45 s by default), and
+        the next run protects what is left (a partition taken meanwhile is
+        then lost to the protection and repaired after)."""
         details = self.adapter.describe_topic(self.topic)
         if details is None:
             raise Refused(f"topic {self.topic!r} no longer exists")
-        if details.partitions == job.to_partitions:
-            return {"added": False, "words": f"the topic has {job.to_partitions} partitions already (added by an "
-                                             "earlier run of this job)"}
-        if details.partitions != job.from_partitions:
+        if details.partitions not in (job.from_partitions, job.to_partitions):
             raise Refused(f"the topic has {details.partitions} partitions, neither the planned {job.from_partitions} "
                           f"nor {job.to_partitions}: someone else changed it; no partitions were added")
+        groups = self._member_groups(job)
+        if not groups:
+            return self._add(job, details.partitions)
+        client_id = protector_client_id(what=f"expansion-{job.id}")
+        with Membership(self.config, client_id=client_id, anchor_topic=settings.PROTECT_ANCHOR_TOPIC,
+                        timeout=settings.KAFKA_TIMEOUT_SECONDS) as seats:
+            requests = []
+            for group_id in groups:
+                status = self.adapter.describe_group(group_id=group_id)
+                if status.inactive:
+                    expansion_record_decision(job_id=self.job_id, group_id=group_id, audit="protection_changed",
+                                              method="commit", membership={"emptied": "no members at the join: "
+                                                                           "an administrative commit instead"})
+                    continue
+                requests.append(SeatRequest(group_id=group_id, protocol=status.type, assignor=status.assignor))
+            try:
+                seats.ensure_anchor()
+                refused = seats.join(requests, within=settings.EXPANSION_JOIN_SECONDS) if requests else {}
+            except KafkaUnavailable as error:
+                refused = {r.group_id: str(error) for r in requests}
+            for group_id, why in sorted(refused.items()):
+                self._fall_back(group_id, f"Gapwatch could not join the group: {why}")
+            seated = [r.group_id for r in requests if r.group_id not in refused]
+            for group_id in seated:
+                expansion_record_decision(
+                    job_id=self.job_id, group_id=group_id, audit="joined",
+                    membership={"client_id": client_id, "member_id": seats.member_id(group_id),
+                                "joined_after_seconds": round(seats.joined_after(group_id) or 0.0, 3)})
+            added = self._add(job, details.partitions)
+            new = self.new_partitions(job)
+            # A partition just created starts at 0; after a crashed run, what retention left.
+            starts = ({p: 0 for p in new} if added["added"] else
+                      {p: o.log_start for p, o in self.adapter.partition_offsets(topic=self.topic,
+                                                                                  partitions=new).items()})
+            for group_id in seated:
+                self._commit_seated(seats, group_id, new, starts, client_id)
+            left = seats.leave()
+        for group_id in seated:
+            expansion_record_decision(job_id=self.job_id, group_id=group_id, audit="left",
+                                      membership={"left": not left.get(group_id),
+                                                  **({"leave_error": left[group_id]} if left.get(group_id) else {})})
+        return {**added, "seated": seated, "not_seated": sorted(refused)}
+
+    def _commit_seated(self, seats: Membership, group_id: str, new: list[int], starts: dict[int, int],
+                       client_id: str) -> None:
+        """Commit each new partition's log start through the group's seat, then
+        judge each from the broker: won where it read back and no member of the
+        group held the partition right after the commit."""
+        why = seats.commit(group_id, {(self.topic, p): starts[p] for p in new},
+                           within=settings.EXPANSION_COMMIT_SECONDS)
+        if why:
+            self._fall_back(group_id, f"Gapwatch joined but its commit failed: {why}")
+            return
+        at = timezone.now().isoformat(timespec="milliseconds")
+        held = seats.holders(group_id, self.topic, new)
+        read = self.adapter.committed_offsets(group_id=group_id, partitions=[(self.topic, p) for p in new])
+        commits = {}
+        for p in new:
+            offset = starts[p]
+            if p in held:
+                won, words = False, (f"Gapwatch committed offset {offset} at {at} as a member ({client_id}), but "
+                                     f"{held[p]!r} held the partition already: it may have started at latest")
+            elif read[(self.topic, p)] != offset:
+                won, words = False, (f"Gapwatch committed offset {offset} at {at} as a member ({client_id}), but "
+                                     f"the group's commit read back {read[(self.topic, p)]}")
+            else:
+                won, words = True, (f"Gapwatch, as a member of the group ({client_id}), committed offset {offset}, "
+                                    f"the log start, at {at}, while no member of the group held the partition: "
+                                    "whoever takes it starts there (a committed offset wins over auto.offset.reset)")
+            commits[p] = {"offset": offset, "won": won, "words": words}
+        expansion_record_protection(job_id=self.job_id, group_id=group_id, commits=commits)
+        lost = [p for p in new if not commits[p]["won"]]
+        if lost:
+            self._fall_back(group_id, f"the protection lost the race on partition(s) {lost} (a member held them "
+                                      "before Gapwatch's commit)")
+
+    def _add(self, job: ExpansionJob, partitions: int) -> dict:
+        if partitions == job.to_partitions:
+            return {"added": False, "words": f"the topic has {job.to_partitions} partitions already (added by an "
+                                             "earlier run of this job)"}
         self.adapter.add_partitions(self.topic, job.to_partitions)
         self.adapter = self.new_adapter()
         return {"added": True, "words": f"{job.from_partitions} → {job.to_partitions} partitions"}
@@ -197,6 +296,7 @@ class ExpansionRunner:
         new = self.new_partitions(job)
         groups = sorted(g for g, d in job.decisions.items()
                         if d["outcome"] == "protected_before" and d["kind"] != "share"
+                        and d.get("method") != "membership"
                         and "committed" not in d and "fallback" not in d)
         if not groups:
             return {"committed": []}
@@ -265,7 +365,7 @@ class ExpansionRunner:
                                                   f"partition(s) {missing} not initialised"} if missing else {})})
         undecided = []
         for group_id, decision in sorted(job.decisions.items()):
-            if decision["outcome"] != "repaired_after":
+            if decision["outcome"] not in ("repaired_after", "left_alone") and decision.get("method") != "membership":
                 continue
             for p in new:
                 finding = findings.get((group_id, p))
@@ -384,9 +484,14 @@ class ExpansionRunner:
                     left = "its start was not decided by the end of the watch (no first commit seen)"
                 elif finding.state == Finding.State.EXPIRED:
                     left = "retention deleted the range before it was replayed"
+                elif decision["outcome"] == "left_alone":
+                    left = "left alone, as the approver chose: no repair ran"
                 elif decision["outcome"] != "repaired_after":
                     left = f"{decision['outcome'].replace('_', ' ')} in the plan, but the group missed it"
-            if str(p) in committed:
+            protected = ((decision.get("membership") or {}).get("partitions") or {}).get(str(p)) or {}
+            if protected.get("won"):
+                start_seen = protected["offset"]
+            elif str(p) in committed:
                 start_seen = committed[str(p)]
             elif _decided(finding):
                 start_seen = None
@@ -396,6 +501,7 @@ class ExpansionRunner:
                                              missed=missed, repaired=repaired, left=left,
                                              assumed=missed is not None and finding.policy_source == "assumed"))
         return GroupFacts(group_id=group_id, outcome=decision["outcome"], partitions=tuple(partitions),
+                          method=decision.get("method") or "", sink=decision.get("sink") or "",
                           problem="; ".join(problems))
 
     # -- stopping ------------------------------------------------------------------------------

@@ -506,6 +506,10 @@ class ApprovedManyOut(Schema):
 
 class RepairIn(Schema):
     model_config = _CLOSED
+    action: Literal["protect", "repair_after", "nothing"] | None = Field(
+        None, description="protect (a group the plan protects by membership: the default), repair_after (a "
+        "backfill of what it missed; needs a max_records when the plan has no estimate), or nothing; default: "
+        "the plan's outcome.")
     sink: Text | None = Field(None, description="parquet, kafka or handler; default: the group's backfill sink.")
     replay_topic: Text | None = Field(None, description="For the kafka sink; default: the group's.")
     handler: Text | None = Field(None, description="For the handler sink: one of BACKFILL_HANDLERS.")
@@ -525,7 +529,8 @@ class ExpansionIn(Schema):
     dry_run: StrictBool | None = Field(None, description="true: the plan only; false: request the expansion.")
     fingerprint: Text | None = Field(None, description="With dry_run false: the fingerprint of the plan you saw.")
     repairs: dict[str, RepairIn] | None = Field(
-        None, description="With dry_run false: per group id repaired after, its backfill's sink and maximum.")
+        None, description="With dry_run false: per group id, the action chosen (protect, repair_after, nothing) "
+        "and its backfill's sink and maximum (a protected group's, should the protection fail).")
 
 
 class ExpansionApproveIn(Schema):
@@ -575,7 +580,16 @@ class GroupPlanOut(Schema):
     outcome: expansion.Outcome
     outcome_label: str
     reason: str
-    sink: str | None = Field(description="The backfill's sink, for a group repaired after (or at risk).")
+    sink: str | None = Field(description="The backfill's sink, for a group repaired after (or at risk), or a "
+                             "protected group's should its protection fail.")
+    protection: Literal["membership", "commit", "share_config"] | None = Field(
+        description="How a protected group is protected: membership (Gapwatch joins the live group with a member "
+        "of its own, adds the partitions, commits each new one at its log start, leaves), commit (an empty "
+        "group: an administrative commit), share_config (share.auto.offset.reset=earliest for the change).")
+    protection_label: str | None
+    cost: str | None = Field(description="Protection by membership: what it costs the group's members.")
+    needs: str | None = Field(description="Protection by membership: the ACLs it needs.")
+    alternative: str | None = Field(description="Protection by membership: what may be chosen instead.")
     expected_missed: MissedOut
 
 

@@ -82,6 +82,15 @@ record timestamps: it may lie below H_k, so nothing is definitely missed,
 ``[E, C_f)`` is possibly missed, and a first position below H_k is no
 evidence of being covered.
 
+Protection by membership (issue 43): Gapwatch, as a member of the group,
+committed p at its log start (``Protection``). Won (no member of the group
+held p right after the commit, and it read back): whoever takes p looks up
+that commit before ``auto.offset.reset``, so the group starts there whatever
+its policy: ``covered``, a fact from the broker, whatever the observations
+say; never evidence of the group's policy (the commit is Gapwatch's). Lost
+(a member held p already): the finding runs as any other, and a commit equal
+to Gapwatch's is taken as Gapwatch's, not as the group's first.
+
 Over 400 lines on purpose: the rules above and the one pass that applies them
 (``evaluate_snapshot`` and its helpers) are read together.
 """
@@ -100,7 +109,7 @@ from groups.domain.snapshot import GroupSnapshot, MemberSnapshot, PartitionOffse
 
 Policy = Literal["unknown", "latest", "earliest", "by_duration"]
 Isolation = Literal["unknown", "read_committed", "read_uncommitted"]
-PolicySource = Literal["declared", "evidenced", "guard", "assumed"]
+PolicySource = Literal["declared", "evidenced", "guard", "assumed", "protected"]
 
 DEFAULT_UNOWNED_AFTER_POLLS = 30
 
@@ -214,6 +223,16 @@ class FindingState:
     # On a topic's first-seen generation (``_first_sight_findings``): no
     # generation before it was seen, so whether p was added is not known.
     first_sight: bool = False
+
+
+@dataclass(frozen=True)
+class Protection:
+    """Gapwatch's commit of ``offset`` on a partition as a member of the group
+    (``won``: no member of the group held it then), and its ``words``."""
+
+    offset: int
+    won: bool
+    words: str = ""
 
 
 @dataclass(frozen=True)
@@ -667,6 +686,16 @@ def _decide(
     return evidenced or _policy_verdict(finding=finding, first_commit=finding.first_commit, rules=rules)
 
 
+def _protected_verdict(*, finding: FindingState, protection: Protection) -> _Verdict:
+    """A won protection: the group starts at Gapwatch's commit, exactly."""
+    start, offset = finding.first_log_start, protection.offset
+    said = f"protected: {protection.words}" if protection.words else "protected by Gapwatch's commit"
+    if offset <= start:
+        return _Verdict(COVERED, "protected", f"{said}; nothing missed")
+    return _Verdict(GAP, "protected", f"{said}, above the first log start {start}: [{start}, {offset}) missed",
+                    missed_definite=offset - start, missed_end=offset)
+
+
 def _expired_count(*, first_log_start: int, missed_end: int, log_start: int) -> int:
     """Missed offsets in [first_log_start, missed_end) that retention already deleted."""
     return max(0, min(log_start, missed_end) - first_log_start)
@@ -690,13 +719,19 @@ def partition_lag(*, high_watermark: int, log_start: int | None, committed: int 
 
 def _account_finding(
     *, finding: FindingState, seen: _Observation, rules: GroupRules, unowned_after_polls: int,
-    likely_start: LikelyStart | None = None,
+    likely_start: LikelyStart | None = None, protection: Protection | None = None,
 ) -> FindingAccounting:
     """Fold one poll into ``finding``, decide it, and trim its missed range by retention."""
+    if protection is not None and not protection.won and seen.committed == protection.offset:
+        # Gapwatch's own commit, not the group's: its first commit is still to come.
+        seen = replace(seen, committed=None)
     finding = _record_evidence(finding=finding, seen=seen)
     if likely_start is not None and finding.likely_start is None and finding.pickup_before is not None:
         finding = replace(finding, likely_start=likely_start.offset, likely_start_evidence=likely_start.evidence)
-    verdict = _decide(finding=finding, seen=seen, rules=rules, unowned_after_polls=unowned_after_polls)
+    if protection is not None and protection.won:
+        verdict = _protected_verdict(finding=finding, protection=protection)
+    else:
+        verdict = _decide(finding=finding, seen=seen, rules=rules, unowned_after_polls=unowned_after_polls)
     state, explanation, expired, backfill = verdict.state, verdict.explanation, 0, (None, None)
     if verdict.missed_end is not None:
         bounds = dict(
@@ -879,11 +914,14 @@ def evaluate_snapshot(
     unowned_after_polls: int = DEFAULT_UNOWNED_AFTER_POLLS,
     likely_starts: Mapping[FindingKey, LikelyStart] | None = None,
     watching: bool = True,
+    protections: Mapping[tuple[str, str, int], Protection] | None = None,
 ) -> Changes:
     """Everything one snapshot changes (complete, or targeted at ``snapshot.scope``).
     ``watching``: an earlier poll of the cluster succeeded, so a topic seen
     for the first time is a new topic (``_first_sight_findings``), not one
-    this first poll simply had not met yet.
+    this first poll simply had not met yet. ``protections``: Gapwatch's
+    commits as a member, by (group id, topic, partition) of the topic's
+    current lineage.
 
     1. Diff every topic against its known generation; known topics missing
        from the snapshot (within its scope) are deleted (a partial answer
@@ -943,10 +981,15 @@ def evaluate_snapshot(
             rules=_declared_rules(group=listed_groups.get(key.group_id), known=declared.get(key.group_id),
                                   evidence=evidence),
             unowned_after_polls=unowned_after_polls, likely_start=(likely_starts or {}).get(key),
+            protection=protections.get((key.group_id, key.topic, key.partition)),
         )
 
+    protections = protections or {}
     results = {key: account(key) for key in seen_findings}
-    evidence = _new_evidence(results=results, declared=declared, listed_groups=listed_groups)
+    # A won protection's commit is Gapwatch's: it proves nothing of the group's policy.
+    unprotected = {key: result for key, result in results.items()
+                   if not getattr(protections.get((key.group_id, key.topic, key.partition)), "won", False)}
+    evidence = _new_evidence(results=unprotected, declared=declared, listed_groups=listed_groups)
     results.update((key, account(key, evidence[key.group_id])) for key in results if key.group_id in evidence)
     accounting, transitions = list(results.values()), []
     for key, result in results.items():

@@ -9,12 +9,16 @@ Pure: stored facts in (``TopicFacts``, ``ReaderFacts``, the broker's
   (earliest declared or proven by a finding, a guarded group, a streams group
   or a Connect sink by their frameworks' default, a share group on a release
   that starts added partitions at 0);
-- ``protected_before``: Gapwatch can make it start there, from outside, before
-  its first record lands (a share group: ``share.auto.offset.reset=earliest``
-  on the group first; an empty consumer group with commits: the new
-  partitions committed at their log start right after they exist);
-- ``repaired_after``: a live ``latest`` group, whose members' start nothing on
-  the broker can change: a backfill of the sound range, approved with the plan;
+- ``protected_before``: Gapwatch makes it start there before its first record
+  lands (``protection``): a live consumer group by membership (Gapwatch joins
+  it with a member of its own that takes none of its partitions, adds them,
+  commits each new one at its log start and leaves: ``groups.domain.
+  membership``); a share group by ``share.auto.offset.reset=earliest`` on
+  the group first; an empty consumer group with commits by an administrative
+  commit right after the partitions exist;
+- ``repaired_after``: a group Gapwatch cannot sit in (a streams group, an
+  assignor its member cannot offer): a backfill of the sound range, approved
+  with the plan;
 - ``at_risk``: nothing can protect or repair it (its sink cannot take the
   backfill), with why.
 
@@ -42,11 +46,19 @@ from groups.domain.group_kinds import (
     group_kind,
 )
 from groups.domain.kafka_features import SHARE_RESET, kafka_release, release_at_least, share_reset
+from groups.domain.membership import DEFAULT_ANCHOR_TOPIC, seat_cost, seat_needs, seat_problem
 from groups.domain.planning import PlanError
 from groups.domain.sinks import backfill_sink_for
 
 Outcome = Literal["covered", "protected_before", "repaired_after", "at_risk"]
 PolicySource = Literal["declared", "evidenced", "guard", "cluster", "assumed"]
+# How a protected group is protected (``GroupPlan.protection``), "" for the other outcomes.
+Protection = Literal["", "membership", "commit", "share_config"]
+PROTECTION_LABELS = {
+    "membership": "by membership (join, add, commit, leave)",
+    "commit": "by an administrative commit (the group is empty)",
+    "share_config": "by the share group's config",
+}
 
 OUTCOME_LABELS = {
     "covered": "covered",
@@ -150,6 +162,8 @@ class ReaderFacts:
     sink: str = "parquet"
     sink_problem: str = ""
     internal_topics: tuple[str, ...] = ()
+    # A classic group's agreed assignor (its protocol name), as DescribeGroups says.
+    assignor: str = ""
 
 
 @dataclass(frozen=True)
@@ -190,6 +204,12 @@ class GroupPlan:
     reason: str
     expected_missed: MissEstimate
     sink: str = ""
+    protection: Protection = ""
+    # For a protection by membership: what it costs the group's members, the ACLs it needs, and the
+    # alternative the operator may choose instead (a repair after), in words.
+    cost: str = ""
+    needs: str = ""
+    alternative: str = ""
 
     @property
     def outcome_label(self) -> str:
@@ -287,11 +307,17 @@ def _outcome(reader: ReaderFacts, kind: str, policy: _Policy, metadata_version: 
     if reader.members == 0 and reader.commits_on_topic and kind != STREAMS:
         return "protected_before", ("no members and commits on the topic: Gapwatch commits the new partitions at "
                                     "their log start right after they exist, before any member returns")
+    seat = ("Gapwatch does not commit a streams group's offsets" if kind == STREAMS
+            else seat_problem(protocol=reader.type, assignor=reader.assignor))
+    if reader.members > 0 and not seat:
+        return "protected_before", (
+            "a live group: Gapwatch joins it with a member of its own that takes none of its partitions, adds the "
+            "partitions, commits each new one at its log start and leaves; its members then start there (a "
+            "committed offset wins over auto.offset.reset), whatever their policy")
     if reader.sink_problem:
         return "at_risk", (f"a latest group nothing on the broker can start earlier, and its backfill sink "
                            f"({reader.sink}) cannot take the repair: {reader.sink_problem}")
-    why = ("Gapwatch does not commit a streams group's offsets" if kind == STREAMS else
-           "its members choose where they start, and the broker lets no outsider change it")
+    why = seat or "its members choose where they start, and the broker lets no outsider change it"
     return "repaired_after", (f"a latest group: {why}; a backfill of the sound range (log start to its first "
                               f"commit) to {reader.sink}, approved with this plan, runs once its first commit "
                               f"on each new partition is seen")
@@ -328,7 +354,15 @@ def _pickup_kind(protocol: str) -> str:
 
 
 def _expected_missed(outcome: Outcome, *, pickup: str, rate: ProduceRate | None, added: int,
-                     new_count: int) -> MissEstimate:
+                     new_count: int, seated: bool = False) -> MissEstimate:
+    if seated:
+        unprotected = _expected_missed("repaired_after", pickup=pickup, rate=rate, added=added, new_count=new_count)
+        if unprotected.high is None:
+            return MissEstimate(0, None, "none if the protection wins (it commits within milliseconds of the add); "
+                                         f"should it lose the race, {unprotected.words}")
+        return MissEstimate(0, unprotected.high, (
+            "none if the protection wins (it commits within milliseconds of the add); should it lose the race "
+            f"and the group start at latest, up to {unprotected.high}: {unprotected.words}"))
     if outcome in ("covered", "protected_before"):
         return MissEstimate(0, 0, "none: it starts the new partitions at their log start")
     if rate is None:
@@ -343,32 +377,49 @@ def _expected_missed(outcome: Outcome, *, pickup: str, rate: ProduceRate | None,
         f"{PICKUP_DELAY_WORDS[pickup]}; {then}"))
 
 
+def _protection(reader: ReaderFacts, kind: str, outcome: Outcome) -> Protection:
+    if outcome != "protected_before":
+        return ""
+    if kind == SHARE:
+        return "share_config"
+    return "membership" if reader.members > 0 else "commit"
+
+
 def plan_group(reader: ReaderFacts, *, rate: ProduceRate | None, added: int, new_count: int,
-               metadata_version: str) -> GroupPlan:
+               metadata_version: str, topic: str = "", anchor_topic: str = DEFAULT_ANCHOR_TOPIC) -> GroupPlan:
     kind = group_kind(reader.type, reader.group_id)
     policy = _policy(reader, kind)
     outcome, reason = _outcome(reader, kind, policy, metadata_version)
     if kind == STREAMS and reader.internal_topics:
         reason += _stateful_streams(reader.internal_topics, new_count)
+    protection = _protection(reader, kind, outcome)
+    seated = protection == "membership"
     return GroupPlan(
         group_id=reader.group_id, kind=kind, protocol=reader.type or "unknown", state=reader.state,
         members=reader.members, policy=policy.policy, policy_source=policy.source, policy_words=policy.words,
         outcome=outcome, reason=reason,
         expected_missed=_expected_missed(outcome, pickup=_pickup_kind(reader.type), rate=rate,
-                                         added=added, new_count=new_count),
-        sink=reader.sink if outcome in ("repaired_after", "at_risk") else "",
+                                         added=added, new_count=new_count, seated=seated),
+        sink=reader.sink if outcome in ("repaired_after", "at_risk") or seated else "",
+        protection=protection,
+        cost=seat_cost(protocol=reader.type, assignor=reader.assignor, members=reader.members) if seated else "",
+        needs=seat_needs(group_id=reader.group_id, topic=topic, anchor_topic=anchor_topic) if seated else "",
+        alternative=(f"repair after: a backfill of the sound range to {reader.sink}, should the protection fail or "
+                     "be declined" + (f" (its sink cannot take it: {reader.sink_problem})" if reader.sink_problem
+                                      else "")) if seated else "",
     )
 
 
 def plan_expansion(*, topic: TopicFacts, readers: Sequence[ReaderFacts], new_partitions: int,
-                   verdict: BrokerVerdict, metadata_version: str) -> ExpansionPlan:
+                   verdict: BrokerVerdict, metadata_version: str,
+                   anchor_topic: str = DEFAULT_ANCHOR_TOPIC) -> ExpansionPlan:
     """The plan of raising ``topic`` to ``new_partitions`` (above its count:
     ``partitions_problem`` first). Groups sorted by id; ``metadata_version``:
     the cluster's, "" when unknown."""
     added = tuple(range(topic.partitions, new_partitions))
     groups = tuple(
         plan_group(reader, rate=topic.rate, added=len(added), new_count=new_partitions,
-                   metadata_version=metadata_version)
+                   metadata_version=metadata_version, topic=topic.name, anchor_topic=anchor_topic)
         for reader in sorted(readers, key=lambda r: r.group_id)
     )
     return ExpansionPlan(topic=topic.name, current_partitions=topic.partitions, new_partitions=new_partitions,

@@ -103,6 +103,10 @@ class GroupFacts:
     partitions: Sequence[PartitionFacts] = field(default_factory=tuple)
     # Why the job could not act for the group (a protection refused, a config not restored), "" none.
     problem: str = ""
+    # How a protected group was protected ("membership", "commit", "share_config"; "" none or not
+    # recorded), and the sink its repairs wrote to.
+    method: str = ""
+    sink: str = ""
 
 
 @dataclass(frozen=True)
@@ -118,13 +122,19 @@ class Unrepaired:
 
 @dataclass(frozen=True)
 class GroupVerdict:
+    """``how``: "protected" (Gapwatch made the group start every new
+    partition at its log start), "covered" (it did so by itself), "copied"
+    (what its own application did not read was copied to its sink by a
+    verified backfill), or "lost" (offsets remain unrepaired)."""
+
     group_id: str
     nothing_lost: bool
     words: str
     unrepaired: tuple[Unrepaired, ...] = ()
+    how: str = "covered"
 
     def as_dict(self) -> dict:
-        return {"nothing_lost": self.nothing_lost, "words": self.words,
+        return {"nothing_lost": self.nothing_lost, "how": self.how, "words": self.words,
                 "unrepaired": [u.as_dict() for u in self.unrepaired]}
 
 
@@ -162,19 +172,26 @@ def group_verdict(facts: GroupFacts) -> GroupVerdict:
                      "only assumed (latest); declared or seen earliest, it read them itself")
         if facts.problem:
             words += f"; {facts.problem}"
-        return GroupVerdict(facts.group_id, False, words, losses)
-    how = {
-        "covered": "covered: it started every new partition at its log start",
-        "protected_before": "protected before: it started every new partition at its log start",
-        "repaired_after": "repaired after: what it missed was replayed by a verified backfill",
-        "at_risk": "it missed nothing on the new partitions",
-    }.get(facts.outcome, "it missed nothing on the new partitions")
-    if any(p.missed is not None and p.repaired for p in facts.partitions):
-        how = "repaired after: what it missed was replayed by a verified backfill"
-    words = f"nothing lost ({how})"
+        return GroupVerdict(facts.group_id, False, words, losses, how="lost")
+    copied = [p for p in facts.partitions if p.missed is not None and p.repaired and p.missed[1] > p.missed[0]]
+    if copied:
+        ranges = ", ".join(f"[{p.missed[0]}, {p.missed[1]}) of partition {p.partition}" for p in copied)
+        how, said = "copied", (f"copied to {facts.sink or 'its sink'}: the group's own application did not read "
+                               f"offsets {ranges}; a verified backfill wrote them there")
+    elif facts.outcome == "protected_before" and facts.method == "membership":
+        how, said = "protected", ("protected: Gapwatch committed each new partition's log start as a member of the "
+                                  "group before any of its members held it, so its own application reads every "
+                                  "record")
+    elif facts.outcome == "protected_before":
+        how, said = "protected", "protected before: it started every new partition at its log start"
+    elif facts.outcome == "covered":
+        how, said = "covered", "covered: it started every new partition at its log start"
+    else:
+        how, said = "covered", "it missed nothing on the new partitions"
+    words = f"nothing lost ({said})"
     if facts.problem:
         words += f"; but {facts.problem}"
-    return GroupVerdict(facts.group_id, True, words)
+    return GroupVerdict(facts.group_id, True, words, how=how)
 
 
 def job_final_state(verdicts: Sequence[GroupVerdict]) -> str:

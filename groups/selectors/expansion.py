@@ -68,6 +68,7 @@ def expansion_readers(*, topic: Topic, readers: QuerySet[GroupTopic]) -> list[Re
             sink_problem=sink_problem(sink=group.backfill_sink, replay_topic=group.replay_topic, topic=topic.name,
                                       existing_topics=existing),
             internal_topics=streams_internal_topics(group.group_id, existing) if group.type == "streams" else (),
+            assignor=group.assignor,
         ))
     return facts
 

@@ -103,15 +103,29 @@ def group_topics_lag_list() -> list[dict]:
 EXPANSION_VERDICTS = ("nothing_lost", "loss", "not_decided")
 
 
-def expansion_verdicts_by_cluster() -> dict[tuple[str, str], int]:
-    """Groups judged by finished expansion jobs, counted by (cluster name, verdict)."""
+# How each group judged nothing lost got there (gapwatch_expansion_group_outcomes): protected by
+# Gapwatch, covered by itself, copied to its sink (its application did not read it); lost; not_decided.
+EXPANSION_HOWS = ("protected", "covered", "copied", "lost", "not_decided")
+
+
+def expansion_verdicts_by_cluster() -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+    """Groups judged by finished expansion jobs, counted by (cluster name, verdict) and by (cluster
+    name, how), in one query: protection and copy told apart (a verdict from before the distinction
+    counts by its words)."""
     from groups.models import ExpansionJob
 
-    counts: dict[tuple[str, str], int] = {}
+    verdicts_count: dict[tuple[str, str], int] = {}
+    hows: dict[tuple[str, str], int] = {}
     for cluster, verdicts in ExpansionJob.objects.filter(finished_at__isnull=False).values_list(
             "cluster__name", "verdicts"):
         for verdict in (verdicts or {}).values():
             nothing_lost = verdict.get("nothing_lost")
             label = "not_decided" if nothing_lost is None else "nothing_lost" if nothing_lost else "loss"
-            counts[cluster, label] = counts.get((cluster, label), 0) + 1
-    return counts
+            verdicts_count[cluster, label] = verdicts_count.get((cluster, label), 0) + 1
+            how = verdict.get("how")
+            if nothing_lost is None:
+                how = "not_decided"
+            elif how not in EXPANSION_HOWS:
+                how = "lost" if not nothing_lost else "copied" if "backfill" in str(verdict.get("words")) else "covered"
+            hows[cluster, how] = hows.get((cluster, how), 0) + 1
+    return verdicts_count, hows

@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 
 from groups.domain import detection
 from groups.domain.snapshot import Snapshot
-from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, Topic
+from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, Protection, Topic
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,17 @@ class PollState:
     known_topics: list[detection.KnownTopic]
     known_groups: list[detection.KnownGroup]
     open_findings: QuerySet[Finding]
+    protections: dict[tuple[str, str, int], detection.Protection]
+
+
+def protections_of(*, cluster: Cluster, snapshot: Snapshot) -> dict[tuple[str, str, int], detection.Protection]:
+    """Gapwatch's commits as a member on the snapshot's topics, each of the
+    topic's current lineage only (its Kafka topic id), by (group, topic, partition)."""
+    ids = {topic.name: topic.topic_id for topic in snapshot.topics}
+    rows = Protection.objects.filter(cluster=cluster, topic__in=list(ids)).values_list(
+        "group_id", "topic", "kafka_topic_id", "partition", "offset", "won", "words")
+    return {(group_id, topic, partition): detection.Protection(offset=offset, won=won, words=words)
+            for group_id, topic, topic_id, partition, offset, won, words in rows if ids.get(topic) == topic_id}
 
 
 def cluster_poll_state(*, cluster: Cluster, snapshot: Snapshot) -> PollState:
@@ -65,7 +76,8 @@ def cluster_poll_state(*, cluster: Cluster, snapshot: Snapshot) -> PollState:
         for g in groups.values()
     ]
     return PollState(topics=topics, groups=groups, known_topics=known_topics, known_groups=known_groups,
-                     open_findings=finding_rows.select_related("group", "topic", "generation"))
+                     open_findings=finding_rows.select_related("group", "topic", "generation"),
+                     protections=protections_of(cluster=cluster, snapshot=snapshot))
 
 
 def findings_partitions(*, cluster: Cluster, snapshot: Snapshot) -> dict[tuple[str, str], set[int]]:

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from groups.domain.expansion import BrokerVerdict, sink_problem
 from groups.domain.scopes import APPROVER
-from groups.models import ConsumerGroup, ExpansionJob, Topic
+from groups.models import ConsumerGroup, ExpansionJob, Protection, Topic
 from groups.selectors.access import scope_of
 from groups.services import dispatch
 from groups.services.access import act_detail, approver_require, same_person
@@ -46,30 +46,53 @@ def _require_whole_scope(user, planned) -> None:
                                "scope: the plan you approve must show every group it changes")
 
 
+def _action_outcome(group_id: str, g: dict, action: object) -> str:
+    """The outcome the person chose for a group (``action``: "protect", "repair_after" or
+    "nothing"; None: the plan's). A group protected by membership may be repaired after instead,
+    or left alone; a group repaired after may be left alone; any other keeps the plan's outcome."""
+    if action is None:
+        return g["outcome"]
+    choices = {"protect": "protected_before", "repair_after": "repaired_after", "nothing": "left_alone"}
+    allowed = (("protect", "repair_after", "nothing") if g.get("protection") == "membership" else
+               ("repair_after", "nothing") if g["outcome"] == "repaired_after" else ())
+    if not isinstance(action, str) or action not in allowed:
+        offered = f"one of {', '.join(allowed)}" if allowed else f"none: it is {g['outcome'].replace('_', ' ')}"
+        raise ValidationError(f"repairs[{group_id!r}].action must be {offered}, got {action!r}")
+    return choices[action]
+
+
 def _repair_choices(*, plan_dict: dict, topic: Topic, repairs: object) -> dict[str, dict]:
-    """Each group's decision as stored: its outcome and, for a group repaired
-    after (or protected, falling back to a repair), the sink and the most
-    offsets its backfill may replay by itself. ``repairs``: {group id:
-    {"sink", "replay_topic", "handler", "max_records"}} from the request;
-    a group not named gets its own default sink and the plan's high estimate.
-    ValidationError names what is wrong; nothing is written."""
+    """Each group's decision as stored: its outcome (the plan's, or the one
+    the person chose: ``action``), how it is protected (``method``), and, for
+    a group repaired after (or protected, falling back to a repair), the
+    sink and the most offsets its backfill may replay by itself. ``repairs``:
+    {group id: {"action", "sink", "replay_topic", "handler", "max_records"}}
+    from the request; a group not named gets the plan's outcome, its own
+    default sink and the plan's high estimate. A group repaired after with no
+    maximum (none given and no estimate: no produce rate yet) would end "left
+    for a person": refused, naming every such group. ValidationError names
+    what is wrong; nothing is written."""
     if repairs is None:
         repairs = {}
     if not isinstance(repairs, dict):
-        raise ValidationError("repairs must be an object of group id to {sink, max_records}")
+        raise ValidationError("repairs must be an object of group id to {action, sink, max_records}")
     known = {g["group"]: g for g in plan_dict["groups"]}
     unknown = sorted(set(repairs) - set(known))
     if unknown:
-        raise ValidationError(f"repairs names group(s) the plan does not repair: {unknown[:5]!r}")
+        raise ValidationError(f"repairs names group(s) the plan does not have: {unknown[:5]!r}")
     rows = {g.group_id: g for g in ConsumerGroup.objects.filter(cluster_id=topic.cluster_id, group_id__in=list(known))}
     existing = set(Topic.objects.filter(cluster_id=topic.cluster_id, deleted=False).values_list("name", flat=True))
-    decisions = {}
+    decisions, unbounded = {}, []
     for group_id, g in known.items():
-        decision = {"outcome": g["outcome"], "kind": g["kind"], "reason": g["reason"]}
         choice = repairs.get(group_id) or {}
         if not isinstance(choice, dict):
             raise ValidationError(f"repairs[{group_id!r}] must be an object")
-        if g["outcome"] in REPAIRABLE and g["kind"] != "share" and group_id in rows:
+        outcome = _action_outcome(group_id, g, choice.get("action"))
+        decision = {"outcome": outcome, "kind": g["kind"], "reason": g["reason"],
+                    "method": g.get("protection") if outcome == "protected_before" else None}
+        if outcome != g["outcome"]:
+            decision["chosen"] = f"{g['outcome'].replace('_', ' ')} in the plan; {outcome.replace('_', ' ')} chosen"
+        if outcome in REPAIRABLE and g["kind"] != "share" and group_id in rows:
             row = rows[group_id]
             sink = choice.get("sink") or g.get("sink") or row.backfill_sink
             replay_topic = choice.get("replay_topic", "") or row.replay_topic
@@ -80,12 +103,19 @@ def _repair_choices(*, plan_dict: dict, topic: Topic, repairs: object) -> dict[s
             if maximum is not None and (isinstance(maximum, bool) or not isinstance(maximum, int) or maximum < 0):
                 raise ValidationError(f"repairs[{group_id!r}].max_records must be a whole number, 0 or more")
             problem = sink_problem(sink=sink, replay_topic=replay_topic, topic=topic.name, existing_topics=existing)
-            if problem and g["outcome"] == "repaired_after":
+            if problem and (outcome == "repaired_after" or choice.get("sink") or choice.get("replay_topic")):
                 raise ValidationError(f"group {group_id!r}: its sink {sink!r} cannot take the repair: {problem}")
+            if maximum is None and outcome == "repaired_after":
+                unbounded.append(group_id)
             decision.update(sink="" if problem else sink, sink_params={"replay_topic": replay_topic,
                                                                         "handler": handler},
                             max_records=maximum, sink_problem=problem)
         decisions[group_id] = decision
+    if unbounded:
+        raise ValidationError(
+            f"no maximum for the repair of {len(unbounded)} group(s) repaired after: {sorted(unbounded)[:5]!r}: the "
+            "plan has no estimate yet (no produce rate measured), so every repair would wait for a person; give "
+            "each a max_records (0 or more), or choose \"protect\" or \"nothing\" for it; nothing was stored")
     return decisions
 
 
@@ -257,6 +287,27 @@ def expansion_record_decision(*, job_id: int, group_id: str, audit: str = "", **
         if audit:
             audit_record(action=f"expansion.{audit}", cluster=job.cluster, object_type="expansion",
                          object_id=job_id, detail={"group": group_id, **changes})
+    return True
+
+
+def expansion_record_protection(*, job_id: int, group_id: str, commits: dict[int, dict]) -> bool:
+    """What protecting one group by membership did on each new partition
+    (``commits``: partition -> {"offset", "won", "words"}), in one
+    transaction: the group's decision (``membership.partitions``, audited as
+    ``expansion.committed``) and a ``Protection`` row per partition, which the
+    detection core decides the group's findings on those partitions from."""
+    with transaction.atomic():
+        job = _locked_running(job_id)
+        if job is None:
+            return False
+        topic = job.topic
+        for partition, commit in commits.items():
+            Protection.objects.update_or_create(
+                cluster_id=job.cluster_id, group_id=group_id, topic=topic.name, kafka_topic_id=topic.kafka_topic_id,
+                partition=partition, defaults={"offset": commit["offset"], "won": commit["won"],
+                                               "words": commit["words"], "expansion": job, "made_at": timezone.now()})
+        expansion_record_decision(job_id=job_id, group_id=group_id, audit="committed",
+                                  membership={"partitions": {str(p): c for p, c in commits.items()}})
     return True
 
 

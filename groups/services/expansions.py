@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 
 from groups.domain.expansion import (
+    PROTECTION_LABELS,
     BrokerVerdict,
     ExpansionPlan,
     partitions_problem,
@@ -74,6 +76,7 @@ def expansion_plan_of(*, cluster: Cluster, topic: Topic, partitions: object, ver
         readers=expansion_readers(topic=topic, readers=readers if readers is not None else GroupTopic.objects.all()),
         verdict=verdict(cluster, topic.name, partitions),
         metadata_version=(cluster.kafka_features or {}).get("metadata_version", ""),
+        anchor_topic=settings.PROTECT_ANCHOR_TOPIC,
     )
     return PlannedExpansion(cluster=cluster.name, plan=plan, samples=samples, groups_outside_scope=groups_outside_scope)
 
@@ -138,6 +141,9 @@ def expansion_plan_as_dict(planned: PlannedExpansion) -> dict:
                 "policy_source_label": g.policy_source_label, "policy_words": g.policy_words,
                 "outcome": g.outcome, "outcome_label": g.outcome_label, "reason": g.reason,
                 "sink": g.sink or None,
+                "protection": g.protection or None,
+                "protection_label": PROTECTION_LABELS.get(g.protection),
+                "cost": g.cost or None, "needs": g.needs or None, "alternative": g.alternative or None,
                 "expected_missed": {"estimate": True, "low": g.expected_missed.low, "high": g.expected_missed.high,
                                     "words": g.expected_missed.words},
             }

@@ -166,7 +166,7 @@ def poll_record_success(
             snapshot=snapshot, known_topics=stored.known_topics, known_groups=stored.known_groups,
             open_findings=[finding_state(row=row, guard_starts=guard_starts) for row in open_rows], now=now,
             unowned_after_polls=settings.UNOWNED_AFTER_POLLS, likely_starts=likely_starts,
-            watching=cluster.last_success_at is not None,
+            watching=cluster.last_success_at is not None, protections=stored.protections,
         )
         topics = _write_topics(cluster=cluster, snapshot=snapshot, stored=stored.topics, changes=changes, now=now)
         generations = _write_generations(topics=topics, changes=changes, now=now)

@@ -58,15 +58,17 @@ def expansion_detail(request: HttpRequest, job_id: int) -> HttpResponse:
 
 
 def _repair_maximums(request: HttpRequest) -> dict[str, dict]:
-    """The form's "most offsets ... replays by itself", per group repaired after: a whole number, or
-    None for an empty field (no repair goes by itself). Anything else is passed on as typed, for the
+    """The form's choice per group (protect, repair after, nothing) and its "most offsets ... replays by
+    itself": a whole number, or None for an empty field. Anything else is passed on as typed, for the
     service to refuse in words."""
     maximums: dict[str, dict] = {}
-    for group_id, text in zip(request.POST.getlist("repair_group"), request.POST.getlist("repair_max_records"),
-                              strict=False):
+    groups, actions = request.POST.getlist("repair_group"), request.POST.getlist("repair_action")
+    for index, (group_id, text) in enumerate(zip(groups, request.POST.getlist("repair_max_records"), strict=False)):
         text = text.strip()
         value: object = int(text) if text.isascii() and text.isdigit() and len(text) <= 19 else (text or None)
         maximums[group_id] = {"max_records": value}
+        if index < len(actions) and actions[index]:
+            maximums[group_id]["action"] = actions[index]
     return maximums
 
 

@@ -10,5 +10,7 @@ from tasks.kafka.adapter import (
     KafkaUnavailable,
     TopicDetails,
 )
+from tasks.kafka.membership import Membership, SeatRequest
 
-__all__ = ["AccessRefused", "ClusterConfig", "GroupNotEmpty", "GroupStatus", "KafkaAdapter", "KafkaUnavailable", "TopicDetails"]
+__all__ = ["AccessRefused", "ClusterConfig", "GroupNotEmpty", "GroupStatus", "KafkaAdapter", "KafkaUnavailable",
+           "Membership", "SeatRequest", "TopicDetails"]

@@ -24,6 +24,8 @@ class GroupStatus:
     state: str
     type: str
     member_count: int
+    # A classic group's agreed assignor (its protocol name); "" otherwise.
+    assignor: str = ""
 
     @property
     def inactive(self) -> bool:
@@ -46,7 +48,7 @@ class GroupOperations(KafkaClient):
         state = getattr(description, "state", ConsumerGroupState.UNKNOWN)
         described = group_from(group_id, state, description)
         return GroupStatus(group_id=group_id, state=described.state, type=described.type,
-                           member_count=len(described.members))
+                           member_count=len(described.members), assignor=described.assignor)
 
     def committed_offsets(
         self, *, group_id: str, partitions: Sequence[tuple[str, int]]

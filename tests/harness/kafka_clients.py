@@ -164,7 +164,7 @@ class GroupConsumer(ReadOffsets):
                  refresh_ms: int = 600_000, delay: float = 0.0, client_id: str | None = None,
                  protocol: str = "classic", commit_interval_ms: int = 300, commit_every: int = 0,
                  assign_work_s: float = 0.0, hold_new_until_written: bool = False,
-                 isolation: str | None = None) -> None:
+                 isolation: str | None = None, settings: dict | None = None) -> None:
         config = {
             "bootstrap.servers": bootstrap,
             "group.id": group_id,
@@ -181,6 +181,7 @@ class GroupConsumer(ReadOffsets):
         else:
             # KIP-848: the broker owns session and heartbeat timing; the client refuses them.
             config["group.protocol"] = protocol
+        config.update(settings or {})
         self.consumer = Consumer(config)
         self.topic = topic
         self.delay = delay
@@ -426,10 +427,11 @@ class JavaConsoleConsumer(_PrintingJavaTool):
     the client's defaults (on, every 5 s, with ``--group``)."""
 
     def __init__(self, bootstrap: str, group_id: str, topic: str, *, protocol: str,
-                 refresh_ms: int = 5000, earliest: bool = False) -> None:
+                 refresh_ms: int = 5000, earliest: bool = False, assignor: str = "") -> None:
         super().__init__("ConsoleConsumer", bootstrap, group_id, topic, refresh_ms=refresh_ms,
                          properties=(f"group.protocol={protocol}",
-                                     *(["auto.offset.reset=earliest"] if earliest else [])))
+                                     *(["auto.offset.reset=earliest"] if earliest else []),
+                                     *([f"partition.assignment.strategy={assignor}"] if assignor else [])))
 
 
 class JavaConsoleShareConsumer(_PrintingJavaTool):

@@ -11,7 +11,12 @@ to .gapwatch/test-artifacts/expansion-proof.md).
 
 Groups (clients nobody here wrote):
 - ``live``: librdkafka classic, auto.offset.reset=latest, members alive:
-  repaired after (a pre-approved backfill to Parquet);
+  protected by membership (Gapwatch joins the group with a member of its
+  own, adds the partitions, commits each new one at its log start, leaves),
+  so its own application reads every record;
+- ``copied``: the same kind of group, for which the approver chose "repair
+  after" on the page: a pre-approved backfill to Parquet (a copy its
+  application does not read, and the verdict says so);
 - ``left``: a consumer group that committed and left: protected before (the
   new partitions committed at their log start);
 - ``shared``: a librdkafka share group whose share.auto.offset.reset is set
@@ -21,8 +26,9 @@ Groups (clients nobody here wrote):
 - ``early``: librdkafka classic, earliest, declared so: covered;
 - ``jclassic`` and ``jnext``: Kafka's Java console consumer (classic, and
   KIP-848's consumer protocol), latest by default, auto-commit at its
-  defaults: repaired after;
-- ``rnext``: librdkafka with KIP-848's consumer protocol, latest: repaired after;
+  defaults: protected by membership;
+- ``rnext``: librdkafka with KIP-848's consumer protocol, latest: protected
+  by membership;
 - ``jshare``: Kafka's ConsoleShareConsumer in a share group left at the
   default: covered on 4.4.0;
 - ``streams``: Kafka's own WordCountDemo (Streams 4.3.1, KIP-1071's streams
@@ -125,7 +131,11 @@ def test_it_stores_the_plan_shown_and_a_second_approver_approves_it(stored_topic
         (viewer, body, 403, "approver role"),
         (alice, {**body, "fingerprint": None}, 400, "fingerprint"),
         (alice, {**body, "fingerprint": "0" * 64}, 409, "the plan changed"),
-        (alice, {**body, "repairs": {"nobody": {"max_records": 1}}}, 400, "does not repair"),
+        (alice, {**body, "repairs": {"nobody": {"max_records": 1}}}, 400, "the plan does not have"),
+        (alice, {**body, "repairs": {HOSTILE: {"action": "bogus", "max_records": 1}}}, 400, "'protect', "),
+        # No rate measured yet: the plan has no estimate, so a repair without a maximum would wait for a person.
+        (alice, {**body, "repairs": {HOSTILE: {"action": "repair_after"}}}, 400,
+         "no maximum for the repair of 1 group(s) repaired after"),
         (alice, {**body, "repairs": {HOSTILE: {"max_records": -1}}}, 400, ""),
         (alice, {**body, "repairs": {HOSTILE: {"sink": "kafka", "replay_topic": "orders"}}}, 400, "cannot take"),
     ]
@@ -142,7 +152,9 @@ def test_it_stores_the_plan_shown_and_a_second_approver_approves_it(stored_topic
     check_against_schema(document, job, response_schema(document, "/api/v1/expansions", "post", 201), "job")
     assert (job["state"], job["from_partitions"], job["to_partitions"], job["requested_by"]) == \
         ("planned", 2, 3, "alice")
-    assert job["decisions"][HOSTILE]["outcome"] == "repaired_after"
+    # A live classic group: protected by membership, with its repair after should the protection fail.
+    assert (job["decisions"][HOSTILE]["outcome"], job["decisions"][HOSTILE]["method"]) == \
+        ("protected_before", "membership")
     assert (job["decisions"][HOSTILE]["sink"], job["decisions"][HOSTILE]["max_records"]) == ("parquet", 500)
     again = post_json(alice, "/api/v1/expansions", body)
     assert again.status_code == 409 and f"expansion {job['id']}" in json.loads(again.content)["error"]
@@ -190,10 +202,20 @@ def test_the_topic_pages_button_requests_the_plan_shown_and_a_refusal_frees_the_
     stranger = alice.post(f"/topics/{topic.id}/expand", {"partitions": "3", "fingerprint": fingerprint,
                                                          "repair_group": "nobody", "repair_max_records": "5"},
                           follow=True)
-    assert "does not repair" in stranger.content.decode() and not ExpansionJob.objects.exists()
+    assert "the plan does not have" in stranger.content.decode() and not ExpansionJob.objects.exists()
+    # The form's choice: a repair after with no maximum is refused, naming the group (none was typed and
+    # the plan has no estimate: no produce rate yet).
+    unbounded = alice.post(f"/topics/{topic.id}/expand", {"partitions": "3", "fingerprint": fingerprint,
+                                                          "repair_group": HOSTILE, "repair_action": "repair_after",
+                                                          "repair_max_records": ""}, follow=True)
+    assert "no maximum for the repair of 1 group(s)" in unbounded.content.decode()
+    assert "&lt;script&gt;" in unbounded.content.decode() and not ExpansionJob.objects.exists()
     done = alice.post(f"/topics/{topic.id}/expand", {"partitions": "3", "fingerprint": fingerprint,
-                                                     "repair_group": HOSTILE, "repair_max_records": " 42 "})
+                                                     "repair_group": HOSTILE, "repair_action": "protect",
+                                                     "repair_max_records": " 42 "})
     job = ExpansionJob.objects.get()
+    assert (job.decisions[HOSTILE]["outcome"], job.decisions[HOSTILE]["method"]) == ("protected_before", "membership")
+    assert 'option value="protect" selected' in page
     assert done.status_code == 302 and done["Location"] == f"/expansions/{job.id}/"
     assert job.decisions[HOSTILE]["max_records"] == 42
     assert "Approve this plan" in alice.get(done["Location"]).content.decode()
@@ -231,11 +253,13 @@ def covered(read: set[int], delivered: set[int], start: int, end: int) -> list[i
     return [offset for offset in range(start, end) if offset not in read and offset not in delivered]
 
 
-# The groups a pre-approved backfill repairs, and those nothing needs to be done for.
-REPAIRED = ("live", "jclassic", "jnext", "rnext")
+# The groups protected by membership, and the one the approver has repaired after instead.
+PROTECTED = ("live", "jclassic", "jnext", "rnext")
+REPAIRED = ("copied",)
 # Each group's client and protocol, for the proof's table.
 CLIENTS = {
     "live": "librdkafka, classic, latest",
+    "copied": "librdkafka, classic, latest; repair after chosen",
     "left": "librdkafka, classic, latest; committed, then left",
     "shared": "librdkafka share consumer; latest set on the group",
     "quiet": "librdkafka share consumer; broker default",
@@ -295,6 +319,9 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
     try:
         live = start_consuming_group(broker, cluster, topic, names["live"], offset_reset="latest", refresh_ms=2000)
         consumers.append(live)
+        copied = start_consuming_group(broker, cluster, topic, names["copied"], offset_reset="latest",
+                                       refresh_ms=2000)
+        consumers.append(copied)
         left = start_consuming_group(broker, cluster, topic, names["left"], offset_reset="latest")
         left.close()
         early = start_consuming_group(broker, cluster, topic, names["early"], offset_reset="earliest",
@@ -345,23 +372,32 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         show_expansion_plan(page, live_server, topic_row.id, 4)
         shown = {row.locator("td.group-id").inner_text(): row.get_attribute("data-outcome")
                  for row in page.locator("table.expansion-plan tbody tr").all()}
-        assert shown == {names["live"]: "repaired_after", names["left"]: "protected_before",
+        assert shown == {names["live"]: "protected_before", names["copied"]: "protected_before",
+                         names["left"]: "protected_before",
                          names["shared"]: "protected_before", names["quiet"]: "covered",
-                         names["early"]: "covered", names["jclassic"]: "repaired_after",
-                         names["jnext"]: "repaired_after", names["rnext"]: "repaired_after",
+                         names["early"]: "covered", names["jclassic"]: "protected_before",
+                         names["jnext"]: "protected_before", names["rnext"]: "protected_before",
                          names["jshare"]: "covered", names["streams"]: "covered"}, shown
-        maximums = page.locator("#request-expansion input[name=repair_max_records]")
-        assert maximums.count() == len(REPAIRED)
-        for index in range(maximums.count()):
-            maximums.nth(index).fill(str(MAX_REPLAY))
+        costs = {row.locator("td.group-id").inner_text(): row.locator("dl.protection-cost dd").first.inner_text()
+                 for row in page.locator("table.expansion-plan tbody tr").all()
+                 if row.locator("dl.protection-cost").count()}
+        assert costs[names["jnext"]].startswith("no rebalance") and "eager assignor 'range'" in costs[names["live"]]
+        choices = page.locator("#request-expansion p.repair-maximum")
+        assert choices.count() == len(PROTECTED) + len(REPAIRED)
+        for index in range(choices.count()):
+            choices.nth(index).locator("input[name=repair_max_records]").fill(str(MAX_REPLAY))
+            if choices.nth(index).locator("span.group-id").inner_text() == names["copied"]:
+                choices.nth(index).locator("select[name=repair_action]").select_option("repair_after")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "expansion-proof-plan.png"), full_page=True)
         page.click("text=Request this expansion")
         page.wait_for_url(f"{live_server.url}/expansions/*/")
         job = ExpansionJob.objects.get(topic=topic_row)
         assert (job.state, job.requested_by) == ("planned", alice)
-        assert {names[kind]: job.decisions[names[kind]]["max_records"] for kind in REPAIRED} == \
-            {names[kind]: MAX_REPLAY for kind in REPAIRED}
+        assert {names[kind]: job.decisions[names[kind]]["max_records"] for kind in (*PROTECTED, *REPAIRED)} == \
+            {names[kind]: MAX_REPLAY for kind in (*PROTECTED, *REPAIRED)}
+        assert {names[kind]: job.decisions[names[kind]]["outcome"] for kind in (*PROTECTED, *REPAIRED)} == \
+            {**{names[kind]: "protected_before" for kind in PROTECTED}, names["copied"]: "repaired_after"}
 
         # Chromium: bob, the second person, approves it on the job's page.
         assert "approved" in approve_expansion_as(page, live_server, bob.username, job.id)
@@ -369,7 +405,9 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         assert job.approved_by == bob and job.approved_at is not None
         job_id = job.id
 
-        wait_until(lambda: "add_partitions" in ExpansionJob.objects.get(id=job_id).steps, timeout=120,
+        # Producers write to the new partitions at once, as they do on a real cluster: the test looks
+        # for them every 50 ms, while Gapwatch is still seated in the groups it protects.
+        wait_until(lambda: broker_partitions(broker, topic) == 4, timeout=180, interval=0.05,
                    what="the partitions added")
         producer.add([2, 3])
         wait_until(lambda: producer.writes([2, 3]), timeout=120, what="the producer to write to partitions 2 and 3")
@@ -399,16 +437,17 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         ends = {p: o.high_watermark for p, o in _offsets(cluster, topic, [2, 3]).items()}
         returned = GroupConsumer(broker.bootstrap, names["left"], topic, offset_reset="latest")
         consumers.append(returned)
-        delivered: dict[str, dict[int, set[int]]] = {names[kind]: {2: set(), 3: set()} for kind in REPAIRED}
+        delivered: dict[str, dict[int, set[int]]] = {names[kind]: {2: set(), 3: set()}
+                                                     for kind in (*PROTECTED, *REPAIRED)}
         for group_id in delivered:
-            for entry in job.decisions[group_id]["backfills"].values():
+            for entry in (job.decisions[group_id].get("backfills") or {}).values():
                 if "job" not in entry:
                     continue
                 backfill = RemediationJob.objects.get(id=entry["job"])
                 assert backfill.status == "succeeded" and backfill.params["source"] == f"expansion {job_id}"
                 for partition, offset in parquet_offsets(str(Path(settings.BACKFILL_OUTPUT) / str(backfill.id))):
                     delivered[group_id][partition].add(offset)
-        readers = {names["live"]: live, names["left"]: returned, names["shared"]: shared, names["quiet"]: quiet,
+        readers = {names["live"]: live, names["copied"]: copied, names["left"]: returned, names["shared"]: shared, names["quiet"]: quiet,
                    names["early"]: early, names["jclassic"]: java["jclassic"], names["jnext"]: java["jnext"],
                    names["rnext"]: rnext, names["jshare"]: jshare, names["streams"]: counted}
         read: dict[str, dict[int, set[int]]] = {}
@@ -425,7 +464,19 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
                 skipped[group_id] += len(covered(read[group_id][p], set(), 0, ends[p]))
         missed = {group_id: sum(len(offsets) for offsets in by_partition.values())
                   for group_id, by_partition in delivered.items()}
-        assert missed[names["live"]] > 0  # the latest group did start above the log start: the backfill mattered
+        # The group repaired after did start above the log start (the backfill mattered); every other
+        # group's own application read every record of the new partitions, no backfill was made for it.
+        assert missed[names["copied"]] > 0 and skipped[names["copied"]] > 0
+        assert {kind: skipped[names[kind]] for kind in names if kind != "copied"} == \
+            {kind: 0 for kind in names if kind != "copied"}, skipped
+        assert {kind: missed[names[kind]] for kind in PROTECTED} == {kind: 0 for kind in PROTECTED}
+        for kind in PROTECTED:
+            membership = job.decisions[names[kind]]["membership"]
+            assert [c["won"] for c in membership["partitions"].values()] == [True, True], (kind, membership)
+            assert membership["left"] is True and membership["client_id"] == f"gapwatch-protector-expansion-{job_id}"
+            assert job.verdicts[names[kind]]["how"] == "protected", job.verdicts[names[kind]]
+        assert job.verdicts[names["copied"]]["how"] == "copied"
+        assert "the group's own application did not read offsets" in job.verdicts[names["copied"]]["words"]
         _bench_row(job=job, plan=job.plan, names=names, skipped=skipped, replayed=missed)
         table = proof_table(job=job, names=names, read=read, delivered=delivered, ends=ends)
         (ARTIFACTS / "expansion-proof.md").write_text(table)
@@ -433,14 +484,17 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
               f" ends {ends}\n{table}")
 
         assert {"expansion.requested", "expansion.approved", "expansion.validate", "expansion.protected",
+                "expansion.joined", "expansion.left",
                 "expansion.add_partitions", "expansion.committed", "expansion.restored", "expansion.watch",
                 "expansion.backfills", "expansion.verify", "expansion.done"} <= set(
             AuditEvent.objects.filter(object_type="expansion").values_list("action", flat=True))
         [event] = Notification.objects.filter(event="expansion.finished")
         assert (event.payload["state"], event.payload["expansion"], set(event.payload["groups"])) == \
             ("done", job_id, set(names.values()))
-        assert f"gapwatch_expansion_groups_total{{cluster=\"local\",verdict=\"nothing_lost\"}} {len(names)}.0" in \
-            api.get("/metrics").content.decode()
+        metrics = api.get("/metrics").content.decode()
+        assert f"gapwatch_expansion_groups_total{{cluster=\"local\",verdict=\"nothing_lost\"}} {len(names)}.0" in metrics
+        for how, count in (("protected", 6), ("covered", 4), ("copied", 1), ("lost", 0)):
+            assert f"gapwatch_expansion_group_outcomes_total{{cluster=\"local\",how=\"{how}\"}} {count}.0" in metrics
     finally:
         producer.stop()
         for client in (*consumers, *apps):
@@ -497,6 +551,11 @@ def proof_table(*, job: ExpansionJob, names: dict[str, str], read: dict[str, dic
         if protection.get("applied"):
             action = (f"share.auto.offset.reset earliest before, restored to "
                       f"{protection.get('previous') or 'the default'} after")
+        elif (decision.get("membership") or {}).get("partitions"):
+            action = ("joined as a member, added the partitions, committed "
+                      + ", ".join(f"p{p} at {c['offset']} ({'before any member held it' if c['won'] else 'too late'})"
+                                  for p, c in sorted(decision["membership"]["partitions"].items()))
+                      + f", left ({decision['membership'].get('joined_after_seconds')} s to join)")
         elif decision.get("committed"):
             action = "committed " + ", ".join(f"p{p} at {o}" for p, o in sorted(decision["committed"].items()))
         elif decision.get("backfills"):

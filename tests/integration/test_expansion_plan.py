@@ -4,7 +4,7 @@ consumer), a real Celery worker asking the broker's verdict with
 CreatePartitions validate_only. The plan changes nothing: the topic keeps its
 partitions and nothing is stored.
 
-One topic, read by a live latest group (repaired after), a group that
+One topic, read by a live latest group (protected by membership), a group that
 consumed, committed and left (protected before), a group declared earliest
 (covered) and a share group left at the default (covered on 4.4.0:
 KAFKA-20742)."""
@@ -92,11 +92,15 @@ def test_it_plans_every_reader_with_the_brokers_verdict_and_changes_nothing(
 
     live = groups[f"live-{unique}"]
     assert (live["outcome"], live["policy"], live["policy_source"], live["protocol"], live["members"]) == \
-        ("repaired_after", "latest", "assumed", "classic", 1)
-    assert live["sink"] == "parquet" and "backfill of the sound range" in live["reason"]
+        ("protected_before", "latest", "assumed", "classic", 1)
+    assert (live["protection"], live["sink"]) == ("membership", "parquet")
+    assert "joins it with a member of its own" in live["reason"]
+    assert "two rebalances" in live["cost"] and "eager assignor 'range'" in live["cost"]
+    assert live["needs"].startswith(f"Read on group 'live-{unique}'")
+    assert live["alternative"].startswith("repair after: a backfill of the sound range to parquet")
     missed = live["expected_missed"]
-    assert missed["estimate"] is True and 0 <= missed["low"] < missed["high"]
-    assert missed["words"].startswith("estimate:") and "300 s" in missed["words"]
+    assert missed["estimate"] is True and missed["low"] == 0 and missed["high"] > 0
+    assert missed["words"].startswith("none if the protection wins") and "300 s" in missed["words"]
 
     left = groups[f"left-{unique}"]
     assert (left["outcome"], left["members"], left["policy_source"]) == ("protected_before", 0, "assumed")
@@ -112,7 +116,7 @@ def test_it_plans_every_reader_with_the_brokers_verdict_and_changes_nothing(
         ("covered", "share", "latest", "cluster")
     assert "KAFKA-20742" in share["reason"]
     assert share["policy_words"] == "share.auto.offset.reset=latest (the broker's default)"
-    assert plan["counts"] == {"covered": 2, "protected_before": 1, "repaired_after": 1, "at_risk": 0}
+    assert plan["counts"] == {"covered": 2, "protected_before": 2, "repaired_after": 0, "at_risk": 0}
 
     # A plan only: the broker still has 2 partitions; no job, no audit row.
     assert broker_partitions(broker, topic) == 2
@@ -124,7 +128,7 @@ def test_it_plans_every_reader_with_the_brokers_verdict_and_changes_nothing(
     assert {g["group"]: g["outcome"] for g in json.loads(out.text)["groups"]} == \
         {g: groups[g]["outcome"] for g in groups}
     call_command("plan_expansion", "--cluster", "local", "--topic", topic, "--partitions", "4", stdout=(out := _Out()))
-    assert "broker: accepts" in out.text and "repaired after" in out.text and "protected before" in out.text
+    assert "broker: accepts" in out.text and "protected before" in out.text
 
 
 def test_the_brokers_refusal_is_shown_in_words(transactional_db, broker, cluster, unique, celery_worker_thread):
@@ -255,7 +259,8 @@ def test_the_page_plans_and_escapes_a_hostile_group_id(stored_topic, monkeypatch
     body = page.content.decode()
     assert page.status_code == 200
     assert "&lt;script&gt;alert(&#x27;plan&#x27;)&lt;/script&gt;" in body and HOSTILE not in body
-    assert "repaired after" in body and "estimate" in body and "The broker accepts" in body
+    assert "protected before" in body and "estimate" in body and "The broker accepts" in body
+    assert "two rebalances" in body and "Read on group" in body  # the protection's cost and needs
     assert "dry run" in body.lower()
 
     bad = client.get(f"/topics/{stored_topic.id}/", {"partitions": "2"})

@@ -96,6 +96,8 @@ def expected_samples() -> dict[tuple[str, tuple], float]:
         put("gapwatch_redelivered_messages_total", 0, cluster=cluster)
         for verdict in ("nothing_lost", "loss", "not_decided"):
             put("gapwatch_expansion_groups_total", 0, cluster=cluster, verdict=verdict)
+        for how in ("protected", "covered", "copied", "lost", "not_decided"):
+            put("gapwatch_expansion_group_outcomes_total", 0, cluster=cluster, how=how)
     return expected
 
 

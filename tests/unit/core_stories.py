@@ -122,12 +122,14 @@ class Store:
     unowned_after_polls: int = 30
     now: datetime = T0
     watching: bool = True
+    # Gapwatch's commits as a member (issue 43), by (group, topic, partition).
+    protections: dict = field(default_factory=dict)
 
     def apply(self, snapshot: Snapshot, likely_starts: dict | None = None) -> Changes:
         changes = evaluate_snapshot(
             snapshot=snapshot, known_topics=self.topics.values(), known_groups=self.groups.values(),
             open_findings=self.findings.values(), now=self.now, unowned_after_polls=self.unowned_after_polls,
-            likely_starts=likely_starts, watching=self.watching,
+            likely_starts=likely_starts, watching=self.watching, protections=self.protections,
         )
         for proof in changes.policy_evidence:
             known = self.groups.get(proof.group_id, KnownGroup(proof.group_id, frozenset()))

@@ -43,21 +43,22 @@ def reader(group_id="billing", type="consumer", state="Stable", members=2, **fac
 # (reader, cluster's metadata.version, outcome, policy, policy source, expected missed (low, high), why)
 GROUP_CASES = [
     pytest.param(
-        reader(), KAFKA_44, "repaired_after", "latest", "assumed", (40, 400),
-        "a live KIP-848 group nobody declared: latest is every client's default, so assumed; nothing on the broker "
-        "changes where live members start, so a backfill repairs it after; 40 offsets/s on the new partitions "
-        "for its 1 to 10 s pickup",
+        reader(), KAFKA_44, "protected_before", "latest", "assumed", (0, 400),
+        "a live KIP-848 group nobody declared: latest is every client's default, so assumed; Gapwatch sits in it "
+        "and commits the new partitions' log start before its members take them: nothing if that wins, and if it "
+        "loses the race, 40 offsets/s on the new partitions for its 1 to 10 s pickup",
         id="live-consumer-group-assumed-latest",
     ),
     pytest.param(
-        reader(type="classic"), KAFKA_44, "repaired_after", "latest", "assumed", (40, 12_000),
-        "a live classic group sees new partitions only at its clients' metadata refresh, up to 300 s by default: "
-        "40 offsets/s for 1 to 300 s",
+        reader(type="classic", assignor="range"), KAFKA_44, "protected_before", "latest", "assumed", (0, 12_000),
+        "a live classic group with an assignor Gapwatch's member offers: protected by membership; lost, it would "
+        "see new partitions only at its clients' metadata refresh, up to 300 s by default: 40 offsets/s for 1 to "
+        "300 s",
         id="live-classic-group-assumed-latest",
     ),
     pytest.param(
-        reader(type="classic", declared_policy="latest"), KAFKA_44, "repaired_after", "latest", "declared",
-        (40, 12_000),
+        reader(type="classic", declared_policy="latest"), KAFKA_44, "protected_before", "latest", "declared",
+        (0, 12_000),
         "declared latest: the declaration, not an assumption, gives the policy; the outcome is the same",
         id="live-classic-group-declared-latest",
     ),
@@ -73,8 +74,8 @@ GROUP_CASES = [
         id="proven-earliest-by-evidence",
     ),
     pytest.param(
-        reader(declared_policy="latest", evidence="a commit below H_k"), KAFKA_44, "repaired_after", "latest",
-        "declared", (40, 400),
+        reader(declared_policy="latest", evidence="a commit below H_k"), KAFKA_44, "protected_before", "latest",
+        "declared", (0, 400),
         "an operator's declaration outranks old evidence: the clients may have been reconfigured since",
         id="declaration-outranks-evidence",
     ),
@@ -99,9 +100,27 @@ GROUP_CASES = [
     ),
     pytest.param(
         reader(members=3, sink="kafka", sink_problem="orders.replay already exists and is not a replay topic"),
-        KAFKA_44, "at_risk", "latest", "assumed", (40, 400),
-        "live and latest, and its sink cannot take a backfill: nothing can protect or repair it",
+        KAFKA_44, "protected_before", "latest", "assumed", (0, 400),
+        "live and latest, its sink cannot take a backfill: the protection by membership needs no sink",
         id="live-latest-no-sink-allowed",
+    ),
+    pytest.param(
+        reader(type="classic", assignor="sticky", sink="kafka", sink_problem="no replay topic"),
+        KAFKA_44, "at_risk", "latest", "assumed", (40, 12_000),
+        "an assignor Gapwatch's member cannot offer (Java's eager 'sticky') and a sink that cannot take a "
+        "backfill: nothing can protect or repair it",
+        id="unseatable-and-no-sink",
+    ),
+    pytest.param(
+        reader(type="classic", assignor="sticky"), KAFKA_44, "repaired_after", "latest", "assumed", (40, 12_000),
+        "the group's members agreed on 'sticky', which librdkafka cannot offer: a seat would be refused "
+        "(INCONSISTENT_GROUP_PROTOCOL), so it is repaired after",
+        id="unseatable-assignor",
+    ),
+    pytest.param(
+        reader(type="classic", assignor="cooperative-sticky"), KAFKA_44, "protected_before", "latest", "assumed",
+        (0, 12_000), "a cooperative group: Gapwatch's member offers cooperative-sticky too",
+        id="cooperative-group",
     ),
     pytest.param(
         reader(state="Empty", members=0, commits_on_topic=True, sink="kafka", sink_problem="refused"), KAFKA_44,
@@ -115,8 +134,8 @@ GROUP_CASES = [
         id="connect-sink-default",
     ),
     pytest.param(
-        reader("connect-s3-sink", type="consumer", declared_policy="latest"), KAFKA_44, "repaired_after", "latest",
-        "declared", (40, 400),
+        reader("connect-s3-sink", type="consumer", declared_policy="latest"), KAFKA_44, "protected_before",
+        "latest", "declared", (0, 400),
         "a Connect sink declared latest (consumer.override.auto.offset.reset) is a live latest group like any",
         id="connect-sink-declared-latest",
     ),
@@ -229,20 +248,21 @@ MISS_CASES = [
 
 @pytest.mark.parametrize(("rate", "added", "new_count", "protocol", "missed", "why"), MISS_CASES)
 def test_expected_missed(rate, added, new_count, protocol, missed, why):
-    facts = reader(type=protocol, reset_setting=SHARE_LATEST_SET)
+    facts = reader(type=protocol, members=0, reset_setting=SHARE_LATEST_SET)
     plan = plan_group(facts, rate=rate, added=added, new_count=new_count, metadata_version=KAFKA_43)
     assert (plan.expected_missed.low, plan.expected_missed.high) == missed, why
 
 
 def test_the_estimate_says_it_is_one_with_its_evidence():
-    plan = plan_group(reader(type="classic"), rate=RATE, added=4, new_count=8, metadata_version=KAFKA_44)
+    plan = plan_group(reader(type="classic", assignor="sticky"), rate=RATE, added=4, new_count=8,
+                      metadata_version=KAFKA_44)
     assert plan.expected_missed == MissEstimate(40, 12_000, (
         "estimate: 80 offsets/s over 8 partitions, 4 of them new, for a classic group's members see new "
         "partitions at their own metadata refresh, unknown to the broker (300 s by default in the Java client "
         "and librdkafka): 1 to 300 s; the backfill replays them"))
-    risky = plan_group(reader(sink_problem="no"), rate=RATE, added=4, new_count=8, metadata_version=KAFKA_44)
+    risky = plan_group(reader(members=0, sink_problem="no"), rate=RATE, added=4, new_count=8, metadata_version=KAFKA_44)
     assert risky.expected_missed.words.endswith("lost unless repaired by hand")
-    assert "not estimated" in plan_group(reader(), rate=None, added=4, new_count=8,
+    assert "not estimated" in plan_group(reader(members=0), rate=None, added=4, new_count=8,
                                          metadata_version=KAFKA_44).expected_missed.words
 
 
@@ -250,14 +270,16 @@ def test_reasons_name_what_gapwatch_will_do():
     def reason(facts, version=KAFKA_44):
         return plan_group(facts, rate=RATE, added=4, new_count=8, metadata_version=version).reason
 
-    assert "backfill of the sound range" in reason(reader(sink="kafka"))
-    assert "to kafka" in reason(reader(sink="kafka"))
+    assert "backfill of the sound range" in reason(reader(type="classic", assignor="sticky", sink="kafka"))
+    assert "to kafka" in reason(reader(type="classic", assignor="sticky", sink="kafka"))
+    assert "cannot offer" in reason(reader(type="classic", assignor="sticky", sink="kafka"))
+    assert "joins it with a member of its own" in reason(reader(type="classic"))
     assert "commits the new partitions at their log start" in reason(reader(members=0, commits_on_topic=True))
     assert "sets share.auto.offset.reset=earliest" in reason(reader("j", type="share"), KAFKA_43)
     assert "KAFKA-20742" in reason(reader("j", type="share", reset_setting=SHARE_DEFAULT))
     assert "Kafka 4.4 starts" in reason(reader("j", type="share", reset_setting=SHARE_DEFAULT))
     assert "guard" in reason(reader(guard="g"))
-    assert "refused here" in reason(reader(sink_problem="refused here"))
+    assert "refused here" in reason(reader(members=0, sink_problem="refused here"))
     assert "streams" in reason(reader("w", type="streams", declared_policy="latest"))
     # A stateful Streams application: covered, but Kafka stops it until its internal topics match.
     stateful = reader("w", type="streams", internal_topics=("w-store-changelog", "w-store-repartition"))
@@ -301,12 +323,13 @@ def test_a_plan_lists_every_group_sorted_with_the_added_partitions_and_counts():
                           metadata_version=KAFKA_44)
     assert [g.group_id for g in plan.groups] == ["<script>", "alpha", "jobs", "mid", "zeta"]
     assert plan.added_partitions == (4, 5) and (plan.current_partitions, plan.new_partitions) == (4, 6)
-    assert plan.counts() == {"covered": 2, "protected_before": 1, "repaired_after": 1, "at_risk": 1}
+    assert plan.counts() == {"covered": 2, "protected_before": 3, "repaired_after": 0, "at_risk": 0}
     assert plan.groups[2].outcome == "covered", "the cluster's release reaches each group's plan (KAFKA-20742)"
-    assert [g.group_id for g in plan.at_risk] == ["mid"]
+    assert [g.protection for g in plan.groups] == ["commit", "", "", "membership", "membership"]
+    assert plan.at_risk == ()
     assert plan.verdict is ACCEPTED and plan.rate is RATE and plan.topic == "orders"
-    # 80/s over 6 partitions, 2 new: 26.7/s, for 1 to 10 s.
-    assert (plan.groups[3].expected_missed.low, plan.groups[3].expected_missed.high) == (26, 267)
+    # Should the protection lose the race: 80/s over 6 partitions, 2 new: 26.7/s, for 1 to 10 s.
+    assert (plan.groups[3].expected_missed.low, plan.groups[3].expected_missed.high) == (0, 267)
     assert plan_expansion(topic=ORDERS, readers=readers, new_partitions=6, verdict=ACCEPTED,
                           metadata_version=KAFKA_43).groups[2].outcome == "protected_before"
     assert plan.groups[0].group_id == "<script>" and plan.groups[0].protocol == "consumer"
@@ -419,13 +442,18 @@ REASON_CASES = [
     pytest.param(reader(members=0, commits_on_topic=True), KAFKA_44,
                  "no members and commits on the topic: Gapwatch commits the new partitions at their log start right "
                  "after they exist, before any member returns", id="empty"),
-    pytest.param(reader(sink="kafka", sink_problem="no replay topic"), KAFKA_44,
+    pytest.param(reader(members=0, sink="kafka", sink_problem="no replay topic"), KAFKA_44,
                  "a latest group nothing on the broker can start earlier, and its backfill sink (kafka) cannot take "
                  "the repair: no replay topic", id="at-risk"),
+    pytest.param(reader(type="classic", assignor="sticky"), KAFKA_44,
+                 "a latest group: its members agreed on the assignor 'sticky', which Gapwatch's member (librdkafka: "
+                 "range, roundrobin, cooperative-sticky) cannot offer; a backfill of the sound range (log start to "
+                 "its first commit) to parquet, approved with this plan, runs once its first commit on each new "
+                 "partition is seen", id="unseatable"),
     pytest.param(reader(), KAFKA_44,
-                 "a latest group: its members choose where they start, and the broker lets no outsider change it; a "
-                 "backfill of the sound range (log start to its first commit) to parquet, approved with this plan, "
-                 "runs once its first commit on each new partition is seen", id="live"),
+                 "a live group: Gapwatch joins it with a member of its own that takes none of its partitions, adds "
+                 "the partitions, commits each new one at its log start and leaves; its members then start there (a "
+                 "committed offset wins over auto.offset.reset), whatever their policy", id="live"),
     pytest.param(reader("w", type="streams", declared_policy="latest"), KAFKA_44,
                  "a latest group: Gapwatch does not commit a streams group's offsets; a backfill of the sound range "
                  "(log start to its first commit) to parquet, approved with this plan, runs once its first commit "
@@ -451,9 +479,50 @@ def test_the_words_of_an_estimate_not_made_and_of_nothing_to_miss():
     covered = plan_group(reader(declared_policy="earliest"), rate=RATE, added=4, new_count=8,
                          metadata_version=KAFKA_44)
     assert covered.expected_missed.words == "none: it starts the new partitions at their log start"
-    unmeasured = plan_group(reader(), rate=None, added=4, new_count=8, metadata_version=KAFKA_44)
+    unmeasured = plan_group(reader(members=0), rate=None, added=4, new_count=8, metadata_version=KAFKA_44)
     assert unmeasured.expected_missed.words == \
         "not estimated: no produce rate measured yet (two polls of the topic are needed)"
     assumed = plan_group(reader(), rate=RATE, added=4, new_count=8, metadata_version=KAFKA_44)
     assert assumed.policy_words == ("assumed latest: the default of the Java client, librdkafka and sarama (declare "
                                     "the group's policy to change it)")
+
+
+# (reader, protection, cost fragment, why)
+SEAT_CASES = [
+    pytest.param(reader(members=3), "membership", "no rebalance",
+                 "KIP-848: the coordinator takes the member in at a heartbeat and moves nobody's partitions",
+                 id="kip-848"),
+    pytest.param(reader(type="classic", assignor="range", members=3), "membership",
+                 "eager assignor 'range': each time its 3 members give up their partitions and pause",
+                 "an eager classic group revokes everything at the join and at the leave", id="eager"),
+    pytest.param(reader(type="classic", assignor="", members=1), "membership", "eager assignor 'range'",
+                 "an assignor not described yet is taken for librdkafka's and Java's first default", id="no-assignor"),
+    pytest.param(reader(type="classic", assignor="cooperative-sticky", members=2), "membership",
+                 "its 2 members keep their partitions and keep reading",
+                 "a cooperative group rebalances without revoking", id="cooperative"),
+    pytest.param(reader(members=0, commits_on_topic=True), "commit", "",
+                 "an empty group needs no seat: the administrative commit", id="empty"),
+    pytest.param(reader("j", type="share", reset_setting=SHARE_LATEST_SET), "share_config", "",
+                 "a share group: its config", id="share"),
+]
+
+
+@pytest.mark.parametrize(("facts", "protection", "cost", "why"), SEAT_CASES)
+def test_each_protection_says_how_and_what_it_costs(facts, protection, cost, why):
+    plan = plan_group(facts, rate=RATE, added=4, new_count=8, metadata_version=KAFKA_43, topic="orders",
+                      anchor_topic="gw-anchor")
+    assert plan.protection == protection, why
+    if protection == "membership":
+        assert cost in plan.cost, why
+        assert plan.needs == ("Read on group 'billing' (to join and commit), Read on topic 'orders' (to commit on "
+                              "it), Read on Gapwatch's anchor topic 'gw-anchor' (and Create on it unless it exists)")
+        assert plan.alternative.startswith("repair after: a backfill of the sound range to parquet")
+    else:
+        assert (plan.cost, plan.needs, plan.alternative) == ("", "", ""), why
+
+
+def test_a_protection_without_a_rate_says_what_it_would_miss_is_not_estimated():
+    plan = plan_group(reader(), rate=None, added=4, new_count=8, metadata_version=KAFKA_44)
+    assert (plan.expected_missed.low, plan.expected_missed.high) == (0, None)
+    assert plan.expected_missed.words.startswith("none if the protection wins")
+    assert "not estimated" in plan.expected_missed.words

@@ -116,3 +116,38 @@ def test_an_assumed_policy_leaves_offsets_possibly_unread_not_lost(partitions, p
     assert not verdict.nothing_lost, "nothing can be claimed whole while a range may be unread"
     assert ("possibly unread" in verdict.words) is possibly, why
     assert all(("only assumed" in u.why) is p.assumed for u, p in zip(verdict.unrepaired, partitions)), why
+
+
+# (facts, how, words fragment, why): a verdict that rests on a copy says so, distinct from protected.
+HOW_CASES = [
+    pytest.param(GroupFacts("live", "protected_before", (PartitionFacts(2, 0, start=0), PartitionFacts(3, 0, start=0)),
+                            method="membership"), "protected",
+                 "Gapwatch committed each new partition's log start as a member of the group before any of its "
+                 "members held it, so its own application reads every record",
+                 "protected by membership: the group's own application reads every record", id="membership"),
+    pytest.param(GroupFacts("left", "protected_before", (PartitionFacts(2, 0, start=0),), method="commit"),
+                 "protected", "protected before: it started every new partition at its log start",
+                 "an empty group committed administratively", id="commit"),
+    pytest.param(GroupFacts("early", "covered", (PartitionFacts(2, 0, start=0),)), "covered",
+                 "covered: it started every new partition at its log start", "it did so by itself", id="covered"),
+    pytest.param(GroupFacts("copied", "repaired_after", (PartitionFacts(2, 0, missed=(0, 40), repaired=True),
+                                                         PartitionFacts(3, 0, missed=(0, 35), repaired=True)),
+                            sink="parquet"), "copied",
+                 "copied to parquet: the group's own application did not read offsets [0, 40) of partition 2, "
+                 "[0, 35) of partition 3; a verified backfill wrote them there",
+                 "a backfill is a copy the application never read: said so, with the ranges", id="copied"),
+    pytest.param(GroupFacts("raced", "repaired_after", (PartitionFacts(2, 0, start=0),
+                                                        PartitionFacts(3, 0, missed=(0, 12), repaired=True)),
+                            method="", sink="kafka", problem="the protection lost the race on partition(s) [3]"),
+                 "copied", "copied to kafka: the group's own application did not read offsets [0, 12) of partition 3",
+                 "a protection lost on one partition, repaired there: the copy is said, and why", id="lost-race"),
+    pytest.param(GroupFacts("live", "protected_before", (PartitionFacts(2, 0, missed=(0, 9)),), method="membership"),
+                 "lost", "9 offset(s) unrepaired", "a protected group that missed offsets anyway: lost", id="lost"),
+]
+
+
+@pytest.mark.parametrize(("facts", "how", "words", "why"), HOW_CASES)
+def test_each_verdict_says_how_the_group_came_to_lose_nothing(facts, how, words, why):
+    verdict = group_verdict(facts)
+    assert (verdict.how, verdict.as_dict()["how"]) == (how, how), why
+    assert words in verdict.words, (why, verdict.words)
