@@ -11,7 +11,7 @@ import pytest
 
 from groups.models import Finding
 from tests.factories import HOSTILE_GROUP_ID, make_cluster, make_finding, make_generation, make_group, make_topic
-from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
+from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
 
 
 @pytest.fixture
@@ -111,3 +111,22 @@ def test_a_selection_across_groups_is_dismissed_with_one_reason(console, live_se
         f"Dismissed 2 of 2 findings: {', '.join(map(str, sorted(chosen)))}.")
     assert Finding.objects.filter(id__in=chosen, resolution="dismissed").count() == 2
     assert page.locator("tr[data-finding]").count() == 1  # the covered one is still open work
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_wrong_address_gets_gapwatchs_not_found_page_with_navigation_only_once_logged_in(live_server, page):
+    # The live server answers with DEBUG off, as `make up` runs: never Django's page listing the URLs.
+    response = page.goto(f"{live_server.url}/topics/no-such-topic/")
+    assert response.status == 404
+    assert page.locator("h1").inner_text() == "Not found"
+    assert page.get_by_role("navigation", name="main").count() == 0
+    assert "URLconf" not in page.content()
+    assert axe_violations(page) == []
+
+    operator = approver_operator()
+    log_in(page, live_server, operator.username, OPERATOR_PASSWORD)
+    response = page.goto(f"{live_server.url}/topics/no-such-topic/")
+    assert response.status == 404
+    assert page.get_by_role("navigation", name="main").get_by_role("link", name="Topics").is_visible()
+    assert axe_violations(page) == []
