@@ -1,7 +1,7 @@
 """The pages' template filters: their one way to show a time (relative,
 "5 min ago", with the absolute UTC time on hover (``title``), for screen
 readers (a visually hidden copy) and for machines (``datetime``)), and the
-words for a finding's state and a group's kind."""
+words for a finding's state, a group's kind and stored structured data."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, KIND_LABELS, group_kind
+from groups.text import detail_rows as text_detail_rows
+from groups.text import stored_words as text_stored_words
 
 register = template.Library()
 
@@ -59,6 +61,18 @@ def when(value: datetime | None, precision: str = "") -> str:
 # rest is still repairable) is shown apart from the way out "expired" (retention
 # took the whole range: closed).
 _STATE_LABELS = {"expired": "partly expired"}
+
+
+@register.filter
+def stored_words(value) -> str:
+    """``{{ job.params|stored_words }}``: stored structured data in words (groups.text)."""
+    return text_stored_words(value)
+
+
+@register.filter
+def detail_rows(detail) -> list[tuple[str, str]]:
+    """``{% for label, words in event.detail|detail_rows %}``: an audit row's detail as rows of words."""
+    return text_detail_rows(detail)
 
 
 @register.filter

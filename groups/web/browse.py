@@ -15,7 +15,6 @@ only data-bearing parts are numbers and text nodes.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from functools import wraps
@@ -76,7 +75,6 @@ from groups.web.charts import (
     lag_chart,
     span_text,
 )
-from groups.web.exports import detail_text
 from groups.web.forms import AuditFilterForm, BrowseFilterForm, ClusterEnabledForm, ClusterForm, GroupSettingsForm
 
 TOPIC_READERS_PER_PAGE = 100
@@ -354,29 +352,6 @@ def cluster_test(request: HttpRequest, pk: int) -> HttpResponse:
 # --- Audit ----------------------------------------------------------------
 
 
-def _detail_lines(detail: dict) -> list[str]:
-    """An audit row's detail for people: one "field: before → after" line per
-    changed field, then the other keys as "key: value" (values as JSON)."""
-    if not isinstance(detail, dict):
-        return [detail_text(detail)]
-
-    def text(value: object) -> str:
-        return json.dumps(value, ensure_ascii=False, default=str)
-
-    before, after = detail.get("before"), detail.get("after")
-    lines = []
-    if isinstance(before, dict) and isinstance(after, dict):
-        for field in [*before, *(name for name in after if name not in before)]:
-            old = text(before[field]) if field in before else "—"
-            new = text(after[field]) if field in after else "—"
-            lines.append(f"{field}: {old} → {new}")
-        rest = {key: value for key, value in detail.items() if key not in ("before", "after")}
-    else:
-        rest = detail
-    lines += [f"{key}: {text(value)}" for key, value in sorted(rest.items())]
-    return lines
-
-
 def _object_link(object_type: str, object_id: str) -> str:
     """The page of an audited object, or "" when there is none (object ids are
     free text in the audit table: only all-digit ids become links)."""
@@ -389,7 +364,11 @@ def _object_link(object_type: str, object_id: str) -> str:
     if object_type == "cluster":
         return f"{reverse('browse:clusters')}#cluster-{int(object_id)}"
     if object_type == "job":
-        return f"/jobs/{int(object_id)}/"
+        return reverse("job_detail", args=[int(object_id)])
+    if object_type == "finding":
+        return reverse("finding_detail", args=[int(object_id)])
+    if object_type == "expansion":
+        return reverse("expansion_detail", args=[int(object_id)])
     return ""
 
 
@@ -402,7 +381,6 @@ def audit_list(request: HttpRequest) -> HttpResponse:
               if form.is_valid() else audit_events_list().none())
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     for event in page.object_list:
-        event.detail_lines = _detail_lines(event.detail)
         event.object_link = _object_link(event.object_type, event.object_id)
     return render(request, "browse/audit.html", {
         "form": form, "page": page, "page_query": _page_query(request), "suggestions": audit_filter_values(),

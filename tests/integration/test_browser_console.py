@@ -115,6 +115,17 @@ def test_a_selection_across_groups_is_dismissed_with_one_reason(console, live_se
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
+def test_a_covered_finding_page_says_why_and_offers_nothing_about_missed_records(console, live_server, page):
+    page.goto(f"{live_server.url}/findings/{console['covered'].id}/")
+    assert page.locator("h1").inner_text() == "orders[2] read in full by aa-covered"
+    assert page.locator("p.covered-why").inner_text().startswith("Covered: the group missed nothing")
+    assert page.get_by_role("link", name="Look at the missed records…").count() == 0
+    assert page.get_by_text("missed by").count() == 0
+    assert axe_violations(page) == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
 def test_a_wrong_address_gets_gapwatchs_not_found_page_with_navigation_only_once_logged_in(live_server, page):
     # The live server answers with DEBUG off, as `make up` runs: never Django's page listing the URLs.
     response = page.goto(f"{live_server.url}/topics/no-such-topic/")

@@ -128,7 +128,9 @@ def test_it_approves_exactly_the_previewed_reset_and_the_job_page_shows_its_stor
     assert job.plan == [{"topic": "orders", "partition": 2, "log_start": 0, "high_watermark": 100, "current": 60,
                          "planned": 45, "clamped": False, "redelivered": 15, "skipped": 0, "note": ""}]
     page = client.get(f"/jobs/{job.id}/").content.decode()
-    assert "target=shift " in page and "value=-15 " in page
+    params = re.search(r'<dd class="job-params">(.*?)</dd>', page).group(1)
+    assert sorted(params.split("; ")) == ["target: shift", "value: -15"]
+    assert f'<a href="/findings/{gap_findings[0].id}/">orders[2]</a>' in page  # the job links its findings
     assert '<td class="num">60</td><td class="num">45</td><td class="num">15</td>' in page
 
 
