@@ -4,6 +4,8 @@
 structured data (a job's parameters, an audit row's detail) to people: keys as
 words, yes/no for booleans, nothing printed as Python or JSON.
 
+``duration_words`` is the one way pages write a duration.
+
 ``csv_cell`` is the one rule for every CSV cell Gapwatch writes (the audit
 export, the reset export). Group ids and topic names are hostile text: the
 csv module quotes commas, quotes and line breaks, so they round-trip intact;
@@ -92,3 +94,29 @@ def detail_rows(detail: object) -> list[tuple[str, str]]:
             rows.append((key_words(field), f"{old} → {new}"))
         rest = {key: value for key, value in detail.items() if key not in ("before", "after")}
     return rows + [(key_words(key), stored_words(value)) for key, value in sorted(rest.items())]
+
+
+# (seconds in the unit, its short name), largest first.
+_DURATION_UNITS = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
+
+
+def duration_words(seconds: float) -> str:
+    """A duration in its two largest units: "850 ms" below a second, "12.3 s"
+    below a minute (tenths below ten seconds: "4.2 s"), then whole units:
+    "4 min 5 s", "2 h 10 min", "3 d 4 h" (a zero second unit left out)."""
+    if seconds < 0:
+        return "-" + duration_words(-seconds)
+    if seconds < 1:
+        return f"{round(seconds * 1000)} ms"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{round(seconds)} s" if round(seconds) < 60 else "1 min"
+    whole = round(seconds)
+    for index, (size, name) in enumerate(_DURATION_UNITS[:-1]):
+        if whole >= size:
+            first, rest = divmod(whole, size)
+            next_size, next_name = _DURATION_UNITS[index + 1]
+            second = rest // next_size
+            return f"{first} {name} {second} {next_name}" if second else f"{first} {name}"
+    return f"{whole} s"

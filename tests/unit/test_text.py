@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from groups.text import csv_cell, detail_rows, partition_ranges, stored_words
+from groups.text import csv_cell, detail_rows, duration_words, partition_ranges, stored_words
 
 
 def test_it_formats_partition_lists_as_ranges():
@@ -86,3 +86,18 @@ def test_stored_values_read_as_words(value, expected, why):
 ])
 def test_an_audit_detail_reads_as_rows_of_words(detail, expected, why):
     assert detail_rows(detail) == expected, why
+
+
+@pytest.mark.parametrize(("seconds", "expected", "why"), [
+    (0.25, "250 ms", "below a second: milliseconds"),
+    (4.25, "4.2 s", "below ten seconds: tenths (rounded half to even)"),
+    (12.4, "12 s", "below a minute: whole seconds"),
+    (59.7, "1 min", "rounding up to a minute says so, never '60 s'"),
+    (245, "4 min 5 s", "minutes and seconds"),
+    (240, "4 min", "a zero second unit is left out"),
+    (7830, "2 h 10 min", "hours and minutes: seconds no longer matter"),
+    (3 * 86400 + 4 * 3600 + 59, "3 d 4 h", "days and hours"),
+    (-90, "-1 min 30 s", "a negative duration keeps its sign"),
+])
+def test_durations_read_in_their_two_largest_units(seconds, expected, why):
+    assert duration_words(seconds) == expected, why
