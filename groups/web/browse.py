@@ -40,6 +40,8 @@ from groups.selectors.access import (
     visible_topics,
 )
 from groups.selectors.browse import (
+    GROUP_SORTS,
+    TOPIC_SORTS,
     audit_events_list,
     audit_filter_values,
     group_chart_extent,
@@ -114,33 +116,57 @@ def _page_query(request: HttpRequest) -> str:
 # --- Topic and group pages ------------------------------------------------
 
 
-def _browse_list(request: HttpRequest, *, template: str, selector: Callable, visible: Callable) -> HttpResponse:
-    """A searchable, paged list (groups or topics) of what the person's scope
-    lets them read; bad input is a 400 with the form's errors and no rows."""
-    form = BrowseFilterForm(request.GET)
+def _browse_list(request: HttpRequest, *, template: str, selector: Callable, visible: Callable, sorts: dict,
+                 hidden: str) -> HttpResponse:
+    """A searchable, sortable, paged list (groups or topics) of what the person's
+    scope lets them read, without what ``hidden`` names (``gone`` groups,
+    ``deleted`` topics) unless ``all`` asks for them, saying how many it hid;
+    bad input is a 400 with the form's errors and no rows."""
+    form = BrowseFilterForm(request.GET, sorts=sorts)
     valid = form.is_valid()
     scope = scope_of(request.user)
-    rows = visible(scope, selector(**form.selector_filters())) if valid else selector().none()
+    if valid:
+        filters = form.selector_filters()
+        rows = visible(scope, selector(**filters, sort=form.sort_key(), **{hidden: None if form.shows_all() else False}))
+        hidden_count = 0 if form.shows_all() else visible(scope, selector(**filters, **{hidden: True})).count()
+    else:
+        filters, rows, hidden_count = {}, selector().none(), 0
     page = Paginator(rows, BROWSE_PER_PAGE).get_page(request.GET.get("page"))
-    filtered = valid and any(form.selector_filters().values())
+    filtered = valid and any(filters.values())
     return render(request, template, {
         "form": form, "page": page, "page_query": _page_query(request), "filtered": filtered,
+        "sorts": [(key, label) for key, (label, _) in sorts.items()], "sort": form.sort_key() if valid else "name",
+        "shows_all": valid and form.shows_all(), "hidden_count": hidden_count,
+        "show_hidden_query": _query_with(request, all="1"), "hide_hidden_query": _query_with(request, all=None),
         "clusters": visible_clusters(scope, clusters_list()).values_list("name", flat=True),
         # Only when the filter shows nothing: how many it hid.
         "hidden_total": visible(scope, selector()).count() if filtered and not page.object_list else 0,
     }, status=200 if valid else 400)
 
 
+def _query_with(request: HttpRequest, **values: str | None) -> str:
+    """The request's query string with ``values`` set (None: removed), back on page one."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    for name, value in values.items():
+        query.pop(name, None)
+        if value is not None:
+            query[name] = value
+    return query.urlencode()
+
+
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def group_list(request: HttpRequest) -> HttpResponse:
-    return _browse_list(request, template="browse/groups.html", selector=groups_browse, visible=visible_groups)
+    return _browse_list(request, template="browse/groups.html", selector=groups_browse, visible=visible_groups,
+                        sorts=GROUP_SORTS, hidden="gone")
 
 
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def topic_list(request: HttpRequest) -> HttpResponse:
-    return _browse_list(request, template="browse/topics.html", selector=topics_browse, visible=visible_topics)
+    return _browse_list(request, template="browse/topics.html", selector=topics_browse, visible=visible_topics,
+                        sorts=TOPIC_SORTS, hidden="deleted")
 
 
 @login_required

@@ -97,14 +97,29 @@ class AuditFilterForm(forms.Form):
 
 
 class BrowseFilterForm(forms.Form):
-    """The groups and topics list pages: a cluster (by name) and part of a
-    name (ignoring case)."""
+    """The groups and topics list pages: a cluster (by name), part of a name
+    (ignoring case), an order (a key of the list's sorts) and ``all``: "1" shows
+    the deleted topics or gone groups too. A sort or ``all`` the page does not
+    offer is an error, never ignored."""
 
     cluster = forms.CharField(required=False, max_length=100)
     q = forms.CharField(required=False, max_length=1000, label="Name contains")
+    sort = forms.ChoiceField(required=False)
+    all = forms.ChoiceField(required=False, choices=[("", "no"), ("1", "yes")])
+
+    def __init__(self, data, *, sorts: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+        super().__init__(data)
+        self.fields["sort"].choices = [("", "name"), *((key, label) for key, (label, _) in sorts.items())]
 
     def selector_filters(self) -> dict:
+        """The list's narrowing (what ``all`` widens is the caller's: each list names it)."""
         return {"cluster": self.cleaned_data.get("cluster") or None, "search": self.cleaned_data.get("q") or None}
+
+    def sort_key(self) -> str:
+        return self.cleaned_data.get("sort") or "name"
+
+    def shows_all(self) -> bool:
+        return self.cleaned_data.get("all") == "1"
 
 
 class FindingFilterForm(forms.Form):
