@@ -410,4 +410,4 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         event.object_link = _object_link(event.object_type, event.object_id)
     return render(request, "browse/audit.html", {
         "form": form, "page": page, "page_query": _page_query(request), "suggestions": audit_filter_values(),
-    })
+    }, status=200 if form.is_valid() else 400)

@@ -104,3 +104,39 @@ def test_an_order_or_toggle_the_page_does_not_offer_is_a_400_saying_so(viewer_cl
     assert response.status_code == 400
     assert re.search(rf'<p class="error" role="alert">{named}: Select a valid choice', body), body
     assert topic_names(body) == [] and group_ids(body) == []
+
+
+PAGE_WORDS = "a page is a whole number from 1"
+
+
+@pytest.mark.parametrize(("path", "query", "says"), [
+    ("/", {"state": "bogus"}, "state: Select a valid choice"),
+    ("/", {"page": "-1"}, f"page: {PAGE_WORDS}"),
+    ("/", {"view": "partitions", "state": "bogus"}, "state: Select a valid choice"),
+    ("/", {"view": "partitions", "page": "-1"}, f"page: {PAGE_WORDS}"),
+    ("/", {"view": "partitions", "sort": "bogus"}, "sort: Select a valid choice"),
+    ("/", {"view": "history", "since": "2026-13-45"}, "since: Enter a valid date."),
+    ("/", {"view": "history", "resolution": "bogus"}, "resolution: Select a valid choice"),
+    ("/jobs/", {"status": "bogus"}, "status: Select a valid choice"),
+    ("/jobs/", {"kind": "rewind"}, "kind: Select a valid choice"),
+    ("/jobs/", {"page": "two"}, f"page: {PAGE_WORDS}"),
+    ("/audit/", {"page": "0"}, f"page: {PAGE_WORDS}"),
+    ("/audit/", {"date_from": "yesterday"}, "date_from: Enter a valid date."),
+    ("/groups/", {"page": "-1"}, f"page: {PAGE_WORDS}"),
+    ("/topics/", {"page": "1.5"}, f"page: {PAGE_WORDS}"),
+], ids=lambda value: value if isinstance(value, str) else "&".join(f"{k}={v}" for k, v in value.items()))
+def test_a_bad_filter_or_page_is_a_400_saying_what_is_wrong_never_ignored(approver_client, lists, path, query, says):
+    response = approver_client.get(path, query)
+    assert response.status_code == 400
+    assert says in response.content.decode()
+
+
+def test_a_page_past_the_last_shows_the_last(viewer_client, lists):
+    response = viewer_client.get("/groups/", {"page": "99"})
+    assert response.status_code == 200 and group_ids(response.content.decode()) == ["busy", "idle", "lossy"]
+
+
+def test_the_live_parts_of_a_list_answer_bad_filters_with_a_400_too(viewer_client, lists):
+    # live.js keeps what it shows when a refresh is not answered with 200.
+    assert viewer_client.get("/findings/table", {"view": "partitions", "state": "bogus"}).status_code == 400
+    assert viewer_client.get("/jobs/live", {"status": "bogus"}).status_code == 400
