@@ -127,7 +127,8 @@ def _browse_list(request: HttpRequest, *, template: str, selector: Callable, vis
     scope = scope_of(request.user)
     if valid:
         filters = form.selector_filters()
-        rows = visible(scope, selector(**filters, sort=form.sort_key(), **{hidden: None if form.shows_all() else False}))
+        shown = {hidden: None} if form.shows_all() else {hidden: False}
+        rows = visible(scope, selector(**filters, sort=form.sort_key(), **shown))
         hidden_count = 0 if form.shows_all() else visible(scope, selector(**filters, **{hidden: True})).count()
     else:
         filters, rows, hidden_count = {}, selector().none(), 0
