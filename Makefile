@@ -43,8 +43,11 @@ XDIST_OPTS = $(if $(filter 0,$(PYTEST_WORKERS)),,--max-worker-restart=0)
 # Tests use Redis database 1 so a running `make up` stack never takes their
 # tasks, and close database connections at once so live-server threads do not
 # keep the test database open. Backfill tests start their own Spark Connect servers.
+# DEBUG=1 for the settings derived from it (no HTTPS redirect, cookies over plain
+# HTTP: the test client and live server speak HTTP); pytest-django still answers
+# every request with DEBUG off, so the tests see Gapwatch's own error pages.
 test: setup-tests services
-	@$(ENV) REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 SPARK_CONNECT_URL= \
+	@$(ENV) DEBUG=1 REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 SPARK_CONNECT_URL= \
 	  SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS $(TEST_JVM_OPTS)" $$VENV/bin/python -m pytest -n $(PYTEST_WORKERS) $(XDIST_OPTS) $(PYTEST_ARGS)
 
 # The issue-11 benchmarks in one run (poll cost vs the CLI, accuracy with real

@@ -16,3 +16,6 @@ urlpatterns = [
     path("oidc/callback/", sso.LoginCallback.as_view(), name="oidc_callback"),
     path("", include("groups.web.urls")),
 ]
+
+# Django's own 400, 403 and 404 pages draw templates/400.html, 403.html and 404.html with the request.
+handler500 = "groups.web.errors.server_error"

@@ -1,5 +1,11 @@
 """Presentation text shared by pages, exports and commands: pure, no Django.
 
+``stored_words`` and ``detail_rows`` are the one way pages show stored
+structured data (a job's parameters, an audit row's detail) to people: keys as
+words, yes/no for booleans, nothing printed as Python or JSON.
+
+``duration_words`` is the one way pages write a duration.
+
 ``csv_cell`` is the one rule for every CSV cell Gapwatch writes (the audit
 export, the reset export). Group ids and topic names are hostile text: the
 csv module quotes commas, quotes and line breaks, so they round-trip intact;
@@ -50,3 +56,67 @@ def text_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> list
     text = [tuple(columns)] + [tuple(str(cell) for cell in row) for row in rows]
     widths = [max(len(row[i]) for row in text) for i in range(len(columns))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in text]
+
+
+def key_words(key: object) -> str:
+    """A stored key as words: ``repaired_after`` → "repaired after"."""
+    return str(key).replace("_", " ")
+
+
+def stored_words(value: object) -> str:
+    """A stored (JSON) value in words: yes or no, "none" for null, a list comma
+    separated, a mapping as "key: value" pairs; text and numbers as they are
+    (a group id keeps its underscores)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "; ".join(f"{key_words(key)}: {stored_words(item)}" for key, item in value.items()) or "none"
+    if isinstance(value, list | tuple):
+        return ", ".join(stored_words(item) for item in value) or "none"
+    return str(value)
+
+
+def detail_rows(detail: object) -> list[tuple[str, str]]:
+    """An audit row's detail as (label, words) rows: each field a "before"
+    and "after" pair name, as "old → new" ("—" where one side lacks it), then
+    the other keys in name order."""
+    if not isinstance(detail, dict):
+        return [("detail", stored_words(detail))]
+    before, after = detail.get("before"), detail.get("after")
+    rows = []
+    rest = detail
+    if isinstance(before, dict) and isinstance(after, dict):
+        for field in [*before, *(name for name in after if name not in before)]:
+            old = stored_words(before[field]) if field in before else "—"
+            new = stored_words(after[field]) if field in after else "—"
+            rows.append((key_words(field), f"{old} → {new}"))
+        rest = {key: value for key, value in detail.items() if key not in ("before", "after")}
+    return rows + [(key_words(key), stored_words(value)) for key, value in sorted(rest.items())]
+
+
+# (seconds in the unit, its short name), largest first.
+_DURATION_UNITS = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
+
+
+def duration_words(seconds: float) -> str:
+    """A duration in its two largest units: "850 ms" below a second, "12.3 s"
+    below a minute (tenths below ten seconds: "4.2 s"), then whole units:
+    "4 min 5 s", "2 h 10 min", "3 d 4 h" (a zero second unit left out)."""
+    if seconds < 0:
+        return "-" + duration_words(-seconds)
+    if seconds < 1:
+        return f"{round(seconds * 1000)} ms"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{round(seconds)} s" if round(seconds) < 60 else "1 min"
+    whole = round(seconds)
+    for index, (size, name) in enumerate(_DURATION_UNITS[:-1]):
+        if whole >= size:
+            first, rest = divmod(whole, size)
+            next_size, next_name = _DURATION_UNITS[index + 1]
+            second = rest // next_size
+            return f"{first} {name} {second} {next_name}" if second else f"{first} {name}"
+    return f"{whole} s"

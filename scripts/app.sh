@@ -38,7 +38,10 @@ web_ready() { curl -fs -o /dev/null "http://127.0.0.1:$WEB_PORT/accounts/login/"
 
 case ${1:-} in
   start)
-    spawn web "$PY/gunicorn" -c python:controlplane.gunicorn_conf controlplane.wsgi \
+    # gunicorn serves plain HTTP on loopback: without DEBUG, Django would redirect it to HTTPS and
+    # send its cookies over HTTPS only (a login that never sticks). Behind a TLS proxy, set them to 1.
+    SECURE_SSL_REDIRECT=${SECURE_SSL_REDIRECT:-0} SESSION_COOKIE_SECURE=${SESSION_COOKIE_SECURE:-0} \
+      CSRF_COOKIE_SECURE=${CSRF_COOKIE_SECURE:-0} spawn web "$PY/gunicorn" -c python:controlplane.gunicorn_conf controlplane.wsgi \
       --bind "127.0.0.1:$WEB_PORT" --access-logfile -
     # The watch has workers of its own (queue "watch": polls and the watcher's ticks), so no job,
     # however long, takes its capacity; jobs and everything else run on the other (issue 42).

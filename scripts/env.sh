@@ -15,7 +15,9 @@ export GAPWATCH_ROOT GAPWATCH_HOME PG_PORT REDIS_PORT KAFKA_PORT KAFKA_CONTROLLE
 export DATABASE_URL=${DATABASE_URL:-postgresql://gapwatch:gapwatch@127.0.0.1:$PG_PORT/gapwatch}
 export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:$REDIS_PORT/0}
 export KAFKA_BOOTSTRAP_SERVERS=${KAFKA_BOOTSTRAP_SERVERS:-127.0.0.1:$KAFKA_PORT}
-export DEBUG=${DEBUG:-1}
+# The local stack runs as it is deployed, DEBUG off: Gapwatch's own error pages,
+# never Django's debug page listing every URL. `DEBUG=1 make up` for developers.
+export DEBUG=${DEBUG:-0}
 # Keys of this install, made once, readable by its owner only (never the public
 # development key: anyone reading the database could decrypt SASL passwords).
 install_secret() {

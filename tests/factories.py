@@ -44,9 +44,10 @@ def make_generation(topic: Topic, number: int = 1, partitions: tuple[int, ...] =
 
 
 def make_group(cluster: Cluster, group_id: str = "billing", **fields) -> ConsumerGroup:
-    defaults = {"state": "Stable", "type": "classic", "assignor": "range", "member_count": 1}
+    defaults = {"state": "Stable", "type": "classic", "assignor": "range", "member_count": 1, "first_seen_at": NOW,
+                "last_seen_at": NOW}
     defaults.update(fields)
-    return ConsumerGroup.objects.create(cluster=cluster, group_id=group_id, first_seen_at=NOW, last_seen_at=NOW, **defaults)
+    return ConsumerGroup.objects.create(cluster=cluster, group_id=group_id, **defaults)
 
 
 def make_group_topic(group: ConsumerGroup, topic: Topic, lag: int) -> GroupTopic:

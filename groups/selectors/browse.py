@@ -32,11 +32,32 @@ def _open_findings_count(field: str) -> Coalesce:
     return Coalesce(Subquery(counts, output_field=IntegerField()), 0)
 
 
-def groups_browse(*, cluster: str | None = None, search: str | None = None) -> QuerySet[ConsumerGroup]:
-    """The groups list page: groups by cluster and id, narrowed to a cluster
-    name and part of a group id (ignoring case), each with ``open_findings``,
-    ``topic_count`` and ``total_lag`` (over its topics at the last poll);
-    no per-partition rows."""
+# The list pages' orders, by the name a page offers: (what the page calls it, the
+# ordering); every one ends on cluster, name and id, so pages never overlap.
+GROUP_SORTS = {
+    "name": ("name", ("cluster__name", "group_id", "id")),
+    "lag": ("lag, highest first", ("-total_lag", "cluster__name", "group_id", "id")),
+    "findings": ("open findings, most first", ("-open_findings", "cluster__name", "group_id", "id")),
+    "state": ("state", ("state", "cluster__name", "group_id", "id")),
+    "last_seen": ("last seen by a poll, latest first", ("-last_seen_at", "cluster__name", "group_id", "id")),
+}
+TOPIC_SORTS = {
+    "name": ("name", ("cluster__name", "name", "id")),
+    "findings": ("open findings, most first", ("-open_findings", "cluster__name", "name", "id")),
+    "groups": ("groups reading it, most first", ("-reader_count", "cluster__name", "name", "id")),
+    "partitions": ("partitions, most first", ("-partition_count", "cluster__name", "name", "id")),
+    "changed": ("last changed, latest first", ("-updated_at", "cluster__name", "name", "id")),
+}
+
+
+def groups_browse(
+    *, cluster: str | None = None, search: str | None = None, gone: bool | None = False, sort: str = "name",
+) -> QuerySet[ConsumerGroup]:
+    """The groups list page: groups ordered by ``sort`` (a key of GROUP_SORTS),
+    narrowed to a cluster name and part of a group id (ignoring case); only the
+    groups the last poll saw (``gone=False``), only gone ones (True) or both
+    (None). Each has ``open_findings``, ``topic_count`` and ``total_lag`` (over
+    its topics at the last poll); no per-partition rows."""
     lags = (GroupTopic.objects.filter(group=OuterRef("pk")).order_by().values("group")
             .annotate(total=Sum("lag"), topics=Count("id")))
     queryset = ConsumerGroup.objects.select_related("cluster").defer("members").annotate(
@@ -48,13 +69,18 @@ def groups_browse(*, cluster: str | None = None, search: str | None = None) -> Q
         queryset = queryset.filter(cluster__name=cluster)
     if search:
         queryset = queryset.filter(group_id__icontains=search)
-    return queryset.order_by("cluster__name", "group_id", "id")
+    if gone is not None:
+        queryset = queryset.filter(present=not gone)
+    return queryset.order_by(*GROUP_SORTS[sort][1])
 
 
-def topics_browse(*, cluster: str | None = None, search: str | None = None) -> QuerySet[Topic]:
-    """The topics list page: topics by cluster and name, narrowed like
-    ``groups_browse``, each with ``reader_count`` (groups reading it),
-    ``open_findings`` and ``latest_generation``."""
+def topics_browse(
+    *, cluster: str | None = None, search: str | None = None, deleted: bool | None = False, sort: str = "name",
+) -> QuerySet[Topic]:
+    """The topics list page: topics ordered by ``sort`` (a key of TOPIC_SORTS),
+    narrowed like ``groups_browse``; only topics that exist (``deleted=False``),
+    only deleted ones (True) or both (None). Each has ``reader_count`` (groups
+    reading it), ``open_findings`` and ``latest_generation``."""
     readers = (GroupTopic.objects.filter(topic=OuterRef("pk")).order_by().values("topic")
                .annotate(count=Count("id")).values("count"))
     latest = PartitionGeneration.objects.filter(topic=OuterRef("pk")).order_by("-number").values("number")[:1]
@@ -67,7 +93,9 @@ def topics_browse(*, cluster: str | None = None, search: str | None = None) -> Q
         queryset = queryset.filter(cluster__name=cluster)
     if search:
         queryset = queryset.filter(name__icontains=search)
-    return queryset.order_by("cluster__name", "name", "id")
+    if deleted is not None:
+        queryset = queryset.filter(deleted=deleted)
+    return queryset.order_by(*TOPIC_SORTS[sort][1])
 
 
 def topic_generations_list(*, topic: Topic) -> QuerySet[PartitionGeneration]:

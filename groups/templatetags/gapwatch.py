@@ -1,7 +1,8 @@
-"""The pages' template filters: their one way to show a time (relative,
-"5 min ago", with the absolute UTC time on hover (``title``), for screen
-readers (a visually hidden copy) and for machines (``datetime``)), and the
-words for a finding's state and a group's kind."""
+"""The pages' template filters: their one way to show a time (``when``: the
+absolute time with the relative one beside it, "2026-11-25 08:01:40 UTC (5 min
+ago)", which gapwatch/times.js rewrites in the viewer's time zone) and a
+duration (``duration``), and the words for a finding's state, a group's kind
+and stored structured data."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, KIND_LABELS, group_kind
+from groups.text import detail_rows as text_detail_rows
+from groups.text import duration_words
+from groups.text import stored_words as text_stored_words
 
 register = template.Library()
 
@@ -43,22 +47,48 @@ def absolute(moment: datetime, *, precise: bool = False) -> str:
 
 @register.filter
 def when(value: datetime | None, precision: str = "") -> str:
-    """``{{ job.created_at|when }}``; ``|when:"ms"`` keeps milliseconds in
-    the absolute time (the pickup evidence); None shows as "—"."""
+    """``{{ job.created_at|when }}``: "2026-11-25 08:01:40 UTC (5 min ago)" in a
+    ``<time>`` that gapwatch/times.js rewrites in the browser's time zone (the UTC
+    time stays on hover). ``|when:"ms"`` keeps milliseconds (the pickup evidence);
+    ``|when:"ago"`` shows the relative time alone, the absolute one on hover and for
+    screen readers (the header's freshness line). None shows as "—"."""
     if value is None or value == "":
         return "—"
     if not isinstance(value, datetime):
         return str(value)
-    shown = absolute(value, precise=precision == "ms")
-    return format_html('<time datetime="{}" title="{}">{}<span class="visually-hidden"> ({})</span></time>',
-                       value.astimezone(UTC).isoformat(timespec="milliseconds" if precision == "ms" else "seconds"),
-                       shown, relative(value, now=timezone.now()), shown)
+    precise = precision == "ms"
+    shown = absolute(value, precise=precise)
+    moment = value.astimezone(UTC).isoformat(timespec="milliseconds" if precise else "seconds")
+    ago = relative(value, now=timezone.now())
+    if precision == "ago":
+        return format_html('<time datetime="{}" data-when="ago" title="{}">{}<span class="visually-hidden"> ({})'
+                           '</span></time>', moment, shown, ago, shown)
+    return format_html('<time datetime="{}" data-when="{}" title="{}"><span class="at">{}</span>'
+                       '<span class="ago"> ({})</span></time>', moment, "ms" if precise else "s", shown, shown, ago)
+
+
+@register.filter
+def duration(seconds: float | int | None) -> str:
+    """``{{ stage.seconds|duration }}``: "850 ms", "12.3 s", "4 min 5 s", "2 h 10 min"; None shows as "—"."""
+    return "—" if seconds is None or seconds == "" else duration_words(float(seconds))
 
 
 # An open finding's state "expired" (retention deleted part of its range; the
 # rest is still repairable) is shown apart from the way out "expired" (retention
 # took the whole range: closed).
 _STATE_LABELS = {"expired": "partly expired"}
+
+
+@register.filter
+def stored_words(value) -> str:
+    """``{{ job.params|stored_words }}``: stored structured data in words (groups.text)."""
+    return text_stored_words(value)
+
+
+@register.filter
+def detail_rows(detail) -> list[tuple[str, str]]:
+    """``{% for label, words in event.detail|detail_rows %}``: an audit row's detail as rows of words."""
+    return text_detail_rows(detail)
 
 
 @register.filter

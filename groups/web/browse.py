@@ -15,7 +15,6 @@ only data-bearing parts are numbers and text nodes.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from functools import wraps
@@ -41,6 +40,8 @@ from groups.selectors.access import (
     visible_topics,
 )
 from groups.selectors.browse import (
+    GROUP_SORTS,
+    TOPIC_SORTS,
     audit_events_list,
     audit_filter_values,
     group_chart_extent,
@@ -76,7 +77,6 @@ from groups.web.charts import (
     lag_chart,
     span_text,
 )
-from groups.web.exports import detail_text
 from groups.web.forms import AuditFilterForm, BrowseFilterForm, ClusterEnabledForm, ClusterForm, GroupSettingsForm
 
 TOPIC_READERS_PER_PAGE = 100
@@ -116,33 +116,58 @@ def _page_query(request: HttpRequest) -> str:
 # --- Topic and group pages ------------------------------------------------
 
 
-def _browse_list(request: HttpRequest, *, template: str, selector: Callable, visible: Callable) -> HttpResponse:
-    """A searchable, paged list (groups or topics) of what the person's scope
-    lets them read; bad input is a 400 with the form's errors and no rows."""
-    form = BrowseFilterForm(request.GET)
+def _browse_list(request: HttpRequest, *, template: str, selector: Callable, visible: Callable, sorts: dict,
+                 hidden: str) -> HttpResponse:
+    """A searchable, sortable, paged list (groups or topics) of what the person's
+    scope lets them read, without what ``hidden`` names (``gone`` groups,
+    ``deleted`` topics) unless ``all`` asks for them, saying how many it hid;
+    bad input is a 400 with the form's errors and no rows."""
+    form = BrowseFilterForm(request.GET, sorts=sorts)
     valid = form.is_valid()
     scope = scope_of(request.user)
-    rows = visible(scope, selector(**form.selector_filters())) if valid else selector().none()
+    if valid:
+        filters = form.selector_filters()
+        shown = {hidden: None} if form.shows_all() else {hidden: False}
+        rows = visible(scope, selector(**filters, sort=form.sort_key(), **shown))
+        hidden_count = 0 if form.shows_all() else visible(scope, selector(**filters, **{hidden: True})).count()
+    else:
+        filters, rows, hidden_count = {}, selector().none(), 0
     page = Paginator(rows, BROWSE_PER_PAGE).get_page(request.GET.get("page"))
-    filtered = valid and any(form.selector_filters().values())
+    filtered = valid and any(filters.values())
     return render(request, template, {
         "form": form, "page": page, "page_query": _page_query(request), "filtered": filtered,
+        "sorts": [(key, label) for key, (label, _) in sorts.items()], "sort": form.sort_key() if valid else "name",
+        "shows_all": valid and form.shows_all(), "hidden_count": hidden_count,
+        "show_hidden_query": _query_with(request, all="1"), "hide_hidden_query": _query_with(request, all=None),
         "clusters": visible_clusters(scope, clusters_list()).values_list("name", flat=True),
         # Only when the filter shows nothing: how many it hid.
         "hidden_total": visible(scope, selector()).count() if filtered and not page.object_list else 0,
     }, status=200 if valid else 400)
 
 
+def _query_with(request: HttpRequest, **values: str | None) -> str:
+    """The request's query string with ``values`` set (None: removed), back on page one."""
+    query = request.GET.copy()
+    query.pop("page", None)
+    for name, value in values.items():
+        query.pop(name, None)
+        if value is not None:
+            query[name] = value
+    return query.urlencode()
+
+
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def group_list(request: HttpRequest) -> HttpResponse:
-    return _browse_list(request, template="browse/groups.html", selector=groups_browse, visible=visible_groups)
+    return _browse_list(request, template="browse/groups.html", selector=groups_browse, visible=visible_groups,
+                        sorts=GROUP_SORTS, hidden="gone")
 
 
 @login_required
 @require_http_methods(["GET", "HEAD"])
 def topic_list(request: HttpRequest) -> HttpResponse:
-    return _browse_list(request, template="browse/topics.html", selector=topics_browse, visible=visible_topics)
+    return _browse_list(request, template="browse/topics.html", selector=topics_browse, visible=visible_topics,
+                        sorts=TOPIC_SORTS, hidden="deleted")
 
 
 @login_required
@@ -354,29 +379,6 @@ def cluster_test(request: HttpRequest, pk: int) -> HttpResponse:
 # --- Audit ----------------------------------------------------------------
 
 
-def _detail_lines(detail: dict) -> list[str]:
-    """An audit row's detail for people: one "field: before → after" line per
-    changed field, then the other keys as "key: value" (values as JSON)."""
-    if not isinstance(detail, dict):
-        return [detail_text(detail)]
-
-    def text(value: object) -> str:
-        return json.dumps(value, ensure_ascii=False, default=str)
-
-    before, after = detail.get("before"), detail.get("after")
-    lines = []
-    if isinstance(before, dict) and isinstance(after, dict):
-        for field in [*before, *(name for name in after if name not in before)]:
-            old = text(before[field]) if field in before else "—"
-            new = text(after[field]) if field in after else "—"
-            lines.append(f"{field}: {old} → {new}")
-        rest = {key: value for key, value in detail.items() if key not in ("before", "after")}
-    else:
-        rest = detail
-    lines += [f"{key}: {text(value)}" for key, value in sorted(rest.items())]
-    return lines
-
-
 def _object_link(object_type: str, object_id: str) -> str:
     """The page of an audited object, or "" when there is none (object ids are
     free text in the audit table: only all-digit ids become links)."""
@@ -389,7 +391,11 @@ def _object_link(object_type: str, object_id: str) -> str:
     if object_type == "cluster":
         return f"{reverse('browse:clusters')}#cluster-{int(object_id)}"
     if object_type == "job":
-        return f"/jobs/{int(object_id)}/"
+        return reverse("job_detail", args=[int(object_id)])
+    if object_type == "finding":
+        return reverse("finding_detail", args=[int(object_id)])
+    if object_type == "expansion":
+        return reverse("expansion_detail", args=[int(object_id)])
     return ""
 
 
@@ -402,8 +408,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
               if form.is_valid() else audit_events_list().none())
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
     for event in page.object_list:
-        event.detail_lines = _detail_lines(event.detail)
         event.object_link = _object_link(event.object_type, event.object_id)
     return render(request, "browse/audit.html", {
         "form": form, "page": page, "page_query": _page_query(request), "suggestions": audit_filter_values(),
-    })
+    }, status=200 if form.is_valid() else 400)

@@ -4,18 +4,26 @@ permission again and audit)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, time, timedelta
 
 from django import forms
 from django.utils import timezone
 
-from groups.models import ConsumerGroup, Finding
+from groups.models import ConsumerGroup, Finding, RemediationJob
 from groups.cluster_forms import ClusterForm  # noqa: F401 - the cluster pages' form, shared with the admin
 from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
 from groups.domain.replay_topics import TOPIC_NAME
 from groups.domain.sinks import GROUP_SINKS, KAFKA
 from groups.services.clusters import GROUP_SETTINGS_FIELDS
 from groups.selectors.clusters import cluster_choices
+
+
+def page_field() -> forms.IntegerField:
+    """``page`` of a list: a whole number from 1 (past the last page, the list
+    shows its last); anything else is the form's error, never ignored."""
+    words = "a page is a whole number from 1"
+    return forms.IntegerField(required=False, min_value=1, error_messages={"invalid": words, "min_value": words})
 
 
 class ClusterEnabledForm(forms.Form):
@@ -73,6 +81,7 @@ class AuditFilterForm(forms.Form):
     object_type = forms.CharField(required=False, max_length=40, label="Object type")
     date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    page = page_field()
 
     def clean(self) -> dict:
         data = super().clean()
@@ -97,36 +106,57 @@ class AuditFilterForm(forms.Form):
 
 
 class BrowseFilterForm(forms.Form):
-    """The groups and topics list pages: a cluster (by name) and part of a
-    name (ignoring case)."""
+    """The groups and topics list pages: a cluster (by name), part of a name
+    (ignoring case), an order (a key of the list's sorts) and ``all``: "1" shows
+    the deleted topics or gone groups too. A sort or ``all`` the page does not
+    offer is an error, never ignored."""
 
     cluster = forms.CharField(required=False, max_length=100)
     q = forms.CharField(required=False, max_length=1000, label="Name contains")
+    sort = forms.ChoiceField(required=False)
+    all = forms.ChoiceField(required=False, choices=[("", "no"), ("1", "yes")])
+    page = page_field()
+
+    def __init__(self, data, *, sorts: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+        super().__init__(data)
+        self.fields["sort"].choices = [("", "name"), *((key, label) for key, (label, _) in sorts.items())]
 
     def selector_filters(self) -> dict:
+        """The list's narrowing (what ``all`` widens is the caller's: each list names it)."""
         return {"cluster": self.cleaned_data.get("cluster") or None, "search": self.cleaned_data.get("q") or None}
+
+    def sort_key(self) -> str:
+        return self.cleaned_data.get("sort") or "name"
+
+    def shows_all(self) -> bool:
+        return self.cleaned_data.get("all") == "1"
 
 
 class FindingFilterForm(forms.Form):
     """Filters of the findings page. Topic and group match part of a name
-    (ignoring case); an unknown state or way out is ignored like an empty
-    one, an unknown group type is an error (the page offers only the kinds
-    of ``groups.domain.group_kinds``); the history (``view=history``) adds closed findings, the way out
-    and the days found (UTC, both ends included)."""
+    (ignoring case); a state, group type, way out or order the page does not
+    offer is an error, never ignored; the history (``view=history``) adds
+    closed findings, the way out and the days found (UTC, both ends
+    included)."""
 
     cluster = forms.CharField(required=False, max_length=100)
     topic = forms.CharField(required=False, max_length=249)
     group = forms.CharField(required=False, max_length=1000)
-    state = forms.CharField(required=False, max_length=10)
+    state = forms.ChoiceField(required=False, choices=[("", "all"), *Finding.State.choices])
     group_type = forms.ChoiceField(required=False, label="Group type",
                                    choices=[("", "all"), *((kind, KIND_LABELS[kind]) for kind in GROUP_KINDS)])
-    resolution = forms.CharField(required=False, max_length=10)
+    resolution = forms.ChoiceField(required=False, label="Way out",
+                                   choices=[("", "any"), ("open", "open"), *Finding.Resolution.choices])
     since = forms.DateField(required=False, label="Found from", widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, label="Found to", widget=forms.DateInput(attrs={"type": "date"}))
+    sort = forms.ChoiceField(required=False)
+    page = page_field()
 
-    def __init__(self, data, *, history: bool) -> None:
+    def __init__(self, data, *, history: bool, sorts: Iterable[str] = ()) -> None:
+        """``sorts``: the orders the list offers (none: the page has no order to pick)."""
         super().__init__(data)
         self.history = history
+        self.fields["sort"].choices = [("", "default"), *((key, key) for key in sorts)]
 
     def clean(self) -> dict:
         data = super().clean()
@@ -141,14 +171,25 @@ class FindingFilterForm(forms.Form):
             "cluster": data.get("cluster") or None,
             "topic_contains": data.get("topic") or None,
             "group_contains": data.get("group") or None,
-            "state": data["state"] if data.get("state") in Finding.State.values else None,
+            "state": data.get("state") or None,
             "group_type": data.get("group_type") or None,
         }
         if self.history:
             resolution = data.get("resolution")
             filters.update(
                 include_closed=True,
-                resolution=resolution if resolution in ("open", *Finding.Resolution.values) else None,
+                resolution=resolution or None,
                 found_since=data.get("since"), found_until=data.get("until"),
             )
         return filters
+
+
+class JobFilterForm(forms.Form):
+    """Filters of the jobs page: a status and a kind the page offers, and the page."""
+
+    status = forms.ChoiceField(required=False, choices=[("", "all"), *RemediationJob.Status.choices])
+    kind = forms.ChoiceField(required=False, choices=[("", "all"), *RemediationJob.Kind.choices])
+    page = page_field()
+
+    def selector_filters(self) -> dict:
+        return {key: self.cleaned_data[key] for key in ("status", "kind") if self.cleaned_data.get(key)}

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from groups.domain.lifecycle import sink_description
 from groups.models import RemediationJob
+from groups.text import duration_words
 
 
 def moment(value: object) -> datetime | None:
@@ -58,7 +59,7 @@ def job_result_view(job: RemediationJob) -> dict:
         if moment(result.get("verified_at")):
             facts.append(("Verified at", moment(result["verified_at"])))
         if result.get("approval_to_verified_seconds") is not None:
-            facts.append(("Approval to verified", f"{result['approval_to_verified_seconds']:.1f} s"))
+            facts.append(("Approval to verified", duration_words(result["approval_to_verified_seconds"])))
         if moment(result.get("waiting_since")):
             facts.append(("Waiting since", moment(result["waiting_since"])))
             facts.append(("Checks while waiting", result.get("checks", 0)))
@@ -69,7 +70,7 @@ def job_result_view(job: RemediationJob) -> dict:
         if "expected" in result:
             facts.append(("Records", f"{result.get('delivered', 0)} delivered of {result['expected']} expected"))
         if result.get("seconds") is not None:
-            facts.append(("Took", f"{result['seconds']:.1f} s"))
+            facts.append(("Took", duration_words(result["seconds"])))
     attempts = [
         {**attempt, "started": moment(attempt.get("started_at")), "ended": moment(attempt.get("ended_at"))}
         for attempt in result.get("attempts", [])

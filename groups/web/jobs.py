@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from groups.domain.job_progress import stage_lines
 from groups.selectors.access import may_approve, scope_of, visible_jobs
+from groups.web.forms import JobFilterForm
 from groups.web.job_result import job_result_view
 from groups.services import remediation
 from groups.services.dispatch import QueueUnavailable
@@ -27,46 +28,48 @@ from groups.web.views import PAGE_SIZE
 from groups.selectors.jobs import job_findings_list, jobs_all
 
 
-def _jobs_context(request: HttpRequest) -> dict:
-    """The jobs list, filtered by status and kind, with what a filter hid."""
-    status = request.GET.get("status", "")
-    kind = request.GET.get("kind", "")
+def _jobs_context(request: HttpRequest) -> tuple[dict, int]:
+    """The jobs list, filtered by status and kind, with what a filter hid, and
+    its status: a status, kind or page the page does not offer is a 400 with
+    the form's errors and no rows."""
+    form = JobFilterForm(request.GET)
+    valid = form.is_valid()
     queryset = (
         visible_jobs(scope_of(request.user), jobs_all())
         .select_related("cluster", "group", "requested_by", "approved_by")
         .annotate(finding_count=Count("job_findings"))
         .order_by("-created_at", "-id")
     )
-    filters = {}
-    if status in RemediationJob.Status.values:
-        filters["status"] = status
-    if kind in RemediationJob.Kind.values:
-        filters["kind"] = kind
-    page = Paginator(queryset.filter(**filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    filters = form.selector_filters() if valid else {}
+    page = Paginator(queryset.filter(**filters) if valid else queryset.none(), PAGE_SIZE).get_page(
+        request.GET.get("page") if valid else 1)
     query = urlencode(filters)
     return {
-        "page": page, "statuses": RemediationJob.Status.values, "kinds": RemediationJob.Kind.values,
-        "status": status, "kind": kind, "query": query, "filters": filters,
+        "form": form, "page": page, "statuses": RemediationJob.Status.values, "kinds": RemediationJob.Kind.values,
+        "status": request.GET.get("status", ""), "kind": request.GET.get("kind", ""), "query": query,
+        "filters": filters,
         # Only when the filter shows nothing: how many jobs it hid.
         "all_jobs": (visible_jobs(scope_of(request.user), jobs_all()).count()
                      if filters and not page.object_list else None),
         "live": any(job.status in RemediationJob.ACTIVE for job in page.object_list),
         "live_url": f"{reverse('jobs_live')}?{request.GET.urlencode()}",
-    }
+    }, 200 if valid else 400
 
 
 @login_required
 @require_GET
 def jobs(request: HttpRequest) -> HttpResponse:
     """Jobs, newest first; the table refreshes itself while a job on it is active."""
-    return render(request, "groups/jobs.html", _jobs_context(request))
+    context, status = _jobs_context(request)
+    return render(request, "groups/jobs.html", context, status=status)
 
 
 @login_required
 @require_GET
 def jobs_live(request: HttpRequest) -> HttpResponse:
     """The jobs table alone, for its live refresh."""
-    return render(request, "groups/_jobs_table.html", _jobs_context(request))
+    context, status = _jobs_context(request)
+    return render(request, "groups/_jobs_table.html", context, status=status)
 
 
 def _job_context(request: HttpRequest, job_id: int) -> dict:

@@ -100,7 +100,7 @@ def findings_filtered(request: HttpRequest) -> tuple[FindingFilterForm, QuerySet
     the form, the findings (none when the form is invalid) and the selector
     filters used."""
     history = request.GET.get("view") == "history"
-    form = FindingFilterForm(request.GET, history=history)
+    form = FindingFilterForm(request.GET, history=history, sorts=SORTS)
     valid = form.is_valid()
     filters = form.selector_filters() if valid else {"state": None, "include_closed": history}
     findings = findings_list(**filters, scope=scope_of(request.user)).order_by(*SORTS[findings_sort(request)])

@@ -7,11 +7,16 @@ real Kafka scenario is in test_browser_dashboard.py)."""
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, timedelta
+from zoneinfo import ZoneInfo
+
 import pytest
+from django.utils import timezone
 
 from groups.models import Finding
 from tests.factories import HOSTILE_GROUP_ID, make_cluster, make_finding, make_generation, make_group, make_topic
-from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, log_in
+from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
 
 
 @pytest.fixture
@@ -111,3 +116,60 @@ def test_a_selection_across_groups_is_dismissed_with_one_reason(console, live_se
         f"Dismissed 2 of 2 findings: {', '.join(map(str, sorted(chosen)))}.")
     assert Finding.objects.filter(id__in=chosen, resolution="dismissed").count() == 2
     assert page.locator("tr[data-finding]").count() == 1  # the covered one is still open work
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_covered_finding_page_says_why_and_offers_nothing_about_missed_records(console, live_server, page):
+    page.goto(f"{live_server.url}/findings/{console['covered'].id}/")
+    assert page.locator("h1").inner_text() == "orders[2] read in full by aa-covered"
+    assert page.locator("p.covered-why").inner_text().startswith("Covered: the group missed nothing")
+    assert page.get_by_role("link", name="Look at the missed records…").count() == 0
+    assert page.get_by_text("missed by").count() == 0
+    assert axe_violations(page) == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("zone", "zone_name"), [
+    # Chromium's short names (en-US): Berlin by its offset, New York by its abbreviation.
+    ("Europe/Berlin", lambda moment: f"GMT+{int(moment.utcoffset().total_seconds() // 3600)}"),
+    ("America/New_York", lambda moment: moment.tzname()),
+], ids=["berlin", "new-york"])
+def test_times_are_shown_in_the_viewers_time_zone_with_utc_on_hover(console, live_server, chromium, zone, zone_name):
+    found_at = (timezone.now() - timedelta(days=3)).replace(microsecond=0)
+    Finding.objects.filter(id=console["live"].id).update(created_at=found_at)
+    there = found_at.astimezone(ZoneInfo(zone))
+    context = chromium.new_context(timezone_id=zone)
+    try:
+        page = context.new_page()
+        log_in(page, live_server, "operator", OPERATOR_PASSWORD)
+        page.goto(f"{live_server.url}/findings/{console['live'].id}/")
+        found = page.locator("p.finding-state time").nth(0)
+        assert found.locator(".at").inner_text() == f"{there:%Y-%m-%d %H:%M:%S} {zone_name(there)}"
+        assert found.get_attribute("title") == f"{found_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        assert found.locator(".ago").inner_text() == " (3 d ago)"
+        # The timeline's evidence keeps its milliseconds in the viewer's zone too.
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \S+",
+                            page.locator("ol.pickup time .at").first.inner_text())
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_wrong_address_gets_gapwatchs_not_found_page_with_navigation_only_once_logged_in(live_server, page):
+    # The live server answers with DEBUG off, as `make up` runs: never Django's page listing the URLs.
+    response = page.goto(f"{live_server.url}/topics/no-such-topic/")
+    assert response.status == 404
+    assert page.locator("h1").inner_text() == "Not found"
+    assert page.get_by_role("navigation", name="main").count() == 0
+    assert "URLconf" not in page.content()
+    assert axe_violations(page) == []
+
+    operator = approver_operator()
+    log_in(page, live_server, operator.username, OPERATOR_PASSWORD)
+    response = page.goto(f"{live_server.url}/topics/no-such-topic/")
+    assert response.status == 404
+    assert page.get_by_role("navigation", name="main").get_by_role("link", name="Topics").is_visible()
+    assert axe_violations(page) == []

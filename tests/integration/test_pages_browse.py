@@ -261,7 +261,7 @@ def test_it_lets_approvers_change_the_group_policy_and_audits_before_and_after(a
                   "replay_topic": "orders.replay"},
     }
     audit_page = approver_client.get("/audit/?object_type=group").content.decode()
-    assert "declared_policy: &quot;unknown&quot; → &quot;earliest&quot;" in audit_page
+    assert '<dt>declared policy</dt><dd class="hostile">unknown → earliest</dd>' in audit_page
     assert f'href="/groups/{group.pk}/"' in audit_page
     # The same settings again change nothing and write no second row.
     approver_client.post(f"/groups/{group.pk}/settings", {
@@ -468,6 +468,24 @@ def test_it_escapes_hostile_names_on_every_page_and_in_the_csv(approver_client, 
     assert not any(cell.startswith(("=", "+", "-", "@")) for cell in cells)
 
 
+def test_the_audit_log_writes_details_in_words_and_links_findings_jobs_and_expansions(approver_client, sasl_cluster):
+    from groups.services.audit import audit_record
+
+    audit_record(action="expansion.approved", cluster=sasl_cluster, object_type="expansion", object_id=41,
+                 detail={"accepted": True, "committed_at": {"2": 0, "3": 0}, "repaired_after": None})
+    audit_record(action="finding.records_viewed", cluster=sasl_cluster, object_type="finding", object_id=42,
+                 detail={"range": [0, 30]})
+    audit_record(action="job.approved", cluster=sasl_cluster, object_type="job", object_id=43)
+    page = approver_client.get("/audit/").content.decode()
+    rows = re.findall(r'<dt>([^<]*)</dt><dd class="hostile">([^<]*)</dd>', page)
+    assert ("accepted", "yes") in rows and ("committed at", "2: 0; 3: 0") in rows
+    assert ("repaired after", "none") in rows and ("range", "0, 30") in rows
+    for raw in ("True", "None", "{&#x27;", "repaired_after"):
+        assert raw not in page, raw
+    for link in ('href="/expansions/41/"', 'href="/findings/42/"', 'href="/jobs/43/"'):
+        assert link in page, link
+
+
 def audit_record_hostile(cluster: Cluster) -> None:
     from groups.services.audit import audit_record
 
@@ -492,7 +510,7 @@ def test_it_filters_and_paginates_the_audit_log_and_exports_the_same_rows(approv
     first = approver_client.get("/audit/?action=cluster.changed").content.decode()
     assert "page 1 of 2 (60 rows)" in first and first.count("<code>cluster.changed</code>") == 50
     second = approver_client.get("/audit/?action=cluster.changed&page=2").content.decode()
-    assert "page 2 of 2 (60 rows)" in second and "<code>i: 0</code>" in second
+    assert "page 2 of 2 (60 rows)" in second and '<dt>i</dt><dd class="hostile">0</dd>' in second
     assert "(1 rows)" in approver_client.get("/audit/?actor=system").content.decode()
     assert "(1 rows)" in approver_client.get(f"/audit/?cluster={other.pk}&object_type=job").content.decode()
     day = (timezone.now() - timedelta(days=10)).date().isoformat()

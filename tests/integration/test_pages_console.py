@@ -150,15 +150,26 @@ def test_a_filtered_jobs_list_says_how_many_jobs_the_filter_hid(approver, job):
     assert "No backfill jobs in state failed: the filter hides all 1 job" in body
 
 
-def test_times_are_relative_with_the_absolute_utc_time_on_hover_and_for_screen_readers(approver, job):
+def test_times_are_absolute_with_the_relative_time_beside_them_from_one_formatter(approver, job):
     RemediationJob.objects.filter(id=job.id).update(created_at=timezone.now() - timedelta(minutes=5))
     body = client_for(approver).get(f"/jobs/{job.id}/").content.decode()
-    moment = re.search(r'<time datetime="([^"]+)" title="([^"]+)">5 min ago'
-                       r'<span class="visually-hidden"> \(([^)]+)\)</span></time>', body)
+    # In UTC from the server; gapwatch/times.js rewrites it in the viewer's zone (test_browser_console.py).
+    moment = re.search(r'<time datetime="([^"]+)" data-when="s" title="([^"]+)"><span class="at">([^<]+)</span>'
+                       r'<span class="ago"> \(5 min ago\)</span></time>', body)
     assert moment, body
-    assert moment.group(2) == moment.group(3) and moment.group(2).endswith(" UTC")
+    assert moment.group(2) == moment.group(3) and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", moment.group(3))
     assert moment.group(1).endswith("+00:00")
-    assert not re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?! UTC)", re.sub(r"<time.*?</time>", "", body, flags=re.S))
+    assert 'src="/static/gapwatch/times.js"' in body
+    # Every time on the page went through the formatter: none is written another way.
+    assert not re.search(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d", re.sub(r"<time.*?</time>", "", body, flags=re.S))
+
+
+def test_the_header_says_how_fresh_each_cluster_is_in_relative_time_with_the_absolute_one_for_screen_readers(
+        viewer_client, db):
+    _polled(make_cluster("prod"), ago=timedelta(minutes=3))
+    header = re.search(r'<section id="freshness".*?</section>', viewer_client.get("/jobs/").content.decode(), re.S)
+    assert re.search(r'<time datetime="[^"]+" data-when="ago" title="([^"]+ UTC)">3 min ago'
+                     r'<span class="visually-hidden"> \(\1\)</span></time>', header.group(0)), header.group(0)
 
 
 def test_a_reset_by_time_takes_an_iso_8601_date_time_on_the_page_and_in_the_api(approver, job):

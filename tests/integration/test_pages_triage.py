@@ -179,7 +179,9 @@ def test_the_finding_page_shows_the_evidence_in_words_and_numbers(viewer, work):
     assert "<strong>Recommended:</strong>\n  backfill — a reset would re-deliver 600 offsets" in body
     # The audit trail: the named row and the older unnamed one of this partition, not partition 3's.
     trail = re.search(r'<table class="audit" tabindex="0">.*?</table>', body, re.S).group(0)
-    assert trail.count("<code>finding.") == 2 and "partition=3" not in trail
+    assert trail.count("<code>finding.") == 2
+    assert '<dt>partition</dt><dd class="hostile">2</dd>' in trail
+    assert '<dt>partition</dt><dd class="hostile">3</dd>' not in trail
 
 
 def test_a_covered_finding_page_offers_no_repair(approver, work):
@@ -187,6 +189,29 @@ def test_a_covered_finding_page_offers_no_repair(approver, work):
     assert "nothing — covered" in body
     assert 'class="repair-options"' not in body and "/findings/reset" not in body
     assert f'/findings/{work["covered"].id}/dismiss' in body  # an approver may still close it
+
+
+def test_a_covered_finding_says_why_and_never_that_anything_was_missed(approver, work):
+    covered = work["covered"]
+    Finding.objects.filter(id=covered.id).update(
+        pre_pickup_high_watermark=30, first_commit=3, pickup_after=NOW - timedelta(seconds=2),
+        pickup_before=NOW - timedelta(seconds=1))
+    body = client_for(approver).get(f"/findings/{covered.id}/").content.decode()
+    title = re.search(r"<h1>(.*?)</h1>", body, re.S).group(1)
+    assert "orders[2] read in full by" in title and "missed by" not in title
+    assert "Covered: the group missed nothing of this partition, so there is nothing to repair." in body
+    assert "Why: first commit 3 is below 30: the group did not start at latest" in body
+    assert "the end was 30; a group starting at the end would have missed everything below it, " \
+           "but this one missed nothing" in body
+    assert "everything below it was missed" not in body
+    assert "Look at the missed records" not in body and f"/findings/{covered.id}/records" not in body
+
+
+def test_a_finding_with_a_loss_is_titled_missed_and_offers_its_records(approver, work):
+    body = client_for(approver).get(f"/findings/{work['live_2'].id}/").content.decode()
+    assert re.search(r"<h1>orders\[2\] missed by", body)
+    assert "the end was 30, so everything below it was missed" in body
+    assert "Look at the missed records" in body and "Covered:" not in body
 
 
 @pytest.mark.parametrize("path", ["/findings/abc/", "/findings/999999/", "/findings/-1/", "/findings/1e3/"])

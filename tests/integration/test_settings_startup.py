@@ -106,6 +106,17 @@ def test_the_local_stack_makes_its_own_keys_once_readable_by_its_owner_only(tmp_
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o600
 
 
+@pytest.mark.parametrize(("given", "debug"), [(None, "0"), ("1", "1")], ids=["make-up", "DEBUG=1-make-up"])
+def test_the_local_stack_runs_with_debug_off_unless_a_developer_asks(tmp_path, given, debug):
+    env = {key: value for key, value in os.environ.items() if key not in ("DEBUG", "GAPWATCH_HOME")}
+    if given is not None:
+        env["DEBUG"] = given
+    result = subprocess.run(["bash", "-c", 'source scripts/env.sh && echo "$DEBUG"'], cwd=ROOT,
+                            env={**env, "GAPWATCH_HOME": str(tmp_path)}, capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert result.stdout.strip() == debug
+
+
 @pytest.mark.parametrize(("overrides", "java_admin", "warned"), [
     ({}, True, False),
     ({"JAVA_ADMIN_CLIENT": "false"}, False, False),

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from groups.text import csv_cell, partition_ranges
+from groups.text import csv_cell, detail_rows, duration_words, partition_ranges, stored_words
 
 
 def test_it_formats_partition_lists_as_ranges():
@@ -56,3 +56,48 @@ def test_it_keeps_hostile_group_ids_intact_through_the_csv_module(group_id):
     assert cell.removeprefix("'") == group_id
     assert cell.startswith("'") == group_id.startswith("=")
     assert offset == "7"
+
+
+@pytest.mark.parametrize(("value", "expected", "why"), [
+    (True, "yes", "a boolean is a word, never Python's True"),
+    (False, "no", "the same for false"),
+    (None, "none", "null is a word, never None"),
+    ({"accepted": True}, "accepted: yes", "a mapping is key: value pairs, never a dict"),
+    ({"2": 0, "3": 0}, "2: 0; 3: 0", "offsets by partition read as pairs"),
+    ({"repaired_after": 4}, "repaired after: 4", "keys are words"),
+    (["a", None, 3], "a, none, 3", "a list is comma separated"),
+    ([], "none", "an empty list says so"),
+    ({}, "none", "so does an empty mapping"),
+    ("billing_eu", "billing_eu", "text (a group id) keeps its underscores"),
+    (0, "0", "a number stays the number"),
+])
+def test_stored_values_read_as_words(value, expected, why):
+    assert stored_words(value) == expected, why
+
+
+@pytest.mark.parametrize(("detail", "expected", "why"), [
+    ({"before": {"enabled": True}, "after": {"enabled": False}, "reason": "maintenance"},
+     [("enabled", "yes → no"), ("reason", "maintenance")], "a change reads old → new, then the other keys"),
+    ({"before": {"sink": "parquet"}, "after": {"sink": "kafka", "replay_topic": "x_replay"}},
+     [("sink", "parquet → kafka"), ("replay topic", "— → x_replay")], "a field only after has no old value"),
+    ({"params": {"target": "earliest", "value": None}, "kind": "reset"},
+     [("kind", "reset"), ("params", "target: earliest; value: none")], "no before/after: keys in name order"),
+    ("free text", [("detail", "free text")], "a detail that is not a mapping is shown as it is"),
+])
+def test_an_audit_detail_reads_as_rows_of_words(detail, expected, why):
+    assert detail_rows(detail) == expected, why
+
+
+@pytest.mark.parametrize(("seconds", "expected", "why"), [
+    (0.25, "250 ms", "below a second: milliseconds"),
+    (4.25, "4.2 s", "below ten seconds: tenths (rounded half to even)"),
+    (12.4, "12 s", "below a minute: whole seconds"),
+    (59.7, "1 min", "rounding up to a minute says so, never '60 s'"),
+    (245, "4 min 5 s", "minutes and seconds"),
+    (240, "4 min", "a zero second unit is left out"),
+    (7830, "2 h 10 min", "hours and minutes: seconds no longer matter"),
+    (3 * 86400 + 4 * 3600 + 59, "3 d 4 h", "days and hours"),
+    (-90, "-1 min 30 s", "a negative duration keeps its sign"),
+])
+def test_durations_read_in_their_two_largest_units(seconds, expected, why):
+    assert duration_words(seconds) == expected, why
