@@ -105,6 +105,10 @@ EXPANSION_RECOVERY_SECONDS = env_int("EXPANSION_RECOVERY_SECONDS", 10, minimum=1
 EXPANSION_JOIN_SECONDS = env_int("EXPANSION_JOIN_SECONDS", 60, minimum=1)
 EXPANSION_COMMIT_SECONDS = env_int("EXPANSION_COMMIT_SECONDS", 10, minimum=1)
 PROTECT_ANCHOR_TOPIC = env_str("PROTECT_ANCHOR_TOPIC", "gapwatch-anchor")
+# The standing protection (``python manage.py protect``): the partition counts of the topics its
+# seats' groups read are read every PROTECT_WATCH_MS, the rules and groups every PROTECT_REFRESH_SECONDS.
+PROTECT_WATCH_MS = env_int("PROTECT_WATCH_MS", 100, minimum=10)
+PROTECT_REFRESH_SECONDS = env_int("PROTECT_REFRESH_SECONDS", 5, minimum=1)
 # A dead worker's poll lock expires after this long.
 POLL_LOCK_SECONDS = env_int("POLL_LOCK_SECONDS", max(120, 6 * POLL_INTERVAL_SECONDS), minimum=10)
 # A cluster of at least POLL_SPLIT_PARTITIONS partitions (0: never) is polled

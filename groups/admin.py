@@ -318,7 +318,7 @@ class DirectoryIdentityAdmin(ReadOnlyAdmin):
 class RepairRuleForm(forms.ModelForm):
     class Meta:
         model = RepairRule
-        fields = ["cluster", "name", "topic_pattern", "group_pattern", "sink", "replay_topic", "handler",
+        fields = ["cluster", "name", "topic_pattern", "group_pattern", "action", "sink", "replay_topic", "handler",
                   "max_records", "enabled"]
 
     def clean(self):
@@ -337,8 +337,8 @@ class RepairRuleAdmin(ScopedAdmin, ServiceWrittenAdmin):
 
     scope_fields = {"cluster": "cluster__name"}
     form = RepairRuleForm
-    list_display = ["name", "cluster", "topic_pattern", "group_pattern", "sink", "max_records", "enabled"]
-    list_filter = ["cluster", "sink", "enabled"]
+    list_display = ["name", "cluster", "topic_pattern", "group_pattern", "action", "sink", "max_records", "enabled"]
+    list_filter = ["cluster", "action", "sink", "enabled"]
     search_fields = ["name", "topic_pattern", "group_pattern"]
 
     def service_save(self, obj, by) -> None:

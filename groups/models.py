@@ -615,6 +615,10 @@ class RepairRule(models.Model):
     themselves once decided, up to ``max_records``. Written only through
     ``groups.services.standing_rules`` (audited)."""
 
+    class Action(models.TextChoices):
+        REPAIR = "repair", "repair after"
+        PROTECT = "protect", "protect, then repair what a lost race missed"
+
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="repair_rules")
     name = models.CharField(max_length=100)
     topic_pattern = models.CharField(max_length=255, help_text="topic names, e.g. orders.* (* any run, ? one)")
@@ -626,6 +630,11 @@ class RepairRule(models.Model):
                                help_text="handler sink: one of BACKFILL_HANDLERS")
     max_records = models.PositiveBigIntegerField(help_text="the most records one finding's backfill may replay "
                                                            "by itself; more waits for a person")
+    action = models.CharField(
+        max_length=10, choices=Action.choices, default=Action.REPAIR,
+        help_text="protect: Gapwatch keeps a member of its own in each live group the rule covers and commits "
+                  "partitions added by anyone at their log start before the group takes them; repair after: the "
+                  "backfill only")
     enabled = models.BooleanField(default=True)
     created_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -729,6 +738,7 @@ class Protection(models.Model):
     words = models.TextField()
     expansion = models.ForeignKey(ExpansionJob, on_delete=models.SET_NULL, null=True, blank=True,
                                   related_name="protections")
+    rule = models.ForeignKey(RepairRule, on_delete=models.SET_NULL, null=True, blank=True, related_name="protections")
     made_at = models.DateTimeField()
 
     class Meta:

@@ -57,6 +57,8 @@ case ${1:-} in
     fi
     spawn beat "$PY/celery" -A controlplane beat --loglevel INFO \
       -S django_celery_beat.schedulers:DatabaseScheduler --pidfile=
+    # The standing protection (issue 43): seats in the live groups that protect rules cover.
+    spawn protector "$PY/python" manage.py protect
     if [ "${DEMO:-1}" != 0 ]; then
       spawn demo "$PY/python" -m demo.scenario --bootstrap "$KAFKA_BOOTSTRAP_SERVERS" --state-dir "$GAPWATCH_HOME/demo"
     fi
@@ -64,7 +66,7 @@ case ${1:-} in
     web_ready || { tail -n 30 "$LOGS/web.log" >&2; echo "app: web server did not answer (log: $LOGS/web.log)" >&2; exit 1; }
     ;;
   stop)
-    for name in demo beat spark-connect-warm-up spark-connect worker watcher web; do stop_one "$name"; done
+    for name in demo protector beat spark-connect-warm-up spark-connect worker watcher web; do stop_one "$name"; done
     ;;
   *) echo "usage: $0 start|stop" >&2; exit 2 ;;
 esac

@@ -241,8 +241,11 @@ class ExpansionRunner:
             starts = ({p: 0 for p in new} if added["added"] else
                       {p: o.log_start for p, o in self.adapter.partition_offsets(topic=self.topic,
                                                                                   partitions=new).items()})
+            # Every group's commit first (they race the groups' pickup), then each judged.
+            failed = {group_id: seats.commit(group_id, {(self.topic, p): starts[p] for p in new},
+                                             within=settings.EXPANSION_COMMIT_SECONDS) for group_id in seated}
             for group_id in seated:
-                self._commit_seated(seats, group_id, new, starts, client_id)
+                self._judge_seated(seats, group_id, new, starts, client_id, failed[group_id])
             left = seats.leave()
         for group_id in seated:
             expansion_record_decision(job_id=self.job_id, group_id=group_id, audit="left",
@@ -250,13 +253,11 @@ class ExpansionRunner:
                                                   **({"leave_error": left[group_id]} if left.get(group_id) else {})})
         return {**added, "seated": seated, "not_seated": sorted(refused)}
 
-    def _commit_seated(self, seats: Membership, group_id: str, new: list[int], starts: dict[int, int],
-                       client_id: str) -> None:
-        """Commit each new partition's log start through the group's seat, then
-        judge each from the broker: won where it read back and no member of the
-        group held the partition right after the commit."""
-        why = seats.commit(group_id, {(self.topic, p): starts[p] for p in new},
-                           within=settings.EXPANSION_COMMIT_SECONDS)
+    def _judge_seated(self, seats: Membership, group_id: str, new: list[int], starts: dict[int, int],
+                      client_id: str, why: str) -> None:
+        """Judge one group's commit of each new partition's log start (``why``:
+        its failure, "" none) from the broker: won where it read back and no
+        member of the group held the partition right after the commit."""
         if why:
             self._fall_back(group_id, f"Gapwatch joined but its commit failed: {why}")
             return

@@ -24,7 +24,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import APIKeyHeader, SessionAuth
 
-from groups.api import expansions, read, write
+from groups.api import expansions, read, rules, write
 from groups.api.schemas import Error
 from groups.services.dispatch import QueueUnavailable
 from groups.services.expansion_jobs import ExpansionJobNotFound
@@ -165,6 +165,11 @@ def _no_expansion(request: HttpRequest, error: ExpansionJobNotFound) -> HttpResp
     return _error(request, 404, str(error))
 
 
+@api.exception_handler(rules.RuleNotFound)
+def _no_rule(request: HttpRequest, error: rules.RuleNotFound) -> HttpResponse:
+    return _error(request, 404, str(error))
+
+
 @api.exception_handler(PermissionDenied)
 def _forbidden(request: HttpRequest, error: PermissionDenied) -> HttpResponse:
     return _error(request, 403, str(error) or "permission denied")
@@ -201,4 +206,5 @@ def schema(request: HttpRequest):
 # Writes first: POST findings/dismiss must not be taken for GET findings/{id} with id "dismiss".
 api.add_router("", write.router)
 api.add_router("", expansions.router)
+api.add_router("", rules.router)
 api.add_router("", read.router)

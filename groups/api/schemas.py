@@ -650,3 +650,59 @@ class ExpansionJobOut(Schema):
     @staticmethod
     def resolve_approved_by(job) -> str | None:
         return job.approved_by.get_username() if job.approved_by else None
+
+
+# --- Standing rules (issue 43, item 4: kept in Git by platform teams) -----------------------
+
+
+class RuleIn(Schema):
+    """A standing rule: on ``cluster``, groups matching ``groups`` on topics
+    matching ``topics`` (globs: * any run, ? one character). ``action``
+    protect: Gapwatch keeps a member of its own in each live group covered and
+    commits partitions added by anyone at their log start before the group
+    takes them, and repairs what a lost race missed; repair: the backfill only."""
+
+    model_config = _CLOSED
+    cluster: Text = Field(description="Cluster name.")
+    name: Annotated[Text, Field(min_length=1, max_length=100)]
+    topics: Annotated[Text, Field(min_length=1, max_length=255)] = Field(description="Topic pattern.")
+    groups: Annotated[Text, Field(min_length=1, max_length=255)] = Field(description="Group id pattern.")
+    action: Literal["protect", "repair"] = "repair"
+    sink: Literal["parquet", "kafka", "handler"] = "parquet"
+    replay_topic: Annotated[Text, Field(max_length=249)] = ""
+    handler: Annotated[Text, Field(max_length=255)] = ""
+    max_records: Annotated[StrictInt, Field(ge=1, le=INT64_MAX)] = Field(
+        description="The most records one finding's backfill may replay by itself; more waits for a person.")
+    enabled: StrictBool = True
+
+
+class RuleChangeIn(Schema):
+    """The fields to change; the others are kept."""
+
+    model_config = _CLOSED
+    name: Annotated[Text, Field(min_length=1, max_length=100)] | None = None
+    topics: Annotated[Text, Field(min_length=1, max_length=255)] | None = None
+    groups: Annotated[Text, Field(min_length=1, max_length=255)] | None = None
+    action: Literal["protect", "repair"] | None = None
+    sink: Literal["parquet", "kafka", "handler"] | None = None
+    replay_topic: Annotated[Text, Field(max_length=249)] | None = None
+    handler: Annotated[Text, Field(max_length=255)] | None = None
+    max_records: Annotated[StrictInt, Field(ge=1, le=INT64_MAX)] | None = None
+    enabled: StrictBool | None = None
+
+
+class RuleOut(Schema):
+    model_config = _CLOSED
+    id: int
+    cluster: str
+    name: str
+    topics: str
+    groups: str
+    action: str
+    sink: str
+    replay_topic: str
+    handler: str
+    max_records: int
+    enabled: bool
+    created_at: str
+    updated_at: str

@@ -52,7 +52,15 @@ def seat_needs(*, group_id: str, topic: str, anchor_topic: str) -> str:
             f"Gapwatch's anchor topic {anchor_topic!r} (and Create on it unless it exists)")
 
 
+PROTECTOR_PREFIX = "gapwatch-protector-"
+
+
+def is_protector(client_id: str) -> bool:
+    """Whether a member is one of Gapwatch's own seats (by its client id)."""
+    return client_id.startswith(PROTECTOR_PREFIX)
+
+
 def protector_client_id(*, what: str) -> str:
     """The client id Gapwatch's member carries, naming Gapwatch and the work
     (``what``: "expansion-12"), as the group's members and the broker see it."""
-    return f"gapwatch-protector-{what}"
+    return f"{PROTECTOR_PREFIX}{what}"

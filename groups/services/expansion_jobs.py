@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from groups.domain.expansion import BrokerVerdict, sink_problem
 from groups.domain.scopes import APPROVER
-from groups.models import ConsumerGroup, ExpansionJob, Protection, Topic
+from groups.models import ConsumerGroup, ExpansionJob, Topic
 from groups.selectors.access import scope_of
 from groups.services import dispatch
 from groups.services.access import act_detail, approver_require, same_person
@@ -25,6 +25,7 @@ from groups.services.audit import audit_record
 from groups.services.expansions import Verdict, expansion_plan, expansion_plan_as_dict
 from groups.services.lifecycle import Conflict
 from groups.services.notifications import notifications_create
+from groups.services.protections import protections_record
 
 State = ExpansionJob.State
 # Group outcomes whose repair the request chooses (a protected empty group falls back to its repair
@@ -300,12 +301,8 @@ def expansion_record_protection(*, job_id: int, group_id: str, commits: dict[int
         job = _locked_running(job_id)
         if job is None:
             return False
-        topic = job.topic
-        for partition, commit in commits.items():
-            Protection.objects.update_or_create(
-                cluster_id=job.cluster_id, group_id=group_id, topic=topic.name, kafka_topic_id=topic.kafka_topic_id,
-                partition=partition, defaults={"offset": commit["offset"], "won": commit["won"],
-                                               "words": commit["words"], "expansion": job, "made_at": timezone.now()})
+        protections_record(cluster=job.cluster, group_id=group_id, topic=job.topic.name,
+                           kafka_topic_id=job.topic.kafka_topic_id, commits=commits, expansion=job)
         expansion_record_decision(job_id=job_id, group_id=group_id, audit="committed",
                                   membership={"partitions": {str(p): c for p, c in commits.items()}})
     return True

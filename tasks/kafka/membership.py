@@ -30,13 +30,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.membership import seat_problem
 from tasks.kafka.client import WAIT_GRACE_SECONDS, KafkaClient, group_from
-from tasks.kafka.errors import COORDINATOR_BUSY, describe_error, error_code
+from tasks.kafka.errors import COORDINATOR_BUSY, TOPIC_GONE, describe_error, error_code
 
 CLASSIC_SESSION_MS = 10_000
 CLASSIC_MAX_POLL_MS = 30_000
@@ -136,18 +136,16 @@ class Membership(KafkaClient):
                              "partition.assignment.strategy": request.assignor or "range"})
         return Consumer(settings)
 
-    def join(self, requests: Sequence[SeatRequest], *, within: float) -> dict[str, str]:
-        """Take a seat in each group at once; wait until each has its
-        assignment (the anchor's partition), a refusal, or ``within`` seconds.
-        Returns, per group not seated, why; a group seated is absent."""
-        started = time.monotonic()
+    def seat(self, requests: Sequence[SeatRequest]) -> None:
+        """Start taking a seat in each group (``serve`` completes the joins)."""
         for request in requests:
             seat = self._seats[request.group_id] = _Seat(request)
             seat.problem = _seat_problem(request)
             if seat.problem:
                 continue
+            started = time.monotonic()
 
-            def assigned(consumer, partitions, seat=seat) -> None:
+            def assigned(consumer, partitions, seat=seat, started=started) -> None:
                 if seat.joined_after is None:
                     seat.joined_after = time.monotonic() - started
             try:
@@ -155,16 +153,59 @@ class Membership(KafkaClient):
                 seat.consumer.subscribe([self.anchor_topic], on_assign=assigned)
             except KafkaException as error:
                 seat.problem = f"the seat's client refused its settings: {describe_error(error)}"
+
+    def serve(self, wait: float = 0.0) -> None:
+        """Poll every seat once: joins and rebalances complete only while a
+        seat's client is polled (a classic group waits for its members to
+        rejoin), and a seat not polled within its max.poll.interval.ms leaves."""
+        for seat in list(self._seats.values()):
+            if seat.consumer is not None:
+                self._serve(seat, wait)
+
+    def join(self, requests: Sequence[SeatRequest], *, within: float) -> dict[str, str]:
+        """Take a seat in each group at once; wait until each has its
+        assignment (the anchor's partition), a refusal, or ``within`` seconds.
+        Returns, per group of ``requests`` not seated, why."""
+        started = time.monotonic()
+        self.seat(requests)
+        wanted = [self._seats[r.group_id] for r in requests]
         while time.monotonic() - started < within:
-            waiting = [s for s in self._seats.values() if s.consumer and s.joined_after is None and not s.problem]
+            waiting = [s for s in wanted if s.consumer and s.joined_after is None and not s.problem]
             if not waiting:
                 break
             for seat in waiting:
                 self._serve(seat, 0.02)
-        return {group_id: seat.problem or (
-                    f"no seat within {within:g} s (a classic group's join waits for its slowest member to rejoin)"
-                    + (f"; the client reported {seat.errors[-1]}" if seat.errors else ""))
-                for group_id, seat in self._seats.items() if seat.joined_after is None or seat.problem}
+        return {seat.request.group_id: self.why_not_seated(seat.request.group_id, within=within)
+                for seat in wanted if seat.joined_after is None or seat.problem}
+
+    def why_not_seated(self, group_id: str, *, within: float | None = None) -> str:
+        """Why the group has no seat ("" when it has one)."""
+        seat = self._seats.get(group_id)
+        if seat is None:
+            return "no seat asked"
+        if seat.problem:
+            return seat.problem
+        if seat.joined_after is not None:
+            return ""
+        waited = f"no seat within {within:g} s" if within is not None else "not seated yet"
+        return (f"{waited} (a classic group's join waits for its slowest member to rejoin)"
+                + (f"; the client reported {seat.errors[-1]}" if seat.errors else ""))
+
+    def seated(self) -> list[str]:
+        """The groups where a seat is taken now."""
+        return sorted(g for g, s in self._seats.items() if s.consumer is not None and s.joined_after is not None
+                      and not s.problem)
+
+    def drop(self, group_id: str) -> str:
+        """Leave one group (see ``leave``); "" when it left cleanly or had no seat."""
+        seat = self._seats.pop(group_id, None)
+        if seat is None or seat.consumer is None:
+            return ""
+        try:
+            seat.consumer.close()
+            return ""
+        except (KafkaException, RuntimeError) as error:
+            return describe_error(error) if isinstance(error, KafkaException) else str(error)
 
     def _serve(self, seat: _Seat, wait: float) -> None:
         """Poll the seat's client: its callbacks, its (empty) anchor partition, errors it reports."""
@@ -241,14 +282,23 @@ class Membership(KafkaClient):
         """Every seat leaves its group (LeaveGroup; KIP-848: a heartbeat at
         epoch -1). Returns, per group, what went wrong on leaving ("" none):
         a seat that could not say goodbye is dropped by its session timeout."""
-        left = {}
-        for group_id, seat in self._seats.items():
-            if seat.consumer is None:
-                continue
+        return {group_id: self.drop(group_id) for group_id, seat in list(self._seats.items())
+                if seat.consumer is not None}
+
+    def partition_counts(self, topics: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """(topic id, partition count) of each of ``topics`` that exists, in one
+        request (a topic that does not exist is left out)."""
+        if not topics:
+            return {}
+        futures = self.admin.describe_topics(TopicCollection(list(topics)), request_timeout=self._timeout)
+        found = {}
+        for name, future in futures.items():
             try:
-                seat.consumer.close()
-                left[group_id] = ""
-            except (KafkaException, RuntimeError) as error:
-                left[group_id] = describe_error(error) if isinstance(error, KafkaException) else str(error)
-            seat.consumer = None
-        return left
+                description = future.result(timeout=self._timeout + WAIT_GRACE_SECONDS)
+            except Exception as error:  # noqa: BLE001 - KafkaException or a timeout
+                if error_code(error) in TOPIC_GONE:
+                    continue
+                raise self._unavailable("protect", f"describe topic {name!r}: {describe_error(error, topic=name)}",
+                                        cause=error) from None
+            found[name] = (str(description.topic_id), len(description.partitions))
+        return found

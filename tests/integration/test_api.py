@@ -632,7 +632,8 @@ def test_it_serves_an_openapi_document_that_every_answer_conforms_to(api, two_cl
                                                                       "findings/approve", "expansions",
                                                                       "expansions/{job_id}",
                                                                       "expansions/{job_id}/approve",
-                                                                      "expansions/{job_id}/refuse")}
+                                                                      "expansions/{job_id}/refuse",
+                                                                      "rules", "rules/{rule_id}")}
     approver = user_with_role("approver-for-schema", "approver")
     api.force_login(approver)
     finding = Finding.objects.filter(closed_at__isnull=True).first()
