@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks against the local services, in their own database:
 #   bash bench/run.sh              poll cost, accuracy with real clients, detection latency
-#   bash bench/run.sh poll|scale|split|accuracy|latency|table|busy [options of that script]
+#   bash bench/run.sh poll|scale|split|accuracy|latency|table|busy|protection [options of that script]
 # BENCH_SHARED_SERVICES=1 skips setup and service start (services already run, e.g. shared by helpers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,9 +23,10 @@ case "$mode" in
   split) "$VENV/bin/python" bench/split_bench.py "$@" ;;
   accuracy|latency|table) "$VENV/bin/python" bench/accuracy_bench.py "$mode" "$@" ;;
   busy) "$VENV/bin/python" bench/busy_bench.py "$@" ;;
+  protection) "$VENV/bin/python" bench/protection_bench.py "$@" ;;
   all)
     "$VENV/bin/python" bench/poll_bench.py
     "$VENV/bin/python" bench/accuracy_bench.py accuracy
     "$VENV/bin/python" bench/accuracy_bench.py latency ;;
-  *) echo "usage: bench/run.sh [poll|scale|split|accuracy|latency|table|busy|all] [options]" >&2; exit 2 ;;
+  *) echo "usage: bench/run.sh [poll|scale|split|accuracy|latency|table|busy|protection|all] [options]" >&2; exit 2 ;;
 esac

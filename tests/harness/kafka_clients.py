@@ -93,12 +93,24 @@ class ReadOffsets:
     def __init__(self) -> None:
         self.received: dict[int, list[int]] = defaultdict(list)
         self.first_read_at: dict[int, float] = {}
+        # When (monotonic) each record arrived, in order: the pauses a rebalance causes (``longest_pause``).
+        self.read_times: list[float] = []
         self._lock = threading.Lock()
 
     def _record(self, partition: int, offset: int) -> None:
         with self._lock:
-            self.first_read_at.setdefault(partition, time.monotonic())
+            now = time.monotonic()
+            self.first_read_at.setdefault(partition, now)
             self.received[partition].append(offset)
+            self.read_times.append(now)
+
+    def longest_pause(self, start: float, end: float) -> float:
+        """The longest time between two records read (or ``start``/``end`` and
+        the nearest record) within [start, end]: how long the member read nothing."""
+        with self._lock:
+            times = [t for t in self.read_times if start <= t <= end]
+        marks = [start, *times, end]
+        return max(b - a for a, b in zip(marks, marks[1:], strict=False))
 
     def count(self, partition: int) -> int:
         with self._lock:
@@ -182,6 +194,7 @@ class GroupConsumer(ReadOffsets):
             # KIP-848: the broker owns session and heartbeat timing; the client refuses them.
             config["group.protocol"] = protocol
         config.update(settings or {})
+        self.group_id = group_id
         self.consumer = Consumer(config)
         self.topic = topic
         self.delay = delay

@@ -489,3 +489,47 @@ def test_an_expansion_plan_without_alter_on_the_topic_shows_the_brokers_refusal_
         assert len(broker.admin.list_topics(topic, timeout=10).topics[topic].partitions) == 2
     finally:
         broker.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_protection_by_membership_without_read_on_the_group_is_refused_in_words(
+    secure_kafka, unique, approver,  # noqa: F811
+):
+    """Issue 43: Gapwatch's seat in a live group needs Read on the group (JoinGroup, OffsetCommit).
+    Without it the seat is refused, the words name the ACL, and the group is not touched; given it,
+    the same seat is taken and its commit lands."""
+    from groups.domain.membership import protector_client_id
+    from tasks.kafka import Membership, SeatRequest
+
+    kafka, broker = secure_kafka, Broker(secure_kafka.listeners.plaintext)
+    topic, group_id, anchor = f"seat-acl-{unique}", f"seat-acl-{unique}", f"anchor-{unique}"
+    cluster = scram_cluster(kafka, approver, f"seat-acl-{unique}",
+                            WATCH_ACLS + ((ResourceType.TOPIC, "*", AclOperation.READ),))
+    member = None
+    try:
+        broker.create_topic(topic, 2)
+        broker.create_topic(anchor, 1)
+        member = GroupConsumer(kafka.listeners.plaintext, group_id, topic, offset_reset="latest")
+        wait_until(lambda: broker.produce(topic, 0, 1) or member.count(0) > 0, interval=0.5,
+                   what="the group reading")
+
+        def seat() -> dict:
+            with Membership(cluster.client_config(), client_id=protector_client_id(what=f"acl-{unique}"),
+                            anchor_topic=anchor, timeout=10) as seats:
+                refused = seats.join([SeatRequest(group_id, "classic", "range")], within=20)
+                if not refused:
+                    refused = {group_id: seats.commit(group_id, {(topic, 0): 0}, within=10)}
+            return refused
+        refused = seat()
+        assert "missing ACL: Read on the group" in refused[group_id], refused
+        before = member.count(0)
+        wait_until(lambda: broker.produce(topic, 0, 1) or member.count(0) > before, interval=0.5,
+                   what="the group still reading: it was not touched")
+
+        kafka.grant(cluster.principal, ((ResourceType.GROUP, group_id, AclOperation.READ),))
+        wait_until(lambda: seat() == {group_id: ""}, timeout=60, interval=1,
+                   what="the seat taken and its commit landed once Read on the group is granted")
+    finally:
+        if member is not None:
+            member.close()
+        broker.close()

@@ -1,0 +1,119 @@
+"""The jobs worker SIGKILLed while Gapwatch sits in a live group as a member
+(issue 43): the group goes on reading within the seat's session timeout, a
+new worker resumes the expansion at its first step not done, and the job
+ends with every group protected and its own application reading the new
+partitions from offset 0.
+
+Two live librdkafka groups read the topic: ``quick`` (a member whose poll
+loop is fast) and ``slow`` (one that works 3 s on each record, so it rejoins
+a rebalance up to 3 s late). The job seats a member in both at once and adds
+nothing until both are seated: while the slow group's join waits for its
+member, Gapwatch's seat in the quick group is a member already, and the
+worker dies then."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from groups.models import Cluster, ConsumerGroup, ExpansionJob
+from groups.services.expansion_jobs import expansion_approve, expansion_request
+from groups.services.expansions import expansion_plan, expansion_plan_as_dict
+from tasks.expansions import partitions_verdict
+from tasks.kafka import KafkaAdapter
+from tests.factories import user_with_role
+from tests.harness.kafka_clients import GroupConsumer, RateProducer, wait_until
+from tests.harness.scenarios import poll
+from tests.harness.workers import start_celery, stop_celery, worker_env
+from tests.integration.test_expansion_job import broker_partitions
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _seats(adapter: KafkaAdapter, group_id: str) -> list[str]:
+    """Gapwatch's members in the group now, by client id."""
+    futures = adapter.admin.describe_consumer_groups([group_id])
+    members = futures[group_id].result(timeout=20).members or []
+    return [m.client_id for m in members if m.client_id.startswith("gapwatch-protector-")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_while_seated_leaves_the_group_reading_and_the_resumed_job_protects_it(
+        broker, kafka_bootstrap, unique, settings, tmp_path):
+    settings.FOUR_EYES = True
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    topic, quick_id, slow_id = f"xpm-{unique}", f"quick-{unique}", f"slow-{unique}"
+    broker.create_topic(topic, 2)
+    producer = RateProducer(kafka_bootstrap, topic, rate=10, partitions=[0, 1])
+    quick = GroupConsumer(kafka_bootstrap, quick_id, topic, offset_reset="latest", refresh_ms=300_000)
+    slow = GroupConsumer(kafka_bootstrap, slow_id, topic, offset_reset="latest", refresh_ms=300_000, delay=3.0)
+    adapter = KafkaAdapter(cluster.client_config(), timeout=10)
+    processes, log = [], open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the workers
+    try:
+        wait_until(lambda: quick.count(0) + quick.count(1) > 0 and slow.count(0) + slow.count(1) > 0, timeout=120,
+                   what="both groups reading")
+        wait_until(lambda: poll(cluster) and ConsumerGroup.objects.filter(group_topics__topic__name=topic).count() == 2,
+                   interval=0.5, what="a poll to see both groups")
+        alice, bob = user_with_role("alice", "approver"), user_with_role("bob", "approver")
+        verdict = lambda cluster, topic, count: partitions_verdict(cluster=cluster, topic=topic, count=count)  # noqa: E731
+        shown = expansion_plan_as_dict(expansion_plan(user=alice, cluster="local", topic=topic, partitions=4,
+                                                      dry_run=True, verdict=verdict))
+        assert {g["group"]: g["protection"] for g in shown["groups"]} == {quick_id: "membership",
+                                                                          slow_id: "membership"}
+        job = expansion_request(user=alice, cluster="local", topic=topic, partitions=4,
+                                fingerprint=shown["fingerprint"], verdict=verdict,
+                                repairs={quick_id: {"max_records": 10_000}, slow_id: {"max_records": 10_000}})
+
+        env = worker_env(EXPANSION_STALL_SECONDS="5", EXPANSION_RECOVERY_SECONDS="2", POLL_LOCK_SECONDS="10")
+        first = start_celery(["worker", "--pool", "threads", "--concurrency", "2", "-n", f"first-{unique}@%h"],
+                             env, log)
+        processes.append(first)
+        expansion_approve(user=bob, job_id=job.id, verdict=verdict)
+        wait_until(lambda: _seats(adapter, quick_id), timeout=120, interval=0.05,
+                   what="Gapwatch's seat in the quick group")
+        assert broker_partitions(broker, topic) == 2, "the kill must come before the add: the slow join holds it"
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        killed = time.monotonic()
+
+        # The group goes on: the dead seat is dropped within its session (10 s; a rebalance waits at most
+        # its max.poll.interval.ms, 30 s), and the quick group's own member reads again.
+        wait_until(lambda: not _seats(adapter, quick_id), timeout=60, interval=0.5,
+                   what="the dead seat dropped from the quick group")
+        dropped = time.monotonic() - killed
+        before = quick.count(0) + quick.count(1)
+        wait_until(lambda: quick.count(0) + quick.count(1) > before + 5, timeout=30,
+                   what="the quick group reading again")
+        assert dropped <= 40, dropped
+        assert ExpansionJob.objects.get(id=job.id).state == "running"
+
+        processes.append(start_celery(["worker", "--pool", "threads", "--concurrency", "2", "-n",
+                                       f"second-{unique}@%h"], env, log))
+        wait_until(lambda: broker_partitions(broker, topic) == 4, timeout=180, interval=0.05,
+                   what="the resumed job to add the partitions")
+        producer.add([2, 3])
+        for partition in (2, 3):
+            broker.produce(topic, partition, 20)
+        wait_until(lambda: ExpansionJob.objects.get(id=job.id).state in ExpansionJob.FINISHED, timeout=300,
+                   interval=1, what="the resumed job to end")
+        row = ExpansionJob.objects.get(id=job.id)
+        assert row.state == "done", (row.error, row.verdicts, row.decisions)
+        for group_id in (quick_id, slow_id):
+            assert row.verdicts[group_id]["how"] == "protected", row.verdicts[group_id]
+            assert [c["won"] for c in row.decisions[group_id]["membership"]["partitions"].values()] == [True, True]
+        # The quick group's own application read both new partitions from their start (its own refresh is
+        # 300 s: the rebalance Gapwatch's leaving caused made its leader hand them out).
+        wait_until(lambda: quick.count(2) > 0 and quick.count(3) > 0, timeout=120,
+                   what="the quick group to read the new partitions")
+        assert (min(quick.offsets(2)), min(quick.offsets(3))) == (0, 0)
+        print(f"\nthe dead seat was dropped {dropped:.1f} s after the kill")
+    finally:
+        producer.stop()
+        for process in processes:
+            stop_celery(process)
+        log.close()
+        quick.close()
+        slow.close()
