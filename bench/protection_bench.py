@@ -201,7 +201,8 @@ def standing(raises: int) -> None:
             else:
                 kafka_tool("org.apache.kafka.tools.TopicCommand", "--bootstrap-server", BOOTSTRAP, "--alter",
                            "--topic", topic, "--partitions", str(count + 1))
-            created = time.monotonic()
+            wait_until(lambda: len(broker.producer.list_topics(topic, timeout=10).topics[topic].partitions) > count,
+                       interval=0.02, what="the producer to see the new partition")
             broker.produce(topic, count, WRITTEN_AT_ONCE)
             producer.add([count])
             wait_until(lambda: sum(1 for d in protector.done if d[2] == count) == len(clients), timeout=60,

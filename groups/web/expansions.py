@@ -5,6 +5,8 @@ a POST that calls one service and redirects."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -41,6 +43,11 @@ def _words(error: Exception) -> str:
 def expansion_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(expansion_jobs_visible(user=request.user).order_by("-created_at", "-id"),
                      PAGE_SIZE).get_page(request.GET.get("page"))
+    for job in page:
+        # How each group ended: protected and copied told apart (issue 43).
+        hows = Counter(verdict.get("how") or ("lost" if verdict.get("nothing_lost") is False else "covered")
+                       for verdict in (job.verdicts or {}).values() if verdict.get("nothing_lost") is not None)
+        job.outcomes = [(how, hows[how]) for how in ("protected", "covered", "copied", "lost") if hows[how]]
     return render(request, "groups/expansions.html", {"page": page})
 
 
