@@ -11,12 +11,16 @@ broker itself.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
+from redis.exceptions import RedisError
 
 from groups.domain.expansion import (
     PROTECTION_LABELS,
@@ -31,9 +35,12 @@ from groups.models import Cluster, GroupTopic, Topic
 from groups.selectors.access import scope_of
 from groups.selectors.expansion import RateSamples, expansion_readers, topic_facts
 from groups.services.dispatch import VALIDATE_PARTITIONS, QueueUnavailable, TaskTimedOut, task_answer
+from groups.services.redis_client import redis_client
 
-# How long a page or the API waits for the worker's CreatePartitions (validate_only).
+# How long a page or the API waits for the worker's CreatePartitions (validate_only), and how long
+# its answer is kept for the request that follows the plan.
 VERDICT_WAIT_SECONDS = 30.0
+VERDICT_KEEP_SECONDS = 120
 NOT_YET = ("a plan is asked with \"dry_run\": true; the expansion itself with \"dry_run\": false and the "
            "plan's \"fingerprint\" (then a second approver approves it); nothing was changed or stored")
 
@@ -54,12 +61,33 @@ class PlannedExpansion:
     groups_outside_scope: int = 0
 
 
+def _verdict_key(cluster: Cluster, topic: str, count: int) -> str:
+    """One cluster row (its id and creation time: a database made anew reuses ids), topic and count."""
+    name = hashlib.sha256(f"{cluster.created_at.isoformat()}\x00{topic}".encode()).hexdigest()
+    return f"gapwatch:broker-verdict:{cluster.id}:{name}:{count}"
+
+
 def _verdict_from_worker(cluster: Cluster, topic: str, count: int) -> BrokerVerdict:
+    """The broker's verdict, asked by a worker; kept VERDICT_KEEP_SECONDS, so
+    the request that follows a plan shown a moment ago waits on no worker
+    (the job's first step asks the broker again before anything changes)."""
+    key = _verdict_key(cluster, topic, count)
+    try:
+        kept = redis_client().get(key)
+    except RedisError:
+        kept = None
+    if kept is not None:
+        return BrokerVerdict(**json.loads(kept))
     try:
         answer = task_answer(name=VALIDATE_PARTITIONS, args=(cluster.id, topic, count), timeout=VERDICT_WAIT_SECONDS)
     except (QueueUnavailable, TaskTimedOut) as error:
         return BrokerVerdict(accepted=False, asked=False, reason=f"the broker could not be asked: {error}")
-    return BrokerVerdict(accepted=bool(answer["accepted"]), reason=str(answer["reason"]), asked=bool(answer["asked"]))
+    verdict = BrokerVerdict(accepted=bool(answer["accepted"]), reason=str(answer["reason"]), asked=bool(answer["asked"]))
+    try:
+        redis_client().set(key, json.dumps(dataclasses.asdict(verdict)), ex=VERDICT_KEEP_SECONDS)
+    except RedisError:
+        pass  # asked again next time
+    return verdict
 
 
 def expansion_plan_of(*, cluster: Cluster, topic: Topic, partitions: object, verdict: Verdict,

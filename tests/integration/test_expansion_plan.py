@@ -267,3 +267,29 @@ def test_the_page_plans_and_escapes_a_hostile_group_id(stored_topic, monkeypatch
     assert bad.status_code == 400 and "higher than the topic&#x27;s 2 partitions" in bad.content.decode()
     junk = client.get(f"/topics/{stored_topic.id}/", {"partitions": "x\x00"})
     assert junk.status_code == 400
+
+
+def test_the_request_that_follows_a_plan_waits_on_no_worker(stored_topic, monkeypatch):
+    """Issue 42, item 2: the broker's verdict the plan was shown with is kept for the request that
+    follows it (the job's first step asks the broker again before anything changes): one worker
+    round trip for plan and request, not two. A count not asked yet is asked."""
+    from groups.services import expansions
+
+    asked = []
+
+    def worker_answer(*, name, args, timeout):
+        asked.append(args)
+        return {"accepted": True, "reason": "would raise", "asked": True}
+    monkeypatch.setattr(expansions, "task_answer", worker_answer)
+    alice = client_for(user_with_role("alice", "approver"))
+    body = {"cluster": stored_topic.cluster.name, "topic": stored_topic.name, "partitions": 3, "dry_run": True}
+    plan = alice.post("/api/v1/expansions", data=json.dumps(body), content_type="application/json")
+    assert plan.status_code == 200 and len(asked) == 1
+    request = {**body, "dry_run": False, "fingerprint": json.loads(plan.content)["fingerprint"],
+               "repairs": {HOSTILE: {"max_records": 10}}}
+    created = alice.post("/api/v1/expansions", data=json.dumps(request), content_type="application/json")
+    assert created.status_code == 201, created.content
+    assert len(asked) == 1  # the request used the verdict the plan was shown with
+    other = alice.post("/api/v1/expansions", data=json.dumps({**body, "partitions": 5}),
+                       content_type="application/json")
+    assert other.status_code == 200 and len(asked) == 2
