@@ -117,3 +117,65 @@ def test_a_worker_killed_while_seated_leaves_the_group_reading_and_the_resumed_j
         log.close()
         quick.close()
         slow.close()
+
+
+@pytest.fixture(scope="module")
+def full_groups_kafka(tmp_path_factory):
+    """A broker of the test's own whose classic groups take one member at most (group.max.size=1)."""
+    from tests.harness.processes import KafkaCluster
+
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-full-groups"), heap="256m",
+                           settings={"group.max.size": "1"}).start()
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_seat_the_broker_refuses_falls_back_to_the_repair_and_the_verdict_says_why(
+        full_groups_kafka, unique, settings, celery_worker_thread):
+    """A live classic group that is full (group.max.size=1, one member): Gapwatch's seat is refused
+    with GROUP_MAX_SIZE_REACHED, the job falls back to the group's repair after, in words, and the
+    verdict rests on what the broker then showed (no maximum given for the repair: it is left to a
+    person, and the verdict names the offsets and why)."""
+    from tests.harness.kafka_clients import Broker
+
+    settings.FOUR_EYES = False
+    settings.EXPANSION_VERIFY_SECONDS = 5
+    bootstrap = full_groups_kafka.bootstrap
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=bootstrap)
+    broker = Broker(bootstrap)
+    topic, group_id = f"full-{unique}", f"full-{unique}"
+    broker.create_topic(topic, 2)
+    producer = RateProducer(bootstrap, topic, rate=10, partitions=[0, 1])
+    member = GroupConsumer(bootstrap, group_id, topic, offset_reset="latest", refresh_ms=2000)
+    try:
+        wait_until(lambda: member.count(0) + member.count(1) > 0, timeout=120, what="the group reading")
+        wait_until(lambda: poll(cluster) and ConsumerGroup.objects.filter(group_id=group_id, member_count=1).exists(),
+                   interval=0.5, what="a poll to see the group")
+        alice = user_with_role("alice", "approver")
+        verdict = lambda cluster, topic, count: partitions_verdict(cluster=cluster, topic=topic, count=count)  # noqa: E731
+        shown = expansion_plan_as_dict(expansion_plan(user=alice, cluster="local", topic=topic, partitions=4,
+                                                      dry_run=True, verdict=verdict))
+        job = expansion_request(user=alice, cluster="local", topic=topic, partitions=4,
+                                fingerprint=shown["fingerprint"], verdict=verdict,
+                                repairs={group_id: {"max_records": 0}})
+        expansion_approve(user=alice, job_id=job.id, verdict=verdict)
+        wait_until(lambda: broker_partitions(broker, topic) == 4, timeout=180, interval=0.05,
+                   what="the partitions added")
+        producer.add([2, 3])
+        wait_until(lambda: ExpansionJob.objects.get(id=job.id).state in ExpansionJob.FINISHED, timeout=300,
+                   interval=1, what="the job to end")
+        row = ExpansionJob.objects.get(id=job.id)
+        decision = row.decisions[group_id]
+        assert decision["outcome"] == "repaired_after" and "membership" not in decision, decision
+        assert decision["fallback"].startswith("Gapwatch could not join the group: the group is full"), decision
+        assert "GROUP_MAX_SIZE_REACHED" in decision["fallback"]
+        assert row.state == "done_with_loss" and row.verdicts[group_id]["how"] == "lost", row.verdicts
+        assert "the group is full" in row.verdicts[group_id]["words"]
+        assert {u["partition"] for u in row.verdicts[group_id]["unrepaired"]} == {2, 3}
+    finally:
+        producer.stop()
+        member.close()
+        broker.close()

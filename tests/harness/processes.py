@@ -122,8 +122,11 @@ class KafkaCluster:
     line of services/maven/kafka-release/releases). 3.x brokers log through
     log4j 1, 4.x through Log4j2."""
 
-    def __init__(self, workdir: Path, *, nodes: int = 1, heap: str = "256m", release: str | None = None) -> None:
+    def __init__(self, workdir: Path, *, nodes: int = 1, heap: str = "256m", release: str | None = None,
+                 settings: dict[str, str] | None = None) -> None:
         self.workdir, self.nodes, self.heap, self.release = workdir, nodes, heap, release
+        # Broker settings of the test's own (e.g. group.max.size), added to the ones below.
+        self.settings = dict(settings or {})
         ports = free_ports(2 * nodes)
         self.broker_ports, self.controller_ports = ports[:nodes], ports[nodes:]
         self.processes: dict[int, subprocess.Popen] = {}
@@ -176,6 +179,7 @@ class KafkaCluster:
             "controller.quorum.fetch.timeout.ms=2000",
             "broker.session.timeout.ms=3000",
             "broker.heartbeat.interval.ms=500",
+            *(f"{name}={value}" for name, value in self.settings.items()),
             "",
         ]))
         return path
