@@ -17,6 +17,7 @@ from groups.models import (
     LagSample,
     Notification,
     PartitionGeneration,
+    Protection,
     RemediationJob,
     RepairRule,
     RuleRepair,
@@ -356,6 +357,18 @@ class RuleRepairAdmin(ScopedAdmin, ReadOnlyAdmin):
                     "topic": "finding__topic__name"}
     list_display = ["rule", "finding", "job", "refused", "created_at"]
     list_select_related = ["rule", "finding", "job"]
+
+
+@admin.register(Protection)
+class ProtectionAdmin(ScopedAdmin, ReadOnlyAdmin):
+    """Gapwatch's commits as a member of a group (issue 43): by an expansion or a protect rule, won
+    (no member held the partition) or lost."""
+
+    scope_fields = {"cluster": "cluster__name", "group": "group_id", "topic": "topic"}
+    list_display = ["group_id", "topic", "partition", "offset", "won", "expansion", "rule", "made_at"]
+    list_filter = ["won", "cluster"]
+    list_select_related = ["cluster", "expansion", "rule"]
+    search_fields = ["group_id", "topic"]
 
 
 @admin.register(ExpansionJob)

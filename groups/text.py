@@ -101,17 +101,15 @@ _DURATION_UNITS = ((86400, "d"), (3600, "h"), (60, "min"), (1, "s"))
 
 
 def duration_words(seconds: float) -> str:
-    """A duration in its two largest units: "850 ms" below a second, "12.3 s"
-    below a minute (tenths below ten seconds: "4.2 s"), then whole units:
+    """A duration in its two largest units: "850 ms" below a second, tenths
+    below a minute ("4.2 s", "12.3 s"), then whole units:
     "4 min 5 s", "2 h 10 min", "3 d 4 h" (a zero second unit left out)."""
     if seconds < 0:
         return "-" + duration_words(-seconds)
     if seconds < 1:
         return f"{round(seconds * 1000)} ms"
-    if seconds < 10:
-        return f"{seconds:.1f} s"
     if seconds < 60:
-        return f"{round(seconds)} s" if round(seconds) < 60 else "1 min"
+        return f"{seconds:.1f} s" if round(seconds, 1) < 60 else "1 min"
     whole = round(seconds)
     for index, (size, name) in enumerate(_DURATION_UNITS[:-1]):
         if whole >= size:

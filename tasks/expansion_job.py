@@ -241,10 +241,21 @@ class ExpansionRunner:
             starts = ({p: 0 for p in new} if added["added"] else
                       {p: o.log_start for p, o in self.adapter.partition_offsets(topic=self.topic,
                                                                                   partitions=new).items()})
+            committing = list(seated)
+            if not added["added"]:
+                # A run after a crash: a group that took the partitions meanwhile is not committed (that
+                # would rewind a member's position to the log start): the race was lost, say so.
+                for group_id in seated:
+                    held = seats.holders(group_id, self.topic, new)
+                    if held:
+                        committing.remove(group_id)
+                        self._fall_back(group_id, f"the protection lost the race on partition(s) {sorted(held)}: "
+                                                  f"{sorted(set(held.values()))[:3]} held them before this run could "
+                                                  "commit (the run that added them stopped first)")
             # Every group's commit first (they race the groups' pickup), then each judged.
             failed = {group_id: seats.commit(group_id, {(self.topic, p): starts[p] for p in new},
-                                             within=settings.EXPANSION_COMMIT_SECONDS) for group_id in seated}
-            for group_id in seated:
+                                             within=settings.EXPANSION_COMMIT_SECONDS) for group_id in committing}
+            for group_id in committing:
                 self._judge_seated(seats, group_id, new, starts, client_id, failed[group_id])
             left = seats.leave()
         for group_id in seated:

@@ -51,7 +51,9 @@ def celery_worker_thread(transactional_db):
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """Before the test database is dropped, end sessions that threads of the
-    live server (a browser's keep-alive socket) or a Celery worker still hold."""
+    live server (a browser's keep-alive socket) or a Celery worker still hold:
+    client sessions of the tests' own user only (an autovacuum worker busy on
+    the database at that moment is the server's, and may not be ended by it)."""
     yield
     from django.db import connection
 
@@ -59,6 +61,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
         cursor.execute(
             "select pg_terminate_backend(pid) from pg_stat_activity"
             " where datname = current_database() and pid <> pg_backend_pid()"
+            " and backend_type = 'client backend' and usename = current_user"
         )
 
 

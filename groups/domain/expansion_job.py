@@ -176,7 +176,9 @@ def group_verdict(facts: GroupFacts) -> GroupVerdict:
     copied = [p for p in facts.partitions if p.missed is not None and p.repaired and p.missed[1] > p.missed[0]]
     if copied:
         ranges = ", ".join(f"[{p.missed[0]}, {p.missed[1]}) of partition {p.partition}" for p in copied)
-        how, said = "copied", (f"copied to {facts.sink or 'its sink'}: the group's own application did not read "
+        # Under an assumed policy the range is only possibly unread (an earliest group read it itself).
+        read = "may not have read" if any(p.assumed for p in copied) else "did not read"
+        how, said = "copied", (f"copied to {facts.sink or 'its sink'}: the group's own application {read} "
                                f"offsets {ranges}; a verified backfill wrote them there")
     elif facts.outcome == "protected_before" and facts.method == "membership":
         how, said = "protected", ("protected: Gapwatch committed each new partition's log start as a member of the "

@@ -48,7 +48,8 @@ def rule_problems(rule: RepairRule) -> dict[str, str]:
 
 
 def _detail(rule: RepairRule) -> dict:
-    return {"name": rule.name, "topics": rule.topic_pattern, "groups": rule.group_pattern, "sink": rule.sink,
+    return {"name": rule.name, "topics": rule.topic_pattern, "groups": rule.group_pattern, "action": rule.action,
+            "sink": rule.sink,
             "replay_topic": rule.replay_topic, "handler": rule.handler, "max_records": rule.max_records,
             "enabled": rule.enabled}
 

@@ -179,3 +179,76 @@ def test_a_seat_the_broker_refuses_falls_back_to_the_repair_and_the_verdict_says
         producer.stop()
         member.close()
         broker.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_after_the_add_is_resumed_and_a_race_lost_meanwhile_is_said_not_hidden(
+        broker, kafka_bootstrap, unique, settings, tmp_path):
+    """The worker dies right after CreatePartitions, before its commits. The seat's session runs out,
+    the group rebalances, and its librdkafka leader (refreshing metadata at every rebalance) hands the
+    new partitions out: its member starts them at latest. The resumed job seats again and commits, finds
+    a member holding them (the race lost), falls back to the repair after (no maximum given: left to a
+    person) and its verdict names what the group did not read. Gapwatch's own commit is never taken
+    for the group's start."""
+    settings.FOUR_EYES = False
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    topic, group_id = f"xpa-{unique}", f"after-{unique}"
+    broker.create_topic(topic, 2)
+    producer = RateProducer(kafka_bootstrap, topic, rate=10, partitions=[0, 1])
+    member = GroupConsumer(kafka_bootstrap, group_id, topic, offset_reset="latest", refresh_ms=300_000)
+    processes, log = [], open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the workers
+    try:
+        wait_until(lambda: member.count(0) + member.count(1) > 0, timeout=120, what="the group reading")
+        wait_until(lambda: poll(cluster) and ConsumerGroup.objects.filter(group_id=group_id, member_count=1).exists(),
+                   interval=0.5, what="a poll to see the group")
+        alice = user_with_role("alice", "approver")
+        verdict = lambda cluster, topic, count: partitions_verdict(cluster=cluster, topic=topic, count=count)  # noqa: E731
+        shown = expansion_plan_as_dict(expansion_plan(user=alice, cluster="local", topic=topic, partitions=4,
+                                                      dry_run=True, verdict=verdict))
+        job = expansion_request(user=alice, cluster="local", topic=topic, partitions=4,
+                                fingerprint=shown["fingerprint"], verdict=verdict, repairs={group_id: {"max_records": 0}})
+        env = worker_env(EXPANSION_STALL_SECONDS="5", EXPANSION_RECOVERY_SECONDS="2", POLL_LOCK_SECONDS="10",
+                         EXPANSION_VERIFY_SECONDS="5", EXPANSION_WATCH_SECONDS="120")
+        first = start_celery(["worker", "--pool", "threads", "--concurrency", "2", "-n", f"first-{unique}@%h"],
+                             env, log)
+        processes.append(first)
+        expansion_approve(user=alice, job_id=job.id, verdict=verdict)
+        wait_until(lambda: broker_partitions(broker, topic) == 4, timeout=120, interval=0.002,
+                   what="the partitions added")
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        producer.add([2, 3])
+        for partition in (2, 3):
+            broker.produce(topic, partition, 20)
+        row = ExpansionJob.objects.get(id=job.id)
+        committed_before_the_kill = bool((row.decisions[group_id].get("membership") or {}).get("partitions"))
+        # The dead seat's session runs out; the rebalance hands the new partitions to the group's member.
+        wait_until(lambda: member.count(2) > 0 and member.count(3) > 0, timeout=120,
+                   what="the group to take the new partitions")
+        processes.append(start_celery(["worker", "--pool", "threads", "--concurrency", "2", "-n",
+                                       f"second-{unique}@%h"], env, log))
+        wait_until(lambda: ExpansionJob.objects.get(id=job.id).state in ExpansionJob.FINISHED, timeout=300,
+                   interval=1, what="the resumed job to end")
+        row = ExpansionJob.objects.get(id=job.id)
+        first_reads = (min(member.offsets(2)), min(member.offsets(3)))
+        if committed_before_the_kill:
+            pytest.skip(f"the dead worker committed before it died (the kill came after the commit): {row.verdicts}")
+        # The group took the partitions before the second worker started: the resumed run finds a member
+        # holding them, commits nothing over it, and says the race was lost. Whether the group read them
+        # from 0 (it took them before any record was written) or above, Gapwatch cannot tell a latest
+        # start from an earliest one here: the verdict keeps the range possibly unread, never hides it.
+        decision = row.decisions[group_id]
+        assert "lost the race" in decision["fallback"], decision
+        assert not (decision.get("membership") or {}).get("partitions"), "nothing committed over a holder"
+        assert row.state == "done_with_loss" and row.verdicts[group_id]["how"] == "lost", row.verdicts
+        unread = {u["partition"]: (u["start"], u["end"]) for u in row.verdicts[group_id]["unrepaired"]}
+        for index, partition in enumerate((2, 3)):
+            start, end = unread[partition]
+            assert start == 0 and end >= first_reads[index], (unread, first_reads)
+        print(f"\nfirst reads after the kill {first_reads}; verdict {row.verdicts[group_id]['words']}")
+    finally:
+        producer.stop()
+        for process in processes:
+            stop_celery(process)
+        log.close()
+        member.close()

@@ -162,14 +162,15 @@ def test_the_admin_writes_rules_through_the_audited_service_and_shows_form_error
     client = Client()
     client.force_login(admin_user)
     form = {"cluster": cluster.id, "name": "all", "topic_pattern": "orders*", "group_pattern": "<script>*",
-            "sink": "handler", "replay_topic": "", "handler": "nope", "max_records": "100", "enabled": "on"}
+            "action": "protect", "sink": "handler", "replay_topic": "", "handler": "nope", "max_records": "100",
+            "enabled": "on"}
     page = client.post("/admin/groups/repairrule/add/", form)
     assert page.status_code == 200 and "BACKFILL_HANDLERS" in page.content.decode()
     assert not RepairRule.objects.exists()
 
     assert client.post("/admin/groups/repairrule/add/", {**form, "sink": "parquet"}).status_code == 302
     rule = RepairRule.objects.get()
-    assert (rule.created_by, rule.group_pattern) == (admin_user, "<script>*")
+    assert (rule.created_by, rule.group_pattern, rule.action) == (admin_user, "<script>*", "protect")
     created = AuditEvent.objects.get(action="repair_rule.created")
     assert created.detail["max_records"] == 100
     listing = client.get("/admin/groups/repairrule/").content.decode()

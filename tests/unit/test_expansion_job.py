@@ -136,6 +136,11 @@ HOW_CASES = [
                  "copied to parquet: the group's own application did not read offsets [0, 40) of partition 2, "
                  "[0, 35) of partition 3; a verified backfill wrote them there",
                  "a backfill is a copy the application never read: said so, with the ranges", id="copied"),
+    pytest.param(GroupFacts("maybe", "repaired_after", (PartitionFacts(2, 0, missed=(0, 40), repaired=True,
+                                                                        assumed=True),), sink="parquet"), "copied",
+                 "copied to parquet: the group's own application may not have read offsets [0, 40) of partition 2",
+                 "its policy only assumed: an earliest group read the range itself; never said as a fact",
+                 id="copied-possibly"),
     pytest.param(GroupFacts("raced", "repaired_after", (PartitionFacts(2, 0, start=0),
                                                         PartitionFacts(3, 0, missed=(0, 12), repaired=True)),
                             method="", sink="kafka", problem="the protection lost the race on partition(s) [3]"),

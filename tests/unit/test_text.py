@@ -90,9 +90,9 @@ def test_an_audit_detail_reads_as_rows_of_words(detail, expected, why):
 
 @pytest.mark.parametrize(("seconds", "expected", "why"), [
     (0.25, "250 ms", "below a second: milliseconds"),
-    (4.25, "4.2 s", "below ten seconds: tenths (rounded half to even)"),
-    (12.4, "12 s", "below a minute: whole seconds"),
-    (59.7, "1 min", "rounding up to a minute says so, never '60 s'"),
+    (4.25, "4.2 s", "below a minute: tenths (rounded half to even)"),
+    (12.345, "12.3 s", "below a minute: tenths, as a job's run time is read beside client logs"),
+    (59.97, "1 min", "rounding up to a minute says so, never '60.0 s'"),
     (245, "4 min 5 s", "minutes and seconds"),
     (240, "4 min", "a zero second unit is left out"),
     (7830, "2 h 10 min", "hours and minutes: seconds no longer matter"),
