@@ -109,7 +109,8 @@ def duration_words(seconds: float) -> str:
     if seconds < 1:
         return f"{round(seconds * 1000)} ms"
     if seconds < 60:
-        return f"{seconds:.1f} s" if round(seconds, 1) < 60 else "1 min"
+        # Tenths, a whole second without its ".0" ("10 s").
+        return f"{seconds:.1f}".removesuffix(".0") + " s" if round(seconds, 1) < 60 else "1 min"
     whole = round(seconds)
     for index, (size, name) in enumerate(_DURATION_UNITS[:-1]):
         if whole >= size:

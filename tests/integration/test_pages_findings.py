@@ -341,7 +341,7 @@ def test_the_job_page_lists_each_attempt_and_where_it_ran(approver, gap_findings
     assert "Spark Connect localhost:15002" in table and "own Spark process" in table and "Spark host" in table
     assert "5e55-10n" in table and "5151" in table and "4242" in table
     # Durations as durations: 0.01 s of start-up, 10.1 s of read + write, 4.4 s of verification.
-    assert '<td class="num">10 ms</td>' in table and '<td class="num">10 s</td>' in table
+    assert '<td class="num">10 ms</td>' in table and '<td class="num">10.1 s</td>' in table
     assert '<td class="num">4.4 s</td>' in table
     assert "no Spark Connect server at &lt;srv&gt;" in table and "<srv>" not in table
     assert "no Spark host on &lt;sock&gt;" in table and "<sock>" not in table

@@ -92,6 +92,7 @@ def test_an_audit_detail_reads_as_rows_of_words(detail, expected, why):
     (0.25, "250 ms", "below a second: milliseconds"),
     (4.25, "4.2 s", "below a minute: tenths (rounded half to even)"),
     (12.345, "12.3 s", "below a minute: tenths, as a job's run time is read beside client logs"),
+    (10.01, "10 s", "a whole second without its '.0'"),
     (59.97, "1 min", "rounding up to a minute says so, never '60.0 s'"),
     (245, "4 min 5 s", "minutes and seconds"),
     (240, "4 min", "a zero second unit is left out"),
