@@ -161,7 +161,9 @@ def test_a_worker_sigkilled_inside_a_reset_is_recovered_and_the_reset_is_exact(k
                                [job.id % 2**31])
                 return cursor.fetchone()[0] > 0
 
-        wait_until(lock_held, timeout=60, interval=0.2, what="the executor to hold the job's lock")
+        # 60 s timed out in two of three full parallel runs (2026-11-29), never alone: cause not found
+        # (a slow worker start on two busy cores is the guess); given more time, not made to pass.
+        wait_until(lock_held, timeout=150, interval=0.2, what="the executor to hold the job's lock")
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=30)
         kafka1.resume_node(1)
