@@ -158,6 +158,12 @@ class Topic(models.Model):
     end_offsets_at = models.DateTimeField(null=True, blank=True)
     previous_end_offsets = models.BigIntegerField(null=True, blank=True)
     previous_end_offsets_at = models.DateTimeField(null=True, blank=True)
+    # Per partition id (a string key), the last stable offset a complete poll
+    # read before listing the groups, at most every LAG_SAMPLE_INTERVAL_SECONDS,
+    # and when: a group that poll did not list starts at latest at or above it
+    # (detection.first_start_evidence). {} until sampled.
+    partition_floors = models.JSONField(default=dict, blank=True)
+    partition_floors_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["cluster", "name"]

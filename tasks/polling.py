@@ -107,6 +107,7 @@ def poll_cluster(
             known_counts=known_counts, topics=topics, groups=groups, share_groups=shares, streams_groups=streams,
             java=settings.JAVA_ADMIN_CLIENT, parts=parts, part_count=part_count,
             every_share_and_streams_group=every_share_and_streams_group,
+            stable_everywhere=inputs.floors_due and topics is None and groups is None,
         )
     except KafkaUnavailable as error:
         forget_adapter(cluster.id)

@@ -98,7 +98,7 @@ Over 400 lines on purpose: the rules above and the one pass that applies them
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
@@ -126,6 +126,13 @@ class KnownTopic:
     generation: int
     partition_ids: frozenset[int]
     deleted: bool = False
+    # Per partition, where a group starting at latest would have started when
+    # a complete poll last sampled it (its last stable offset, at or below the
+    # high watermark; read before that poll listed the groups), and that
+    # poll's time: a group that did not exist then starts at or above it
+    # (``first_start_evidence``). Empty: never sampled.
+    floors: Mapping[int, int] = field(default_factory=dict, compare=False, hash=False)
+    floors_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -145,6 +152,8 @@ class KnownGroup:
     # nothing is declared. ``policy_evidence``: its words, for the verdicts.
     evidenced_policy: Policy = "unknown"
     policy_evidence: str = ""
+    # When a poll first listed the group (None: never stored).
+    first_seen_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -792,6 +801,52 @@ def policy_evidence_of(*, finding: FindingState, rules: GroupRules) -> PolicyEvi
     return None
 
 
+def first_start_evidence(
+    *, snapshot: Snapshot, known_topics: Mapping[str, KnownTopic], known_groups: Mapping[str, KnownGroup],
+) -> dict[str, PolicyEvidence]:
+    """A group's first start on a topic, seen against the topic's floors
+    (``KnownTopic.floors``): per group, the first (by topic and partition)
+    commit below the floor a complete poll read before the group existed.
+
+    The group was not listed by that poll (it is new, or first listed after
+    it), and that poll read the floors before it listed the groups: so the
+    group took every partition after the floors were read, and a member
+    starting at latest starts at or above its partition's floor (the last
+    stable offset, where a read_committed member starts; a read_uncommitted
+    one starts at the high watermark, above it) and commits at or above its
+    start. A commit below the floor proves the group did not start at latest.
+
+    Only a group with a member holding a partition of the topic counts (its
+    own application's commits, not a tool's offsets for a group with no
+    member, nor a client that assigns partitions itself and seeks), on the
+    topic's lineage of the floors (the same topic id). Share groups state
+    their start rule; they are skipped. A commit at or above the floor
+    proves nothing: an ``earliest`` group that caught up commits there too."""
+    found: dict[str, PolicyEvidence] = {}
+    topics = {topic.name: topic for topic in snapshot.topics}
+    for group in sorted(snapshot.groups, key=lambda g: g.group_id):
+        known = known_groups.get(group.group_id)
+        if group.type == "share" or (known is not None and known.evidenced_policy == "earliest"):
+            continue
+        for (name, partition), commit in sorted(group.committed.items()):
+            stored, topic = known_topics.get(name), topics.get(name)
+            floor = stored.floors.get(partition) if stored is not None else None
+            if (floor is None or topic is None or stored.topic_id != topic.topic_id or stored.floors_at is None
+                    or (known is not None and known.first_seen_at is not None
+                        and known.first_seen_at <= stored.floors_at)
+                    or not any(group.owner_of(name, p.partition) for p in topic.partitions)):
+                continue
+            if commit < floor:
+                found[group.group_id] = PolicyEvidence(
+                    group.group_id, "earliest",
+                    f"its first commits on {name} (a topic it started reading after "
+                    f"{stored.floors_at:%Y-%m-%d %H:%M:%S %Z}) include {commit} on partition "
+                    f"{partition}, below {floor}, where a group starting at latest would have started: "
+                    "it did not start at latest")
+                break
+    return found
+
+
 # --- One poll ---------------------------------------------------------------
 
 
@@ -934,7 +989,9 @@ def evaluate_snapshot(
        partition are in the snapshot.
     5. What the accounting proves of a group's policy that the store does not
        say yet (``policy_evidence_of``): that group's findings are accounted
-       again under it. Then each finding's state transition is listed.
+       again under it; so are the findings of a group whose first start on
+       a topic proves it (``first_start_evidence``). Then each finding's state
+       transition is listed.
     """
     known_topics, known_groups = list(known_topics), list(known_groups)
     known_by_name = {topic.name: topic for topic in known_topics}
@@ -989,7 +1046,10 @@ def evaluate_snapshot(
     # A won protection's commit is Gapwatch's: it proves nothing of the group's policy.
     unprotected = {key: result for key, result in results.items()
                    if not getattr(protections.get((key.group_id, key.topic, key.partition)), "won", False)}
-    evidence = _new_evidence(results=unprotected, declared=declared, listed_groups=listed_groups)
+    evidence = {
+        **first_start_evidence(snapshot=snapshot, known_topics=known_by_name, known_groups=declared),
+        **_new_evidence(results=unprotected, declared=declared, listed_groups=listed_groups),
+    }
     results.update((key, account(key, evidence[key.group_id])) for key in results if key.group_id in evidence)
     accounting, transitions = list(results.values()), []
     for key, result in results.items():

@@ -59,6 +59,8 @@ def cluster_poll_state(*, cluster: Cluster, snapshot: Snapshot) -> PollState:
         detection.KnownTopic(
             name=topic.name, topic_id=latest[topic.id].kafka_topic_id, generation=latest[topic.id].number,
             partition_ids=frozenset(latest[topic.id].partitions), deleted=topic.deleted,
+            floors={int(p): offset for p, offset in (topic.partition_floors or {}).items()},
+            floors_at=topic.partition_floors_at,
         )
         for topic in topics.values()
         if topic.id in latest
@@ -72,7 +74,8 @@ def cluster_poll_state(*, cluster: Cluster, snapshot: Snapshot) -> PollState:
     known_groups = [
         detection.KnownGroup(group_id=g.group_id, consumed_topics=frozenset(consumed[g.group_id]),
                              declared_policy=g.declared_policy, declared_isolation=g.declared_isolation,
-                             evidenced_policy=g.evidenced_policy, policy_evidence=g.policy_evidence)
+                             evidenced_policy=g.evidenced_policy, policy_evidence=g.policy_evidence,
+                             first_seen_at=g.first_seen_at)
         for g in groups.values()
     ]
     return PollState(topics=topics, groups=groups, known_topics=known_topics, known_groups=known_groups,

@@ -28,7 +28,10 @@ class ObservationInputs:
     - ``open_topics``: the topics of every open finding (their log starts are read);
     - ``likely_due``: open findings taken before ``likely_due_before`` whose
       likely start is not resolved yet, as dicts (group, topic, partition,
-      generation, pickup_before).
+      generation, pickup_before);
+    - ``floors_due``: some live topic's floors (``Topic.partition_floors``)
+      are missing or older than LAG_SAMPLE_INTERVAL_SECONDS: a full poll
+      reads every partition's last stable offset.
 
     Three queries (the cluster, the counts, open findings per topic), a fourth
     only while some finding is due for its likely start.
@@ -39,6 +42,7 @@ class ObservationInputs:
     watched: set[str]
     open_topics: set[str]
     likely_due: list[dict]
+    floors_due: bool = False
 
 
 def _still_picked_up() -> Q:
@@ -67,7 +71,11 @@ def observation_inputs(*, cluster_id: int, likely_due_before: datetime) -> Obser
     findings due for a likely start only when some are
     (Cluster.DoesNotExist when the cluster is gone)."""
     cluster = Cluster.objects.get(id=cluster_id)
-    counts = dict(Topic.objects.filter(cluster_id=cluster_id, deleted=False).values_list("name", "partition_count"))
+    live = list(Topic.objects.filter(cluster_id=cluster_id, deleted=False).values_list(
+        "name", "partition_count", "partition_floors_at"))
+    counts = {name: count for name, count, _ in live}
+    floors_before = timezone.now() - timedelta(seconds=settings.LAG_SAMPLE_INTERVAL_SECONDS)
+    floors_due = any(at is None or at <= floors_before for _, _, at in live)
     per_topic = list(_open_findings(cluster_id).values("topic__name").annotate(
         watched=Count("id", filter=_still_picked_up()), due=Count("id", filter=_likely_due(likely_due_before))))
     likely_due = list(_open_findings(cluster_id).filter(_likely_due(likely_due_before)).values(
@@ -75,7 +83,8 @@ def observation_inputs(*, cluster_id: int, likely_due_before: datetime) -> Obser
     )) if any(row["due"] for row in per_topic) else []
     return ObservationInputs(cluster=cluster, known_counts=counts,
                              watched={row["topic__name"] for row in per_topic if row["watched"]},
-                             open_topics={row["topic__name"] for row in per_topic}, likely_due=likely_due)
+                             open_topics={row["topic__name"] for row in per_topic}, likely_due=likely_due,
+                             floors_due=floors_due)
 
 
 def watched_topics(*, cluster_id: int) -> set[str]:

@@ -227,7 +227,8 @@ def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes
     for t in snapshot.topics:
         row = stored.get(t.name)
         due = row is None or row.end_offsets_at is None or row.end_offsets_at <= sample_due
-        if row is not None and not due and not _topic_changed(row, t):
+        floors = _floors_due(row=row, topic=t, snapshot=snapshot, sample_due=sample_due)
+        if row is not None and not due and not floors and not _topic_changed(row, t):
             continue
         topic = Topic(
             cluster=cluster, name=t.name, kafka_topic_id=t.topic_id, is_internal=t.is_internal,
@@ -242,11 +243,16 @@ def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes
         else:
             for name in _END_OFFSETS_FIELDS:
                 setattr(topic, name, getattr(row, name))
+        if floors:
+            topic.partition_floors = {str(p.partition): p.last_stable_offset for p in t.partitions}
+            topic.partition_floors_at = now
+        elif row is not None:
+            topic.partition_floors, topic.partition_floors_at = row.partition_floors, row.partition_floors_at
         rows.append(topic)
     Topic.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["cluster", "name"],
         update_fields=["kafka_topic_id", "is_internal", "partition_count", "deleted", "updated_at",
-                       *_END_OFFSETS_FIELDS],
+                       *_END_OFFSETS_FIELDS, "partition_floors", "partition_floors_at"],
     )
     topics = {**stored, **{row.name: row for row in rows}}  # the upsert sets each row's id
     deleted = [name for name in changes.deleted_topics if name in topics and not topics[name].deleted]
@@ -258,6 +264,16 @@ def _write_topics(*, cluster: Cluster, snapshot: Snapshot, stored: dict, changes
 
 
 _END_OFFSETS_FIELDS = ("end_offsets", "end_offsets_at", "previous_end_offsets", "previous_end_offsets_at")
+
+
+def _floors_due(*, row: Topic | None, topic: TopicSnapshot, snapshot: Snapshot, sample_due: datetime) -> bool:
+    """The topic's floors are written from a complete snapshot that read
+    every partition's last stable offset (before it listed the groups), at
+    most every LAG_SAMPLE_INTERVAL_SECONDS: older floors still bound, only
+    less tightly."""
+    stale = row is None or row.partition_floors_at is None or row.partition_floors_at <= sample_due
+    return (stale and snapshot.complete and bool(topic.partitions)
+            and all(p.last_stable_offset is not None for p in topic.partitions))
 
 
 def _topic_changed(row: Topic, topic: TopicSnapshot) -> bool:

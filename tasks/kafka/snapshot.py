@@ -43,7 +43,7 @@ class SnapshotReads(WatchReads, PartReads):
         topics: Collection[str] | None = None, groups: Collection[str] | None = None,
         share_groups: Collection[str] | None = None, streams_groups: Collection[str] | None = None,
         java: bool = True, parts: PollParts | None = None, part_count: int = 1,
-        every_share_and_streams_group: bool = False,
+        every_share_and_streams_group: bool = False, stable_everywhere: bool = False,
     ) -> Snapshot:
         """Read everything one poll needs, in this order:
 
@@ -51,7 +51,9 @@ class SnapshotReads(WatchReads, PartReads):
         2. watermarks: the high watermark of every partition, and the last
            stable offset (read committed) of the partitions whose log starts
            step 5 reads by topic (a finding's H_k is observed there; L_k
-           beside it must be read before the groups too);
+           beside it must be read before the groups too), of every partition
+           with ``stable_everywhere`` on a full snapshot (the topics' floors,
+           ``detection.first_start_evidence``, sampled once a minute);
         3. groups: list, then describe (state, type, members, assignments);
         4. offsets: the committed offsets of every group;
         4b. share and streams groups (``tasks.kafka.java_admin``, Kafka's
@@ -128,7 +130,8 @@ class SnapshotReads(WatchReads, PartReads):
                 if known_counts is None or topics is not None
                 or name not in known_counts or known_counts[name] != len(topic.partition_ids)
             }
-            stable_keys = [key for key in partitions_of(described) if key[0] in wanted]
+            stable_keys = [key for key in partitions_of(described)
+                           if key[0] in wanted or (stable_everywhere and topics is None)]
             stable_offsets = self._list_offsets(
                 described, stable_keys, OFFSET_END, gone, time.monotonic() + self._timeout,
                 reader=self.stable_offsets_reader,

@@ -11,7 +11,7 @@ from django.utils import timezone
 from gapwatch_guard.keys import guard_starts_key, known_partitions_key
 
 from groups.services import known_partitions
-from groups.models import Cluster, ConsumerGroup, Finding, PartitionGeneration
+from groups.models import AuditEvent, Cluster, ConsumerGroup, Finding, PartitionGeneration, Topic
 from tasks.polling import poll_cluster
 from tests.harness.kafka_clients import GroupConsumer, group_committed, wait_until
 from tests.harness.scenarios import K, findings, poll, produce_one_each, start_consuming_group
@@ -117,6 +117,47 @@ def test_an_earliest_group_working_through_the_backlog_slowly_is_covered_by_evid
     row = findings(topic, group_id)[2]
     assert row.first_commit < K
     assert (row.state, row.policy_source, row.missed_definite) == ("covered", "evidenced", 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_group_starting_below_the_end_is_proven_not_latest_and_its_later_finding_is_covered(
+    broker, cluster, unique
+):
+    """A group's first start on a topic is evidence (DESIGN section 3): the
+    poll before it existed read the topic's floors; its first commits below
+    them prove it did not start at latest. Its finding on a later expansion,
+    where it caught up within one commit interval, is then covered, not an
+    assumed gap."""
+    topic, group_id = f"first-{unique}", f"first-start-{unique}"
+    broker.create_topic(topic, 2)
+    broker.produce(topic, 0, 50)
+    broker.produce(topic, 1, 50)
+    poll(cluster)
+    assert Topic.objects.get(cluster=cluster, name=topic).partition_floors == {"0": 50, "1": 50}
+    consumer = GroupConsumer(broker.bootstrap, group_id, topic, offset_reset="earliest", delay=0.05)
+    try:
+        wait_until(lambda: poll(cluster) and ConsumerGroup.objects.filter(
+            group_id=group_id, evidenced_policy="earliest").exists(), interval=0.2, what="first-start evidence")
+    finally:
+        consumer.close()
+    group = ConsumerGroup.objects.get(group_id=group_id)
+    assert f"its first commits on {topic}" in group.policy_evidence and "below 50" in group.policy_evidence
+    assert AuditEvent.objects.filter(action="group.policy_evidenced", object_id=str(group.id)).exists()
+
+    broker.raise_partitions(topic, 3)
+    broker.produce(topic, 2, K)
+    poll(cluster)
+    assert findings(topic, group_id)[2].state == "pending"
+    consumer = GroupConsumer(broker.bootstrap, group_id, topic, offset_reset="earliest")
+    try:
+        wait_until(lambda: consumer.count(2) == K, what="the new partition read from its start")
+        wait_for_commits(cluster, topic, group_id, [2], {2: K})
+    finally:
+        consumer.close()
+    row = findings(topic, group_id)[2]
+    assert row.first_commit >= K  # caught up within one commit interval: commits alone prove nothing
+    assert (row.state, row.policy_source, row.missed_definite, row.missed_definite_if_latest) == (
+        "covered", "evidenced", 0, None)
 
 
 @pytest.mark.django_db(transaction=True)
