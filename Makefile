@@ -47,7 +47,7 @@ XDIST_OPTS = $(if $(filter 0,$(PYTEST_WORKERS)),,--max-worker-restart=0)
 # HTTP: the test client and live server speak HTTP); pytest-django still answers
 # every request with DEBUG off, so the tests see Gapwatch's own error pages.
 test: setup-tests services
-	@$(ENV) DEBUG=1 REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 SPARK_CONNECT_URL= \
+	@$(ENV) DEBUG=1 REDIS_URL=redis://127.0.0.1:$$REDIS_PORT/1 DB_CONN_MAX_AGE=0 SPARK_CONNECT_URL= BACKFILL_DRIVER=worker \
 	  SPARK_SUBMIT_OPTS="$$SPARK_SUBMIT_OPTS $(TEST_JVM_OPTS)" $$VENV/bin/python -m pytest -n $(PYTEST_WORKERS) $(XDIST_OPTS) $(PYTEST_ARGS)
 
 # The issue-11 benchmarks in one run (poll cost vs the CLI, accuracy with real

@@ -156,6 +156,16 @@ SPARK_CONNECT_TOKEN = env_str("SPARK_CONNECT_TOKEN", "")
 # Python handlers (dotted paths, comma separated) approvers may choose as a
 # backfill's sink; each is called with an iterator of one Spark partition's records.
 BACKFILL_HANDLERS = env_dotted_paths("BACKFILL_HANDLERS")
+# Where a backfill runs: "process", a driver process of its own that the jobs
+# worker launches without waiting (tasks/backfill/driver.py; a worker is never
+# held for a Spark run); "worker", inside the Celery task (the tests that patch
+# the runner in their own process). At most BACKFILL_DRIVERS run at once; the
+# others stay queued until a slot is free.
+BACKFILL_DRIVER = env_choice("BACKFILL_DRIVER", "process", ("process", "worker"))
+BACKFILL_DRIVERS = env_int("BACKFILL_DRIVERS", 2, minimum=1)
+# A driver and its Spark job run at this niceness (0-19): batch work yields the
+# CPU to the watch's polls and ticks, whose timing the numbers depend on.
+BACKFILL_NICENESS = env_int("BACKFILL_NICENESS", 10, minimum=0)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -9,7 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.conf import settings
+
+from tasks.backfill.driver import backfill_launch
 from tasks.backfill.executor import execute_backfill
 from tasks.offset_reset import execute_reset
 
-EXECUTORS: dict[str, Callable[..., str]] = {"reset": execute_reset, "backfill": execute_backfill}
+
+def run_backfill(*, job_id: int) -> str:
+    """A backfill runs in a driver process of its own (``tasks.backfill.driver``),
+    launched from here without waiting; BACKFILL_DRIVER=worker runs it in this worker."""
+    if settings.BACKFILL_DRIVER == "worker":
+        return execute_backfill(job_id=job_id)
+    return backfill_launch(job_id=job_id)
+
+
+EXECUTORS: dict[str, Callable[..., str]] = {"reset": execute_reset, "backfill": run_backfill}

@@ -89,3 +89,9 @@ def expansion_job_to_run(*, job_id: int) -> ExpansionJob:
 def notification_pending(*, notification_id: int) -> Notification | None:
     """The webhook still to send, or None when it was sent, given up or deleted."""
     return Notification.objects.filter(id=notification_id, status=Notification.Status.PENDING).first()
+
+
+def backfills_waiting() -> list[int]:
+    """Queued backfills, oldest first: each launch takes the next free slot."""
+    return list(RemediationJob.objects.filter(kind=RemediationJob.Kind.BACKFILL, status=RemediationJob.Status.QUEUED)
+                .order_by("created_at", "id").values_list("id", flat=True))

@@ -73,3 +73,40 @@ def backfill_record_cli_run(*, cluster, run_id: str, sink: str, outcome: str, ra
     audit_record(action="backfill.cli", actor=None, cluster=cluster, object_type="backfill", object_id=run_id[:40],
                  detail={"via": "cli", "run_id": run_id, "sink": sink, "outcome": outcome, "ranges": ranges,
                          "delivered": result.get("delivered"), "expected": result.get("expected")})
+
+
+# One lock for the count of running backfills: two launches never both take the last slot.
+BACKFILL_SLOTS_LOCK = (0x6266, 2**31 - 1)
+BACKFILL_STARTING = "starting the Spark job"
+
+
+def backfill_take_slot(*, job_id: int, slots: int) -> str:
+    """Whether the backfill's driver may start (``tasks.backfill.driver``):
+    "launch" for a ``queued`` job moved to ``running`` while fewer than
+    ``slots`` backfills run, and for a ``running`` one (its driver died: it
+    keeps its slot); "waiting" for a ``queued`` job when every slot is taken
+    (its reason says so); otherwise the job's status, left alone. Counted and
+    moved under one transaction-scoped advisory lock."""
+    from django.db import connection, transaction
+
+    from groups.services.remediation import job_transition
+
+    Status = RemediationJob.Status
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("select pg_advisory_xact_lock(%s, %s)", BACKFILL_SLOTS_LOCK)
+        job = RemediationJob.objects.select_for_update().get(id=job_id)
+        if job.status == Status.RUNNING:
+            return "launch"
+        if job.status != Status.QUEUED:
+            return job.status
+        running = RemediationJob.objects.filter(kind=RemediationJob.Kind.BACKFILL, status=Status.RUNNING).count()
+        if running >= slots:
+            reason = (f"waiting for a Spark slot: {running} backfill(s) running, at most {slots} at once "
+                      "(BACKFILL_DRIVERS)")
+            if job.status_reason != reason:
+                RemediationJob.objects.filter(id=job_id).update(status_reason=reason)
+            return "waiting"
+        job_transition(job_id=job_id, from_statuses=[Status.QUEUED], to_status=Status.RUNNING,
+                       status_reason=BACKFILL_STARTING, error="", progress_done=0)
+        return "launch"

@@ -67,14 +67,16 @@ def cluster_request(*, cluster: Cluster, ranges: tuple[BackfillRange, ...], sink
     )
 
 
-def execute_backfill(*, job_id: int) -> str:
+def execute_backfill(*, job_id: int, launched: bool = False) -> str:
     """Run one backfill job; return its status afterwards.
 
     1. Take the job's advisory lock; if another worker holds it, an attempt
        is alive there: leave the job alone.
-    2. queued -> running. A job already ``running`` (its worker died: we hold
-       the lock) is restarted, running -> running; any other status is left
-       as it is.
+    2. queued -> running. A job already ``running`` (its worker or driver
+       died: we hold the lock) is restarted, running -> running; any other
+       status is left as it is. ``launched``: a driver's run
+       (``tasks.backfill.driver``), whose launch moved the job to
+       ``running``: without an attempt recorded, it is no restart.
     3. Run (``BackfillRunner``), recording attempts and progress on the row.
     4. running -> succeeded with the per-partition result, or -> failed with
        the reason, Spark's error text and what is known.
@@ -94,12 +96,14 @@ def execute_backfill(*, job_id: int) -> str:
             job.refresh_from_db()
             if job.status != Status.RUNNING:
                 return job.status
+        if job.status == Status.RUNNING and not (launched and not (job.result or {}).get("attempts")):
             lost = [a for a in (job.result or {}).get("attempts", []) if a.get("outcome") == "running"]
             _interrupt_lost_attempts(lost)
-            earlier = [{**a, "outcome": "lost with its worker"} if a.get("outcome") == "running" else a
+            runner = "driver" if launched else "worker"
+            earlier = [{**a, "outcome": f"lost with its {runner}"} if a.get("outcome") == "running" else a
                        for a in (job.result or {}).get("attempts", [])]
             if not job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.RUNNING,
-                                  status_reason="restarted: the worker running it ended without a result",
+                                  status_reason=f"restarted: the {runner} running it ended without a result",
                                   error="", progress_done=0, result={"attempts": earlier}):
                 return _status_of(job_id)
         job.refresh_from_db()

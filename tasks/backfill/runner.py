@@ -375,7 +375,9 @@ class BackfillRunner:
         folder = Path(tempfile.mkdtemp(prefix=work_prefix(self.request.run_id)))
         spec = self._spec(attempt_id, readable, sink, folder)
         (folder / "spec.json").write_text(json.dumps(spec.to_json(), indent=1))
-        record = {"attempt": attempt_id, "started_at": timezone.now().isoformat(), "pid": None, "outcome": "running"}
+        # ``runner_pid``: the process following the attempt (a driver, or a worker: BACKFILL_DRIVER).
+        record = {"attempt": attempt_id, "started_at": timezone.now().isoformat(), "pid": None, "outcome": "running",
+                  "runner_pid": os.getpid()}
         self.attempts.append(record)
         spawned = time.time()
         with open(folder / "job.log", "wb") as log_file:

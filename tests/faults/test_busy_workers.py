@@ -3,7 +3,8 @@ a worker for the queue "watch" and one for jobs, as `make up` runs them
 (tests/harness/busy.py).
 
 Three guarded expansions wait at once, each for a share group that left its
-topic, while producers write to every topic. Before issue 42 each waiting job
+topic, while producers write to every topic, and two long backfills run (in
+drivers of their own: a backfill holds no worker). Before issue 42 each waiting job
 slept in a worker process, and two took the only two: no poll and no tick ran.
 Now a job waits between short runs, and the watch has workers of its own. The
 jobs' worker is SIGKILLed meanwhile (their next runs' messages go with it)
@@ -19,11 +20,13 @@ intervals in a row on average. Before issue 42 the same load left 1 tick and
 
 from __future__ import annotations
 
+import os
 import statistics
 
 import pytest
 
-from groups.models import Cluster, ExpansionJob
+from groups.models import Cluster, ExpansionJob, RemediationJob
+from tests.harness.backfills import BIG
 from tests.harness.busy import POLL_SECONDS, run_busy
 from tests.harness.scenarios import poll
 
@@ -38,10 +41,18 @@ def test_waiting_expansions_and_a_killed_jobs_worker_never_stop_the_watch(broker
     settings.FOUR_EYES = True
     cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
     pulse, start = run_busy(broker, cluster, expansions=3, tag=unique, log_path=tmp_path / "workers.log", poll=poll,
-                            kill_jobs_worker=True, watch_gives_up=WATCH_GIVES_UP_SECONDS)
+                            kill_jobs_worker=True, watch_gives_up=WATCH_GIVES_UP_SECONDS, backfills=2,
+                            backfill_output=tmp_path / "backfills")
 
     assert all(state in (ExpansionJob.State.DONE, ExpansionJob.State.DONE_WITH_LOSS)
                for state, _ in pulse.jobs.values()), pulse.jobs
+    # The two long backfills ran in drivers of their own, never in the jobs' worker: the worker's
+    # SIGKILL did not touch them (one attempt each), and they held none of its two processes.
+    for backfill in RemediationJob.objects.filter(id__in=pulse.backfills):
+        assert backfill.status == RemediationJob.Status.SUCCEEDED, (backfill.status_reason, backfill.error)
+        [attempt] = backfill.result["attempts"]
+        assert attempt["outcome"] == "published" and attempt["runner_pid"] != os.getpid()
+        assert backfill.result["delivered"] == backfill.result["expected"] == 2 * BIG
     assert pulse.span > WATCH_GIVES_UP_SECONDS / 2, f"the window is the jobs' wait: {pulse.span:.1f}s"
     # Ticks kept coming: one is due a second, and one still queued after its interval expires,
     # so a stalled watch shows as missing arrivals and long gaps.

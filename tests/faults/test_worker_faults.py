@@ -66,6 +66,83 @@ def test_a_worker_sigkilled_mid_backfill_is_recovered_and_publishes_exactly_the_
     assert parquet_rows(str(output / str(job.id))) == scenario.expected_rows()
 
 
+def _driver_env(backfill_output: str) -> dict[str, str]:
+    return {**_worker_env(backfill_output), "BACKFILL_DRIVER": "process"}
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_backfill_s_driver_outlives_the_worker_that_launched_it(broker, unique, approver, tmp_path):
+    """BACKFILL_DRIVER=process: the jobs worker launches the backfill's driver
+    and is free at once; SIGKILLed (its whole process group) while the Spark
+    job runs, it changes nothing: no worker is alive while the job ends, with
+    its one attempt, exactly the range."""
+    output = tmp_path / "backfills"
+    scenario = Scenario(broker, f"dr-{unique}", f"driver-{unique}", BIG)
+    log = open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the processes below
+    worker = start_celery(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"launcher-{unique}@%h"],
+                          _driver_env(str(output)), log)
+    try:
+        job = scenario.request_job(approver, "parquet")
+
+        def first_attempt() -> dict | None:
+            attempts = (RemediationJob.objects.get(id=job.id).result or {}).get("attempts", [])
+            return attempts[0] if attempts and attempts[0].get("pid") else None
+
+        attempt = wait_until(first_attempt, timeout=180, interval=0.1, what="the first attempt to start")
+        assert attempt["runner_pid"] != worker.pid and alive(attempt["runner_pid"])
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+        wait_until(lambda: RemediationJob.objects.get(id=job.id).status in ("succeeded", "failed"), timeout=300,
+                   interval=1, what="the job to finish with no worker alive")
+    finally:
+        stop_celery(worker)
+        log.close()
+    job = RemediationJob.objects.get(id=job.id)
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert [a["outcome"] for a in job.result["attempts"]] == ["published"]
+    assert parquet_rows(str(output / str(job.id))) == scenario.expected_rows()
+
+
+@pytest.mark.spark
+@pytest.mark.django_db(transaction=True)
+def test_a_backfill_driver_sigkilled_mid_job_is_launched_again_and_publishes_exactly_the_range(
+    broker, unique, approver, tmp_path
+):
+    """The driver (and its Spark job: a process without its follower ends)
+    SIGKILLed mid-job releases the job's lock; beat's recovery launches it
+    again and the executor restarts it from what the attempt recorded."""
+    output = tmp_path / "backfills"
+    env = _driver_env(str(output))
+    scenario = Scenario(broker, f"dk-{unique}", f"driverkill-{unique}", BIG)
+    log = open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the processes below
+    processes = [start_celery(["worker", "--pool", "threads", "--concurrency", "1", "-n", f"jobs-{unique}@%h"], env,
+                              log)]
+    try:
+        job = scenario.request_job(approver, "parquet")
+
+        def first_attempt() -> dict | None:
+            attempts = (RemediationJob.objects.get(id=job.id).result or {}).get("attempts", [])
+            return attempts[0] if attempts and attempts[0].get("pid") else None
+
+        attempt = wait_until(first_attempt, timeout=180, interval=0.1, what="the first attempt to start")
+        os.kill(attempt["runner_pid"], signal.SIGKILL)
+        wait_until(lambda: not alive(attempt["pid"]), timeout=60, what="the dead driver's Spark process to end")
+        assert not (output / str(job.id)).exists(), "a dead attempt published output"
+        processes.append(start_celery(["beat", "--pidfile=", "-S", "django_celery_beat.schedulers:DatabaseScheduler"],
+                                      env, log))
+        wait_until(lambda: RemediationJob.objects.get(id=job.id).status in ("succeeded", "failed"), timeout=300,
+                   interval=1, what="the recovered job to finish")
+    finally:
+        for process in processes:
+            stop_celery(process)
+        log.close()
+    job = RemediationJob.objects.get(id=job.id)
+    assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
+    assert [a["outcome"] for a in job.result["attempts"]] == ["lost with its driver", "published"]
+    assert parquet_rows(str(output / str(job.id))) == scenario.expected_rows()
+
+
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_broker_killed_during_a_backfill_never_yields_a_partial_success(

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from controlplane.celery import app
-from groups.models import Cluster, ConsumerGroup, ExpansionJob
+from groups.models import Cluster, ConsumerGroup, ExpansionJob, RemediationJob
 from groups.services.cadence import tick_counts
 from groups.services.expansion_jobs import expansion_approve, expansion_request
 from groups.services.expansions import expansion_plan, expansion_plan_as_dict
+from groups.services.remediation import job_approve
 from tasks.expansions import partitions_verdict
 from tests.factories import user_with_role
 from tests.harness.kafka_clients import Broker, RateProducer, ShareGroupConsumer, set_share_reset, wait_until
@@ -67,6 +68,8 @@ class Pulse:
     polls: list[float] = field(default_factory=list)
     polls_total: int = 0
     jobs: dict[int, tuple[str, str]] = field(default_factory=dict)  # id -> (state, error)
+    backfills: list[int] = field(default_factory=list)  # remediation job ids
+    backfills_running_when_expansions_ended: int = 0
 
     @staticmethod
     def delays(times: list[float], interval: float, start: float) -> list[float]:
@@ -90,14 +93,22 @@ class Pulse:
 
 
 def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log_path: Path, poll,
-             kill_jobs_worker: bool, watch_gives_up: int = 30) -> tuple[Pulse, float]:
+             kill_jobs_worker: bool, watch_gives_up: int = 30, backfills: int = 0,
+             backfill_output: Path | None = None) -> tuple[Pulse, float]:
     """``expansions`` guarded expansions waiting at once (see the module); with
     ``kill_jobs_worker`` the jobs' worker is SIGKILLed once they all wait and a
-    new one started. Returns the pulse and the window's start (epoch seconds).
-    With 0 expansions the window is ``watch_gives_up`` seconds of an idle watch."""
+    new one started. ``backfills``: that many long Parquet backfills
+    (``tests.harness.backfills.Scenario`` of BIG records a partition, on
+    clusters of their own) approved just before the expansions, run by
+    drivers (BACKFILL_DRIVER=process) into ``backfill_output``. Returns the
+    pulse and the window's start (epoch seconds). With 0 expansions the
+    window is ``watch_gives_up`` seconds of an idle watch."""
+    from tests.harness.backfills import BIG, Scenario
+
     topics = [f"busy-{n}-{tag}" for n in range(expansions)]
     alice, bob = user_with_role(f"alice-{tag}", "approver"), user_with_role(f"bob-{tag}", "approver")
     jobs, producers = [], []
+    scenarios = [Scenario(broker, f"busy-bf-{n}-{tag}", f"busy-bf-{n}-{tag}", BIG) for n in range(backfills)]
     for n, topic in enumerate(topics):
         broker.create_topic(topic, 2)
         share_group_that_left(broker, cluster, topic, f"busy-share-{n}-{tag}", poll)
@@ -110,7 +121,9 @@ def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log
 
     env = worker_env(POLL_INTERVAL_SECONDS=str(POLL_SECONDS), WATCH_INTERVAL_SECONDS="1",
                      EXPANSION_WATCH_SECONDS=str(watch_gives_up), EXPANSION_STALL_SECONDS="3",
-                     EXPANSION_RECOVERY_SECONDS="2", POLL_LOCK_SECONDS="10")
+                     EXPANSION_RECOVERY_SECONDS="2", POLL_LOCK_SECONDS="10", BACKFILL_DRIVER="process",
+                     BACKFILL_OUTPUT=str(backfill_output or log_path.parent / "backfills"), SPARK_MASTER="local[1]",
+                     JOB_RECOVERY_SECONDS="2")
     log = open(log_path, "ab")  # noqa: SIM115 - shared by the processes below
     watch = start_celery(["worker", "-Q", "watch", "--pool", "threads", "--concurrency", "4",
                           "-n", f"watch-{tag}@%h"], env, log)
@@ -120,6 +133,8 @@ def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log
     processes = [watch, jobs_worker, beat]
     pulse = Pulse()
     try:
+        for scenario in scenarios:
+            pulse.backfills.append(job_approve(user=bob, job_id=scenario.request_job(alice, "parquet").id).id)
         for job_id in jobs:
             expansion_approve(user=bob, job_id=job_id, verdict=_verdict)
 
@@ -155,6 +170,11 @@ def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log
             all(row.state in ExpansionJob.FINISHED for row in ExpansionJob.objects.filter(id__in=jobs))
             and time.time() >= (deadline if not jobs else 0)),
             timeout=watch_gives_up + 180, interval=0.2, what="every expansion to end")
+        pulse.backfills_running_when_expansions_ended = RemediationJob.objects.filter(
+            id__in=pulse.backfills, status=RemediationJob.Status.RUNNING).count()
+        wait_until(lambda: sample_polls() or not RemediationJob.objects.filter(
+            id__in=pulse.backfills).exclude(status__in=RemediationJob.FINISHED).exists(),
+            timeout=600, interval=0.5, what="every backfill to end")
         ended = tick_counts(cluster_id=cluster.id)
         pulse.polls_total = Cluster.objects.get(id=cluster.id).polls_total - polls_before
     finally:

@@ -22,7 +22,10 @@ def worker_env(**extra: str) -> dict[str, str]:
     return {
         **os.environ,
         "DATABASE_URL": f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "SPARK_CONNECT_URL": "", "POLL_INTERVAL_SECONDS": "3600", "DB_CONN_MAX_AGE": "0", **extra,
+        "SPARK_CONNECT_URL": "", "POLL_INTERVAL_SECONDS": "3600", "DB_CONN_MAX_AGE": "0",
+        # A backfill inside the worker (the tests that kill a worker mid-backfill); the tests of
+        # drivers (tasks/backfill/driver.py) ask for "process".
+        "BACKFILL_DRIVER": "worker", **extra,
     }
 
 
