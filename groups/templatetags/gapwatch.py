@@ -6,11 +6,13 @@ and stored structured data."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from django import template
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import mark_safe
 
 from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, KIND_LABELS, group_kind
 from groups.text import detail_rows as text_detail_rows
@@ -77,6 +79,20 @@ def duration(seconds: float | int | None) -> str:
 # rest is still repairable) is shown apart from the way out "expired" (retention
 # took the whole range: closed).
 _STATE_LABELS = {"expired": "partly expired"}
+
+
+# Where a long name may wrap: after the separators of topic names and group ids.
+_NAME_SEPARATORS = re.compile(r"([-._])")
+
+
+@register.filter
+def breakable(name: object) -> str:
+    """``{{ group.group_id|breakable }}``: the name escaped, with a ``<wbr>``
+    after each '-', '.' and '_' (the separators of topic names and of most
+    group ids), so that a narrow cell wraps it there and never mid-word.
+    A <wbr> is not copied with the text: a name copied from the page is the name. Escaping first is safe: no escaped
+    entity contains a separator."""
+    return mark_safe(_NAME_SEPARATORS.sub(r"\1<wbr>", str(conditional_escape(name))))
 
 
 @register.filter
