@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from groups.models import AuditEvent, ExpansionJob, Finding, RemediationJob
+from groups.models import AuditEvent, Finding, RemediationJob
 from groups.services.expansions import _verdict_key
 from groups.services.redis_client import redis_client
 from tests.factories import (
@@ -26,6 +26,7 @@ from tests.factories import (
     make_topic,
 )
 from tests.harness.browser import OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
+from tests.integration.test_pages_expansion import make_finished_expansion
 
 pytestmark = pytest.mark.browser
 
@@ -94,29 +95,7 @@ def long_names(db, live_server, page):
         plan=[{"topic": LONG_TOPIC, "partition": 2, "start": 0, "end": 12_345, "count": 12_345,
                "definite": 12_345, "possible": 678}])
     job.findings.add(findings[0], closed, through_defaults={"kind": job.kind})
-    expansion = ExpansionJob.objects.create(
-        cluster=cluster, topic=topic, from_partitions=4, to_partitions=6, requested_by=operator,
-        approved_by=operator, approved_at=timezone.now(), state=ExpansionJob.State.DONE_WITH_LOSS,
-        plan={"broker_verdict": {"accepted": True, "reason": "would raise the count to 6"}}, plan_fingerprint="ab" * 32,
-        decisions={
-            LONG_GROUPS[0]: {"outcome": "protected_before", "kind": "classic", "method": "membership",
-                             "reason": "a live latest group: Gapwatch joins it and commits the new partitions",
-                             "membership": {"client_id": f"gapwatch-seat-{LONG_GROUPS[0]}", "joined_after_seconds": 3.2,
-                                            "left": True, "partitions": {"4": {"offset": 0, "won": True,
-                                                                               "words": "committed at the log start"}}},
-                             "committed": {"4": 0, "5": 0}},
-            LONG_GROUPS[1]: {"outcome": "repaired_after", "kind": "streams", "sink": "kafka", "max_records": None,
-                             "reason": "a streams group Gapwatch cannot sit in: a backfill after",
-                             "backfills": {"4": {"job": job.id, "offsets": 120}, "5": {"left": "waits for a person",
-                                                                                       "offsets": 80}}},
-            HOSTILE_GROUP_ID: {"outcome": "covered", "kind": "classic", "reason": "an earliest group reads from 0"},
-        },
-        steps={"validate": {"done_at": timezone.now().isoformat(), "detail": {"accepted": True, "reason": "would raise"}},
-               "add_partitions": {"done_at": timezone.now().isoformat(),
-                                  "detail": {"added": True, "words": "4 → 6 partitions"}}},
-        verdicts={LONG_GROUPS[0]: {"nothing_lost": True, "how": "protected", "words": "read from offset 0"},
-                  LONG_GROUPS[1]: {"nothing_lost": False, "words": "80 offsets not repaired",
-                                   "unrepaired": [{"partition": 5, "start": 0, "end": 80, "why": "waits for a person"}]}})
+    expansion = make_finished_expansion(cluster=cluster, topic=topic, user=operator, backfill_job=job)
     AuditEvent.objects.create(actor=operator, action="job.approve", cluster=cluster, object_type="job",
                               object_id=str(job.id), detail={"group": HOSTILE_GROUP_ID, "kind": "backfill"})
     redis_client().set(_verdict_key(cluster, LONG_TOPIC, 6),
