@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from groups.domain.expansion_job import STEP_LABELS, STEPS
 from groups.models import ExpansionJob, Topic
-from groups.selectors.expansion import expansion_jobs_visible
+from groups.selectors.expansion import expansion_group_pks, expansion_jobs_visible
 from groups.services.dispatch import QueueUnavailable
 from groups.services.expansion_jobs import (
     ExpansionJobNotFound,
@@ -58,7 +58,8 @@ def expansion_list(request: HttpRequest) -> HttpResponse:
 def expansion_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(expansion_jobs_visible(user=request.user), id=job_id)
     steps = [{"name": name, "label": STEP_LABELS[name], **_step_done(job.steps.get(name))} for name in STEPS]
-    groups = [{"group_id": group_id, "decision": decision, "verdict": job.verdicts.get(group_id)}
+    pks = expansion_group_pks(cluster_id=job.cluster_id, group_ids=job.decisions)
+    groups = [{"group_id": group_id, "pk": pks.get(group_id), "decision": decision, "verdict": job.verdicts.get(group_id)}
               for group_id, decision in sorted(job.decisions.items())]
     return render(request, "groups/expansion_detail.html", {
         "job": job, "steps": steps, "groups": groups, "active": job.state in ExpansionJob.ACTIVE,

@@ -26,13 +26,13 @@ from tests.factories import (
     make_topic,
 )
 from tests.harness.browser import OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
-from tests.integration.test_pages_expansion import make_finished_expansion
+from tests.integration.test_pages_expansion import PROTECTED, REPAIRED, make_finished_expansion
 
 pytestmark = pytest.mark.browser
 
 DESKTOP = {"width": 1440, "height": 900}
 PHONE = {"width": 390, "height": 844}
-LONG_GROUPS = ("payments.settlement-consumer_eu-west-1-blue", "fraud-detection.scoring-service_ap-southeast-2-green")
+LONG_GROUPS = (PROTECTED, REPAIRED)  # the expansion protected the first and repaired the second
 LONG_TOPIC = "payments.settlement-events_v2.eu-west-1"
 
 # Elements that scroll sideways inside the page (a table wider than its box), as "tag.class: scroll/client".
@@ -71,7 +71,8 @@ MID_WORD_BREAKS = """(selector) => {
 @pytest.fixture
 def long_names(db, live_server, page):
     """Three groups with long ids (one hostile) reading a long-named topic: open findings, a closed one, a
-    backfill job on one, a finished expansion and an audit row; the operator logged in."""
+    backfill job of the second group (queued by the expansion), a finished expansion and an audit row; the
+    operator logged in."""
     operator = approver_operator()
     cluster = make_cluster("prod-eu-west-1")
     topic = make_topic(cluster, LONG_TOPIC, partition_count=4)
@@ -83,18 +84,18 @@ def long_names(db, live_server, page):
                 for group in groups for partition in (2, 3)]
     for group in groups:
         make_group_topic(group, topic, 34_567)
-    closed = findings[1]
+    closed = findings[3]  # the second group's partition 3, repaired by the job below
     Finding.objects.filter(id=closed.id).update(
         resolution=Finding.Resolution.REPAIRED, closed_at=timezone.now(), closed_by=operator,
         closed_reason="backfill job verified: 12,345 of 12,345 offsets replayed to the sink")
     job = RemediationJob.objects.create(
-        cluster=cluster, group=groups[0], kind=RemediationJob.Kind.BACKFILL, status=RemediationJob.Status.SUCCEEDED,
+        cluster=cluster, group=groups[1], kind=RemediationJob.Kind.BACKFILL, status=RemediationJob.Status.SUCCEEDED,
         requested_by=operator, approved_by=operator, approved_at=timezone.now(),
         started_at=timezone.now() - timedelta(seconds=75), finished_at=timezone.now(),
-        params={"sink": "kafka", "replay_topic": f"{LONG_TOPIC}.replay-for_{LONG_GROUPS[0]}", "max_records": 20000},
+        params={"sink": "kafka", "replay_topic": f"{LONG_TOPIC}.replay-for_{LONG_GROUPS[1]}", "max_records": 20000},
         plan=[{"topic": LONG_TOPIC, "partition": 2, "start": 0, "end": 12_345, "count": 12_345,
                "definite": 12_345, "possible": 678}])
-    job.findings.add(findings[0], closed, through_defaults={"kind": job.kind})
+    job.findings.add(findings[2], closed, through_defaults={"kind": job.kind})
     expansion = make_finished_expansion(cluster=cluster, topic=topic, user=operator, backfill_job=job)
     AuditEvent.objects.create(actor=operator, action="job.approve", cluster=cluster, object_type="job",
                               object_id=str(job.id), detail={"group": HOSTILE_GROUP_ID, "kind": "backfill"})
@@ -103,7 +104,8 @@ def long_names(db, live_server, page):
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     log_in(page, live_server, operator.username, OPERATOR_PASSWORD)
-    yield {"finding": findings[0], "job": job, "expansion": expansion, "topic": topic, "group": groups[0]}
+    yield {"finding": findings[0], "job": job, "expansion": expansion, "topic": topic, "group": groups[0],
+           "generation": generation, "groups": groups}
     assert dialogs == []  # no script from a group id ever ran
 
 
