@@ -1,4 +1,5 @@
-"""GET /healthz: the state of the database, Redis and every enabled cluster.
+"""GET /healthz: the state of the database, Redis and every enabled cluster;
+GET /health/ shows the same checks as a page of the app, for people.
 
 Answered from stored state: a cluster's health is what its last poll found
 (no Kafka call here, so an anonymous request can never make Gapwatch dial a
@@ -9,8 +10,12 @@ errors are shown to logged-in users with a role.
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.http import JsonResponse
+from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -51,14 +56,37 @@ def _stored_clusters() -> dict[str, dict]:
     }
 
 
-@never_cache
-@require_GET
-def healthz(request):
+def health_checks(user) -> tuple[bool, dict | None]:
+    """Whether all is well, and the checks (database, Redis, each cluster) when
+    ``user`` may see them (logged in with a role, the database answering), else
+    None. The JSON endpoint and the Health page both ask here."""
     database = _check_database()
     clusters = _stored_clusters() if database["ok"] else {}
     checks = {"database": database, "redis": _check_redis(), "kafka": clusters}
     healthy = database["ok"] and checks["redis"]["ok"] and all(c["ok"] for c in clusters.values())
+    shown = database["ok"] and user.is_authenticated and has_role(user)
+    return healthy, checks if shown else None
+
+
+@never_cache
+@require_GET
+def healthz(request):
+    healthy, checks = health_checks(request.user)
     body: dict = {"status": "ok" if healthy else "unavailable"}
-    if database["ok"] and request.user.is_authenticated and has_role(request.user):
+    if checks is not None:
         body["checks"] = checks
     return JsonResponse(body, status=200 if healthy else 503)
+
+
+@never_cache
+@login_required
+@require_GET
+def health_page(request):
+    """The checks inside the app's layout, in words; 503 as /healthz when something is wrong."""
+    healthy, checks = health_checks(request.user)
+    clusters = []
+    for name, check in sorted(((checks or {}).get("kafka") or {}).items()):
+        polled = check.get("last_poll_at")
+        clusters.append({"name": name, **check, "last_poll_at": datetime.fromisoformat(polled) if polled else None})
+    return render(request, "health.html", {"healthy": healthy, "checks": checks, "clusters": clusters},
+                  status=200 if healthy else 503)

@@ -1,12 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from controlplane.health import healthz
+from controlplane.health import health_page, healthz
 from controlplane.metrics import metrics
 from groups.web import sso
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("health/", health_page, name="health"),
     path("metrics", metrics, name="metrics"),
     path("api/v1/", include("groups.api.urls")),
     path("admin/", admin.site.urls),

@@ -582,6 +582,20 @@ class DirectoryIdentity(models.Model):
         return f"{self.subject} ({self.get_source_display()})"
 
 
+class PersonSettings(models.Model):
+    """One person's own settings. ``time_zone``: the IANA zone the pages show
+    times in ("Europe/Berlin"); empty means the browser's own zone."""
+
+    user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="gapwatch_settings")
+    time_zone = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        verbose_name_plural = "person settings"
+
+    def __str__(self) -> str:
+        return f"settings of {self.user_id}"
+
+
 class RoleMapping(models.Model):
     """A directory group (OpenID groups claim or LDAP group) gives its members
     a Gapwatch role, re-applied at every login, limited to a team scope:

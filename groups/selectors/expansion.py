@@ -108,3 +108,26 @@ def expansion_jobs_visible(*, user):
 
     rows = ExpansionJob.objects.select_related("cluster", "topic", "requested_by", "approved_by")
     return scope_of(user).rows(rows, cluster="cluster__name", topic="topic__name")
+
+
+def expansions_adding_partition(*, user, topic_id: int, partition: int) -> list:
+    """The expansions (visible to ``user``) that added ``partition`` to the topic: a finding's page links them."""
+    return list(expansion_jobs_visible(user=user).filter(topic_id=topic_id, from_partitions__lte=partition,
+                                                          to_partitions__gt=partition).order_by("-id"))
+
+
+def expansions_queuing_backfill(*, user, cluster_id: int, group_id: str, job_id: int) -> list:
+    """The expansions (visible to ``user``) whose decision for ``group_id`` queued backfill job ``job_id``
+    (``decisions[group]["backfills"][partition]["job"]``): a job's page links them."""
+    rows = expansion_jobs_visible(user=user).filter(cluster_id=cluster_id, decisions__has_key=group_id)
+    return [expansion for expansion in rows.order_by("-id")
+            if any(isinstance(backfill, dict) and backfill.get("job") == job_id
+                   for backfill in (expansion.decisions[group_id].get("backfills") or {}).values())]
+
+
+def expansion_group_pks(*, cluster_id: int, group_ids) -> dict[str, int]:
+    """Each group id's row, to link an expansion's groups to their pages."""
+    from groups.models import ConsumerGroup
+
+    return dict(ConsumerGroup.objects.filter(cluster_id=cluster_id, group_id__in=list(group_ids))
+                .values_list("group_id", "pk"))

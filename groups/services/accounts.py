@@ -19,3 +19,19 @@ def admin_ensure(*, username: str, password: str) -> bool:
             user.set_password(password)
             user.save()
     return created
+
+
+def person_time_zone_set(*, user, time_zone: str) -> str:
+    """Show ``user`` every time in ``time_zone`` (an IANA name, e.g. "Europe/Berlin"), or in the browser's
+    own zone for "". A name the server's zone database does not know is a ValidationError naming it."""
+    from zoneinfo import available_timezones
+
+    from django.core.exceptions import ValidationError
+
+    from groups.models import PersonSettings
+
+    time_zone = time_zone.strip()
+    if time_zone and time_zone not in available_timezones():
+        raise ValidationError(f"“{time_zone[:64]}” is not a time zone: pick one from the list, e.g. Europe/Berlin.")
+    PersonSettings.objects.update_or_create(user=user, defaults={"time_zone": time_zone})
+    return time_zone

@@ -6,15 +6,18 @@ and stored structured data."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from django import template
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import mark_safe
 
+from groups.domain.expansion import OUTCOME_LABELS
 from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, KIND_LABELS, group_kind
 from groups.text import detail_rows as text_detail_rows
-from groups.text import duration_words
+from groups.text import duration_words, key_words
 from groups.text import stored_words as text_stored_words
 
 register = template.Library()
@@ -77,6 +80,51 @@ def duration(seconds: float | int | None) -> str:
 # rest is still repairable) is shown apart from the way out "expired" (retention
 # took the whole range: closed).
 _STATE_LABELS = {"expired": "partly expired"}
+
+
+# Where a long name may wrap: after the separators of topic names and group ids.
+_NAME_SEPARATORS = re.compile(r"([-._])")
+
+
+@register.filter
+def breakable(name: object) -> str:
+    """``{{ group.group_id|breakable }}``: the name escaped, with a ``<wbr>``
+    after each '-', '.' and '_' (the separators of topic names and of most
+    group ids), so that a narrow cell wraps it there and never mid-word.
+    A <wbr> is not copied with the text: a name copied from the page is the name. Escaping first is safe: no escaped
+    entity contains a separator."""
+    return mark_safe(_NAME_SEPARATORS.sub(r"\1<wbr>", str(conditional_escape(name))))
+
+
+@register.filter
+def words(key: object) -> str:
+    """``{{ job.state|words }}``: a stored state or key in words ("done_with_loss" → "done with loss")."""
+    return key_words(key)
+
+
+@register.filter
+def outcome_words(outcome: str) -> str:
+    """``{{ decision.outcome|outcome_words }}``: an expansion's outcome for a group, as the plan names it."""
+    return OUTCOME_LABELS.get(outcome, key_words(outcome))
+
+
+@register.filter
+def kind_words(kind: str) -> str:
+    """``{{ decision.kind|kind_words }}``: a group kind stored by name ("share") in words ("share (KIP-932)")."""
+    return KIND_LABELS.get(kind, key_words(kind))
+
+
+@register.filter
+def partition_offsets(offsets: object) -> str:
+    """``{{ decision.committed|partition_offsets }}``: a stored ``{partition: offset}`` as words,
+    "partition 4 at offset 0, partition 5 at offset 12", by partition number; a list of partitions
+    as "partitions 4, 5"; nothing as "none"."""
+    if isinstance(offsets, dict) and offsets:
+        ordered = sorted(offsets.items(), key=lambda item: int(item[0]) if str(item[0]).isdigit() else -1)
+        return ", ".join(f"partition {partition} at offset {text_stored_words(offset)}" for partition, offset in ordered)
+    if isinstance(offsets, list | tuple) and offsets:
+        return f"partition{'s' if len(offsets) > 1 else ''} {', '.join(str(p) for p in offsets)}"
+    return "none" if not offsets else text_stored_words(offsets)
 
 
 @register.filter

@@ -1,4 +1,5 @@
-"""Each user's own page: their personal API tokens (issue 23, item 5).
+"""Each user's own page: their personal API tokens (issue 23, item 5) and
+the time zone their pages show times in (issue 44, item 3).
 
 A token is shown once, in the answer to the POST that made it (never stored,
 never cached); the list shows its prefix, expiry, last use and whether it is
@@ -7,7 +8,10 @@ else's id is a 404)."""
 
 from __future__ import annotations
 
+from zoneinfo import available_timezones
+
 from django import forms
+from django.core.exceptions import ValidationError
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,6 +22,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from groups.models import ApiToken
+from groups.services.accounts import person_time_zone_set
 from groups.services.tokens import TokenRefused, api_token_create, api_token_revoke
 from groups.selectors.access import api_tokens_of
 
@@ -35,10 +40,12 @@ class TokenForm(forms.Form):
         self.order_fields(["name", "days", "read_only"])
 
 
-def _page(request: HttpRequest, form: TokenForm, *, new_key: str | None = None, status: int = 200) -> HttpResponse:
+def _page(request: HttpRequest, form: TokenForm, *, new_key: str | None = None, status: int = 200,
+          zone_error: str = "") -> HttpResponse:
     tokens = api_tokens_of(user=request.user)
     return render(request, "account/tokens.html", {
         "form": form, "tokens": tokens, "new_key": new_key, "now": timezone.now(),
+        "time_zones": sorted(available_timezones()), "zone_error": zone_error,
     }, status=status)
 
 
@@ -74,4 +81,16 @@ def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     except ApiToken.DoesNotExist:
         raise Http404("no such token of yours") from None
     messages.success(request, f"Token “{token.name}” ({token.prefix}…) is revoked.")
+    return redirect("account_tokens")
+
+
+@login_required
+@require_POST
+def time_zone_set(request: HttpRequest) -> HttpResponse:
+    """The person's time zone for every page (empty: the browser's); a zone not offered is a 400 saying so."""
+    try:
+        zone = person_time_zone_set(user=request.user, time_zone=request.POST.get("time_zone", ""))
+    except ValidationError as error:
+        return _page(request, TokenForm(), status=400, zone_error=" ".join(error.messages))
+    messages.success(request, f"Times are shown in {zone}." if zone else "Times are shown in your browser's time zone.")
     return redirect("account_tokens")

@@ -6,6 +6,7 @@ a POST that calls one service and redirects."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from groups.domain.expansion_job import STEP_LABELS, STEPS
 from groups.models import ExpansionJob, Topic
-from groups.selectors.expansion import expansion_jobs_visible
+from groups.selectors.expansion import expansion_group_pks, expansion_jobs_visible
 from groups.services.dispatch import QueueUnavailable
 from groups.services.expansion_jobs import (
     ExpansionJobNotFound,
@@ -28,6 +29,7 @@ from groups.services.expansion_jobs import (
 )
 from groups.services.expansions import ExpansionNotFound
 from groups.services.lifecycle import Conflict
+from groups.text import detail_rows
 from groups.web.views import PAGE_SIZE
 from groups.selectors.clusters import topic_with_cluster
 
@@ -55,13 +57,27 @@ def expansion_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def expansion_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     job = get_object_or_404(expansion_jobs_visible(user=request.user), id=job_id)
-    steps = [{"name": name, "label": STEP_LABELS[name], "done": job.steps.get(name)} for name in STEPS]
-    groups = [{"group_id": group_id, "decision": decision, "verdict": job.verdicts.get(group_id)}
+    steps = [{"name": name, "label": STEP_LABELS[name], **_step_done(job.steps.get(name))} for name in STEPS]
+    pks = expansion_group_pks(cluster_id=job.cluster_id, group_ids=job.decisions)
+    groups = [{"group_id": group_id, "pk": pks.get(group_id), "decision": decision, "verdict": job.verdicts.get(group_id)}
               for group_id, decision in sorted(job.decisions.items())]
     return render(request, "groups/expansion_detail.html", {
         "job": job, "steps": steps, "groups": groups, "active": job.state in ExpansionJob.ACTIVE,
         "plan_groups": {g["group"]: g for g in job.plan.get("groups", [])},
     })
+
+
+def _step_done(done: dict | None) -> dict:
+    """A step's stored record for the page: when (a time, not its ISO text) and what it found (rows of
+    words, groups.text.detail_rows), or nothing for a step not done."""
+    if not done:
+        return {"done": False}
+    try:
+        done_at = datetime.fromisoformat(done.get("done_at") or "")
+    except (TypeError, ValueError):
+        done_at = None
+    detail = done.get("detail")
+    return {"done": True, "done_at": done_at, "detail": detail_rows(detail) if detail else []}
 
 
 def _repair_maximums(request: HttpRequest) -> dict[str, dict]:

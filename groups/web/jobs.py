@@ -17,6 +17,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from groups.selectors.expansion import expansions_queuing_backfill
 from groups.domain.job_progress import stage_lines
 from groups.selectors.access import may_approve, scope_of, visible_jobs
 from groups.web.forms import JobFilterForm
@@ -82,6 +83,8 @@ def _job_context(request: HttpRequest, job_id: int) -> dict:
     scope = scope_of(request.user)
     return {
         "job": job, "findings": findings, "result": job_result_view(job),
+        "expansions": expansions_queuing_backfill(user=request.user, cluster_id=job.cluster_id,
+                                                  group_id=job.group.group_id, job_id=job.id),
         "stages": stage_lines(job.progress_stages or [], now=time.time()),
         "can_approve": may_approve(request.user)
         and all(scope.may_act_on_finding(finding) is not None for finding in findings),

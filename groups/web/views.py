@@ -22,6 +22,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
+from groups.selectors.expansion import expansions_adding_partition
 from groups.selectors.access import actable_finding_ids, may_approve, scope_of, visible_clusters
 from groups.selectors.finding import (
     finding_audit_events_list,
@@ -308,6 +309,8 @@ def _finding_context(request: HttpRequest, finding_id: int) -> dict:
     return {
         "finding": finding, "jobs": jobs, "active_job": active,
         "members": finding_group_members(finding=finding),
+        "expansions": expansions_adding_partition(user=request.user, topic_id=finding.topic_id,
+                                                  partition=finding.partition),
         "audit": finding_audit_events_list(finding=finding, job_ids=[job.id for job in jobs]),
         "recommendation": repair["recommendation"], "options": repair["options"],
         "bracket_seconds": (finding.pickup_before - finding.pickup_after).total_seconds()

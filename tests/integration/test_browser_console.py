@@ -173,3 +173,35 @@ def test_a_wrong_address_gets_gapwatchs_not_found_page_with_navigation_only_once
     assert response.status == 404
     assert page.get_by_role("navigation", name="main").get_by_role("link", name="Topics").is_visible()
     assert axe_violations(page) == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_person_chooses_the_time_zone_times_are_shown_in(console, live_server, chromium):
+    found_at = (timezone.now() - timedelta(days=3)).replace(microsecond=0)
+    Finding.objects.filter(id=console["live"].id).update(created_at=found_at)
+    context = chromium.new_context(timezone_id="Europe/Berlin")
+    try:
+        page = context.new_page()
+        log_in(page, live_server, "operator", OPERATOR_PASSWORD)
+
+        def shown() -> str:
+            page.goto(f"{live_server.url}/findings/{console['live'].id}/")
+            return page.locator("p.finding-state time .at").first.inner_text()
+
+        berlin = found_at.astimezone(ZoneInfo("Europe/Berlin"))
+        assert shown() == f"{berlin:%Y-%m-%d %H:%M:%S} GMT+{int(berlin.utcoffset().total_seconds() // 3600)}"
+        page.goto(f"{live_server.url}/account/tokens/")
+        page.select_option("#time-zone-choice", "Asia/Tokyo")
+        page.get_by_role("button", name="Save").click()
+        page.wait_for_load_state("load")
+        assert page.locator("ul.messages").inner_text() == "Times are shown in Asia/Tokyo."
+        assert axe_violations(page) == []
+        assert shown() == f"{found_at.astimezone(ZoneInfo('Asia/Tokyo')):%Y-%m-%d %H:%M:%S} GMT+9"
+        page.goto(f"{live_server.url}/account/tokens/")
+        page.select_option("#time-zone-choice", "")  # back to the browser's
+        page.get_by_role("button", name="Save").click()
+        page.wait_for_load_state("load")
+        assert shown().endswith(f"GMT+{int(berlin.utcoffset().total_seconds() // 3600)}")
+    finally:
+        context.close()

@@ -57,7 +57,7 @@ def test_an_operator_finds_the_gap_previews_a_reset_and_approves_a_backfill(page
     page.click("text=By partition")
     page.wait_for_url("**/?view=partitions")
     row = page.locator(f'tr[data-finding="{finding.id}"]')
-    assert row.locator("td.group-id").inner_text() == group_id  # shown as text, not run
+    assert row.locator("a.group-id").inner_text() == group_id  # shown as text, not run
     assert row.locator("td.missed").inner_text().startswith(f"{K} / ")
     assert row.locator(".pill").inner_text() == "gap"
     page.screenshot(path=str(ARTIFACTS / "1-new-partitions.png"), full_page=True)

@@ -161,7 +161,7 @@ def test_the_job_page_shows_its_result_as_tables_with_readable_times(approver, t
 
     body = client.get(f"/jobs/{job.id}/").content.decode()
 
-    table = body[body.index('<table class="result" tabindex="0">'):body.index("</table>", body.index('<table class="result" tabindex="0">'))]
+    table = body[body.index('<table class="result stack" tabindex="0">'):body.index("</table>", body.index('<table class="result stack" tabindex="0">'))]
     cells = re.findall(r"<td[^>]*>(.*?)</td>", table)
     assert cells[:5] == ["orders", "2", "[0, 40)", "40", "38"]
     assert cells[5].startswith("2") and "2 retention" in cells[5] and cells[6] == "0"

@@ -233,7 +233,8 @@ def test_it_keeps_the_group_page_queries_constant_as_partitions_and_samples_grow
     # 13: the page's own queries, the header's one of the clusters' freshness, and the two
     # that find where the chart's events and samples begin (its window fits them).
     # 15: the page's, and two for the person's team scope (directory identity, roles).
-    with django_assert_max_num_queries(15):
+    # 16: and the person's time zone, read by the layout (issue 44, item 3).
+    with django_assert_max_num_queries(16):
         viewer_client.get(f"/groups/{large['group'].pk}/")
 
 

@@ -274,7 +274,7 @@ def test_the_groups_and_topics_lists_search_page_and_escape(viewer_client, db):
     first = viewer_client.get("/groups/", {"cluster": "stage"}).content.decode()
     assert len(re.findall(r'data-group="', first)) == 50 and "page 1 of 2 · 55 in all" in first
     second = viewer_client.get("/groups/", {"cluster": "stage", "page": 2}).content.decode()
-    assert len(re.findall(r'data-group="', second)) == 5 and "bulk-54" in second
+    assert len(re.findall(r'data-group="', second)) == 5 and "bulk-<wbr>54" in second
 
     empty = viewer_client.get("/groups/", {"q": "nothing-like-this"}).content.decode()
     assert "No group matches this search: it hides 56 groups" in empty
@@ -353,4 +353,17 @@ def test_a_long_triage_is_paged_by_group_with_each_clusters_totals(viewer_client
     assert "6985 definitely missed" in first  # the cluster's total over all 55 groups (100 + … + 154)
     second = viewer_client.get("/", {"page": 2}).content.decode()
     assert second.count('class="triage-group') == 5 and "groups 51–55 of 55" in second
-    assert "g-54" in first and "g-00" in second and "g-00" not in first  # the largest loss (g-54) first
+    assert "g-<wbr>54" in first and "g-<wbr>00" in second and "g-<wbr>00" not in first  # the largest loss (g-54) first
+
+
+def test_a_time_zone_not_offered_is_a_400_that_says_so_and_changes_nothing(approver):
+    from groups.models import PersonSettings
+
+    client = client_for(approver)
+    assert client.post("/account/time-zone", {"time_zone": "Europe/Berlin"}).status_code == 302
+    refused = client.post("/account/time-zone", {"time_zone": "Mars/Olympus_Mons<b>"})
+    assert refused.status_code == 400
+    assert "“Mars/Olympus_Mons&lt;b&gt;” is not a time zone" in refused.content.decode()
+    assert PersonSettings.objects.get(user=approver).time_zone == "Europe/Berlin"
+    assert 'data-time-zone="Europe/Berlin"' in client.get("/").content.decode()
+    assert client.get("/account/time-zone").status_code == 405

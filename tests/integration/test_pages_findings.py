@@ -131,7 +131,8 @@ def test_it_approves_exactly_the_previewed_reset_and_the_job_page_shows_its_stor
     params = re.search(r'<dd class="job-params">(.*?)</dd>', page).group(1)
     assert sorted(params.split("; ")) == ["target: shift", "value: -15"]
     assert f'<a href="/findings/{gap_findings[0].id}/">orders[2]</a>' in page  # the job links its findings
-    assert '<td class="num">60</td><td class="num">45</td><td class="num">15</td>' in page
+    assert ('<td data-label="Committed at plan time" class="num">60</td><td data-label="Planned" class="num">45</td>'
+            '<td data-label="Re-delivered" class="num">15</td>') in page
 
 
 @pytest.mark.parametrize(("shown", "sent", "destination", "why"), [
@@ -337,12 +338,13 @@ def test_the_job_page_lists_each_attempt_and_where_it_ran(approver, gap_findings
     ]}
     job.save()
     body = client.get(f"/jobs/{job.id}/").content.decode()
-    table = body[body.index('<table class="attempts" tabindex="0">'):body.index("</table>", body.index('<table class="attempts" tabindex="0">'))]
+    table = body[body.index('<table class="attempts stack"'):body.index("</table>", body.index('<table class="attempts stack"'))]
     assert "Spark Connect localhost:15002" in table and "own Spark process" in table and "Spark host" in table
     assert "5e55-10n" in table and "5151" in table and "4242" in table
     # Durations as durations: 0.01 s of start-up, 10.1 s of read + write, 4.4 s of verification.
-    assert '<td class="num">10 ms</td>' in table and '<td class="num">10.1 s</td>' in table
-    assert '<td class="num">4.4 s</td>' in table
+    assert '<td data-label="Start-up" class="num">10 ms</td>' in table
+    assert '<td data-label="Read + write" class="num">10.1 s</td>' in table
+    assert '<td data-label="Verify" class="num">4.4 s</td>' in table
     assert "no Spark Connect server at &lt;srv&gt;" in table and "<srv>" not in table
     assert "no Spark host on &lt;sock&gt;" in table and "<sock>" not in table
 

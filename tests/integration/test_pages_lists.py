@@ -14,11 +14,11 @@ from tests.factories import NOW, make_cluster, make_finding, make_generation, ma
 
 
 def topic_names(body: str) -> list[str]:
-    return re.findall(r'<a href="/topics/\d+/">([^<]+)</a>', body)
+    return [name.replace("<wbr>", "") for name in re.findall(r'<a href="/topics/\d+/">(.+?)</a>', body)]
 
 
 def group_ids(body: str) -> list[str]:
-    return re.findall(r'<a href="/groups/\d+/">([^<]+)</a>', body)
+    return [name.replace("<wbr>", "") for name in re.findall(r'<a href="/groups/\d+/">(.+?)</a>', body)]
 
 
 @pytest.fixture

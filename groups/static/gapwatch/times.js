@@ -1,16 +1,25 @@
 // Times in the viewer's time zone. The server writes every time in UTC through one
 // filter (groups/templatetags/gapwatch.py, ``when``): <time datetime data-when> with
 // "2026-11-25 08:01:40 UTC" and the relative time beside it. This rewrites them in
-// the browser's zone ("2026-11-25 09:01:40 GMT+1"), keeps the UTC time on hover,
-// brings the relative times up to date every 30 s, and does the same for parts of
-// a page that live.js replaces.
+// the zone the person chose on their account page, else the browser's zone
+// ("2026-11-25 09:01:40 GMT+1"), keeps the UTC time on hover, brings the relative
+// times up to date every 30 s, and does the same for parts of a page that live.js
+// replaces.
 (function () {
   "use strict";
   var UNITS = [[86400, "d"], [3600, "h"], [60, "min"], [1, "s"]];
-  var parts = new Intl.DateTimeFormat(undefined, {
+  var options = {
     year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
     hourCycle: "h23", timeZoneName: "short"
-  });
+  };
+  // The person's own zone (their account page's setting), else the browser's.
+  var chosen = document.documentElement.getAttribute("data-time-zone");
+  var parts;
+  try {
+    parts = new Intl.DateTimeFormat(undefined, chosen ? Object.assign({ timeZone: chosen }, options) : options);
+  } catch (error) {
+    parts = new Intl.DateTimeFormat(undefined, options);  // a zone this browser does not know
+  }
 
   // The server's relative(): the largest whole unit, "just now", "12 s ago", "in 3 h".
   function relative(moment, now) {
