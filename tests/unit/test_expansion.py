@@ -333,6 +333,12 @@ def test_a_plan_lists_every_group_sorted_with_the_added_partitions_and_counts():
     assert plan_expansion(topic=ORDERS, readers=readers, new_partitions=6, verdict=ACCEPTED,
                           metadata_version=KAFKA_43).groups[2].outcome == "protected_before"
     assert plan.groups[0].group_id == "<script>" and plan.groups[0].protocol == "consumer"
+    # The seat's needs name the plan's topic and the anchor topic it was given.
+    anchored = plan_expansion(topic=ORDERS, readers=[reader()], new_partitions=6, verdict=ACCEPTED,
+                              metadata_version=KAFKA_44, anchor_topic="gw-anchor")
+    assert anchored.groups[0].needs == ("Read on group 'billing' (to join and commit), Read on topic 'orders' (to "
+                                        "commit on it), Read on Gapwatch's anchor topic 'gw-anchor' (and Create on "
+                                        "it unless it exists)")
 
 
 def test_an_undescribed_group_reports_its_protocol_as_unknown():
@@ -467,6 +473,18 @@ REASON_CASES = [
     pytest.param(reader("j", type="share", reset_setting=SHARE_DEFAULT), KAFKA_43,
                  "Gapwatch sets share.auto.offset.reset=earliest on the group before the partitions are added, and "
                  "restores its previous value once every new partition is initialised", id="share-4.3"),
+    pytest.param(reader("w", type="streams", internal_topics=("w-a-changelog", "w-b-changelog", "w-c-changelog")),
+                 KAFKA_44,
+                 "it starts a new partition at its log start (assumed); but this stateful application stops until its "
+                 "internal topics (w-a-changelog, w-b-changelog, w-c-changelog) have 8 partitions too and it is "
+                 "restarted (Kafka: INCORRECTLY_PARTITIONED_TOPICS); Gapwatch does not change them",
+                 id="stateful-streams-three-internal-topics"),
+    pytest.param(reader("w", type="streams", internal_topics=("w-a-changelog", "w-b-changelog", "w-c-changelog",
+                                                               "w-d-repartition")), KAFKA_44,
+                 "it starts a new partition at its log start (assumed); but this stateful application stops until its "
+                 "internal topics (w-a-changelog, w-b-changelog, w-c-changelog and 1 more) have 8 partitions too and "
+                 "it is restarted (Kafka: INCORRECTLY_PARTITIONED_TOPICS); Gapwatch does not change them",
+                 id="stateful-streams-more-than-three-named-by-count"),
 ]
 
 
