@@ -24,6 +24,7 @@ from groups.domain.expansion import (
     share_reset,
     sink_problem,
 )
+from groups.domain.membership import is_protector, protector_client_id
 
 RATE = ProduceRate(offsets=8_000, seconds=100.0)
 ORDERS = TopicFacts("orders", 4, RATE)
@@ -441,6 +442,10 @@ def test_labels_name_the_outcome_and_the_policy_source():
 
 # The exact words per kind of answer: what the page, the API and the command show.
 REASON_CASES = [
+    pytest.param(reader(type=""), KAFKA_44,
+                 "a latest group: a not yet described group has no consumer membership Gapwatch can take; a backfill "
+                 "of the sound range (log start to its first commit) to parquet, approved with this plan, runs once "
+                 "its first commit on each new partition is seen", id="undescribed"),
     pytest.param(reader(guard="g"), KAFKA_44,
                  "its members run Gapwatch's guard, which seeks a partition it never knew to its start", id="guard"),
     pytest.param(reader(declared_policy="earliest"), KAFKA_44,
@@ -505,17 +510,22 @@ def test_the_words_of_an_estimate_not_made_and_of_nothing_to_miss():
                                     "the group's policy to change it)")
 
 
-# (reader, protection, cost fragment, why)
+# (reader, protection, cost (the whole of it, or a fragment where a case says so), why)
 SEAT_CASES = [
-    pytest.param(reader(members=3), "membership", "no rebalance",
+    pytest.param(reader(members=3), "membership",
+                 "no rebalance: a KIP-848 group takes Gapwatch's member in at its next heartbeat (up to 5 s by "
+                 "default) and moves none of its 3 members' partitions",
                  "KIP-848: the coordinator takes the member in at a heartbeat and moves nobody's partitions",
                  id="kip-848"),
     pytest.param(reader(type="classic", assignor="range", members=3), "membership",
-                 "eager assignor 'range': each time its 3 members give up their partitions and pause",
+                 "two rebalances (Gapwatch joining, then leaving) with the eager assignor 'range': each time its 3 "
+                 "members give up their partitions and pause until the slowest rejoins (at most its "
+                 "max.poll.interval.ms)",
                  "an eager classic group revokes everything at the join and at the leave", id="eager"),
     pytest.param(reader(type="classic", assignor="", members=1), "membership", "eager assignor 'range'",
                  "an assignor not described yet is taken for librdkafka's and Java's first default", id="no-assignor"),
     pytest.param(reader(type="classic", assignor="cooperative-sticky", members=2), "membership",
+                 "two rebalances (Gapwatch joining, then leaving) with the cooperative assignor 'cooperative-sticky': "
                  "its 2 members keep their partitions and keep reading",
                  "a cooperative group rebalances without revoking", id="cooperative"),
     pytest.param(reader(members=0, commits_on_topic=True), "commit", "",
@@ -532,11 +542,18 @@ def test_each_protection_says_how_and_what_it_costs(facts, protection, cost, why
     assert plan.protection == protection, why
     if protection == "membership":
         assert cost in plan.cost, why
+        if plan.members != 1:  # the whole sentence (one member: a fragment, its grammar is not settled yet)
+            assert cost == plan.cost, why
         assert plan.needs == ("Read on group 'billing' (to join and commit), Read on topic 'orders' (to commit on "
                               "it), Read on Gapwatch's anchor topic 'gw-anchor' (and Create on it unless it exists)")
         assert plan.alternative.startswith("repair after: a backfill of the sound range to parquet")
     else:
         assert (plan.cost, plan.needs, plan.alternative) == ("", "", ""), why
+
+
+def test_gapwatchs_own_seat_is_told_from_the_groups_members_by_its_client_id():
+    assert is_protector(protector_client_id(what="expansion-12"))
+    assert not is_protector("billing-app"), "a member of the group's own application"
 
 
 def test_a_protection_without_a_rate_says_what_it_would_miss_is_not_estimated():
