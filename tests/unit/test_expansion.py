@@ -314,6 +314,8 @@ def test_only_groups_a_backfill_repairs_name_their_sink():
     assert sink(reader(sink="kafka", sink_problem="x")) == "kafka"
     assert sink(reader(sink="kafka", declared_policy="earliest")) == ""
     assert sink(reader(sink="kafka", members=0, commits_on_topic=True)) == ""
+    assert sink(reader(sink="kafka", type="classic", assignor="sticky")) == "kafka", "repaired after, no seat"
+    assert sink(reader(sink="kafka", members=0, sink_problem="x")) == "kafka", "at risk: the sink that cannot take it"
 
 
 def test_a_plan_lists_every_group_sorted_with_the_added_partitions_and_counts():
@@ -442,6 +444,11 @@ def test_labels_name_the_outcome_and_the_policy_source():
 
 # The exact words per kind of answer: what the page, the API and the command show.
 REASON_CASES = [
+    pytest.param(reader(members=0), KAFKA_44,
+                 "a latest group: its members choose where they start, and the broker lets no outsider change it; a "
+                 "backfill of the sound range (log start to its first commit) to parquet, approved with this plan, "
+                 "runs once its first commit on each new partition is seen",
+                 id="empty-without-commits"),
     pytest.param(reader(type=""), KAFKA_44,
                  "a latest group: a not yet described group has no consumer membership Gapwatch can take; a backfill "
                  "of the sound range (log start to its first commit) to parquet, approved with this plan, runs once "
@@ -554,6 +561,21 @@ def test_each_protection_says_how_and_what_it_costs(facts, protection, cost, why
 def test_gapwatchs_own_seat_is_told_from_the_groups_members_by_its_client_id():
     assert is_protector(protector_client_id(what="expansion-12"))
     assert not is_protector("billing-app"), "a member of the group's own application"
+
+
+def test_a_seated_group_says_what_it_would_miss_should_the_protection_lose_and_what_repairs_it():
+    plan = plan_group(reader(), rate=RATE, added=4, new_count=8, metadata_version=KAFKA_44)
+    assert plan.expected_missed == MissEstimate(0, 400, (
+        "none if the protection wins (it commits within milliseconds of the add); should it lose the race and the "
+        "group start at latest, up to 400: estimate: 80 offsets/s over 8 partitions, 4 of them new, for a KIP-848 "
+        "group gets new partitions at a member's next heartbeat (5 s by default) and starts about a second later: "
+        "1 to 10 s; the backfill replays them"))
+    assert plan.alternative == ("repair after: a backfill of the sound range to parquet, should the protection fail "
+                                "or be declined")
+    refused = plan_group(reader(sink_problem="no replay topic"), rate=RATE, added=4, new_count=8,
+                         metadata_version=KAFKA_44)
+    assert refused.alternative == ("repair after: a backfill of the sound range to parquet, should the protection "
+                                   "fail or be declined (its sink cannot take it: no replay topic)")
 
 
 def test_a_protection_without_a_rate_says_what_it_would_miss_is_not_estimated():
