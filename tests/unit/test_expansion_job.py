@@ -189,6 +189,9 @@ HOW_CASES = [
                             method="", sink="kafka", problem="the protection lost the race on partition(s) [3]"),
                  "copied", "copied to kafka: the group's own application did not read offsets [0, 12) of partition 3",
                  "a protection lost on one partition, repaired there: the copy is said, and why", id="lost-race"),
+    pytest.param(GroupFacts("idle", "repaired_after", (PartitionFacts(2, 0, missed=(4, 4)),)), "covered",
+                 "it missed nothing on the new partitions",
+                 "a group planned for a repair that found nothing to repair: covered, not copied", id="nothing-missed"),
     pytest.param(GroupFacts("live", "protected_before", (PartitionFacts(2, 0, missed=(0, 9)),), method="membership"),
                  "lost", "9 offset(s) unrepaired", "a protected group that missed offsets anyway: lost", id="lost"),
 ]
