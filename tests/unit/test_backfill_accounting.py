@@ -14,6 +14,7 @@ from groups.domain.backfill import (
     condense_error,
     explain_missing,
     partition_report,
+    records_in,
     report_explained,
     summary_line,
 )
@@ -140,6 +141,23 @@ def test_a_partition_the_job_never_read_is_reported_as_such():
         "problems": ["20 records a read_committed reader reads were not delivered",
                      "counts do not add up: 0 accounted for, 20 expected"],
     }, "no summary: nothing delivered and nothing explained, so the 20 records and offsets are a problem"
+
+
+def test_a_partition_the_job_never_read_counts_what_the_reader_reads_now():
+    # Nothing delivered, and retention took [40, 45) since: the reader reads 15 records now, all undelivered.
+    prepared = PreparedRange(BackfillRange("orders", 3, 40, 60), log_start=0, high_watermark=60)
+    report = partition_report(prepared, None, log_start_after=45, labelled=[], records=15)
+    assert report["problems"] == ["15 records a read_committed reader reads were not delivered",
+                                  "counts do not add up: 0 accounted for, 20 expected"]
+
+
+@pytest.mark.parametrize(("runs", "records", "why"), [
+    ([(0, 3), (7, 10)], 6, "two runs of three records around an aborted transaction and its marker"),
+    ([(5, 6)], 1, "one record"),
+    ([], 0, "nothing read"),
+])
+def test_runs_of_offsets_hold_as_many_records_as_their_lengths(runs, records, why):
+    assert records_in(runs) == records, why
 
 
 def test_it_lists_at_most_the_first_missing_ranges_but_counts_all():
@@ -273,13 +291,20 @@ def _holes(*holes):
          [(*ABORTED, "aborted_transaction"), (*MARKER, "transaction_markers")], 6, False, 6, 3,
          ["3 duplicate records"],
          "a duplicated write is caught even when the distinct offsets match"),
+        ("read_committed", _holes(MARKER), [(*MARKER, "transaction_markers")], 8, False, 8, 1,
+         ["1 records delivered that a read_committed reader does not read (records of aborted transactions)"],
+         "one aborted record (5, its marker at 6) delivered: one record too many is already a problem"),
+        ("read_uncommitted", _holes(), [], 9, False, 9, 1,
+         ["1 records delivered that a read_uncommitted reader does not read (offsets that hold no record)"],
+         "a record delivered at the marker's offset, where no reader of any isolation reads one"),
     ],
 )
 def test_it_verifies_the_records_a_reader_of_the_isolation_reads(
         isolation, summary, labelled, records, compacted, expected, unexplained, problems, why):
     prepared = PreparedRange(BackfillRange("orders", 2, 0, 10), log_start=0, high_watermark=10)
+    # A topic is taken as not compacted unless the caller says it is.
     report = partition_report(prepared, summary, log_start_after=0, labelled=labelled, records=records,
-                              isolation=isolation, compacted=compacted)
+                              isolation=isolation, **({"compacted": True} if compacted else {}))
     assert (report["offsets"], report["expected"], report["unexplained"], report["problems"]) \
         == (10, expected, unexplained, problems), why
 

@@ -320,6 +320,49 @@ STORIES = [
     ),
     pytest.param(
         Story(
+            steps=(Step(10, 100), Step(10, 150, owned=True)),
+            states=("pending", "undecided"),
+            final=dict(missed_definite=0, missed_possible=0, missed_definite_if_latest=90,
+                       missed_possible_if_latest=0, policy_source="assumed", backfill_start=None),
+            explanation_mentions="if the group starts at latest, as assumed: 90 definitely missed [10, 100)",
+        ),
+        "taken without a commit, latest assumed, on a log that starts at 10: the figure under latest counts "
+        "[10, 100), 90 offsets, from the first log start",
+        id="taken-without-commit-assumed-from-a-log-start",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(10, 100), Step(10, 200, owned=True, commit=200)),
+            states=("pending", "gap"),
+            final=dict(missed_definite=0, missed_possible=190, missed_definite_if_latest=90,
+                       missed_possible_if_latest=100, backfill_start=10, backfill_end=200,
+                       explanation="policy not declared, assumed latest (the client default): nothing is definitely "
+                                   "missed: commits alone cannot tell latest from an earliest group that caught up "
+                                   "within one commit interval; 190 possibly missed [10, 200); if the group starts "
+                                   "at latest, as assumed: 90 definitely missed [10, 100), 100 possibly missed "
+                                   "[100, 200) (the first commit 200 bounds the start)"),
+        ),
+        "the assumed gap's sound range on a log that starts at 10: [10, 200), 190 possibly missed, in numbers "
+        "and in words",
+        id="assumed-gap-from-a-log-start",
+    ),
+    pytest.param(
+        Story(
+            steps=(Step(0, 40, owned=True), Step(0, 90, owned=True, commit=70)),
+            states=("undecided", "gap"),
+            policy="latest",
+            final=dict(pre_pickup_high_watermark=None, missed_definite=0, missed_possible=70,
+                       policy_source="declared", backfill_start=0, backfill_end=70,
+                       explanation="declared latest; no poll saw the partition before the group picked it up: "
+                                   "nothing is definitely missed: 0 definitely missed [0, 0), 70 possibly missed "
+                                   "[0, 70) (the first commit 70 bounds the start)"),
+        ),
+        "declared latest, but taken before any poll saw the partition without owner: no lower bound, so even a "
+        "declared policy proves nothing definite, and the words say why",
+        id="declared-latest-taken-before-any-poll",
+    ),
+    pytest.param(
+        Story(
             steps=(Step(0, 40, owned=True), Step(0, 90, owned=True, commit=70)),
             states=("undecided", "gap"),
             watched=(True, False),
@@ -1258,6 +1301,12 @@ EVIDENCE_CASES = [
         "no evidence either way, latest stays an assumption",
         id="commit-at-the-end-proves-nothing",
     ),
+    pytest.param(
+        "unknown", "unknown", dict(owned=True, commit=0), dict(owned=True, commit=300),
+        ("covered", "evidenced"), ("covered", "evidenced"), "earliest",
+        "a first commit at the log start itself, while the end was 100: the lowest start there is, not latest",
+        id="commit-at-the-log-start-proves-earliest",
+    ),
 ]
 
 
@@ -1277,27 +1326,34 @@ def test_a_groups_own_start_decides_its_policy(declared, stored, p2, p3, verdict
         assert found[3].missed_definite_if_latest is None, "a proven policy needs no conditional figures"
     if evidenced:
         (proof,) = changes.policy_evidence
-        assert "orders[2]" in proof.words and "40" in proof.words and "100" in proof.words, why
+        assert proof.words == (f"its first commit on orders[2] (generation 2) was {p2['commit']}, below the end 100 "
+                               "before it took the partition: it did not start at latest"), why
 
 
+# (the end before the pickup, the guard's start, the policy proven, its words)
 GUARD_EVIDENCE_CASES = [
-    pytest.param(0, "earliest", "at the log start 0 while the end was 100",
-                 id="guard-at-log-start"),
-    pytest.param(150, "latest", "at or above the end 100", id="guard-at-the-end"),
-    pytest.param(60, None, None, id="guard-between-proves-neither"),
+    pytest.param(100, 0, "earliest", "the guard reported a start on orders[2] (generation 2) at the log start 0 "
+                 "while the end was 100", id="guard-at-log-start"),
+    pytest.param(100, 150, "latest", "the guard reported a start on orders[2] (generation 2) at 150, at or above "
+                 "the end 100 before the pickup", id="guard-above-the-end"),
+    pytest.param(100, 100, "latest", "the guard reported a start on orders[2] (generation 2) at 100, at or above "
+                 "the end 100 before the pickup", id="guard-at-the-end"),
+    pytest.param(100, 60, None, None, id="guard-between-proves-neither"),
+    pytest.param(0, 0, None, None, id="guard-on-an-empty-partition-proves-neither"),
 ]
 
 
-@pytest.mark.parametrize("guard_start, policy, words", GUARD_EVIDENCE_CASES)
-def test_a_guard_report_is_evidence_of_the_policy(guard_start, policy, words):
+@pytest.mark.parametrize("before, guard_start, policy, words", GUARD_EVIDENCE_CASES)
+def test_a_guard_report_is_evidence_of_the_policy(before, guard_start, policy, words):
     """The consumer-side guard reports where the member started: at the log
     start while there was data (not latest), at or above the end before the
-    pickup (latest); between the two it proves neither."""
+    pickup (latest); between the two it proves neither, nor does any start on
+    a partition still empty before the pickup (the log start was the end)."""
     store = billing_store()
-    store.apply(Step(0, 100).snapshot())
+    store.apply(Step(0, before).snapshot())
     store.report_guard(NEW_PARTITION, guard_start)
     changes = store.apply(Step(0, 200, owned=True).snapshot(store.now))
-    assert [(e.policy, words in e.words) for e in changes.policy_evidence] == ([(policy, True)] if policy else [])
+    assert [(e.policy, e.words) for e in changes.policy_evidence] == ([(policy, words)] if policy else [])
     if policy:
         assert store.groups["billing"].evidenced_policy == policy
 
@@ -1309,6 +1365,82 @@ def test_evidence_is_written_once_not_at_every_poll():
                              groups=(billing_reading(0, 1, 2, 3),)))
     assert [e.policy for e in first.policy_evidence] == ["earliest"]
     assert again.policy_evidence == (), "the stored evidence already says earliest"
+
+
+GUARD_WORDS = "the guard reported a start on orders[2] (generation 1) at 500, at or above the end 400 before the pickup"
+
+
+@pytest.mark.parametrize("words, said", [(GUARD_WORDS, GUARD_WORDS), ("", "seen starting at latest")],
+                         ids=["stored-words", "stored-without-words"])
+def test_stored_evidence_decides_in_its_own_words(words, said):
+    """A policy learnt at an earlier expansion decides in the words stored with
+    it; evidence stored without words (a row from before the words were kept)
+    still decides as evidence, said plainly."""
+    store = billing_store()
+    store.groups["billing"] = replace(store.groups["billing"], evidenced_policy="latest", policy_evidence=words)
+    found = {a.key.partition: a for a in _two_new_partitions(
+        store, p2=dict(owned=True, commit=300), p3=dict(owned=True, commit=300)).accounting}
+    assert (found[3].state, found[3].policy_source) == ("gap", "evidenced")
+    assert found[3].explanation.startswith(f"{said}: 100 definitely missed [0, 100)"), found[3].explanation
+
+
+def test_a_start_from_record_timestamps_is_no_evidence():
+    """by_duration may start anywhere from the log start up: a first start
+    offset below the end before the pickup proves nothing of latest or earliest."""
+    store = billing_store()
+    store.apply(Step(0, 100, share=DURATION_SHARE).snapshot())
+    changes = store.apply(Step(0, 200, owned=True, commit=40, share=DURATION_SHARE).snapshot(store.now))
+    (accounting,) = changes.accounting
+    assert (accounting.state, accounting.policy_source, accounting.missed_possible) == ("gap", "declared", 40)
+    assert changes.policy_evidence == ()
+
+
+@pytest.mark.parametrize("group_id", ["billing", "connect-s3-sink"])
+def test_a_group_declared_read_uncommitted_is_judged_against_the_end_not_the_last_stable_offset(group_id):
+    """A transaction was open at the pickup (last stable offset 60, end 100).
+    The group declared read_uncommitted: a latest member starts at the end, so
+    a first commit at 80 is below where latest starts: evidence of earliest.
+    The same for a Connect sink's group, whose earliest is otherwise only assumed."""
+    store = billing_store(isolation="read_uncommitted")
+    store.groups = {group_id: KnownGroup(group_id, frozenset({"orders"}), "unknown", "read_uncommitted")}
+
+    def seen(step: Step) -> Snapshot:
+        snapshot = step.snapshot(store.now)
+        (billing,) = snapshot.groups
+        return replace(snapshot, groups=(replace(billing, group_id=group_id),))
+
+    store.apply(seen(Step(0, 100, open_transaction_from=60)))
+    changes = store.apply(seen(Step(0, 200, owned=True, commit=80)))
+    (accounting,) = changes.accounting
+    assert (accounting.state, accounting.policy_source) == ("covered", "evidenced")
+    assert [(e.group_id, e.policy) for e in changes.policy_evidence] == [(group_id, "earliest")]
+
+
+def test_every_group_that_proves_its_policy_in_one_poll_gets_it_recorded():
+    """billing and audit both start below the end on partition 2; audit joined
+    since the last full poll (no stored row): its evidence is recorded, and its
+    partition 3 is decided by it in the same poll."""
+    store = billing_store()
+
+    def seen(offsets, parts) -> Snapshot:
+        commits = {("orders", 0): 1000, ("orders", 1): 1000, **{("orders", p): c for p, c in parts.items()}}
+        owns = (("orders", 0), ("orders", 1)) + tuple(("orders", p) for p in parts)
+        return poll(topic("orders", (0, 1000), (0, 1000), *offsets, topic_id=ORDERS_ID),
+                    groups=tuple(group(g, owns=owns, commits=commits) for g in ("audit", "billing")))
+
+    store.apply(seen(((0, 100), (0, 100)), {}))
+    changes = store.apply(seen(((0, 300), (0, 300)), {2: 40, 3: 300}))
+    assert [(e.group_id, e.policy) for e in changes.policy_evidence] == [("audit", "earliest"), ("billing", "earliest")]
+    found = {(a.key.group_id, a.key.partition): (a.state, a.policy_source) for a in changes.accounting}
+    assert found[("audit", 3)] == found[("billing", 3)] == ("covered", "evidenced")
+
+
+def test_a_share_group_whose_setting_was_not_read_speaks_of_start_offsets_under_evidence():
+    _kind_story("queue", "share", None,
+                {"queue": KnownGroup("queue", frozenset({"orders"}), evidenced_policy="earliest",
+                                     policy_evidence="seen starting at earliest")},
+                ("covered", "evidenced"), "seen starting at earliest; first start offset 160 cannot tell otherwise",
+                "its stored evidence decides, and a share group's position is its start offset")
 
 
 def test_a_likely_start_under_an_assumed_policy_stays_within_the_latest_bracket():
@@ -1373,3 +1505,38 @@ def test_a_topic_first_seen_already_read_gets_findings(watching, groups, expecte
     for a in changes.accounting:
         if a.key.topic == "payments":
             assert (a.missed_definite, a.lag, a.pre_pickup_high_watermark) == (0, 50, 50), why
+
+
+FIRST_SIGHT_WORDS = ("; the topic was first seen with this partition already read: no earlier generation was observed, "
+                     "so whether it was added later and where the group started on it are not known")
+
+
+def test_a_first_sight_finding_is_followed_like_any_other_and_says_what_it_cannot_know():
+    """payments is first seen in the poll where orders grows (both topics
+    change at once). ledger, live on payments, knows nothing of partition 3,
+    which holds records, nor of partition 4, whose records retention deleted
+    (it holds none: nothing to miss there). Partition 3's finding is then
+    taken and decided as any other, and every verdict says what a first sight
+    cannot know."""
+    store = billing_store()
+    ledger_reads = {("payments", 0): 50, ("payments", 1): 0}
+
+    def seen(*, high: int, owns_3: bool = False, commit_3: int | None = None) -> Snapshot:
+        owns = (("payments", 0), ("payments", 1), ("payments", 2)) + ((("payments", 3),) if owns_3 else ())
+        commits = {**ledger_reads, **({("payments", 3): commit_3} if commit_3 is not None else {})}
+        return poll(orders(3), topic("payments", (0, 50), (0, 50), (0, 50), (0, high), (50, 50)),
+                    groups=(billing_reading(0, 1), group("ledger", owns=owns, commits=commits)))
+
+    first = store.apply(seen(high=50))
+    ledger_key = key(3, 1, group_id="ledger", topic_name="payments")
+    assert first.new_findings == (key(2, 2), ledger_key), "orders' added partition, and payments' unknown one"
+    found = {a.key: a for a in first.accounting}
+    assert (found[ledger_key].created_at, found[ledger_key].polls_without_owner) == (T0, 1)
+    assert found[ledger_key].first_sight and not found[key(2, 2)].first_sight
+
+    taken = {a.key: a for a in store.apply(seen(high=70, owns_3=True)).accounting}[ledger_key]
+    assert taken.state == "undecided" and taken.explanation.endswith(FIRST_SIGHT_WORDS), taken.explanation
+
+    decided = {a.key: a for a in store.apply(seen(high=90, owns_3=True, commit_3=60)).accounting}[ledger_key]
+    assert (decided.state, decided.missed_possible, decided.first_sight) == ("gap", 60, True)
+    assert decided.explanation.endswith(FIRST_SIGHT_WORDS), decided.explanation

@@ -24,6 +24,7 @@ from groups.domain.expansion import (
     share_reset,
     sink_problem,
 )
+from groups.domain.membership import is_protector, protector_client_id
 
 RATE = ProduceRate(offsets=8_000, seconds=100.0)
 ORDERS = TopicFacts("orders", 4, RATE)
@@ -313,6 +314,8 @@ def test_only_groups_a_backfill_repairs_name_their_sink():
     assert sink(reader(sink="kafka", sink_problem="x")) == "kafka"
     assert sink(reader(sink="kafka", declared_policy="earliest")) == ""
     assert sink(reader(sink="kafka", members=0, commits_on_topic=True)) == ""
+    assert sink(reader(sink="kafka", type="classic", assignor="sticky")) == "kafka", "repaired after, no seat"
+    assert sink(reader(sink="kafka", members=0, sink_problem="x")) == "kafka", "at risk: the sink that cannot take it"
 
 
 def test_a_plan_lists_every_group_sorted_with_the_added_partitions_and_counts():
@@ -333,6 +336,12 @@ def test_a_plan_lists_every_group_sorted_with_the_added_partitions_and_counts():
     assert plan_expansion(topic=ORDERS, readers=readers, new_partitions=6, verdict=ACCEPTED,
                           metadata_version=KAFKA_43).groups[2].outcome == "protected_before"
     assert plan.groups[0].group_id == "<script>" and plan.groups[0].protocol == "consumer"
+    # The seat's needs name the plan's topic and the anchor topic it was given.
+    anchored = plan_expansion(topic=ORDERS, readers=[reader()], new_partitions=6, verdict=ACCEPTED,
+                              metadata_version=KAFKA_44, anchor_topic="gw-anchor")
+    assert anchored.groups[0].needs == ("Read on group 'billing' (to join and commit), Read on topic 'orders' (to "
+                                        "commit on it), Read on Gapwatch's anchor topic 'gw-anchor' (and Create on "
+                                        "it unless it exists)")
 
 
 def test_an_undescribed_group_reports_its_protocol_as_unknown():
@@ -435,6 +444,15 @@ def test_labels_name_the_outcome_and_the_policy_source():
 
 # The exact words per kind of answer: what the page, the API and the command show.
 REASON_CASES = [
+    pytest.param(reader(members=0), KAFKA_44,
+                 "a latest group: its members choose where they start, and the broker lets no outsider change it; a "
+                 "backfill of the sound range (log start to its first commit) to parquet, approved with this plan, "
+                 "runs once its first commit on each new partition is seen",
+                 id="empty-without-commits"),
+    pytest.param(reader(type=""), KAFKA_44,
+                 "a latest group: a not yet described group has no consumer membership Gapwatch can take; a backfill "
+                 "of the sound range (log start to its first commit) to parquet, approved with this plan, runs once "
+                 "its first commit on each new partition is seen", id="undescribed"),
     pytest.param(reader(guard="g"), KAFKA_44,
                  "its members run Gapwatch's guard, which seeks a partition it never knew to its start", id="guard"),
     pytest.param(reader(declared_policy="earliest"), KAFKA_44,
@@ -467,6 +485,18 @@ REASON_CASES = [
     pytest.param(reader("j", type="share", reset_setting=SHARE_DEFAULT), KAFKA_43,
                  "Gapwatch sets share.auto.offset.reset=earliest on the group before the partitions are added, and "
                  "restores its previous value once every new partition is initialised", id="share-4.3"),
+    pytest.param(reader("w", type="streams", internal_topics=("w-a-changelog", "w-b-changelog", "w-c-changelog")),
+                 KAFKA_44,
+                 "it starts a new partition at its log start (assumed); but this stateful application stops until its "
+                 "internal topics (w-a-changelog, w-b-changelog, w-c-changelog) have 8 partitions too and it is "
+                 "restarted (Kafka: INCORRECTLY_PARTITIONED_TOPICS); Gapwatch does not change them",
+                 id="stateful-streams-three-internal-topics"),
+    pytest.param(reader("w", type="streams", internal_topics=("w-a-changelog", "w-b-changelog", "w-c-changelog",
+                                                               "w-d-repartition")), KAFKA_44,
+                 "it starts a new partition at its log start (assumed); but this stateful application stops until its "
+                 "internal topics (w-a-changelog, w-b-changelog, w-c-changelog and 1 more) have 8 partitions too and "
+                 "it is restarted (Kafka: INCORRECTLY_PARTITIONED_TOPICS); Gapwatch does not change them",
+                 id="stateful-streams-more-than-three-named-by-count"),
 ]
 
 
@@ -487,17 +517,22 @@ def test_the_words_of_an_estimate_not_made_and_of_nothing_to_miss():
                                     "the group's policy to change it)")
 
 
-# (reader, protection, cost fragment, why)
+# (reader, protection, cost (the whole of it, or a fragment where a case says so), why)
 SEAT_CASES = [
-    pytest.param(reader(members=3), "membership", "no rebalance",
+    pytest.param(reader(members=3), "membership",
+                 "no rebalance: a KIP-848 group takes Gapwatch's member in at its next heartbeat (up to 5 s by "
+                 "default) and moves none of its 3 members' partitions",
                  "KIP-848: the coordinator takes the member in at a heartbeat and moves nobody's partitions",
                  id="kip-848"),
     pytest.param(reader(type="classic", assignor="range", members=3), "membership",
-                 "eager assignor 'range': each time its 3 members give up their partitions and pause",
+                 "two rebalances (Gapwatch joining, then leaving) with the eager assignor 'range': each time its 3 "
+                 "members give up their partitions and pause until the slowest rejoins (at most its "
+                 "max.poll.interval.ms)",
                  "an eager classic group revokes everything at the join and at the leave", id="eager"),
     pytest.param(reader(type="classic", assignor="", members=1), "membership", "eager assignor 'range'",
                  "an assignor not described yet is taken for librdkafka's and Java's first default", id="no-assignor"),
     pytest.param(reader(type="classic", assignor="cooperative-sticky", members=2), "membership",
+                 "two rebalances (Gapwatch joining, then leaving) with the cooperative assignor 'cooperative-sticky': "
                  "its 2 members keep their partitions and keep reading",
                  "a cooperative group rebalances without revoking", id="cooperative"),
     pytest.param(reader(members=0, commits_on_topic=True), "commit", "",
@@ -514,11 +549,33 @@ def test_each_protection_says_how_and_what_it_costs(facts, protection, cost, why
     assert plan.protection == protection, why
     if protection == "membership":
         assert cost in plan.cost, why
+        if plan.members != 1:  # the whole sentence (one member: a fragment, its grammar is not settled yet)
+            assert cost == plan.cost, why
         assert plan.needs == ("Read on group 'billing' (to join and commit), Read on topic 'orders' (to commit on "
                               "it), Read on Gapwatch's anchor topic 'gw-anchor' (and Create on it unless it exists)")
         assert plan.alternative.startswith("repair after: a backfill of the sound range to parquet")
     else:
         assert (plan.cost, plan.needs, plan.alternative) == ("", "", ""), why
+
+
+def test_gapwatchs_own_seat_is_told_from_the_groups_members_by_its_client_id():
+    assert is_protector(protector_client_id(what="expansion-12"))
+    assert not is_protector("billing-app"), "a member of the group's own application"
+
+
+def test_a_seated_group_says_what_it_would_miss_should_the_protection_lose_and_what_repairs_it():
+    plan = plan_group(reader(), rate=RATE, added=4, new_count=8, metadata_version=KAFKA_44)
+    assert plan.expected_missed == MissEstimate(0, 400, (
+        "none if the protection wins (it commits within milliseconds of the add); should it lose the race and the "
+        "group start at latest, up to 400: estimate: 80 offsets/s over 8 partitions, 4 of them new, for a KIP-848 "
+        "group gets new partitions at a member's next heartbeat (5 s by default) and starts about a second later: "
+        "1 to 10 s; the backfill replays them"))
+    assert plan.alternative == ("repair after: a backfill of the sound range to parquet, should the protection fail "
+                                "or be declined")
+    refused = plan_group(reader(sink_problem="no replay topic"), rate=RATE, added=4, new_count=8,
+                         metadata_version=KAFKA_44)
+    assert refused.alternative == ("repair after: a backfill of the sound range to parquet, should the protection "
+                                   "fail or be declined (its sink cannot take it: no replay topic)")
 
 
 def test_a_protection_without_a_rate_says_what_it_would_miss_is_not_estimated():

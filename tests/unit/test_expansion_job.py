@@ -55,7 +55,15 @@ FINGERPRINT_CASES = [
     (_plan(groups=[_plan()["groups"][0]]), False, "a group appeared or left"),
     (_plan(groups=[{**_plan()["groups"][0], "sink": "kafka"}, _plan()["groups"][1]]), False,
      "another sink is another repair"),
+    (_plan(groups=[{**_plan()["groups"][0], "kind": "consumer"}, _plan()["groups"][1]]), False,
+     "a group that moved to another protocol is planned otherwise"),
+    (_plan(cluster="other"), False, "the same topic on another cluster is another plan"),
+    (_plan(topic="payments"), False, "another topic is another plan"),
+    (_plan(current_partitions=3), False, "a partition added since the plan: another plan"),
 ]
+
+# Two groups of one kind: the order the plan lists them in decides nothing.
+SAME_KIND = [{"group": g, "kind": "classic", "outcome": "repaired_after", "sink": "parquet"} for g in ("a", "b")]
 
 
 @pytest.mark.parametrize("other, same, why", FINGERPRINT_CASES, ids=[c[2] for c in FINGERPRINT_CASES])
@@ -63,34 +71,63 @@ def test_it_fingerprints_what_the_plan_decides(other, same, why):
     assert (plan_fingerprint(other) == plan_fingerprint(_plan())) is same, why
 
 
+def test_the_groups_order_decides_nothing_within_one_kind():
+    assert plan_fingerprint(_plan(groups=SAME_KIND)) == plan_fingerprint(_plan(groups=SAME_KIND[::-1]))
+
+
+# (facts, nothing_lost, unrepaired (partition, start, end, why), the verdict's exact words, why)
 VERDICT_CASES = [
     (GroupFacts("early", "covered", (PartitionFacts(2, 0, start=0), PartitionFacts(3, 0, start=0))), True, (),
+     "nothing lost (covered: it started every new partition at its log start)",
      "started both new partitions at their log start"),
     (GroupFacts("early", "covered", (PartitionFacts(2, 0), PartitionFacts(3, 0))), True, (),
+     "nothing lost (covered: it started every new partition at its log start)",
      "no finding and no start above the log start: nothing says it missed anything"),
     (GroupFacts("share", "protected_before", (PartitionFacts(2, 0, start=0), PartitionFacts(3, 0, start=17))),
-     False, ((3, 0, 17),), "a share group that started partition 3 at 17 never gets 0..16"),
+     False, ((3, 0, 17, "the group started above the log start"),), "17 offset(s) unrepaired on 1 partition(s)",
+     "a share group that started partition 3 at 17 never gets 0..16"),
     (GroupFacts("live", "repaired_after", (PartitionFacts(2, 0, missed=(0, 40), repaired=True),
                                            PartitionFacts(3, 0, missed=(0, 35), repaired=True))), True, (),
-     "both sound ranges replayed by verified backfills"),
+     "nothing lost (copied to its sink: the group's own application did not read offsets [0, 40) of partition 2, "
+     "[0, 35) of partition 3; a verified backfill wrote them there)",
+     "both sound ranges replayed by verified backfills (the sink not recorded: 'its sink')"),
     (GroupFacts("live", "repaired_after", (PartitionFacts(2, 0, missed=(0, 40), repaired=True),
                                            PartitionFacts(3, 0, missed=(0, 35), left="over the maximum")))
-     , False, ((3, 0, 35),), "one range left for a person is unrepaired, and exactly that range"),
+     , False, ((3, 0, 35, "over the maximum"),), "35 offset(s) unrepaired on 1 partition(s)",
+     "one range left for a person is unrepaired, and exactly that range"),
     (GroupFacts("live", "repaired_after", (PartitionFacts(2, 0, missed=(5, 5)),)), True, (),
-     "an empty sound range misses nothing"),
+     "nothing lost (it missed nothing on the new partitions)", "an empty sound range misses nothing"),
+    (GroupFacts("live", "repaired_after", (PartitionFacts(2, 0, missed=(5, 5), repaired=True),)), True, (),
+     "nothing lost (it missed nothing on the new partitions)",
+     "an empty sound range 'repaired' copied nothing: the verdict does not claim a copy"),
     (GroupFacts("gone", "protected_before", (PartitionFacts(2, 0, start=0),), problem="its config was not restored"),
-     True, (), "nothing lost, and the problem is still said"),
+     True, (), "nothing lost (protected before: it started every new partition at its log start); but its config "
+     "was not restored", "nothing lost, and the problem is still said"),
+    (GroupFacts("late", "repaired_after", (PartitionFacts(2, 5, missed=(5, 40)), PartitionFacts(3, 5, start=9)),
+                problem="the backfill job failed"), False,
+     ((2, 5, 40, "no verified backfill covered it"), (3, 5, 9, "the group started above the log start")),
+     "39 offset(s) unrepaired on 2 partition(s); the backfill job failed",
+     "retention had moved the log start to 5: 35 + 4 offsets from there, each range with its reason, and the "
+     "problem after the count"),
 ]
 
 
-@pytest.mark.parametrize("facts, nothing_lost, ranges, why", VERDICT_CASES, ids=[c[3] for c in VERDICT_CASES])
-def test_it_gives_each_group_its_verdict(facts, nothing_lost, ranges, why):
+@pytest.mark.parametrize("facts, nothing_lost, unrepaired, words, why", VERDICT_CASES,
+                         ids=[c[4] for c in VERDICT_CASES])
+def test_it_gives_each_group_its_verdict(facts, nothing_lost, unrepaired, words, why):
     verdict = group_verdict(facts)
-    assert verdict.nothing_lost is nothing_lost, why
-    assert tuple((u.partition, u.start, u.end) for u in verdict.unrepaired) == ranges, why
-    if facts.problem:
-        assert facts.problem in verdict.words
-    assert verdict.words.startswith("nothing lost") is nothing_lost
+    assert (verdict.group_id, verdict.nothing_lost) == (facts.group_id, nothing_lost), why
+    assert tuple((u.partition, u.start, u.end, u.why) for u in verdict.unrepaired) == unrepaired, why
+    assert verdict.words == words, why
+
+
+def test_a_verdict_as_stored_on_the_job():
+    verdict = group_verdict(GroupFacts("live", "repaired_after", (
+        PartitionFacts(2, 0, missed=(0, 40), repaired=True), PartitionFacts(3, 0, missed=(0, 35), left="no sink"))))
+    assert verdict.as_dict() == {
+        "nothing_lost": False, "how": "lost", "words": "35 offset(s) unrepaired on 1 partition(s)",
+        "unrepaired": [{"partition": 3, "start": 0, "end": 35, "why": "no sink"}],
+    }
 
 
 def test_it_ends_done_only_when_every_group_lost_nothing():
@@ -100,22 +137,28 @@ def test_it_ends_done_only_when_every_group_lost_nothing():
     assert job_final_state([whole, lost]) == "done_with_loss"
 
 
+ASSUMED = "over the maximum; possibly read: the group's policy is only assumed (latest), not known"
+
+# (partitions, the verdict's exact words, each unrepaired range's why, why)
 ASSUMED_CASES = [
-    pytest.param((PartitionFacts(2, 0, missed=(0, 100), left="over the maximum", assumed=True),), True,
+    pytest.param((PartitionFacts(2, 0, missed=(0, 100), left="over the maximum", assumed=True),),
+                 "100 offset(s) possibly unread, unrepaired, on 1 partition(s): its policy is only assumed (latest); "
+                 "declared or seen earliest, it read them itself", (ASSUMED,),
                  "a group whose policy is only assumed: its unrepaired range is possibly unread, never called lost "
                  "as a fact (seen: a fast earliest group told '200 offsets unrepaired')", id="all-assumed"),
     pytest.param((PartitionFacts(2, 0, missed=(0, 100), left="over the maximum", assumed=True),
-                  PartitionFacts(3, 0, missed=(0, 50), left="over the maximum")), False,
+                  PartitionFacts(3, 0, missed=(0, 50), left="over the maximum")),
+                 "150 offset(s) unrepaired on 2 partition(s)", (ASSUMED, "over the maximum"),
                  "one partition's range rests on a known policy: the verdict does not soften", id="one-known"),
 ]
 
 
-@pytest.mark.parametrize("partitions, possibly, why", ASSUMED_CASES)
-def test_an_assumed_policy_leaves_offsets_possibly_unread_not_lost(partitions, possibly, why):
+@pytest.mark.parametrize("partitions, words, whys, why", ASSUMED_CASES)
+def test_an_assumed_policy_leaves_offsets_possibly_unread_not_lost(partitions, words, whys, why):
     verdict = group_verdict(GroupFacts("quick", "repaired_after", partitions))
     assert not verdict.nothing_lost, "nothing can be claimed whole while a range may be unread"
-    assert ("possibly unread" in verdict.words) is possibly, why
-    assert all(("only assumed" in u.why) is p.assumed for u, p in zip(verdict.unrepaired, partitions)), why
+    assert verdict.words == words, why
+    assert tuple(u.why for u in verdict.unrepaired) == whys, why
 
 
 # (facts, how, words fragment, why): a verdict that rests on a copy says so, distinct from protected.
@@ -146,6 +189,9 @@ HOW_CASES = [
                             method="", sink="kafka", problem="the protection lost the race on partition(s) [3]"),
                  "copied", "copied to kafka: the group's own application did not read offsets [0, 12) of partition 3",
                  "a protection lost on one partition, repaired there: the copy is said, and why", id="lost-race"),
+    pytest.param(GroupFacts("idle", "repaired_after", (PartitionFacts(2, 0, missed=(4, 4)),)), "covered",
+                 "it missed nothing on the new partitions",
+                 "a group planned for a repair that found nothing to repair: covered, not copied", id="nothing-missed"),
     pytest.param(GroupFacts("live", "protected_before", (PartitionFacts(2, 0, missed=(0, 9)),), method="membership"),
                  "lost", "9 offset(s) unrepaired", "a protected group that missed offsets anyway: lost", id="lost"),
 ]

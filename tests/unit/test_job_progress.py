@@ -45,3 +45,18 @@ def test_a_finished_stage_keeps_its_own_time_and_rate_and_has_nothing_left():
                              total=1000, at=104.0)
     line = stage_lines(stages, now=200.0)[0]
     assert (line.seconds, line.rate, line.left_estimate) == (4.0, 250.0, None)
+
+
+@pytest.mark.parametrize("phases, phase, done, at, now, expected, why", [
+    ({"writing": 100.0, "verifying": 100.25}, "verifying", 1000, 100.25, 100.5,
+     ("read and write", 1000, 1000, 0.25, 4000.0, None),
+     "a stage shorter than a second keeps its own time and its rate over that time"),
+    ({"writing": 100.0, "verifying": 100.0}, "verifying", 1000, 100.0, 100.0,
+     ("read and write", 1000, 1000, 0.0, None, None),
+     "two phases stamped at the same instant: no time, so no rate (not a division by zero)"),
+    ({"writing": 100.0}, "writing", 1000, 104.0, 105.0, ("read and write", 1000, 1000, 5.0, 200.0, 0.0),
+     "every record read and written, the phase not moved on yet: nothing left to estimate"),
+])
+def test_a_stage_line_in_every_field(phases, phase, done, at, now, expected, why):
+    (line, *_) = stage_lines(backfill_stages(phases=phases, phase=phase, done=done, total=1000, at=at), now=now)
+    assert (line.name, line.done, line.total, line.seconds, line.rate, line.left_estimate) == expected, why

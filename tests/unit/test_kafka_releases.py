@@ -46,6 +46,13 @@ def test_a_kind_of_group_whose_feature_is_missing_or_at_level_0_is_absent(metada
         f"no {what}: this cluster runs Kafka {release}" for what in absent]
 
 
+def test_a_cluster_that_does_not_name_its_release_is_said_so():
+    # No metadata.version read (a describeFeatures refused): the sentence still says why, without a release.
+    assert features_absent(metadata_version="", levels={}) == [
+        f"no {what}: this cluster does not say which Kafka it runs"
+        for what in ("KIP-848 consumer groups", "share groups", "streams groups")]
+
+
 def test_the_table_says_what_each_release_lacks_as_the_page_does():
     table = supported_table()
     assert table["3.9.1"] == "KIP-848 consumer groups, share groups, streams groups"

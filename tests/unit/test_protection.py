@@ -96,3 +96,27 @@ def test_a_lost_protection_lets_the_groups_own_start_prove_its_policy():
     # the end 50 seen before it took p: it started below latest, which its own commit proves.
     _, evidence, _ = run([Step(0, 50), Step(0, 80, owned=True, commit=0), Step(0, 90, owned=True, commit=20)], LOST)
     assert [(e.group_id, e.policy) for e in evidence] == [("billing", "earliest")]
+
+
+# (steps on partition 2, protection, exact explanation, backfill range, why)
+WORDS_CASES = [
+    pytest.param(
+        [Step(0, 0, commit=0), Step(0, 120, owned=True, commit=150)], Protection(offset=0, won=True),
+        "protected by Gapwatch's commit; nothing missed", (None, None),
+        "a protection stored without words still says what decided the finding", id="won-without-words",
+    ),
+    pytest.param(
+        [Step(10, 40, commit=30), Step(10, 90, owned=True, commit=60)], WON_LATE,
+        "protected: committed 30, the log start then, above the first log start 10: [10, 30) missed", (10, 30),
+        "won at 30 while the finding's first log start was 10: [10, 30) is missed and is what a backfill replays",
+        id="won-above-a-log-start-not-zero",
+    ),
+]
+
+
+@pytest.mark.parametrize(("steps", "protection", "explanation", "backfill", "why"), WORDS_CASES)
+def test_a_protected_findings_words_and_repair(steps, protection, explanation, backfill, why):
+    accounting, _, _ = run(steps, protection)
+    assert accounting.explanation == explanation, why
+    assert (accounting.backfill_start, accounting.backfill_end) == backfill, why
+    assert accounting.missed_definite == (backfill[1] - backfill[0] if backfill[0] is not None else 0), why

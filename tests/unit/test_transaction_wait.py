@@ -35,15 +35,28 @@ NOW = 1_000_000
      "orders[2]: the range [0, 40) ends past the last stable offset 12, where a transaction still open started "
      "(producer id 7)",
      "a later transaction does not hold the LSO; the one at 12 is known only by its producer"),
+    ([OpenTransaction("orders", 2, 7, 12, "slow-tx", NOW - 4_000, 900_000)],
+     "orders[2]: the range [0, 40) ends past the last stable offset 12, where a transaction still open started "
+     "(producer id 7, transactional.id 'slow-tx', open for 4 s of its transaction.timeout.ms 900 s)",
+     "the longest timeout a broker allows by default (transaction.max.timeout.ms, 15 min), in whole seconds"),
 ])
 def test_the_wait_says_which_transaction_holds_the_range(transactions, message, why):
     assert hold_message([HeldRange(R, 12)], transactions, now_ms=NOW) == message, why
+
+
+def test_the_wait_names_every_held_partition():
+    other = BackfillRange("orders", 3, 5, 9)
+    assert hold_message([HeldRange(R, 12), HeldRange(other, 6)], [], now_ms=NOW) == (
+        "orders[2]: the range [0, 40) ends past the last stable offset 12, where a transaction still open started; "
+        "orders[3]: the range [5, 9) ends past the last stable offset 6, where a transaction still open started")
 
 
 @pytest.mark.parametrize(("transactions", "due", "why"), [
     ([OpenTransaction("orders", 2, 7, 12, "tx", NOW, 60_000)], NOW + 60_000,
      "the coordinator aborts a transaction at its start plus its timeout"),
     ([OpenTransaction("orders", 2, 7, 12)], None, "no start time or timeout known: no end can be promised"),
+    ([OpenTransaction("orders", 2, 7, 12, "tx", NOW)], None,
+     "a start time without a timeout: the abort time is still unknown"),
     ([], None, "nothing described"),
 ])
 def test_the_abort_deadline_is_known_only_when_every_holder_is_described(transactions, due, why):
