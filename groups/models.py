@@ -6,6 +6,8 @@ per finding and kind) span them, so they are read together."""
 
 from __future__ import annotations
 
+from dataclasses import fields as dataclass_fields
+
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
@@ -122,20 +124,11 @@ class Cluster(models.Model):
         return crypto.decrypt(stored) if stored else ""
 
     def client_config(self) -> ClusterConfig:
-        """What the Kafka adapter needs to connect; the only place the secrets are decrypted for use."""
-        return ClusterConfig(
-            bootstrap_servers=self.bootstrap_servers,
-            security_protocol=self.security_protocol,
-            sasl_mechanism=self.sasl_mechanism,
-            sasl_username=self.sasl_username,
-            ssl_ca_pem=self.ssl_ca_pem,
-            ssl_certificate_pem=self.ssl_certificate_pem,
-            ssl_endpoint_identification=self.ssl_endpoint_identification,
-            oauth_token_endpoint=self.oauth_token_endpoint,
-            oauth_client_id=self.oauth_client_id,
-            oauth_scope=self.oauth_scope,
-            **{name: self.secret(name) for name in self.SECRETS},
-        )
+        """What the Kafka adapter needs to connect (every field of
+        ``ClusterConfig``, the one list of them, from the column of its name);
+        the only place the secrets are decrypted for use."""
+        return ClusterConfig(**{f.name: self.secret(f.name) if f.name in self.SECRETS else getattr(self, f.name)
+                                for f in dataclass_fields(ClusterConfig)})
 
 
 class Topic(models.Model):

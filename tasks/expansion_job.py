@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from groups.domain.finding_states import MISSED_DECIDED, PENDING, UNDECIDED
 from groups.domain.expansion_job import (
     STEPS,
     GroupFacts,
@@ -81,7 +82,7 @@ class Refused(Exception):
 
 def _decided(finding: Finding | None) -> bool:
     """Whether the watcher decided where the group started on the partition (or closed the finding)."""
-    return finding is not None and (finding.closed_at is not None or finding.state not in ("pending", "undecided"))
+    return finding is not None and (finding.closed_at is not None or finding.state not in (PENDING, UNDECIDED))
 
 
 def _since(moment: str | None) -> float:
@@ -408,8 +409,7 @@ class ExpansionRunner:
             recorded = dict(decision.get("backfills") or {})
             for p in self.new_partitions(job):
                 finding = findings.get((group_id, p))
-                if str(p) in recorded or finding is None or finding.state not in (Finding.State.GAP,
-                                                                                  Finding.State.EXPIRED):
+                if str(p) in recorded or finding is None or finding.state not in MISSED_DECIDED:
                     continue
                 if sound_range_offsets(finding) == 0:
                     entry = {"offsets": 0}

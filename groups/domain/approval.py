@@ -4,10 +4,9 @@ fingerprint of what its preview showed for one finding. No Django, no Kafka."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 
+from groups.domain.fingerprints import fingerprint
 from groups.domain.triage import NOTHING_TO_REPAIR
 
 # The plan fields a reset commits: the executor re-reads the log start, the
@@ -47,4 +46,4 @@ def approval_fingerprint(
     shown = {"kind": kind, "params": dict(params), "plan": decided,
              "findings": sorted([list(finding) for finding in findings])}
     # Plain JSON, as the job row stores its params and plan (a value JSON cannot hold is a bug, not hashed text).
-    return hashlib.sha256(json.dumps(shown, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return fingerprint(shown)

@@ -1,17 +1,55 @@
-"""How to reach a cluster: the client settings of one registered cluster.
+"""How to reach a cluster: the client settings of one registered cluster,
+and the one place that turns them into a client's options.
 
 Plain data, so that loading the models or planning a job never loads a
-Kafka client; the adapter (``tasks.kafka``) turns it into client options
-(``client_config``, librdkafka's names), the Spark job into the Java
-client's (``tasks.spark.reader``).
+Kafka client. ``ClusterConfig`` owns the fields, the protocol constants and
+both mappings: ``client_config`` (librdkafka's names: the adapter,
+``tasks.kafka``) and ``java_options`` (the Java client's: the poll's JVM,
+``tasks.kafka.java_client``, and Spark's Kafka source and sink through it,
+``tasks.spark.reader.kafka_options``). The rules a new cluster's settings
+must keep are ``groups.domain.tls``'s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from cryptography.hazmat.primitives import serialization
 
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 OAUTHBEARER = "OAUTHBEARER"
+PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# The Java client's JAAS login module per SASL mechanism.
+LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    OAUTHBEARER: "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
+}
+# The Java client's OIDC client-credentials flow (KIP-768).
+OAUTH_LOGIN_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+ENCRYPTED_KEY_MARKERS = ("ENCRYPTED PRIVATE KEY", "Proc-Type: 4,ENCRYPTED")
+
+
+def is_encrypted_key(pem: str) -> bool:
+    return any(marker in pem for marker in ENCRYPTED_KEY_MARKERS)
+
+
+def key_as_pkcs8(pem: str, password: str) -> str:
+    """The key as unencrypted PKCS#8 PEM, the form the Java client reads
+    (validated keys only). Kafka's Java client 3.9 on Java 17 refuses a
+    PBES2 (AES) encrypted PKCS#8 key, the only encryption worth using, so
+    the Java clients get the key opened; it travels as the password would
+    (never written down, redacted by Spark)."""
+    key = serialization.load_pem_private_key(pem.encode(), password.encode() if is_encrypted_key(pem) else None)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption()).decode()
+
+
+def _quoted(text: str) -> str:
+    """A JAAS option value."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 @dataclass(frozen=True)
@@ -73,6 +111,47 @@ class ClusterConfig:
             config["sasl.username"] = self.sasl_username
             config["sasl.password"] = self.sasl_password
         return config
+
+    def for_java(self) -> ClusterConfig:
+        """These settings with the client key as the Java client reads it:
+        unencrypted PKCS#8 (``key_as_pkcs8``), so without a key password."""
+        if not self.ssl_key_pem:
+            return self
+        return replace(self, ssl_key_pem=key_as_pkcs8(self.ssl_key_pem, self.ssl_key_password), ssl_key_password="")
+
+    def java_options(self) -> dict[str, str]:
+        """The Java client's option names: TLS trust and client certificate
+        as PEM text (no key or trust store file anywhere), JAAS built from
+        the secrets. Every option holding a secret has "password", "jaas" or
+        "keystore.key" in its name (what Spark's redaction matches). The Java
+        client reads only an unencrypted PKCS#8 key: give it ``for_java()``'s."""
+        options = {"bootstrap.servers": self.bootstrap_servers, "security.protocol": self.security_protocol}
+        if self.uses_tls:
+            # The Java client's way of saying "none" is the empty string.
+            options["ssl.endpoint.identification.algorithm"] = "https" if self.ssl_endpoint_identification else ""
+            if self.ssl_ca_pem:
+                options["ssl.truststore.type"] = "PEM"
+                options["ssl.truststore.certificates"] = self.ssl_ca_pem
+            if self.ssl_certificate_pem:
+                options["ssl.keystore.type"] = "PEM"
+                options["ssl.keystore.certificate.chain"] = self.ssl_certificate_pem
+                options["ssl.keystore.key"] = self.ssl_key_pem
+                if self.ssl_key_password:
+                    options["ssl.key.password"] = self.ssl_key_password
+        mechanism = self.sasl_mechanism
+        if mechanism:
+            options["sasl.mechanism"] = mechanism
+            if mechanism == OAUTHBEARER:
+                options["sasl.login.callback.handler.class"] = OAUTH_LOGIN_HANDLER
+                options["sasl.oauthbearer.token.endpoint.url"] = self.oauth_token_endpoint
+                credentials = (f"clientId={_quoted(self.oauth_client_id)} "
+                               f"clientSecret={_quoted(self.oauth_client_secret)}")
+                if self.oauth_scope:
+                    credentials += f" scope={_quoted(self.oauth_scope)}"
+            else:
+                credentials = f"username={_quoted(self.sasl_username)} password={_quoted(self.sasl_password)}"
+            options["sasl.jaas.config"] = f"{LOGIN_MODULES[mechanism]} required {credentials};"
+        return options
 
     def __repr__(self) -> str:
         # Never let a secret reach a log line or a traceback.

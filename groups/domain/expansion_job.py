@@ -15,10 +15,10 @@ Offsets are "the next message to read"; every range is half-open ``[start, end)`
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from groups.domain.fingerprints import fingerprint
 
 # The steps in order (item 4 of the issue):
 # validate: CreatePartitions with validate_only, again, just before acting;
@@ -64,7 +64,7 @@ def plan_fingerprint(plan: Mapping) -> str:
             [[g.get("group"), g.get("kind"), g.get("outcome"), g.get("sink")] for g in plan.get("groups", [])],
             key=lambda row: str(row[0])),
     }
-    return hashlib.sha256(json.dumps(decided, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return fingerprint(decided)
 
 
 # --- The verdict per group --------------------------------------------------------------

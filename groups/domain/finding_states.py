@@ -17,3 +17,6 @@ EXPIRED: FindingStatus = "expired"  # retention deleted part of the missed range
 
 # Nobody has taken these partitions yet: what the group will skip is not known.
 UNTAKEN: tuple[FindingStatus, ...] = (PENDING, UNOWNED)
+# Missed, with the upper bound known (the first commit): the sound range is decided,
+# what a pre-approved or an expansion's repair replays.
+MISSED_DECIDED: tuple[FindingStatus, ...] = (GAP, EXPIRED)

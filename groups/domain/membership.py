@@ -33,16 +33,21 @@ def seat_problem(*, protocol: str, assignor: str) -> str:
 
 
 def seat_cost(*, protocol: str, assignor: str, members: int) -> str:
-    """What sitting in the group for a moment costs its members, in words."""
-    who = f"its {members} member{'s' if members != 1 else ''}"
+    """What sitting in the group for a moment costs its members, in words
+    (one member: singular words)."""
+    if members == 1:
+        who, whose, keep, give_up, their, pause = "its 1 member", "its 1 member's", "keeps", "gives up", "its", "pauses"
+    else:
+        who, whose, keep, give_up, their, pause = (f"its {members} members", f"its {members} members'", "keep",
+                                                   "give up", "their", "pause")
     if protocol == CONSUMER:
         return ("no rebalance: a KIP-848 group takes Gapwatch's member in at its next heartbeat (up to 5 s by "
-                f"default) and moves none of {who}' partitions")
+                f"default) and moves none of {whose} partitions")
     if assignor in COOPERATIVE_ASSIGNORS:
         return (f"two rebalances (Gapwatch joining, then leaving) with the cooperative assignor {assignor!r}: "
-                f"{who} keep their partitions and keep reading")
+                f"{who} {keep} {their} partitions and {keep} reading")
     return (f"two rebalances (Gapwatch joining, then leaving) with the eager assignor {assignor or 'range'!r}: "
-            f"each time {who} give up their partitions and pause until the slowest rejoins (at most its "
+            f"each time {who} {give_up} {their} partitions and {pause} until the slowest rejoins (at most its "
             "max.poll.interval.ms)")
 
 

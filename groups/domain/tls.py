@@ -3,14 +3,15 @@ each rule a small function that returns a problem in words (or None), over
 plain values, with ``now`` passed in. PEM is parsed with ``cryptography``;
 nothing here reads a file or the network.
 
-Also the one conversion the Java Kafka client needs: it reads only
-unencrypted PKCS#8 keys here (``key_as_pkcs8``), while librdkafka (OpenSSL)
-takes any PEM key with its password.
+The settings are a ``ClusterConfig`` (``groups.domain.cluster_config``, which
+also owns the protocol constants and the Java client's key conversion), as
+they will be stored: a secret not replaced is the stored one (the service
+decrypts it to check it, never to show it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlparse
 
@@ -18,32 +19,17 @@ from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 
-TLS_PROTOCOLS = ("SSL", "SASL_SSL")
-SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
-OAUTHBEARER = "OAUTHBEARER"
-PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-_ENCRYPTED_MARKERS = ("ENCRYPTED PRIVATE KEY", "Proc-Type: 4,ENCRYPTED")
+from groups.domain.cluster_config import (
+    OAUTHBEARER,
+    PASSWORD_MECHANISMS,
+    SASL_PROTOCOLS,
+    TLS_PROTOCOLS,
+    ClusterConfig,
+    is_encrypted_key,
+)
 
 
-@dataclass(frozen=True)
-class ConnectionSettings:
-    """The settings to check, as they will be stored: a secret not replaced is
-    the stored one (the service decrypts it to check it, never to show it)."""
-
-    security_protocol: str = "PLAINTEXT"
-    sasl_mechanism: str = ""
-    sasl_username: str = ""
-    sasl_password: str = field(default="", repr=False)
-    ssl_ca_pem: str = ""
-    ssl_certificate_pem: str = ""
-    ssl_key_pem: str = field(default="", repr=False)
-    ssl_key_password: str = field(default="", repr=False)
-    oauth_token_endpoint: str = ""
-    oauth_client_id: str = ""
-    oauth_client_secret: str = field(default="", repr=False)
-
-
-def connection_problems(settings: ConnectionSettings, *, now: datetime) -> dict[str, str]:
+def connection_problems(settings: ClusterConfig, *, now: datetime) -> dict[str, str]:
     """``{field name: problem}`` for every rule the settings break; empty when
     they can be saved. One problem per field (the first rule that fails)."""
     problems: dict[str, str] = {}
@@ -56,7 +42,7 @@ def connection_problems(settings: ConnectionSettings, *, now: datetime) -> dict[
 # --- SASL ------------------------------------------------------------------------------
 
 
-def _sasl_problems(s: ConnectionSettings, now: datetime) -> dict[str, str]:
+def _sasl_problems(s: ClusterConfig, now: datetime) -> dict[str, str]:
     protocol, mechanism = s.security_protocol, s.sasl_mechanism
     if protocol not in SASL_PROTOCOLS:
         return {"sasl_mechanism": "A SASL mechanism needs security protocol SASL_PLAINTEXT or SASL_SSL."} \
@@ -71,7 +57,7 @@ def _sasl_problems(s: ConnectionSettings, now: datetime) -> dict[str, str]:
     return problems
 
 
-def _oauth_problems(s: ConnectionSettings, now: datetime) -> dict[str, str]:
+def _oauth_problems(s: ClusterConfig, now: datetime) -> dict[str, str]:
     if s.sasl_mechanism != OAUTHBEARER or s.security_protocol not in SASL_PROTOCOLS:
         return {}
     problems = {}
@@ -88,7 +74,7 @@ def _oauth_problems(s: ConnectionSettings, now: datetime) -> dict[str, str]:
 # --- TLS -------------------------------------------------------------------------------
 
 
-def _tls_problems(s: ConnectionSettings, now: datetime) -> dict[str, str]:
+def _tls_problems(s: ClusterConfig, now: datetime) -> dict[str, str]:
     """The CA bundle parses and is in date; a client certificate parses, is in
     date, comes with its key, and the key opens with its password and matches."""
     if s.security_protocol not in TLS_PROTOCOLS:
@@ -198,16 +184,4 @@ def _public_der(public_key) -> bytes:
     return public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
-def is_encrypted_key(pem: str) -> bool:
-    return any(marker in pem for marker in _ENCRYPTED_MARKERS)
 
-
-def key_as_pkcs8(pem: str, password: str) -> str:
-    """The key as unencrypted PKCS#8 PEM, the form the Java client reads
-    (validated keys only). Kafka's Java client 3.9 on Java 17 refuses a
-    PBES2 (AES) encrypted PKCS#8 key, the only encryption worth using, so
-    the Spark job gets the key opened; it travels as the password would
-    (never written down, redacted by Spark)."""
-    key = serialization.load_pem_private_key(pem.encode(), password.encode() if is_encrypted_key(pem) else None)
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption()).decode()

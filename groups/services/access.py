@@ -60,6 +60,48 @@ def scope_refusal(user, finding: Finding) -> str:
     return ""
 
 
+def approval_require(user, *, what: str, findings: Iterable[Finding] = (), cluster: str = "",
+                     topics: Iterable[str] = (), requested_by=None) -> tuple[Grant, ...]:
+    """The one rule of who may approve a job (a remediation, an expansion),
+    asked once by the service that approves, whose PermissionDenied the
+    pages and the API answer with:
+
+    1. the approver role (``approver_require``);
+    2. a grant of it over everything the job touches: each finding's group
+       and topic (``scope_require_act``), each of ``topics`` of ``cluster``
+       (OutOfScope naming the first none covers);
+    3. four-eyes (FOUR_EYES): not the person who requested it, nor another
+       account of theirs (``same_person``); ``requested_by`` None: nobody
+       requested it apart from this person's own act (a refusal, a direct
+       approval).
+
+    The grants that allowed it, for the audit (``act_detail``)."""
+    from django.conf import settings
+
+    approver_require(user, doing=f"approving {what}")
+    grants = list(scope_require_act(user, findings))
+    for topic in topics:
+        grant = scope_of(user).may(APPROVER, cluster=cluster, topic=topic)
+        if grant is None:
+            raise OutOfScope(f"topic {topic!r} of cluster {cluster!r} is outside your scope: "
+                             "no approver role of yours covers it")
+        grants.append(grant)
+    if requested_by is not None and settings.FOUR_EYES and same_person(requested_by, user):
+        raise PermissionDenied(f"four-eyes: the person who requested {what} cannot approve it "
+                               "(not from another account of theirs either)")
+    return tuple(grants)
+
+
+def approval_refusal(user, **job) -> str:
+    """Why ``user`` may not approve (``approval_require``'s words), "" when
+    they may: what a page asks to offer the approve button or not."""
+    try:
+        approval_require(user, **job)
+    except PermissionDenied as error:
+        return str(error)
+    return ""
+
+
 def scope_require_group(user, *, cluster: str, group: str) -> Grant:
     grant = scope_of(user).may(APPROVER, cluster=cluster, group=group)
     if grant is None:

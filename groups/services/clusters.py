@@ -13,7 +13,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from groups.domain.tls import ConnectionSettings, connection_problems
+from groups.domain.cluster_config import ClusterConfig
+from groups.domain.tls import connection_problems
 from groups.models import Cluster, ConsumerGroup
 from groups.services import dispatch
 from groups.services.access import scope_require_cluster_manager, scope_require_group
@@ -68,7 +69,8 @@ def cluster_settings_problems(*, data: Mapping, secrets: Mapping[str, str], clea
             return secrets[name]
         return "" if name in clear or cluster is None else cluster.secret(name)
 
-    settings = ConnectionSettings(
+    settings = ClusterConfig(
+        value("bootstrap_servers") or "",
         **{name: value(name) for name in ("security_protocol", "sasl_mechanism", "sasl_username", "ssl_ca_pem",
                                           "ssl_certificate_pem", "oauth_token_endpoint", "oauth_client_id")},
         **{name: secret(name) for name in SECRETS},

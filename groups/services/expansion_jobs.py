@@ -9,18 +9,15 @@ job itself runs in ``tasks/expansion_job.py``.
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from groups.domain.expansion import BrokerVerdict, sink_problem
-from groups.domain.scopes import APPROVER
 from groups.models import ConsumerGroup, ExpansionJob, Topic
-from groups.selectors.access import scope_of
 from groups.services import dispatch
-from groups.services.access import act_detail, approver_require, same_person
+from groups.services.access import act_detail, approval_refusal, approval_require, approver_require
 from groups.services.audit import audit_record
 from groups.services.expansions import Verdict, expansion_plan, expansion_plan_as_dict
 from groups.services.lifecycle import Conflict
@@ -37,11 +34,18 @@ class ExpansionJobNotFound(LookupError):
     """No such expansion job that the person may see."""
 
 
+def _expansion_for(user, job_id: int, *, doing: str) -> ExpansionJob:
+    """The job, if its topic is in the person's approver scope (else not shown to exist)."""
+    job = ExpansionJob.objects.select_related("cluster", "topic", "requested_by").filter(id=job_id).first()
+    if job is None or approval_refusal(user, what="an expansion", cluster=job.cluster.name, topics=[job.topic.name]):
+        raise ExpansionJobNotFound(f"no expansion {job_id} that you may {doing}")
+    return job
+
+
 def _require_whole_scope(user, planned) -> None:
     """The person must be allowed to act on the topic and see every group the plan covers."""
     plan = planned.plan
-    if scope_of(user).may(APPROVER, cluster=planned.cluster, topic=plan.topic) is None:
-        raise PermissionDenied(f"your scope does not let you act on topic {plan.topic!r}")
+    approval_require(user, what="an expansion", cluster=planned.cluster, topics=[plan.topic])
     if planned.groups_outside_scope:
         raise PermissionDenied(f"{planned.groups_outside_scope} group(s) reading {plan.topic!r} are outside your "
                                "scope: the plan you approve must show every group it changes")
@@ -176,12 +180,9 @@ def expansion_approve(*, user, job_id: int, fingerprint: object = None,
     PermissionDenied (role, scope, the requester themselves under FOUR_EYES),
     Conflict (not waiting, or the plan changed), nothing written otherwise."""
     approver_require(user, doing="adding partitions")
-    job = ExpansionJob.objects.select_related("cluster", "topic", "requested_by").filter(id=job_id).first()
-    if job is None or scope_of(user).may(APPROVER, cluster=job.cluster.name, topic=job.topic.name) is None:
-        raise ExpansionJobNotFound(f"no expansion {job_id} that you may approve")
-    if settings.FOUR_EYES and same_person(job.requested_by, user):
-        raise PermissionDenied("four-eyes: the person who requested an expansion cannot approve it "
-                               "(not from another account of theirs either)")
+    job = _expansion_for(user, job_id, doing="approve")
+    approval_require(user, what="an expansion", cluster=job.cluster.name, topics=[job.topic.name],
+                     requested_by=job.requested_by)
     if job.state != State.PLANNED:
         raise Conflict(f"expansion {job_id} is {job.state}, not waiting for approval")
     if fingerprint is not None and fingerprint != job.plan_fingerprint:
@@ -199,13 +200,11 @@ def expansion_approve(*, user, job_id: int, fingerprint: object = None,
                        "or the broker's verdict): nothing was approved; request the expansion again")
     dispatch.queue_check()
     with transaction.atomic():
-        moved = ExpansionJob.objects.filter(id=job_id, state=State.PLANNED).update(
-            state=State.APPROVED, approved_by=user, approved_at=timezone.now(), updated_at=timezone.now())
-        if not moved:
+        if not expansion_transition(job_id=job_id, from_state=State.PLANNED, to_state=State.APPROVED, actor=user,
+                                    detail={"topic": job.topic.name, "fingerprint": job.plan_fingerprint,
+                                            **act_detail(user)},
+                                    approved_by=user, approved_at=timezone.now()):
             raise Conflict(f"expansion {job_id} was approved or refused by someone else meanwhile")
-        audit_record(action="expansion.approved", actor=user, cluster=job.cluster, object_type="expansion",
-                     object_id=job_id, detail={"topic": job.topic.name, "fingerprint": job.plan_fingerprint,
-                                               **act_detail(user)})
         dispatch.task_enqueue_on_commit(dispatch.RUN_EXPANSION_JOB, job_id)
     return ExpansionJob.objects.get(id=job_id)
 
@@ -217,33 +216,45 @@ def expansion_refuse(*, user, job_id: int, reason: str) -> ExpansionJob:
     reason = (reason or "").strip()
     if not reason or "\x00" in reason:
         raise ValidationError("a refusal needs a reason (text without NUL bytes)")
-    job = ExpansionJob.objects.select_related("cluster", "topic").filter(id=job_id).first()
-    if job is None or scope_of(user).may(APPROVER, cluster=job.cluster.name, topic=job.topic.name) is None:
-        raise ExpansionJobNotFound(f"no expansion {job_id} that you may refuse")
-    with transaction.atomic():
-        if not ExpansionJob.objects.filter(id=job_id, state=State.PLANNED).update(
-                state=State.REFUSED, status_reason=f"refused by {user.get_username()}: {reason[:1000]}",
-                finished_at=timezone.now(), updated_at=timezone.now()):
-            raise Conflict(f"expansion {job_id} is {ExpansionJob.objects.get(id=job_id).state}: only a planned "
-                           "expansion can be refused")
-        audit_record(action="expansion.refused", actor=user, cluster=job.cluster, object_type="expansion",
-                     object_id=job_id, detail={"reason": reason[:1000], **act_detail(user)})
+    job = _expansion_for(user, job_id, doing="refuse")
+    if not expansion_transition(job_id=job_id, from_state=State.PLANNED, to_state=State.REFUSED, actor=user,
+                                detail={"reason": reason[:1000], **act_detail(user)},
+                                status_reason=f"refused by {user.get_username()}: {reason[:1000]}"):
+        raise Conflict(f"expansion {job_id} is {ExpansionJob.objects.get(id=job_id).state}: only a planned "
+                       "expansion can be refused")
     return ExpansionJob.objects.get(id=job_id)
 
 
 # --- What the running job records -----------------------------------------------------------
 
 
+def expansion_transition(*, job_id: int, from_state: str, to_state: str, actor=None, detail=None,
+                         **fields) -> bool:
+    """The one way an expansion changes state: compare-and-set from
+    ``from_state`` (False, nothing written, when another request or run moved
+    it first), with ``fields``; ``started_at`` when it starts running,
+    ``finished_at`` when it ends; audited as ``expansion.<to_state>`` with
+    ``detail`` (a dict, or a function of the job row)."""
+    now = timezone.now()
+    if to_state == State.RUNNING:
+        fields.setdefault("started_at", now)
+    if to_state in ExpansionJob.FINISHED:
+        fields.setdefault("finished_at", now)
+    with transaction.atomic():
+        if not ExpansionJob.objects.filter(id=job_id, state=from_state).update(state=to_state, updated_at=now,
+                                                                                **fields):
+            return False
+        job = ExpansionJob.objects.select_related("cluster").get(id=job_id)
+        audit_record(action=f"expansion.{to_state}", actor=actor, cluster=job.cluster, object_type="expansion",
+                     object_id=job_id, detail=detail(job) if callable(detail) else (detail or {}))
+    return True
+
+
 def expansion_start(*, job_id: int) -> bool:
     """approved → running (compare-and-set); True when the job is running now
     (started here, or resumed after a worker's death)."""
-    now = timezone.now()
-    with transaction.atomic():
-        if ExpansionJob.objects.filter(id=job_id, state=State.APPROVED).update(
-                state=State.RUNNING, started_at=now, updated_at=now):
-            job = ExpansionJob.objects.select_related("cluster").get(id=job_id)
-            audit_record(action="expansion.running", cluster=job.cluster, object_type="expansion",
-                         object_id=job_id, detail={"topic_id": job.topic_id})
+    expansion_transition(job_id=job_id, from_state=State.APPROVED, to_state=State.RUNNING,
+                         detail=lambda job: {"topic_id": job.topic_id})
     return ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).exists()
 
 
@@ -345,15 +356,12 @@ def expansion_finish(*, job_id: int, state: str, verdicts: dict[str, dict], erro
     cluster's webhook told (one ``expansion.finished`` event)."""
     if state not in (State.DONE, State.DONE_WITH_LOSS, State.FAILED):
         raise ValueError(f"{state!r} is no end of an expansion")
-    now = timezone.now()
     with transaction.atomic():
-        if not ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).update(
-                state=state, verdicts=verdicts, error=error[:4000], finished_at=now, updated_at=now,
-                status_reason=""):
+        if not expansion_transition(job_id=job_id, from_state=State.RUNNING, to_state=state,
+                                    detail={"verdicts": verdicts, **({"error": error[:500]} if error else {})},
+                                    verdicts=verdicts, error=error[:4000], status_reason=""):
             return False
         job = ExpansionJob.objects.select_related("cluster", "topic").get(id=job_id)
-        audit_record(action=f"expansion.{state}", cluster=job.cluster, object_type="expansion", object_id=job_id,
-                     detail={"verdicts": verdicts, **({"error": error[:500]} if error else {})})
         notifications_create(cluster=job.cluster, events=[("expansion.finished", {
             "event": "expansion.finished", "cluster": job.cluster.name, "topic": job.topic.name,
             "expansion": job.id, "from": job.from_partitions, "to": job.to_partitions, "state": state,

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 
+from groups.domain.finding_states import MISSED_DECIDED
 from groups.domain.preapproved import repair_within_maximum
 from groups.models import Finding, RemediationJob
 from groups.services.audit import audit_record
 from groups.services.lifecycle import Conflict
 from groups.services.previews import backfill_preview
 from groups.services.remediation import DuplicateJob, job_create
-
-# A finding whose upper bound is known: its sound range is decided.
-DECIDED = (Finding.State.GAP, Finding.State.EXPIRED)
 
 
 class NotCountedYet(Exception):
@@ -44,7 +42,7 @@ def queue_preapproved_backfill(
     stores besides (a rule's id); ``preview``: the finding's
     ``backfill_preview`` to that sink when the caller made it already.
     ``actor`` None: the system acted."""
-    if finding.state not in DECIDED or finding.closed_at is not None:
+    if finding.state not in MISSED_DECIDED or finding.closed_at is not None:
         return None, f"finding {finding.id} is {finding.resolution or finding.state}: nothing to queue"
     try:
         preview = preview or backfill_preview(finding_ids=[finding.id], sink=sink,

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable
 
 from django.conf import settings
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -20,7 +20,7 @@ from django.utils import timezone
 from groups.domain.group_kinds import group_kind
 from groups.models import Finding, JobFinding, RemediationJob
 from groups.services import dispatch
-from groups.services.access import act_detail, approver_require, same_person, scope_require_act
+from groups.services.access import act_detail, approval_require, approver_require, scope_require_act
 from groups.services.audit import audit_record
 from groups.services.lifecycle import (
     Conflict,
@@ -224,10 +224,7 @@ def job_approve(*, user, job_id: int) -> RemediationJob:
     """Four-eyes approval: an approver other than the requester."""
     approver_require(user)
     job = RemediationJob.objects.select_related("requested_by").get(id=job_id)
-    scope_require_act(user, _named(job.findings.all()))
-    if settings.FOUR_EYES and same_person(job.requested_by, user):
-        raise PermissionDenied("four-eyes: the person who requested a remediation cannot approve it "
-                               "(not from another account of theirs either)")
+    approval_require(user, what="a remediation", findings=_named(job.findings.all()), requested_by=job.requested_by)
     dispatch.queue_check()
     with transaction.atomic():
         if not job_transition(job_id=job_id, from_statuses=[RemediationJob.Status.REQUESTED],

@@ -11,17 +11,18 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from groups.selectors.access import may_approve, scope_of, visible_findings
+from groups.selectors.access import scope_of, visible_findings
 from groups.selectors.lists import (
     findings_selected,
 )
 from groups.services import bulk, previews, remediation
+from groups.services.access import approval_refusal, approver_require
 from groups.services.dispatch import QueueUnavailable
 from groups.models import RemediationJob
 from groups.selectors.finding import findings_with_rows
@@ -68,8 +69,8 @@ def _render_approve(request: HttpRequest, *, kind: str, ids, params, preview, er
         # What this preview shows (the plan and each finding's accounting too), sent back on approval.
         "previewed": previews.preview_fingerprint(kind=kind, preview=preview) if preview else "",
         "errors": list(errors), "handlers": settings.BACKFILL_HANDLERS,
-        "can_approve": may_approve(request.user) and not (preview and any(
-            scope_of(request.user).may_act_on_finding(finding) is None for finding in preview["findings"])),
+        "can_approve": not approval_refusal(request.user, what="remediations",
+                                            findings=preview["findings"] if preview else ()),
     }, status=status)
 
 
@@ -257,8 +258,7 @@ def approve_many_form(request: HttpRequest) -> HttpResponse:
     """The preview of approving one job of a kind per selected finding (of
     any groups): what each would plan, exactly as its own approve page would,
     and what is refused and why. Approvers only; changes nothing."""
-    if not may_approve(request.user):
-        raise PermissionDenied("approving remediations needs the approver role")
+    approver_require(request.user)
     kind = request.GET.get("kind", "") if request.GET.get("kind") in previews.BULK_PARAMS else "reset"
     try:
         kind = _bulk_kind(request.GET)

@@ -10,7 +10,7 @@ with each partition's start offset and lag, ``describeConfigs`` on the
 GROUP resource), is maintained with the broker and follows each new
 protocol version, and does TLS with PEM stores, SASL PLAIN/SCRAM and OIDC
 OAUTHBEARER the way the Spark job's client already does (the same option
-mapping, ``tasks.spark.reader.kafka_options``). A protocol library such as
+mapping, ``ClusterConfig.java_options``). A protocol library such as
 kio would mean owning the request plumbing (coordinator lookup, retries,
 SASL and OAuth login) that the Java client already gets right; py4j comes
 with PySpark, so nothing is added to the install. The poll's cluster-wide
@@ -33,8 +33,6 @@ from groups.domain.cluster_config import ClusterConfig
 from groups.domain.secrets import secret_redact
 from tasks.kafka.errors import AccessRefused, KafkaUnavailable, missing_acl
 from tasks.kafka.jvm import JvmUnavailable, gateway_discard, java_gateway
-from tasks.spark.reader import kafka_options
-from tasks.spark.spec import KafkaSecrets, KafkaSettings
 
 # Only guards against a future the client never completes: every call carries
 # the timeout itself.
@@ -63,12 +61,10 @@ class GroupKindUnsupported(KafkaUnavailable):
 
 
 def java_client_properties(config: ClusterConfig) -> dict[str, str]:
-    """The Java client's settings of a cluster: the options the Spark job's
-    Kafka source gets (PEM trust and key stores, JAAS from the secrets, the
-    OAuth login handler), without its ``kafka.`` prefix. The key is given as
-    unencrypted PKCS#8, the form the Java client reads."""
-    options = kafka_options(KafkaSettings.of(config), KafkaSecrets.of(config))
-    return {name.removeprefix("kafka."): value for name, value in options.items()}
+    """The Java client's settings of a cluster (``ClusterConfig.java_options``:
+    the options the Spark job's Kafka source gets without its ``kafka.``
+    prefix), the key as the Java client reads it."""
+    return config.for_java().java_options()
 
 
 class JavaClient:

@@ -26,13 +26,6 @@ FETCH_OPTIONS = {
 }
 
 
-TLS_PROTOCOLS = ("SSL", "SASL_SSL")
-LOGIN_MODULES = {
-    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
-    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
-    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
-    "OAUTHBEARER": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
-}
 # The names of options that hold a secret: every option kafka_options gives a
 # secret (the JAAS config: SASL password, OAuth client secret;
 # ssl.key.password; the key itself, ssl.keystore.key) and the usual others.
@@ -61,49 +54,12 @@ SESSION_REDACTION = {
     "spark.sql.redaction.options.regex": f"(?i)url|{SECRET_OPTION_NAMES}",
     "spark.sql.redaction.string.regex": STRING_REDACTION_REGEX,
 }
-# The Java client's OIDC client-credentials flow (KIP-768).
-OAUTH_LOGIN_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
-
-
-def _quoted(text: str) -> str:
-    """A JAAS option value."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def kafka_options(settings: KafkaSettings, secrets: KafkaSecrets) -> dict[str, str]:
-    """Options of Spark's Kafka source and sink (``kafka.``-prefixed Java
-    client settings): TLS trust and client certificate as PEM text (no key
-    or trust store file anywhere), JAAS built from the secrets. Every option
-    holding a secret matches ``session.REDACTION_REGEX`` by its name."""
-    options = {
-        "kafka.bootstrap.servers": settings.bootstrap_servers,
-        "kafka.security.protocol": settings.security_protocol,
-    }
-    if settings.security_protocol in TLS_PROTOCOLS:
-        # The Java client's way of saying "none" is the empty string.
-        options["kafka.ssl.endpoint.identification.algorithm"] = "https" if settings.ssl_endpoint_identification else ""
-        if settings.ssl_ca_pem:
-            options["kafka.ssl.truststore.type"] = "PEM"
-            options["kafka.ssl.truststore.certificates"] = settings.ssl_ca_pem
-        if settings.ssl_certificate_pem:
-            options["kafka.ssl.keystore.type"] = "PEM"
-            options["kafka.ssl.keystore.certificate.chain"] = settings.ssl_certificate_pem
-            options["kafka.ssl.keystore.key"] = secrets.ssl_key_pem
-            if secrets.ssl_key_password:
-                options["kafka.ssl.key.password"] = secrets.ssl_key_password
-    mechanism = settings.sasl_mechanism
-    if mechanism:
-        options["kafka.sasl.mechanism"] = mechanism
-        if mechanism == "OAUTHBEARER":
-            options["kafka.sasl.login.callback.handler.class"] = OAUTH_LOGIN_HANDLER
-            options["kafka.sasl.oauthbearer.token.endpoint.url"] = settings.oauth_token_endpoint
-            credentials = f"clientId={_quoted(settings.oauth_client_id)} clientSecret={_quoted(secrets.oauth_client_secret)}"
-            if settings.oauth_scope:
-                credentials += f" scope={_quoted(settings.oauth_scope)}"
-        else:
-            credentials = f"username={_quoted(settings.sasl_username)} password={_quoted(secrets.sasl_password)}"
-        options["kafka.sasl.jaas.config"] = f"{LOGIN_MODULES[mechanism]} required {credentials};"
-    return options
+    """Options of Spark's Kafka source and sink: the cluster's Java client
+    options (``ClusterConfig.java_options``, the one mapping), ``kafka.``
+    prefixed. Every option holding a secret matches ``REDACTION_REGEX`` by
+    its name."""
+    return {f"kafka.{name}": value for name, value in settings.config(secrets).java_options().items()}
 
 
 def kafka_reader(spark, options: dict[str, str]):

@@ -48,7 +48,6 @@ from groups.domain.cluster_config import ClusterConfig
 from groups.domain.planning import BackfillRange, backfill_range_problem
 from groups.domain.read_isolation import READ_COMMITTED, isolation_problem
 from groups.domain.sinks import HANDLER, JOB_SINKS, KAFKA, PARQUET
-from groups.domain.tls import key_as_pkcs8
 
 SECRETS_ENV = "GAPWATCH_KAFKA_SECRETS"
 DEFAULT_RECORDS_PER_TASK = 200_000
@@ -102,6 +101,12 @@ class KafkaSettings:
                    **{**text, "security_protocol": text["security_protocol"] or "PLAINTEXT"},
                    ssl_endpoint_identification=kafka.get("ssl_endpoint_identification", True))
 
+    def config(self, secrets: KafkaSecrets) -> ClusterConfig:
+        """The cluster's settings again, with the secrets the job got apart from its spec."""
+        return ClusterConfig(**self.to_json(), sasl_password=secrets.sasl_password, ssl_key_pem=secrets.ssl_key_pem,
+                             ssl_key_password=secrets.ssl_key_password,
+                             oauth_client_secret=secrets.oauth_client_secret)
+
     @classmethod
     def of(cls, config: ClusterConfig) -> KafkaSettings:
         """A cluster's connection settings, as every Java client of it gets
@@ -144,9 +149,10 @@ class KafkaSecrets:
     @classmethod
     def of(cls, config: ClusterConfig) -> KafkaSecrets:
         """A cluster's secrets for a Java client: the key as unencrypted PKCS#8,
-        the form the Java client reads (``tls.key_as_pkcs8``), so no key password."""
-        key = key_as_pkcs8(config.ssl_key_pem, config.ssl_key_password) if config.ssl_key_pem else ""
-        return cls(sasl_password=config.sasl_password, ssl_key_pem=key, oauth_client_secret=config.oauth_client_secret)
+        the form the Java client reads (``ClusterConfig.for_java``), so no key password."""
+        java = config.for_java()
+        return cls(sasl_password=java.sasl_password, ssl_key_pem=java.ssl_key_pem,
+                   oauth_client_secret=java.oauth_client_secret)
 
 
 @dataclass(frozen=True)

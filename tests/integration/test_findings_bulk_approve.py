@@ -12,6 +12,7 @@ import json
 import re
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.test import Client
 
 from groups.models import AuditEvent, Finding, RemediationJob
@@ -155,7 +156,7 @@ def test_under_four_eyes_each_finding_gets_a_request_for_a_second_approver(appro
     jobs = new_jobs(selection)
     assert [(j.status, j.requested_by, j.approved_by) for j in jobs] == [("requested", approver, None)] * 2
     assert enqueued == []
-    with pytest.raises(remediation.PermissionDenied, match="four-eyes"):
+    with pytest.raises(PermissionDenied, match="four-eyes"):
         remediation.job_approve(user=approver, job_id=jobs[0].id)
 
 

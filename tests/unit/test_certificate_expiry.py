@@ -10,7 +10,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from groups.domain.tls import ConnectionSettings, certificate_expiries, certificates_expiring, connection_problems
+from groups.domain.cluster_config import ClusterConfig
+from groups.domain.tls import certificate_expiries, certificates_expiring, connection_problems
 from tests.pki import CertificateAuthority
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -72,5 +73,5 @@ def test_a_certificate_without_a_subject_is_named_as_such():
     nameless = _without_subject(not_after=NOW + timedelta(days=2))
     assert [e.subject for e in certificate_expiries(ssl_ca_pem=nameless, ssl_certificate_pem="")] == ["(no subject)"]
     expired = _without_subject(not_after=NOW - timedelta(days=1))
-    assert connection_problems(ConnectionSettings(security_protocol="SSL", ssl_ca_pem=expired), now=NOW) == {
+    assert connection_problems(ClusterConfig("broker:9093", security_protocol="SSL", ssl_ca_pem=expired), now=NOW) == {
         "ssl_ca_pem": "The CA bundle certificate “(no subject)” expired on 2026-11-24 12:00 UTC."}

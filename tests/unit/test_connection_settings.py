@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from groups.domain.tls import ConnectionSettings, connection_problems, key_as_pkcs8
+from groups.domain.cluster_config import ClusterConfig, key_as_pkcs8
+from groups.domain.tls import connection_problems
 from tests.pki import CertificateAuthority
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -23,9 +24,9 @@ EXPIRED = CA.issue("gapwatch", client=True, not_before=NOW - timedelta(days=60),
 NOT_YET = CA.issue("gapwatch", client=True, not_before=NOW + timedelta(days=1))
 EXPIRED_CA = CertificateAuthority("old CA", now=NOW - timedelta(days=90))
 
-TLS = ConnectionSettings(security_protocol="SSL", ssl_ca_pem=CA.certificate_pem)
+TLS = ClusterConfig("broker:9093", security_protocol="SSL", ssl_ca_pem=CA.certificate_pem)
 MTLS = replace(TLS, ssl_certificate_pem=CLIENT.certificate_pem, ssl_key_pem=CLIENT.key_pem())
-SCRAM = ConnectionSettings(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", sasl_username="gapwatch",
+SCRAM = ClusterConfig("broker:9093", security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", sasl_username="gapwatch",
                            sasl_password="pw", ssl_ca_pem=CA.certificate_pem)
 AT_NOW = CA.issue("gapwatch", client=True, not_after=NOW)
 FROM_NOW = CA.issue("gapwatch", client=True, not_before=NOW)
@@ -41,15 +42,15 @@ class Around:
     end: str
 
 
-OAUTH = ConnectionSettings(security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
+OAUTH = ClusterConfig("broker:9093", security_protocol="SASL_SSL", sasl_mechanism="OAUTHBEARER",
                            oauth_token_endpoint="https://idp.example/realms/kafka/protocol/openid-connect/token",
                            oauth_client_id="gapwatch", oauth_client_secret="s3cret")
 
 
 CASES = [
     # (settings, {field: message}, why)
-    (ConnectionSettings(), {}, "PLAINTEXT needs nothing"),
-    (ConnectionSettings(security_protocol="SSL"), {}, "TLS without a CA bundle trusts the system's CAs"),
+    (ClusterConfig("broker:9093"), {}, "PLAINTEXT needs nothing"),
+    (ClusterConfig("broker:9093", security_protocol="SSL"), {}, "TLS without a CA bundle trusts the system's CAs"),
     (TLS, {}, "a private CA in date"),
     (replace(TLS, ssl_ca_pem=CA.certificate_pem + OTHER_CA.certificate_pem), {}, "a bundle of two CAs"),
     (MTLS, {}, "a client certificate with its key"),

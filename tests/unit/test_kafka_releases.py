@@ -92,3 +92,12 @@ def test_a_share_groups_rule_follows_its_clusters_release(metadata_version, grou
         assert applied.reset_setting == (f"{DEFAULT_LATEST}, which Kafka {metadata_version.split('-')[0]} applies to "
                                          "an added partition of a topic the group already reads as offset 0 "
                                          "(KAFKA-20742)"), why
+
+
+def test_the_compose_file_runs_the_release_every_test_runs():
+    """docker-compose.yml's broker is the local broker's release (services/maven/pom.xml's
+    kafka.version), which the whole suite runs: the stack users start is the one tested."""
+    main = re.search(r"<kafka.version>(.+)</kafka.version>", (ROOT / "services/maven/pom.xml").read_text()).group(1)
+    images = re.findall(r"image: apache/kafka:(\S+)", (ROOT / "docker-compose.yml").read_text())
+    assert images == [main]
+    assert main in supported_table()
