@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from confluent_kafka import TopicCollection
-from confluent_kafka.admin import ConfigResource, ResourceType
+from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
 from groups.domain.urgency import Retention
 from tasks.kafka.client import WAIT_GRACE_SECONDS
@@ -61,6 +61,14 @@ def _replica_sizes(text: str, topic: str) -> dict[tuple[int, int], int]:
     return sizes
 
 
+def _source_name(source: object) -> str:
+    """The ConfigSource's name (DYNAMIC_TOPIC_CONFIG, ...): the client answers its number."""
+    try:
+        return ConfigSource(source).name
+    except ValueError:
+        return "UNKNOWN_CONFIG"
+
+
 class TopicStateReads(TopicOperations, GroupReads):
     """Needs the offsets of ``TopicOperations`` and the Java client of ``GroupReads``."""
 
@@ -76,7 +84,7 @@ class TopicStateReads(TopicOperations, GroupReads):
                                     cause=error) from None
         return tuple(
             TopicConfig(name=name, value=None if entry.is_sensitive else entry.value, is_default=bool(entry.is_default),
-                        source=getattr(entry.source, "name", str(entry.source)), sensitive=bool(entry.is_sensitive))
+                        source=_source_name(entry.source), sensitive=bool(entry.is_sensitive))
             for name, entry in sorted(configs.items())
         )
 
