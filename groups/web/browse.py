@@ -79,6 +79,7 @@ from groups.web.charts import (
     lag_chart,
     span_text,
 )
+from groups.web.paging import KeysFirstPaginator
 from groups.web.forms import AuditFilterForm, BrowseFilterForm, ClusterEnabledForm, ClusterForm, GroupSettingsForm
 
 TOPIC_READERS_PER_PAGE = 100
@@ -134,7 +135,7 @@ def _browse_list(request: HttpRequest, *, template: str, selector: Callable, vis
         hidden_count = 0 if form.shows_all() else visible(scope, selector(**filters, **{hidden: True})).count()
     else:
         filters, rows, hidden_count = {}, selector().none(), 0
-    page = Paginator(rows, BROWSE_PER_PAGE).get_page(request.GET.get("page"))
+    page = KeysFirstPaginator(rows, BROWSE_PER_PAGE).get_page(request.GET.get("page"))
     filtered = valid and any(filters.values())
     return render(request, template, {
         "form": form, "page": page, "page_query": _page_query(request), "filtered": filtered,

@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.paginator import Page, Paginator
+from django.core.paginator import Paginator
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -39,11 +39,11 @@ from groups.selectors.lists import (
     findings_list,
     findings_triage_groups,
     findings_triage_outline,
-    rows_page,
 )
 from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
 from groups.domain.triage import triage_slice
 from groups.web.forms import FindingFilterForm
+from groups.web.paging import KeysFirstPaginator
 from groups.services.lifecycle import missed_range_of
 from groups.services.previews import finding_repair_options
 from groups.domain.record_display import MAX_RECORDS_PER_END
@@ -78,19 +78,6 @@ SORT_DIRECTIONS = {"found": "descending", "-found": "ascending", "lag": "descend
 
 
 RESOLUTIONS = list(Finding.Resolution.values)
-
-
-class _KeysFirstPaginator(Paginator):
-    """Django's paginator, reading a page with ``rows_page`` (the page's keys
-    first): deep pages of 100,000 findings stay as fast as the first."""
-
-    def page(self, number) -> Page:
-        number = self.validate_number(number)
-        bottom = (number - 1) * self.per_page
-        top = bottom + self.per_page
-        if top + self.orphans >= self.count:
-            top = self.count
-        return self._get_page(rows_page(self.object_list, start=bottom, stop=top), number, self)
 
 
 def _shown_job(finding: Finding) -> RemediationJob | None:
@@ -138,7 +125,7 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
     # The job links of the whole page in one query, whatever the page size; the newest first.
     links = job_links()
     findings = findings.prefetch_related(Prefetch("job_findings", queryset=links, to_attr="job_links"))
-    page = _KeysFirstPaginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = KeysFirstPaginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
     for finding in page.object_list:
         finding.shown_job = _shown_job(finding)
     scope = scope_of(request.user)
