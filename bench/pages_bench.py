@@ -1,8 +1,10 @@
 """Server time of the pages, the findings API and /metrics at issue 24's
 scale: 100,000 findings (20,000 open, 80,000 closed), 3,000 groups, and
-30 days of lag samples (one a minute) for a few groups.
+30 days of lag samples (one a minute) for a few groups; and issue 44's list
+pages (every sort, the hidden rows shown, searches, deep pages) with
+``--topics`` topics (a fifth of them deleted, a tenth of the groups gone).
 
-Run with `bash bench/run_pages.sh [--findings N] [--open N] [--groups N]`.
+Run with `bash bench/run_pages.sh [--findings N] [--open N] [--groups N] [--topics N]`.
 Measures Django's full request handling in process (test client: middleware,
 session, queries, template rendering), 50 requests each after 3 warm-up
 requests (10 after 1 for /metrics); prints median, p95, the answer's size and
@@ -37,13 +39,14 @@ from django.test import Client  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from groups.models import (  # noqa: E402
-    Cluster, ConsumerGroup, Finding, GroupTopic, JobFinding, LagSample, PartitionGeneration, RemediationJob, Topic,
+    Cluster, ConsumerGroup, Finding, FindingUrgency, GroupTopic, JobFinding, LagSample, PartitionGeneration,
+    RemediationJob, Topic,
 )
 
 CLUSTER = "pages-bench"
 # Bumped when the data's shape changes, so a kept database is written again
 # (stored in the cluster's never-contacted bootstrap address).
-LAYOUT = 2
+LAYOUT = 3
 BOOTSTRAP = f"bench-layout-{LAYOUT}.invalid:9092"
 TOPICS_PER_GROUP = 2
 # Each topic grew three times by 10 partitions: 10 -> 20 -> 30 -> 40.
@@ -74,18 +77,20 @@ def copy_rows(model: type[models.Model], columns: Sequence[str], rows: Iterable[
             copy.write_row(row)
 
 
-def _populated(cluster: Cluster, *, findings: int, open_findings: int, groups: int) -> bool:
+def _populated(cluster: Cluster, *, findings: int, open_findings: int, groups: int, topics: int) -> bool:
     return (cluster.bootstrap_servers == BOOTSTRAP
             and ConsumerGroup.objects.filter(cluster=cluster).count() == groups
+            and Topic.objects.filter(cluster=cluster).count() == topics
             and Finding.objects.filter(cluster=cluster).count() == findings
             and Finding.objects.filter(cluster=cluster, closed_at__isnull=True).count() == open_findings)
 
 
-def prepare(*, findings: int, open_findings: int, groups: int) -> ConsumerGroup:
+def prepare(*, findings: int, open_findings: int, groups: int, topics: int) -> ConsumerGroup:
     """The bench's data, reused when it has these sizes; returns the measured
     group (one with lag samples and findings)."""
     cluster = Cluster.objects.filter(name=CLUSTER).first()
-    if cluster is not None and _populated(cluster, findings=findings, open_findings=open_findings, groups=groups):
+    if cluster is not None and _populated(cluster, findings=findings, open_findings=open_findings, groups=groups,
+                                          topics=topics):
         return ConsumerGroup.objects.filter(cluster=cluster).order_by("id").first()
     slots = TOPICS_PER_GROUP * len(GENERATIONS) * ADDED_PER_GENERATION
     if findings > groups * slots:
@@ -94,20 +99,27 @@ def prepare(*, findings: int, open_findings: int, groups: int) -> ConsumerGroup:
         # The bench's own database: every table that refers to a cluster goes with it.
         cursor.execute(f"TRUNCATE {Cluster._meta.db_table} CASCADE")
     with transaction.atomic():
-        group = _populate(findings=findings, open_findings=open_findings, groups=groups)
+        group = _populate(findings=findings, open_findings=open_findings, groups=groups, topics=topics)
     with connection.cursor() as cursor:
         cursor.execute("vacuum analyze")
     return group
 
 
-def _populate(*, findings: int, open_findings: int, groups: int) -> ConsumerGroup:
+def default_topics(groups: int) -> int:
+    return max(1, groups * TOPICS_PER_GROUP // 6)  # six groups read each topic
+
+
+def _populate(*, findings: int, open_findings: int, groups: int, topics: int) -> ConsumerGroup:
     now = timezone.now()
     cluster = Cluster.objects.create(name=CLUSTER, bootstrap_servers=BOOTSTRAP)
-    topic_count = max(1, groups * TOPICS_PER_GROUP // 6)  # six groups read each topic
+    topic_count = topics
+    # Topics no group reads (topic_count above the groups' share) are deleted ones, up to a fifth of all.
+    read_topics = min(topic_count, max(default_topics(groups), topic_count - topic_count // 5))
     last_partitions = ADDED_PER_GENERATION * (1 + len(GENERATIONS))
     topics = Topic.objects.bulk_create(
-        Topic(cluster=cluster, name=f"topic-{n:04d}", kafka_topic_id=f"id{n}", partition_count=last_partitions,
-              first_seen_at=now - timedelta(days=90), updated_at=now)
+        Topic(cluster=cluster, name=f"topic-{n:05d}", kafka_topic_id=f"id{n}", partition_count=last_partitions,
+              first_seen_at=now - timedelta(days=90), updated_at=now - timedelta(minutes=n),
+              deleted=n >= read_topics)
         for n in range(topic_count)
     )
     generations = PartitionGeneration.objects.bulk_create(
@@ -121,14 +133,15 @@ def _populate(*, findings: int, open_findings: int, groups: int) -> ConsumerGrou
     )
     generation_of = {(g.topic_id, g.number): g.id for g in generations}
     consumer_groups = ConsumerGroup.objects.bulk_create(
-        (ConsumerGroup(cluster=cluster, group_id=f"group-{n:05d}", state="Stable", type="classic", member_count=2,
-                       first_seen_at=now - timedelta(days=90), last_seen_at=now)
+        (ConsumerGroup(cluster=cluster, group_id=f"group-{n:05d}", state="Stable" if n % 10 else "Dead",
+                       type="classic", member_count=2 if n % 10 else 0, present=n % 10 != 9,
+                       first_seen_at=now - timedelta(days=90), last_seen_at=now - timedelta(seconds=n))
          for n in range(groups)),
         batch_size=5000,
     )
 
     def topics_of(n: int) -> list[Topic]:
-        return [topics[(n * TOPICS_PER_GROUP + k) % topic_count] for k in range(TOPICS_PER_GROUP)]
+        return [topics[(n * TOPICS_PER_GROUP + k) % read_topics] for k in range(TOPICS_PER_GROUP)]
 
     partitions = [{"partition": p, "log_start": 0, "committed": 900, "high_watermark": 1000, "lag": 100,
                    "client_id": "bench", "host": "/10.0.0.1"} for p in range(last_partitions)]
@@ -167,6 +180,13 @@ def _populate(*, findings: int, open_findings: int, groups: int) -> ConsumerGrou
         "closed_at", "closed_reason", "owner_member_id", "owner_client_id", "owner_host", "polls_without_owner",
         "expired", "likely_start_evidence"], findings_rows)
     _add_repair_jobs(cluster, repaired, now)
+    # Every open finding's urgency as the worker stores it (tasks.urgency): expiries spread over a week.
+    copy_rows(FindingUrgency, ["finding", "read_at", "retention_ms", "retention_bytes", "cleanup_policy",
+                               "timestamp_type", "first_offset", "first_timestamp", "expires_at", "error"],
+              ((finding_id, now, 7 * 86_400_000, -1, "delete", "CreateTime", 0, now - timedelta(minutes=n % 10_080),
+                now - timedelta(minutes=n % 10_080) + timedelta(days=7), "")
+               for n, finding_id in enumerate(Finding.objects.filter(cluster=cluster, closed_at__isnull=True)
+                                              .order_by("id").values_list("id", flat=True))))
 
     minutes = DAYS * 24 * 60
     for n, group in enumerate(consumer_groups[:SAMPLED_GROUPS]):
@@ -238,16 +258,23 @@ def main() -> None:
     parser.add_argument("--open", type=int, default=20_000, dest="open_findings",
                         help="how many of them are open (20,000)")
     parser.add_argument("--groups", type=int, default=3_000, help="consumer groups (3,000)")
+    parser.add_argument("--topics", type=int, default=None,
+                        help="topics (default: a third of the groups' two topics each, 1,000 at 3,000 groups)")
     parser.add_argument("--only", default="", help="measure only the pages whose label contains this text")
     args = parser.parse_args()
     if not 0 <= args.open_findings <= args.findings:
         parser.error("--open must be between 0 and --findings")
 
+    topics = args.topics if args.topics is not None else default_topics(args.groups)
+    if topics < default_topics(args.groups):
+        parser.error(f"--topics must be at least {default_topics(args.groups)} (six groups read each topic)")
     started = time.monotonic()
-    group = prepare(findings=args.findings, open_findings=args.open_findings, groups=args.groups)
+    group = prepare(findings=args.findings, open_findings=args.open_findings, groups=args.groups, topics=topics)
     print(f"prepared in {time.monotonic() - started:.1f}s: {Finding.objects.count()} findings "
           f"({Finding.objects.filter(closed_at__isnull=True).count()} open), "
-          f"{ConsumerGroup.objects.count()} groups, {LagSample.objects.count()} lag samples")
+          f"{ConsumerGroup.objects.count()} groups ({ConsumerGroup.objects.filter(present=False).count()} gone), "
+          f"{Topic.objects.count()} topics ({Topic.objects.filter(deleted=True).count()} deleted), "
+          f"{LagSample.objects.count()} lag samples")
     user, _ = User.objects.get_or_create(username="bench", defaults={"is_superuser": True, "is_staff": True})
     client = Client()
     client.force_login(user)
@@ -265,7 +292,21 @@ def main() -> None:
         (f"group page, {DAYS}-day chart over {DAYS} days of samples", f"/groups/{group.id}/?window=30d"),
         (f"groups list, first page of {groups}", "/groups/"),
         ("groups list, searched", "/groups/?q=group-009"),
-        ("topics list", "/topics/"),
+        ("groups list, by lag", "/groups/?sort=lag"),
+        ("groups list, by open findings", "/groups/?sort=findings"),
+        ("groups list, by state", "/groups/?sort=state"),
+        ("groups list, by last seen", "/groups/?sort=last_seen"),
+        ("groups list, gone ones shown, page 50", "/groups/?all=1&page=50"),
+        ("groups list, searched, by lag", "/groups/?q=group-01&sort=lag"),
+        (f"topics list, first page of {topics:,}", "/topics/"),
+        ("topics list, by open findings", "/topics/?sort=findings"),
+        ("topics list, by groups reading", "/topics/?sort=groups"),
+        ("topics list, by partitions", "/topics/?sort=partitions"),
+        ("topics list, by last change", "/topics/?sort=changed"),
+        ("topics list, deleted ones shown, page 80", "/topics/?all=1&page=80"),
+        ("topics list, searched", "/topics/?q=topic-012"),
+        ("home page, by soonest expiry", "/?sort=expires"),
+        ("home page, filtered by group, as typed", "/?group=group-00"),
         ("API findings, default page (open)", "/api/v1/findings"),
         ("API findings, closed included, page 500", "/api/v1/findings?include_closed=true&page=500"),
         ("API findings, filtered by topic and state", f"/api/v1/findings?topic={topic}&state=gap"),

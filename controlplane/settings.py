@@ -97,6 +97,8 @@ EXPANSION_VERIFY_SECONDS = env_int("EXPANSION_VERIFY_SECONDS", 3600, minimum=1)
 # message (a killed worker): recover_expansions (every EXPANSION_RECOVERY_SECONDS) starts it again.
 EXPANSION_STALL_SECONDS = env_int("EXPANSION_STALL_SECONDS", 30, minimum=1)
 EXPANSION_RECOVERY_SECONDS = env_int("EXPANSION_RECOVERY_SECONDS", 10, minimum=1)
+# How often a worker reads the retention and first missed record of open findings (tasks.urgency).
+URGENCY_INTERVAL_SECONDS = env_int("URGENCY_INTERVAL_SECONDS", 300, minimum=10)
 # Protection by membership (issue 43): Gapwatch's member of a live group waits at most
 # EXPANSION_JOIN_SECONDS for its seat (a classic group's join waits for its slowest member to rejoin),
 # and asks again for EXPANSION_COMMIT_SECONDS while the new partitions are unknown to the coordinator.
@@ -363,6 +365,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "gapwatch.recover_jobs",
         "schedule": float(JOB_RECOVERY_SECONDS),
         "options": {"expires": float(JOB_RECOVERY_SECONDS)},
+    },
+    "read-urgency": {
+        "task": "gapwatch.read_urgency_all",
+        "schedule": float(URGENCY_INTERVAL_SECONDS),
+        "options": {"expires": float(URGENCY_INTERVAL_SECONDS)},
     },
     "recover-expansions": {
         "task": "gapwatch.recover_expansions",

@@ -377,10 +377,37 @@ class Finding(models.Model):
             # The history and the API with closed findings: every finding, newest first
             # (without it, each page sorted all of them: ~0.1 s at 100,000, more under load).
             models.Index(models.F("created_at").desc(), "id", name="finding_newest"),
+            # The topics and groups lists' open findings a row (and their sort by it): counted
+            # from the index alone; through the foreign key's index each count read every finding.
+            models.Index(fields=["topic", "id"], name="finding_open_by_topic", condition=models.Q(closed_at__isnull=True)),
+            models.Index(fields=["group", "id"], name="finding_open_by_group", condition=models.Q(closed_at__isnull=True)),
         ]
 
     def __str__(self) -> str:
         return f"{self.group.group_id} {self.topic.name}[{self.partition}] gen {self.generation.number}"
+
+
+class FindingUrgency(models.Model):
+    """What retention leaves of an open finding's missed range, as a worker
+    last read it (``tasks.urgency``): the topic's retention configs and the
+    first record still stored at or after the missed range's start.
+    ``expires_at`` is an estimate (``groups.domain.urgency``): the earliest
+    time retention.ms may delete that record; None when time cannot tell.
+    ``error``: why the last read failed (the values are the read before)."""
+
+    finding = models.OneToOneField(Finding, on_delete=models.CASCADE, primary_key=True, related_name="urgency")
+    read_at = models.DateTimeField()
+    retention_ms = models.BigIntegerField(null=True, blank=True)
+    retention_bytes = models.BigIntegerField(null=True, blank=True)
+    cleanup_policy = models.CharField(max_length=100, blank=True, default="")
+    timestamp_type = models.CharField(max_length=20, blank=True, default="")
+    first_offset = models.BigIntegerField(null=True, blank=True)
+    first_timestamp = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"])]
 
 
 class LagSample(models.Model):

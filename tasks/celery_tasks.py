@@ -30,13 +30,16 @@ from tasks.notifications import send_notification
 from tasks.poll_parts import PART_TASK, answer_part
 from tasks.polling import cluster_adapter, count_missed_records, forget_adapter, poll_cluster
 from tasks.read_records import read_records
+from tasks.topic_state import describe_topic_state
+from tasks.urgency import read_urgency_all, read_urgency_task
 from tasks.watching import observation_step, watch_cluster
 
 # Every task module is imported here, so the worker (autodiscovery of
 # ``tasks.celery_tasks``) registers every name ``groups.services.dispatch`` sends.
 __all__ = ["poll_all_clusters", "poll_cluster_task", "poll_part_task", "ping", "watch_all_clusters", "watch_cluster_task", "recover_jobs", "run_connection_test",
            "read_records", "run_remediation_job", "send_notification", "count_missed_records_task",
-           "validate_partitions", "run_expansion_job", "recover_expansions"]
+           "validate_partitions", "run_expansion_job", "recover_expansions", "read_urgency_all", "read_urgency_task",
+           "describe_topic_state"]
 
 log = logging.getLogger(__name__)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from functools import cached_property
 from typing import Literal, TypeVar
 
@@ -66,21 +67,27 @@ class OpenFinding:
     high_watermark: int
     committed: int | None
     active_job: int | None = None
+    # The estimate of when retention may delete its first missed record (groups.domain.urgency); None: none.
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
 class Totals:
-    """``partitions``: open findings; ``covered``: those of them with nothing to repair."""
+    """``partitions``: open findings; ``covered``: those of them with nothing to repair;
+    ``soonest_expiry``: the earliest of their ``expires_at`` estimates (None: none has one)."""
 
     missed_definite: int
     missed_possible: int
     partitions: int
     covered: int
+    soonest_expiry: datetime | None = None
 
     @classmethod
     def of(cls, findings: Iterable[OpenFinding]) -> Totals:
         return cls.added(cls(missed_definite=f.missed_definite, missed_possible=f.missed_possible, partitions=1,
-                             covered=int(f.state == NOTHING_TO_REPAIR)) for f in findings)
+                             covered=int(f.state == NOTHING_TO_REPAIR),
+                             soonest_expiry=None if f.state == NOTHING_TO_REPAIR else f.expires_at)
+                         for f in findings)
 
     @classmethod
     def added(cls, parts: Iterable[Totals]) -> Totals:
@@ -90,6 +97,7 @@ class Totals:
             missed_possible=sum(p.missed_possible for p in parts),
             partitions=sum(p.partitions for p in parts),
             covered=sum(p.covered for p in parts),
+            soonest_expiry=min((p.soonest_expiry for p in parts if p.soonest_expiry is not None), default=None),
         )
 
 
@@ -233,21 +241,31 @@ def _loss_first(totals: Totals) -> tuple[int, int]:
     return (-totals.missed_definite, -totals.missed_possible)
 
 
-def triage_outline(*, totals: Mapping[int, Totals], groups: Mapping[int, GroupInfo]) -> tuple[ClusterOutline, ...]:
+def _expiry_first(totals: Totals) -> tuple[bool, datetime | None]:
+    return (totals.soonest_expiry is None, totals.soonest_expiry)
+
+
+def triage_outline(*, totals: Mapping[int, Totals], groups: Mapping[int, GroupInfo],
+                   by_expiry: bool = False) -> tuple[ClusterOutline, ...]:
     """The triage's order, from each group's totals over its open findings
     (``totals``, by group key; every key must be in ``groups``).
 
     Groups: by rank (``GroupTriage.rank``: live members with a definite loss
     first), then most definitely missed, most possibly missed, group id.
-    Clusters: by their most urgent group, then name."""
+    Clusters: by their most urgent group, then name. ``by_expiry``: groups
+    whose first missed record retention may delete soonest first (those
+    without an estimate last), then as above; clusters by their first group's."""
     by_cluster: dict[str, list[GroupOutline]] = {}
     for key, group_totals in totals.items():
         group = groups[key]
         by_cluster.setdefault(group.cluster, []).append(GroupOutline(group, group_totals, _rank(group, group_totals)))
     clusters = []
     for cluster, items in by_cluster.items():
-        items.sort(key=lambda g: (g.rank, *_loss_first(g.totals), g.group.group_id, g.group.key))
+        items.sort(key=lambda g: (*(_expiry_first(g.totals) if by_expiry else ()), g.rank, *_loss_first(g.totals),
+                                  g.group.group_id, g.group.key))
         clusters.append(ClusterOutline(cluster, Totals.added(g.totals for g in items), tuple(items)))
+    if by_expiry:
+        return tuple(sorted(clusters, key=lambda c: (*_expiry_first(c.groups[0].totals), c.groups[0].rank, c.cluster)))
     return tuple(sorted(clusters, key=lambda c: (c.groups[0].rank, c.cluster)))
 
 

@@ -3,10 +3,14 @@ topic and generation, the jobs that worked on it, and its audit trail."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db.models import F, Q, QuerySet
 
 from groups.domain.record_counts import COUNT_MAX_OFFSETS, CountedRange, count_due, group_records
-from groups.models import AuditEvent, Finding, RemediationJob
+from groups.domain.urgency import Retention
+from groups.models import AuditEvent, Finding, FindingUrgency, RemediationJob
+from groups.urgency_text import expiry_words, retention_words
 
 
 def finding_get(*, finding_id: int) -> Finding:
@@ -103,3 +107,35 @@ def finding_record_counts(*, finding: Finding) -> dict:
     return {"group": group, "isolation": isolation, "start": start, "end": end, "why": why,
             "read_committed": counted.read_committed if group is not None else None,
             "read_uncommitted": counted.read_uncommitted if group is not None else None}
+
+
+def findings_for_urgency(*, cluster_id: int, limit: int = 500) -> list[Finding]:
+    """Open findings of the cluster with something missed to lose to
+    retention (every state but covered), those read longest ago (or never)
+    first, at most ``limit``, with their topics."""
+    return list(
+        Finding.objects.filter(cluster_id=cluster_id, closed_at__isnull=True).exclude(state=Finding.State.COVERED)
+        .select_related("topic").order_by(F("urgency__read_at").asc(nulls_first=True), "id")[:limit]
+    )
+
+
+def finding_urgency_shown(*, finding: Finding, missed_start: int, now: datetime) -> dict | None:
+    """What the finding page says of retention: None for a closed or covered
+    finding (nothing left to lose); else the stored read (``read``: None
+    before the first) in words, the expiry an estimate. ``missed_start``:
+    the first offset of the finding's missed range (``missed_range_of``)."""
+    if finding.closed_at is not None or finding.state == Finding.State.COVERED:
+        return None
+    read = FindingUrgency.objects.filter(finding=finding).first()
+    if read is None:
+        return {"read": None}
+    retention = Retention(retention_ms=read.retention_ms, retention_bytes=read.retention_bytes,
+                          cleanup_policy=read.cleanup_policy)
+    start = missed_start
+    return {
+        "read": read, "start": start, "error": read.error,
+        "retention": retention_words(retention) if read.retention_ms is not None or read.cleanup_policy else "",
+        "expiry": expiry_words(retention=retention, first_timestamp=read.first_timestamp, now=now),
+        # The first stored record is past the missed start: what was before it is gone.
+        "gone_before": read.first_offset if read.first_offset is not None and read.first_offset > start else None,
+    }

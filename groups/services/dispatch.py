@@ -19,8 +19,9 @@ TEST_CONNECTION = "gapwatch.test_connection"
 READ_RECORDS = "gapwatch.read_records"
 VALIDATE_PARTITIONS = "gapwatch.validate_partitions"
 RUN_EXPANSION_JOB = "gapwatch.run_expansion_job"
+DESCRIBE_TOPIC_STATE = "gapwatch.describe_topic_state"
 TASK_NAMES = (RUN_REMEDIATION_JOB, SEND_NOTIFICATION, TEST_CONNECTION, READ_RECORDS, VALIDATE_PARTITIONS,
-              RUN_EXPANSION_JOB)
+              RUN_EXPANSION_JOB, DESCRIBE_TOPIC_STATE)
 
 
 class QueueUnavailable(Exception):
@@ -48,7 +49,7 @@ def task_answer(*, name: str, args: tuple, timeout: float) -> object:
     """Send task ``name`` now and wait up to ``timeout`` seconds for its
     return value, which is then deleted from the result backend. For the
     rare request that needs a worker's answer on the page (the record
-    viewer, an expansion's plan); raises QueueUnavailable or TaskTimedOut."""
+    viewer, an expansion's plan, a topic on the broker); raises QueueUnavailable or TaskTimedOut."""
     if name not in TASK_NAMES:
         raise ValueError(f"unknown task {name!r}")
     queue_check()

@@ -16,6 +16,7 @@ from django.utils.safestring import mark_safe
 
 from groups.domain.expansion import OUTCOME_LABELS
 from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, KIND_LABELS, group_kind
+from groups.urgency_text import expiry_short
 from groups.text import detail_rows as text_detail_rows
 from groups.text import duration_words, key_words
 from groups.text import stored_words as text_stored_words
@@ -173,3 +174,9 @@ def group_kind_tag(group) -> str:
     class (``kind-share``); not a pill: the pages' pills are states."""
     kind = group_kind(group.type, group.group_id)
     return format_html('<span class="kind kind-{}">{}</span>', kind, KIND_LABELS[kind])
+
+
+@register.filter
+def expires_short(expires_at: datetime | None) -> str:
+    """'expires in ~5 h (estimate)' for a retention estimate (groups.domain.urgency); '' without one."""
+    return expiry_short(expires_at=expires_at, now=timezone.now())

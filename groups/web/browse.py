@@ -1,6 +1,7 @@
 """Read-mostly pages: topic, consumer group, clusters, audit trail.
 
-Pages read stored state only (no page view calls Kafka). Every state-changing
+Pages read stored state only (no page view calls Kafka); what a topic is
+on the broker now is read on demand through a worker (``topic_broker``). Every state-changing
 route is POST-only, CSRF-protected, needs ``groups.manage_clusters`` (checked
 again in the services they call, ``groups.services.clusters``, so no caller
 can skip it), and redirects; the services write the audit rows. The lag
@@ -66,6 +67,7 @@ from groups.services.clusters import (
 )
 from groups.selectors.expansion import expansion_jobs_visible
 from groups.services.expansions import ExpansionNotFound, expansion_plan, expansion_plan_as_dict
+from groups.services.topic_state import topic_broker_state
 from groups.text import partition_ranges
 from groups.web.charts import (
     CHART_FIT,
@@ -77,6 +79,7 @@ from groups.web.charts import (
     lag_chart,
     span_text,
 )
+from groups.web.paging import KeysFirstPaginator
 from groups.web.forms import AuditFilterForm, BrowseFilterForm, ClusterEnabledForm, ClusterForm, GroupSettingsForm
 
 TOPIC_READERS_PER_PAGE = 100
@@ -132,7 +135,7 @@ def _browse_list(request: HttpRequest, *, template: str, selector: Callable, vis
         hidden_count = 0 if form.shows_all() else visible(scope, selector(**filters, **{hidden: True})).count()
     else:
         filters, rows, hidden_count = {}, selector().none(), 0
-    page = Paginator(rows, BROWSE_PER_PAGE).get_page(request.GET.get("page"))
+    page = KeysFirstPaginator(rows, BROWSE_PER_PAGE).get_page(request.GET.get("page"))
     filtered = valid and any(filters.values())
     return render(request, template, {
         "form": form, "page": page, "page_query": _page_query(request), "filtered": filtered,
@@ -187,6 +190,23 @@ def topic_detail(request: HttpRequest, topic_id: int) -> HttpResponse:
         "plan_fingerprint": expansion_plan_as_dict(planned)["fingerprint"] if planned else "",
         "expansions": expansion_jobs_visible(user=request.user).filter(topic=topic)[:10],
     }, status=400 if plan_error else 200)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def topic_broker(request: HttpRequest, topic_id: int) -> HttpResponse:
+    """The topic on the broker now (partitions, replicas, offsets, sizes,
+    configs), read on demand through a worker: the topic page fetches it as
+    a fragment after it renders (``gapwatch/load.js``), or a person without
+    scripts opens it as a page. A broker that does not answer is a sentence
+    (status 200 in the fragment, so the page shows it; 502 as a page)."""
+    scope = scope_of(request.user)
+    topic = get_object_or_404(visible_topics(scope, topics_list()), pk=topic_id)
+    state = topic_broker_state(topic=topic)
+    fragment = request.headers.get("X-Requested-With") == "fetch"
+    status = 502 if state["error"] and not fragment else 200
+    return render(request, "browse/_topic_broker.html" if fragment else "browse/topic_broker.html",
+                  {"topic": topic, "state": state}, status=status)
 
 
 def _expansion_plan(request: HttpRequest, topic) -> tuple[object | None, str]:

@@ -11,6 +11,7 @@ urlpatterns = [
     path("topics/", views.topic_list, name="topics"),
     path("groups/", views.group_list, name="groups"),
     path("topics/<int:topic_id>/", views.topic_detail, name="topic"),
+    path("topics/<int:topic_id>/broker", views.topic_broker, name="topic_broker"),
     path("groups/<int:group_pk>/", views.group_detail, name="group"),
     path("groups/<int:group_pk>/settings", views.group_settings, name="group_settings"),
     path("clusters/", views.cluster_list, name="clusters"),

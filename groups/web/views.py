@@ -15,10 +15,11 @@ from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.paginator import Page, Paginator
+from django.core.paginator import Paginator
 from django.db.models import Prefetch, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -30,6 +31,7 @@ from groups.selectors.finding import (
     finding_group_members,
     finding_jobs_list,
     finding_record_counts,
+    finding_urgency_shown,
 )
 from groups.selectors.lists import (
     clusters_list,
@@ -37,11 +39,12 @@ from groups.selectors.lists import (
     findings_list,
     findings_triage_groups,
     findings_triage_outline,
-    rows_page,
 )
 from groups.domain.group_kinds import GROUP_KINDS, KIND_LABELS
 from groups.domain.triage import triage_slice
 from groups.web.forms import FindingFilterForm
+from groups.web.paging import KeysFirstPaginator
+from groups.services.lifecycle import missed_range_of
 from groups.services.previews import finding_repair_options
 from groups.domain.record_display import MAX_RECORDS_PER_END
 from groups.services import record_viewer
@@ -61,6 +64,8 @@ SORTS = {
     "topic": ("topic__name", "partition", "id"),
     "state": ("state", "-created_at", "id"),
 }
+# The triage's orders: most missed first, or soonest deleted by retention first (an estimate).
+TRIAGE_SORTS = {"": "most missed first", "expires": "soonest deleted by retention first (estimate)"}
 STATES = [choice for choice, _ in Finding.State.choices]
 GROUP_KIND_CHOICES = [(kind, KIND_LABELS[kind]) for kind in GROUP_KINDS]
 # The sortable columns of the per-partition list: the sort keys each offers
@@ -73,19 +78,6 @@ SORT_DIRECTIONS = {"found": "descending", "-found": "ascending", "lag": "descend
 
 
 RESOLUTIONS = list(Finding.Resolution.values)
-
-
-class _KeysFirstPaginator(Paginator):
-    """Django's paginator, reading a page with ``rows_page`` (the page's keys
-    first): deep pages of 100,000 findings stay as fast as the first."""
-
-    def page(self, number) -> Page:
-        number = self.validate_number(number)
-        bottom = (number - 1) * self.per_page
-        top = bottom + self.per_page
-        if top + self.orphans >= self.count:
-            top = self.count
-        return self._get_page(rows_page(self.object_list, start=bottom, stop=top), number, self)
 
 
 def _shown_job(finding: Finding) -> RemediationJob | None:
@@ -133,7 +125,7 @@ def _findings_context(request: HttpRequest) -> tuple[dict, int]:
     # The job links of the whole page in one query, whatever the page size; the newest first.
     links = job_links()
     findings = findings.prefetch_related(Prefetch("job_findings", queryset=links, to_attr="job_links"))
-    page = _KeysFirstPaginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = KeysFirstPaginator(findings, PAGE_SIZE).get_page(request.GET.get("page"))
     for finding in page.object_list:
         finding.shown_job = _shown_job(finding)
     scope = scope_of(request.user)
@@ -182,11 +174,12 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
     """The triage's context and status: open findings by cluster, group and
     topic, with the page's filters (cluster, part of a topic or group name,
     state, group type)."""
-    form = FindingFilterForm(request.GET, history=False)
+    form = FindingFilterForm(request.GET, history=False, sorts=TRIAGE_SORTS)
     valid = form.is_valid()
     filters = form.selector_filters() if valid else {}
     scope = scope_of(request.user)
-    outline = findings_triage_outline(**filters, scope=scope) if valid else ()
+    sort = form.cleaned_data.get("sort", "") if valid else ""
+    outline = findings_triage_outline(**filters, scope=scope, by_expiry=sort == "expires") if valid else ()
     # A page of groups (in the triage's order, clusters keeping their totals): rendering
     # a thousand group cards took most of a second.
     page = Paginator(range(sum(len(cluster.groups) for cluster in outline)), TRIAGE_GROUPS_PER_PAGE).get_page(
@@ -195,13 +188,17 @@ def _triage_context(request: HttpRequest) -> tuple[dict, int]:
                                    **filters, scope=scope) if outline else ()
     raw = _filter_values(form)
     filtered = {key: value for key, value in raw.items() if value}
+    ordered = {**filtered, **({"sort": sort} if sort else {})}
     return {
         "view": "triage",
+        "sort": sort,
+        "triage_sorts": TRIAGE_SORTS.items(),
+        "now": timezone.now(),
         "history": False,
         "form": form,
         "triage": shown,
         "page": page,
-        "page_query": urlencode(filtered),
+        "page_query": urlencode(ordered),
         "filters": raw,
         "filtered": bool(filtered),
         "hidden_total": findings_list(scope=scope).count() if filtered and not outline else 0,
@@ -319,6 +316,8 @@ def _finding_context(request: HttpRequest, finding_id: int) -> dict:
         "if_latest_end": finding.first_log_start + (finding.missed_definite_if_latest or 0),
         "possible_end": finding.first_log_start + finding.missed_definite + finding.missed_possible,
         "records": finding_record_counts(finding=finding),
+        "urgency": finding_urgency_shown(finding=finding, missed_start=missed_range_of(finding).start,
+                                         now=timezone.now()),
         "can_approve": may_approve(request.user)
         and scope_of(request.user).may_act_on_finding(finding) is not None,
     }

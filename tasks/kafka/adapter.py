@@ -7,8 +7,11 @@ adapter, so callers keep one import and one constructor.
 - ``describe_topic``, ``create_topic``, ``partition_offsets``,
   ``offsets_for_times``, ``topic_compacted``, ``visible_runs``: topics, for
   resets and backfills (tasks/kafka/topics.py);
-- ``read_records``: records of a partition for the record viewer
-  (tasks/kafka/record_reads.py);
+- ``read_records``, ``first_record``: records of a partition for the record
+  viewer and a finding's urgency (tasks/kafka/record_reads.py);
+- ``topic_partitions``, ``topic_configs``, ``topic_retention``: a topic as
+  the broker holds it, for its page and a finding's urgency
+  (tasks/kafka/topic_state.py);
 - ``ping``, the lazy admin client and the error handling they share
   (tasks/kafka/client.py, tasks/kafka/errors.py).
 
@@ -26,6 +29,7 @@ from tasks.kafka.errors import AccessRefused, GroupNotEmpty, KafkaUnavailable, m
 from tasks.kafka.groups import GroupOperations, GroupStatus
 from tasks.kafka.record_reads import RecordReads
 from tasks.kafka.snapshot import SnapshotReads
+from tasks.kafka.topic_state import TopicStateReads
 from tasks.kafka.topics import TopicOperations
 
 __all__ = [
@@ -34,7 +38,7 @@ __all__ = [
 ]
 
 
-class KafkaAdapter(SnapshotReads, GroupOperations, TopicOperations, RecordReads):
+class KafkaAdapter(SnapshotReads, GroupOperations, TopicStateReads, TopicOperations, RecordReads):
     """Reads (and, for resets and replay topics, writes) one cluster.
     ``KafkaAdapter(config, timeout=..., max_in_flight=...)``: every request
     carries ``timeout``; at most ``max_in_flight`` admin calls are outstanding."""

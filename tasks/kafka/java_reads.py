@@ -38,6 +38,16 @@ class JavaReads(JavaClient):
             text = str(self._get(self._client.listTopics(options.timeoutMs(self._timeout_ms)).listings()).toString())
         return parse_topic_listings(text)
 
+    def log_dirs_text(self, brokers: Sequence[int]) -> str:
+        """DescribeLogDirs of ``brokers`` as Java prints its answer (every
+        replica each broker holds, with its size): one text over the gateway;
+        ``tasks.kafka.topic_state`` picks one topic's replicas from it."""
+        with self._calls("log dirs"):
+            ids = self._jvm.java.util.ArrayList()
+            for broker in brokers:
+                ids.add(self._jvm.java.lang.Integer(broker))
+            return str(self._get(self._client.describeLogDirs(ids).allDescriptions()).toString())
+
     def partition_counts(self) -> dict[str, int] | None:
         """Every topic's partition count from one Metadata request, through the
         Java helper ``gapwatch.TopicCounts`` (services/java, compiled by

@@ -101,6 +101,37 @@ class RecordReads(KafkaClient):
         finally:
             consumer.close()
 
+    def first_record(self, *, topic: str, partition: int, start: int, deadline: float) -> RawRecord | None:
+        """The first record at or after offset ``start`` still stored (one
+        retention deleted, compaction removed or a transaction marker holds
+        is skipped to the next one); None when there is none up to the end."""
+        consumer = Consumer({
+            **self._config.client_config(),
+            "group.id": f"gapwatch-first-record-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        })
+        try:
+            consumer.assign([TopicPartition(topic, partition, start)])
+            while time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is None:
+                    continue
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        return None
+                    raise self._unavailable("records", f"read {topic!r} [{partition}]: {error}")
+                kind, timestamp = message.timestamp()
+                return RawRecord(offset=message.offset(), timestamp_ms=timestamp if kind in _TIMESTAMP_TYPES else None,
+                                 timestamp_type=_TIMESTAMP_TYPES.get(kind, ""), key=None, value=None, headers=())
+        except KafkaException as error:
+            raise self._unavailable("records", f"read {topic!r} [{partition}]: {error}") from None
+        finally:
+            consumer.close()
+        raise self._unavailable("records", f"reading the record at {start} of {topic!r} [{partition}] took too long")
+
     def read_records(self, *, topic: str, partition: int, ranges: Sequence[tuple[int, int]],
                      deadline: float) -> list[RawRecord]:
         """The records of each half-open ``[start, end)`` of one partition,

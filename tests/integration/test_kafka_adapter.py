@@ -204,6 +204,31 @@ def test_it_sees_the_log_start_move_after_delete_records(adapter, admin, make_to
     assert read.partitions == (PartitionOffsets(partition=0, log_start=4, high_watermark=10, last_stable_offset=10),)
 
 
+def test_it_reads_the_first_record_still_stored_a_topics_retention_and_its_partitions(
+        adapter, admin, make_topic, kafka_bootstrap):
+    """For a finding's urgency and the topic page: asked for offset 2 after records below 4 were
+    deleted, the first record is offset 4 with its timestamp; an empty partition has none; the
+    retention is the broker's default (7 days: the test broker sets none); each partition's
+    replicas, offsets and, through DescribeLogDirs, its size on disk."""
+    topic = make_topic("firstrecord", 2)
+    before_ms = time.time() * 1000
+    produce(kafka_bootstrap, topic, {0: 10})
+    admin.delete_records([TopicPartition(topic, 0, 4)], operation_timeout=30)[TopicPartition(topic, 0, 4)].result(
+        timeout=30)
+
+    first = adapter.first_record(topic=topic, partition=0, start=2, deadline=time.monotonic() + 20)
+    assert first.offset == 4 and first.timestamp_type == "CreateTime"
+    assert before_ms - 60_000 <= first.timestamp_ms <= time.time() * 1000
+    assert adapter.first_record(topic=topic, partition=1, start=0, deadline=time.monotonic() + 20) is None
+
+    retention, timestamp_type = adapter.topic_retention(topic)
+    assert (retention.retention_ms, retention.cleanup_policy, timestamp_type) == (604_800_000, "delete", "CreateTime")
+    [zero, one] = adapter.topic_partitions(topic)
+    assert (zero.partition, zero.log_start, zero.high_watermark, one.high_watermark) == (0, 4, 10, 0)
+    assert zero.leader is not None and zero.replicas == zero.in_sync == (zero.leader,)
+    assert dict(zero.sizes)[zero.leader] > 0 and dict(one.sizes)[one.leader] == 0
+
+
 def test_it_reads_the_last_stable_offset_below_an_open_transaction_where_a_poll_observes(
         adapter, make_topic, kafka_bootstrap):
     """Issue 32: beside the high watermark, the last stable offset of the

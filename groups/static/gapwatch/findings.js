@@ -4,13 +4,13 @@
   "use strict";
   var container = document.getElementById("findings-table");
   if (!container) return;
-  var url = container.getAttribute("data-refresh-url");
   function selected() {
     return container.querySelectorAll("input[name=ids]:checked").length;
   }
   function refresh() {
     if (selected() > 0 || document.hidden) return;
-    fetch(url, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+    // Read each time: filtering as one types (filter.js) points it at the new filters.
+    fetch(container.getAttribute("data-refresh-url"), { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (html) {
         // The fragment is rendered by Django with autoescaping; it replaces our own markup only.
