@@ -66,6 +66,10 @@ UNITS: dict[str, tuple[str, ...]] = {
         "tests/integration/test_browser_lifecycle.py",
         "tests/integration/test_browser_login.py",
         "tests/integration/test_browser_expansion.py",
+        "tests/integration/test_browser_fit.py",
+        "tests/integration/test_browser_links.py",
+        "tests/integration/test_browser_filter.py",
+        "tests/integration/test_topic_broker.py",
     ),
 }
 UNIT_OF_MODULE = {module: unit for unit, modules in UNITS.items() for module in modules}
