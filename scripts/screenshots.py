@@ -1,8 +1,9 @@
 """The screenshots of README.md and docs/console.md, from a running `make up` stack (with its demo):
 the home page, the finding page of the triage's first partition and its
-missed records, and the expansion plan of the first topic a latest group
-reads (two partitions more), taken by headless Chromium through Playwright
-as the admin. Showing a plan changes nothing.
+missed records, the topic page of the first topic a latest group reads (its
+partitions and configs on the broker) and that page's expansion plan (two
+partitions more), taken by headless Chromium through Playwright as the
+admin. Showing a plan changes nothing.
 
     source scripts/env.sh && $VENV/bin/python scripts/screenshots.py
 """
@@ -46,13 +47,18 @@ def main() -> None:
         page.wait_for_selector("table.records")
         page.screenshot(path=str(OUT / "records.png"), full_page=True)
         plan_of_a_latest_groups_topic(page, base)
-        page.screenshot(path=str(OUT / "expansion-plan.png"), full_page=True)
+        # The topic as the broker has it now (read by a worker once the page shows), then the plan.
+        page.wait_for_selector("#topic-broker:not([aria-busy])", timeout=30_000)
+        page.screenshot(path=str(OUT / "topic.png"), full_page=True)
+        page.locator("#expansion").scroll_into_view_if_needed()
+        page.screenshot(path=str(OUT / "expansion-plan.png"), full_page=False)
         browser.close()
 
 
 def plan_of_a_latest_groups_topic(page, base: str) -> None:
     """The topic page showing the plan of two partitions more, for the first topic (as listed) whose
-    plan repairs a group after: one a latest group reads, where the plan has something to do."""
+    plan protects a group before or repairs it after: one a latest group reads, where the plan has
+    something to do."""
     page.goto(f"{base}/topics/")
     rows = page.locator("table.browse-topics tbody tr")
     candidates = []
@@ -63,7 +69,8 @@ def plan_of_a_latest_groups_topic(page, base: str) -> None:
         candidates.append((cells.nth(0).locator("a").get_attribute("href"), int(cells.nth(2).inner_text())))
     for href, partitions in candidates:
         page.goto(f"{base}{href}?partitions={partitions + 2}#expansion")
-        if page.locator("table.expansion-plan tr[data-outcome=repaired_after]").count():
+        if page.locator("table.expansion-plan tr[data-outcome=protected_before], "
+                        "table.expansion-plan tr[data-outcome=repaired_after]").count():
             return
     raise SystemExit(f"no topic read by a latest group among {len(candidates)} read topics: is the demo running?")
 

@@ -203,6 +203,7 @@ def audit_events_list(
     actor: str | None = None,
     cluster: Cluster | None = None,
     object_type: str | None = None,
+    object_id: str | None = None,
     at_from: datetime | None = None,
     at_before: datetime | None = None,
 ) -> QuerySet[AuditEvent]:
@@ -219,6 +220,8 @@ def audit_events_list(
         queryset = queryset.filter(cluster=cluster)
     if object_type:
         queryset = queryset.filter(object_type=object_type)
+    if object_id:
+        queryset = queryset.filter(object_id=object_id)
     if at_from is not None:
         queryset = queryset.filter(at__gte=at_from)
     if at_before is not None:

@@ -79,6 +79,8 @@ class AuditFilterForm(forms.Form):
     cluster = forms.ModelChoiceField(queryset=cluster_choices(), required=False,
                                      empty_label="all")
     object_type = forms.CharField(required=False, max_length=40, label="Object type")
+    # One object's trail (the finding, job and expansion pages link it); with its type.
+    object_id = forms.CharField(required=False, max_length=40, label="Object id")
     date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     page = page_field()
@@ -87,6 +89,8 @@ class AuditFilterForm(forms.Form):
         data = super().clean()
         if data.get("date_from") and data.get("date_to") and data["date_from"] > data["date_to"]:
             self.add_error("date_to", "The end date is before the start date.")
+        if data.get("object_id") and not data.get("object_type"):
+            self.add_error("object_id", "An object id needs its object type (finding, job, expansion, ...).")
         return data
 
     def selector_filters(self) -> dict:
@@ -99,6 +103,7 @@ class AuditFilterForm(forms.Form):
             "actor": data.get("actor") or None,
             "cluster": data.get("cluster"),
             "object_type": data.get("object_type") or None,
+            "object_id": data.get("object_id") or None,
             "at_from": datetime.combine(data["date_from"], time.min, utc) if data.get("date_from") else None,
             "at_before": (datetime.combine(data["date_to"] + timedelta(days=1), time.min, utc)
                           if data.get("date_to") else None),

@@ -520,6 +520,12 @@ def test_it_filters_and_paginates_the_audit_log_and_exports_the_same_rows(approv
     assert "The end date is before the start date." in approver_client.get(
         "/audit/?date_from=2026-02-02&date_to=2026-01-01"
     ).content.decode()
+    # One object's trail, as the finding, job and expansion pages link it; an id needs its type.
+    trail = approver_client.get("/audit/?object_type=job&object_id=7")
+    assert trail.status_code == 200 and "(1 rows)" in trail.content.decode()
+    assert "(0 rows)" in approver_client.get("/audit/?object_type=job&object_id=8").content.decode()
+    alone = approver_client.get("/audit/?object_id=7")
+    assert alone.status_code == 400 and "An object id needs its object type" in alone.content.decode()
 
     export = approver_client.get(f"/audit/export.csv?actor={approver.username}&action=cluster.changed")
     assert export["Content-Type"].startswith("text/csv")

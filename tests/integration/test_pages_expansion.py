@@ -65,6 +65,7 @@ def test_the_expansion_page_speaks_in_sentences_and_times(approver):
                 r"\bFalse\b", "Done With Loss", "repaired_after", "protected_before", r"\[\d\]"):
         assert not re.search(raw, text), f"{raw!r} on the page: {re.search(raw, text)}"
     assert '<dd id="expansion-state" data-state="done_with_loss" class="warn">Done with loss</dd>' in body
+    assert f'href="/audit/?object_type=expansion&amp;object_id={expansion.id}"' in body  # its audit trail
     # Each step done at a time of the one formatter (UTC here, the viewer's zone in the browser), what it found in rows.
     steps = re.search(r'<ol class="steps">.*?</ol>', body, re.S).group(0)
     assert steps.count('<time datetime="') == 3 and " UTC<" in steps

@@ -131,6 +131,10 @@ def test_it_approves_exactly_the_previewed_reset_and_the_job_page_shows_its_stor
     params = re.search(r'<dd class="job-params">(.*?)</dd>', page).group(1)
     assert sorted(params.split("; ")) == ["target: shift", "value: -15"]
     assert f'<a href="/findings/{gap_findings[0].id}/">orders[2]</a>' in page  # the job links its findings
+    # ... and its audit trail, as the finding's page links its own.
+    assert f'href="/audit/?object_type=job&amp;object_id={job.id}"' in page
+    finding_page = client.get(f"/findings/{gap_findings[0].id}/").content.decode()
+    assert f'href="/audit/?object_type=finding&amp;object_id={gap_findings[0].id}"' in finding_page
     assert ('<td data-label="Committed at plan time" class="num">60</td><td data-label="Planned" class="num">45</td>'
             '<td data-label="Re-delivered" class="num">15</td>') in page
 
