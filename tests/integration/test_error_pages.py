@@ -5,6 +5,8 @@ Django's debug page with its URL patterns or an exception's text."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 from django.urls import path
@@ -98,3 +100,14 @@ def test_the_500_page_still_answers_when_its_navigation_cannot_be_read(failing_u
     assert "<h1>Something went wrong</h1>" in body
     assert NAVIGATION not in body
     assert "database went away" not in body
+
+
+def test_every_page_names_the_icon_that_is_served(client, db):
+    """A favicon (the issue's 'no favicon'): every page links it, and the static files have it."""
+    from django.conf import settings
+    from django.contrib.staticfiles import finders
+
+    page = client.get("/accounts/login/").content.decode()
+    href = re.search(r'<link rel="icon" type="image/svg\+xml" href="([^"]+)"', page).group(1)
+    found = finders.find(href.removeprefix(settings.STATIC_URL))
+    assert found and "<title>Gapwatch</title>" in open(found).read()
