@@ -72,7 +72,7 @@ def test_it_dismisses_a_selection_across_groups_each_on_its_own_and_refuses_what
     form = client.get("/findings/dismiss", {"ids": chosen})
     assert form.status_code == 200
     body = form.content.decode()
-    assert f"job {selection['job'].id}</a> is approved on it" in body and "closed already" in body
+    assert f"job {dismissable['job'].id}</a> is approved on it" in body and "closed already" in body
     assert HOSTILE_GROUP_ID not in body and "&lt;script&gt;" in body
 
     response = client.post("/findings/dismiss/confirm", {"ids": chosen, "reason": "replayed by hand"}, follow=True)
@@ -82,7 +82,7 @@ def test_it_dismisses_a_selection_across_groups_each_on_its_own_and_refuses_what
     assert shown[0] == f"Dismissed 3 of 5 findings: {', '.join(map(str, sorted(done)))}."
     busy, closed = dismissable["busy"].id, dismissable["closed"].id
     assert shown[1:] == [
-        (f"Not dismissed: finding {busy}: reset job {selection['job'].id} is approved on finding {busy}: cancel it "
+        (f"Not dismissed: finding {busy}: reset job {dismissable['job'].id} is approved on finding {busy}: cancel it "
          "(or let it finish) before dismissing"),
         f"Not dismissed: finding {closed}: finding {closed} is already closed: dismissed: earlier",
     ]
@@ -156,8 +156,8 @@ def test_the_api_dismisses_a_selection_and_says_what_it_refused_and_why(approver
     body = response.json()
     assert body["dismissed"] == sorted(ids_of(dismissable, "billing", "hostile"))
     assert [(row["id"], row["error"].split(":")[0]) for row in body["refused"]] == [
-        (dismissable["busy"].id, f"reset job {selection['job'].id} is approved on finding {selection['busy'].id}"),
-        (dismissable["closed"].id, f"finding {selection['closed'].id} is already closed"),
+        (dismissable["busy"].id, f"reset job {dismissable['job'].id} is approved on finding {dismissable['busy'].id}"),
+        (dismissable["closed"].id, f"finding {dismissable['closed'].id} is already closed"),
         (999999, "no finding 999999"),
     ]
     again = post_json(client, DISMISS, {"ids": chosen, "reason": "known noise"}).json()

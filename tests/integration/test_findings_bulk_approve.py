@@ -95,9 +95,9 @@ def test_it_approves_one_job_per_finding_across_groups_and_clusters_and_refuses_
     assert shown[0] == ("Approved 3 reset jobs for 3 of 7 findings: "
                         + ", ".join(f"job {j.id} for finding {j.findings.get().id}" for j in jobs) + ".")
     assert shown[1:] == [f"Not approved: finding {busy}: backfill job {job} is approved on it",
-                         f"Not approved: finding {selection['covered'].id}: covered: the group read the new "
+                         f"Not approved: finding {approvable['covered'].id}: covered: the group read the new "
                          "partition from its start; nothing to repair",
-                         f"Not approved: finding {selection['closed'].id}: closed already (dismissed: earlier)",
+                         f"Not approved: finding {approvable['closed'].id}: closed already (dismissed: earlier)",
                          "Not approved: finding 999999: no such finding"]
     # Each exactly as its single approval: its own preview's params and plan, its cluster and group,
     # approved by the person, audited, enqueued after commit.
@@ -127,7 +127,7 @@ def test_a_finding_that_changed_since_the_preview_is_refused_and_the_others_appr
     form = {"kind": "backfill", "ids": chosen, **{f"previewed-{i}": v for i, v in fingerprints(body).items()}}
     response = client.post("/findings/approve/confirm", form, follow=True)
     assert [str(m) for m in response.context["messages"]][1] == (
-        f"Not approved: finding {selection['billing'].id}: {bulk.CHANGED_SINCE_PREVIEW}")
+        f"Not approved: finding {approvable['billing'].id}: {bulk.CHANGED_SINCE_PREVIEW}")
     (job,) = new_jobs(approvable)
     assert list(job.findings.values_list("id", flat=True)) == [approvable["hostile"].id]
     assert job.params == {"sink": "parquet"} and [(p["start"], p["end"]) for p in job.plan] == [(0, 45)]
