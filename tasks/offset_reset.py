@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -195,8 +195,11 @@ def reset_positions(
 # -- executing a job ---------------------------------------------------------
 
 
-def execute_reset(*, job_id: int) -> str:
-    """Run one reset job; return its status afterwards.
+def execute_reset(*, job_id: int, now: datetime | None = None,
+                  adapter_for: Callable[[Cluster], KafkaAdapter] = reset_adapter) -> str:
+    """Run one reset job; return its status afterwards. ``now`` (the clock's
+    when None) is what the wait deadline is compared with; ``adapter_for``
+    builds the Kafka adapter of the job's cluster (a test's may race it).
 
     1. Take the job's advisory lock (another executor holds it: leave the
        job alone). Only a queued or waiting job runs, or a running one whose
@@ -225,13 +228,13 @@ def execute_reset(*, job_id: int) -> str:
         if not locked:
             return "running elsewhere"
         job.refresh_from_db()
-        return _execute_locked(job)
+        return _execute_locked(job, now=now or timezone.now(), adapter_for=adapter_for)
 
 
-def _execute_locked(job: RemediationJob) -> str:
+def _execute_locked(job: RemediationJob, *, now: datetime,
+                    adapter_for: Callable[[Cluster], KafkaAdapter]) -> str:
     if job.status not in (Status.QUEUED, Status.WAITING, Status.RUNNING):
         return job.status
-    now = timezone.now()
     deadline = _wait_deadline(job)
     if deadline is not None and now >= deadline:
         job_transition(
@@ -240,7 +243,7 @@ def _execute_locked(job: RemediationJob) -> str:
             error=f"deadline passed while waiting: {job.status_reason}; offsets untouched",
         )
         return _status_of(job.id)
-    adapter = reset_adapter(job.cluster)
+    adapter = adapter_for(job.cluster)
     with group_offsets_of(cluster=job.cluster, group=job.group, adapter=adapter) as offsets:
         return _describe_and_reset(job, adapter=adapter, offsets=offsets)
 

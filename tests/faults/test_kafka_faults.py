@@ -6,7 +6,6 @@ recovers when the broker returns. The tests share the fault brokers
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 import redis
@@ -56,7 +55,7 @@ def test_a_broker_killed_during_polls_changes_only_the_cluster_status(kafka1, un
     poller = threading.Thread(target=keep_polling)
     poller.start()
     try:
-        time.sleep(0.5)
+        wait_until(lambda: any(r.ok for r in results), timeout=60, interval=0.05, what="a poll under the poller")
         kafka1.stop_node(1, kill=True)
         wait_until(lambda: any(not r.ok for r in results), timeout=60, what="a poll to fail")
     finally:

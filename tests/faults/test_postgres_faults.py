@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import psycopg
 import pytest
@@ -55,7 +54,8 @@ def test_a_postgres_restart_fails_one_poll_and_the_next_ones_succeed(tmp_path, k
         wait_until(lambda: polls() >= 2, timeout=120, what="beat-driven polls to succeed", retry_on=(Exception,))
 
         postgres.stop()
-        time.sleep(4)  # polls meet a database that is away
+        wait_until(lambda: "OperationalError" in worker_log.read_text(errors="replace"), timeout=60,
+                   what="a poll to meet the database away")
         postgres.start()
         before = polls()
         wait_until(lambda: polls() >= before + 3, timeout=120,

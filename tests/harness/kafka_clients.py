@@ -46,6 +46,23 @@ def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def steady(read, *, seconds: float):
+    """A predicate for ``wait_until``: ``read()``'s answer, in a 1-tuple (so
+    that 0 is an answer), once it is not None and has not changed for
+    ``seconds``. For what says it is done only by no longer changing (a
+    handler that stopped writing, a start offset the broker stores lazily)."""
+    last: dict = {"value": None, "since": 0.0}
+
+    def predicate() -> tuple | None:
+        value, now = read(), time.monotonic()
+        if value is None or value != last["value"]:
+            last.update(value=value, since=now)
+            return None
+        return (value,) if now - last["since"] >= seconds else None
+
+    return predicate
+
+
 class Broker:
     def __init__(self, bootstrap: str, *, replication_factor: int = 1) -> None:
         self.bootstrap = bootstrap

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-from groups.models import Finding
+from groups.models import Finding, RemediationJob
 from tasks.polling import poll_cluster
 from tests.harness.kafka_clients import GroupConsumer, wait_until
 
@@ -77,3 +77,8 @@ def committed(broker, group_id: str, topic: str, partitions=(0, 1, 2)) -> dict[i
     request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(topic, p) for p in partitions])
     answer = broker.admin.list_consumer_group_offsets([request])[group_id].result(timeout=30)
     return {tp.partition: (tp.offset if tp.offset >= 0 else None) for tp in answer.topic_partitions}
+
+
+def job_of(job_id: int) -> RemediationJob:
+    """The job as stored now."""
+    return RemediationJob.objects.get(id=job_id)

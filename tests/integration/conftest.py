@@ -1,6 +1,7 @@
-"""Fixtures of the integration tests: the local cluster, a viewer, share-group
-clients and reader, and one headless Chromium (the broker and an approver are in tests/conftest.py, shared
-with tests/faults)."""
+"""Fixtures of the integration tests: the local cluster, a viewer, groups to
+delete, a Spark Connect session, the share-group broker, clients and reader,
+and one headless Chromium (the broker and an approver are in tests/conftest.py,
+shared with tests/faults)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,29 @@ def cluster(kafka_bootstrap):
     from groups.models import Cluster
 
     return Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+
+
+@pytest.fixture
+def group_ids(broker):
+    """Groups a test registers here are deleted from the shared broker after it."""
+    ids: list[str] = []
+    yield ids
+    if ids:
+        for future in broker.admin.delete_consumer_groups(ids, request_timeout=30).values():
+            try:
+                future.result(timeout=60)
+            except Exception:  # noqa: BLE001 - best effort: a group may never have existed, or a member be leaving
+                pass
+
+
+@pytest.fixture
+def spark(connect_server):
+    """A session of the session's Spark Connect server, stopped after the test."""
+    from tasks.spark.connect import connect_session
+
+    session = connect_session(connect_server.url, token=connect_server.token)
+    yield session
+    session.stop()
 
 
 @pytest.fixture
@@ -131,14 +155,39 @@ def share_consumers():
         consumer.close()
 
 
+# The share-group modules run on the session's 4.3.1 broker (``kafka_4_3``), the
+# last release whose share groups start a partition added to a topic they read at
+# its end (4.4.0 starts it at offset 0, KAFKA-20742).
+@pytest.fixture(scope="session")
+def share_bootstrap(kafka_4_3) -> str:
+    return kafka_4_3.bootstrap
+
+
+@pytest.fixture
+def share_broker(share_bootstrap):
+    """``broker`` on the share-group broker: topics a test creates through it are deleted after it."""
+    from tests.harness.kafka_clients import Broker
+
+    broker = Broker(share_bootstrap)
+    yield broker
+    broker.close()
+
+
+@pytest.fixture
+def share_cluster(share_bootstrap):
+    """The share-group broker registered as cluster `local` (needs the database)."""
+    from groups.models import Cluster
+
+    return Cluster.objects.create(name="local", bootstrap_servers=share_bootstrap)
+
+
 @pytest.fixture(scope="module")
-def share_reader(kafka_bootstrap):
-    """A reader of the module's broker's share groups through Kafka's Java
-    Admin (``kafka_bootstrap``: the share-group modules run on the session's
-    4.3.1 broker); the process's JVM stays for the session."""
+def share_reader(share_bootstrap):
+    """A reader of the share-group broker's share groups through Kafka's Java
+    Admin; the process's JVM stays for the session."""
     from groups.domain.cluster_config import ClusterConfig
     from tasks.kafka.java_admin import JavaAdmin
 
-    reader = JavaAdmin(ClusterConfig(kafka_bootstrap), timeout=10)
+    reader = JavaAdmin(ClusterConfig(share_bootstrap), timeout=10)
     yield reader
     reader.close()

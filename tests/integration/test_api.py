@@ -26,15 +26,9 @@ from tests.factories import (  # noqa: E402
     make_topic,
     user_with_role,
 )
+from tests.harness.pages import get_json
 
 # --- Helpers -----------------------------------------------------------------------
-
-
-def get_json(client, path: str, params: dict | None = None, status: int = 200) -> dict:
-    response = client.get(path, params or {})
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/json"
-    return json.loads(response.content)
 
 
 def ids(body: dict) -> list[int]:

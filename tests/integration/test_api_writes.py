@@ -5,25 +5,13 @@ against the OpenAPI document in test_api.py."""
 
 from datetime import UTC, datetime, timedelta
 
-import json
 
 import pytest
 
 from groups.models import AuditEvent, Finding, RemediationJob
 from groups.services.tokens import api_token_create
 from tests.factories import NOW, make_cluster, make_finding, make_generation, make_group, make_topic, user_with_role
-
-
-def get_json(client, path: str, params: dict | None = None, status: int = 200) -> dict:
-    response = client.get(path, params or {})
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/json"
-    return json.loads(response.content)
-
-
-def post_json(client, path: str, body, **extra):
-    data = body if isinstance(body, str) else json.dumps(body)
-    return client.post(path, data=data, content_type="application/json", **extra)
+from tests.harness.pages import get_json, post_json
 
 
 @pytest.fixture

@@ -45,7 +45,7 @@ from tests.harness.kafka_clients import wait_until
 
 
 @pytest.fixture(scope="module")
-def spark():
+def local_spark():
     """A Spark session of the test process's own, to see where its JVM runs."""
     session = build_session(master="local[1]", app_name="test-backfill-cwd", jars_dir=settings.SPARK_KAFKA_JARS_DIR,
                             driver_memory="512m")
@@ -54,10 +54,10 @@ def spark():
 
 
 @pytest.mark.spark
-def test_spark_runs_under_gapwatch_home_not_in_the_repository(spark):
+def test_spark_runs_under_gapwatch_home_not_in_the_repository(local_spark):
     """Spark writes run-time files (spark-warehouse/, derby.log; 4.0.0 also its session
     artifacts/) under the JVM's working directory."""
-    working_directory = Path(spark.sparkContext._jvm.System.getProperty("user.dir"))
+    working_directory = Path(local_spark.sparkContext._jvm.System.getProperty("user.dir"))
     assert working_directory == spark_dir() and working_directory != ROOT
 
 

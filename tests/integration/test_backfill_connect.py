@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from io import StringIO
 from pathlib import Path
 
@@ -43,7 +42,7 @@ from tests.harness.backfills import (
 )
 from tests.harness.connect import ConnectServer
 from tests.harness.processes import descendants, free_ports, process_children
-from tests.harness.kafka_clients import wait_until
+from tests.harness.kafka_clients import steady, wait_until
 
 
 @pytest.mark.spark
@@ -206,12 +205,7 @@ def handler_settled(handled: Path) -> int:
     def count() -> int:
         return len(handled.read_text().splitlines()) if handled.exists() else 0
 
-    def settled() -> tuple[int] | None:  # a tuple: a count of 0 is an answer too
-        before = count()
-        time.sleep(3)
-        return (before,) if count() == before else None
-
-    return wait_until(settled, timeout=60, interval=0, what="the handler to stop")[0]
+    return wait_until(steady(count, seconds=3), timeout=60, interval=0.25, what="the handler to stop")[0]
 
 
 @pytest.mark.spark

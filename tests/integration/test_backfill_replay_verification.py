@@ -15,7 +15,6 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from groups.domain.planning import BackfillRange
-from tasks.spark.connect import connect_session
 from tasks.spark.reader import kafka_options
 from tasks.spark.sinks.kafka import KafkaSink
 from tasks.spark.sinks.summary import END_OFFSETS, READ_BACK
@@ -26,13 +25,6 @@ RECORDS = 300
 TASKS = 3
 # Another writer's records in the replay topic before the job: the job counts from where it began.
 BEFORE = {0: 5, 1: 3}
-
-
-@pytest.fixture
-def spark(connect_server):
-    session = connect_session(connect_server.url, token=connect_server.token)
-    yield session
-    session.stop()
 
 
 @pytest.fixture

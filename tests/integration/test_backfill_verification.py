@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from groups.domain.planning import BackfillRange
-from tasks.spark.connect import connect_session
 from tasks.spark.sinks.parquet import ParquetSink
 from tasks.spark.sinks.summary import FOOTERS, READ_BACK
 from tests.harness.backfills import spark_records
@@ -24,13 +23,6 @@ RECORDS = 300
 # Three Spark tasks per partition, so three files per folder: [0, 100), [100, 200), [200, 300).
 TASKS = 3
 RANGES = (BackfillRange(TOPIC, 0, 0, RECORDS), BackfillRange(TOPIC, 1, 0, RECORDS))
-
-
-@pytest.fixture
-def spark(connect_server):
-    session = connect_session(connect_server.url, token=connect_server.token)
-    yield session
-    session.stop()
 
 
 def records(spark, offset_expression: str = "id"):

@@ -41,9 +41,9 @@ Groups (clients nobody here wrote):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -74,15 +74,11 @@ from tests.harness.kafka_clients import (
     share_reset,
     wait_until,
 )
-from tests.harness.pages import client_for
+from tests.harness.pages import client_for, post_json
 from tests.harness.scenarios import poll, start_consuming_group
 from tests.integration.test_api import check_against_schema, response_schema
 
 HOSTILE = "<script>alert('xp')</script>"
-
-
-def post_json(client, path, body):
-    return client.post(path, data=json.dumps(body), content_type="application/json")
 
 
 def broker_partitions(broker, topic: str) -> int:
@@ -93,10 +89,9 @@ def broker_partitions(broker, topic: str) -> int:
 
 
 @pytest.fixture
-def stored_topic(transactional_db, settings, monkeypatch):
+def requested_topic(transactional_db, settings, monkeypatch):
     """Topic ``orders`` (2 partitions) read by a live group with a hostile id;
     the broker's verdict answered here, tasks captured, not run."""
-    from groups.domain.expansion import BrokerVerdict
     from groups.models import Cluster
     from groups.services import expansion_jobs, expansions
 
@@ -105,8 +100,9 @@ def stored_topic(transactional_db, settings, monkeypatch):
     topic = Topic.objects.create(cluster=cluster, name="orders", kafka_topic_id="id", partition_count=2,
                                  first_seen_at=NOW, updated_at=NOW)
     make_group_topic(make_group(cluster, HOSTILE, member_count=1), topic, 0)
-    monkeypatch.setattr(expansions, "_verdict_from_worker",
-                        lambda cluster, topic, count: BrokerVerdict(accepted=True, reason="would raise"))
+    # The worker's answers are faked at the one crossing to workers (task_answer, task_enqueue_on_commit).
+    monkeypatch.setattr(expansions, "task_answer",
+                        lambda *, name, args, timeout: {"accepted": True, "reason": "would raise", "asked": True})
     sent = []
     monkeypatch.setattr(expansion_jobs.dispatch, "task_enqueue_on_commit", lambda name, *args: sent.append(args))
     return topic, sent
@@ -119,8 +115,8 @@ def _dry_run(client) -> dict:
     return json.loads(response.content)
 
 
-def test_it_stores_the_plan_shown_and_a_second_approver_approves_it(stored_topic):
-    topic, sent = stored_topic
+def test_it_stores_the_plan_shown_and_a_second_approver_approves_it(requested_topic):
+    topic, sent = requested_topic
     alice = client_for(user_with_role("alice", "approver"))
     bob = client_for(user_with_role("bob", "approver"))
     viewer = client_for(user_with_role("vera", "viewer"))
@@ -186,8 +182,8 @@ def test_it_stores_the_plan_shown_and_a_second_approver_approves_it(stored_topic
     assert bob.get("/api/v1/expansions/999999").status_code == 404
 
 
-def test_the_topic_pages_button_requests_the_plan_shown_and_a_refusal_frees_the_topic(stored_topic):
-    topic, _ = stored_topic
+def test_the_topic_pages_button_requests_the_plan_shown_and_a_refusal_frees_the_topic(requested_topic):
+    topic, _ = requested_topic
     alice = client_for(user_with_role("alice", "approver"))
     page = alice.get(f"/topics/{topic.id}/", {"partitions": "3"}).content.decode()
     fingerprint = page.split('name="fingerprint" value="')[1].split('"')[0]
@@ -467,9 +463,9 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
                 # The Streams application's output (its word counts) comes at its commits, not in input
                 # order: what it read shows once a commit flushed it, so the hole is waited out (for a
                 # while) before it is asserted.
-                deadline = time.monotonic() + 60
-                while covered(set(reader.offsets(p)), from_backfill, 0, ends[p]) and time.monotonic() < deadline:
-                    time.sleep(1)
+                with contextlib.suppress(AssertionError):
+                    wait_until(lambda reader=reader, p=p, more=from_backfill: not covered(
+                        set(reader.offsets(p)), more, 0, ends[p]), timeout=60, interval=1, what="the hole to fill")
                 read[group_id][p] = set(reader.offsets(p))
                 hole = covered(read[group_id][p], from_backfill, 0, ends[p])
                 assert hole == [], (group_id, p, hole[:10], len(hole))

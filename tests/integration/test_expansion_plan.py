@@ -12,7 +12,6 @@ KAFKA-20742)."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from confluent_kafka import TopicCollection
@@ -22,16 +21,13 @@ from groups.models import AuditEvent, Cluster, ConsumerGroup, RemediationJob, To
 from groups.services.expansions import NOT_YET
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
 from tests.harness.kafka_clients import GroupConsumer, ShareGroupConsumer, wait_until
-from tests.harness.pages import client_for
+from tests.harness.pages import client_for, post_json
 from tests.harness.scenarios import poll, start_consuming_group
 from tests.integration.test_api import check_against_schema, response_schema
 
+EXPANSIONS = "/api/v1/expansions"
+
 HOSTILE = "<script>alert('plan')</script>"
-
-
-def post_json(client, body, **extra):
-    data = body if isinstance(body, str) else json.dumps(body)
-    return client.post("/api/v1/expansions", data=data, content_type="application/json", **extra)
 
 
 def broker_partitions(broker, topic: str) -> int:
@@ -65,9 +61,13 @@ def readers(transactional_db, broker, cluster, unique, settings, share_consumers
     wait_until(everyone_seen, interval=0.5, what="a poll to see the four readers as they are")
     broker.produce(topic, 0, 50)
     broker.produce(topic, 1, 50)
-    time.sleep(1.1)  # the samples of the produce rate are at least LAG_SAMPLE_INTERVAL_SECONDS apart
-    poll(cluster)
-    wait_until(lambda: Topic.objects.get(name=topic).previous_end_offsets is not None, what="two end samples")
+
+    def rate_sampled() -> bool:
+        poll(cluster)  # samples at most LAG_SAMPLE_INTERVAL_SECONDS apart: the later one counts the 100 records
+        sampled = Topic.objects.get(name=topic)
+        return sampled.previous_end_offsets is not None and sampled.end_offsets - sampled.previous_end_offsets >= 100
+
+    wait_until(rate_sampled, interval=0.25, what="two end samples, before and after the 100 records")
     yield topic
     live.close()
     earliest.close()
@@ -77,7 +77,7 @@ def test_it_plans_every_reader_with_the_brokers_verdict_and_changes_nothing(
         transactional_db, broker, cluster, unique, readers, celery_worker_thread):
     topic = readers
     client = client_for(user_with_role("viewer", "viewer"))
-    response = post_json(client, {"cluster": "local", "topic": topic, "partitions": 4, "dry_run": True})
+    response = post_json(client, EXPANSIONS, {"cluster": "local", "topic": topic, "partitions": 4, "dry_run": True})
     assert response.status_code == 200, response.content
     plan = json.loads(response.content)
     document = json.loads(client.get("/api/v1/schema").content)
@@ -139,7 +139,7 @@ def test_the_brokers_refusal_is_shown_in_words(transactional_db, broker, cluster
     poll(cluster)
     broker.raise_partitions(topic, 3)
     approver = user_with_role("approver", "approver")
-    response = post_json(client_for(approver), {"cluster": "local", "topic": topic, "partitions": 3,
+    response = post_json(client_for(approver), EXPANSIONS, {"cluster": "local", "topic": topic, "partitions": 3,
                                                 "dry_run": True})
     assert response.status_code == 200, response.content
     verdict = json.loads(response.content)["broker_verdict"]
@@ -151,7 +151,7 @@ def test_the_brokers_refusal_is_shown_in_words(transactional_db, broker, cluster
     assert page.status_code == 200 and "The broker refuses" in body and "INVALID_PARTITIONS" in body
 
     # More than the broker takes in one request: its own limit, in its words.
-    response = post_json(client_for(approver), {"cluster": "local", "topic": topic, "partitions": 20_003,
+    response = post_json(client_for(approver), EXPANSIONS, {"cluster": "local", "topic": topic, "partitions": 20_003,
                                                 "dry_run": True})
     verdict = json.loads(response.content)["broker_verdict"]
     assert verdict["accepted"] is False and verdict["reason"].startswith("POLICY_VIOLATION: ")
@@ -178,8 +178,12 @@ def stored_topic(db):
     return topic
 
 
-def _refused_without_asking(cluster, topic, count):
-    raise AssertionError("bad input must be refused before the broker is asked")
+def _refused_without_asking(*, name, args, timeout):
+    raise AssertionError("bad input must be refused before a worker asks the broker")
+
+
+def _accepted(*, name, args, timeout):
+    return {"accepted": True, "reason": "would raise", "asked": True}
 
 
 @pytest.mark.parametrize(("body", "status", "error"), [
@@ -216,9 +220,10 @@ def _refused_without_asking(cluster, topic, count):
 def test_bad_input_is_refused_and_changes_nothing(stored_topic, body, status, error, monkeypatch):
     from groups.services import expansions
 
-    monkeypatch.setattr(expansions, "_verdict_from_worker", _refused_without_asking)
+    # The worker's answer is faked at the one crossing to workers (no worker runs here).
+    monkeypatch.setattr(expansions, "task_answer", _refused_without_asking)
     client = client_for(user_with_role("viewer", "viewer"))
-    response = post_json(client, body)
+    response = post_json(client, EXPANSIONS, body)
     assert response.status_code == status, response.content
     assert error in json.loads(response.content)["error"]
     assert Topic.objects.get().partition_count == 2
@@ -228,13 +233,13 @@ def test_bad_input_is_refused_and_changes_nothing(stored_topic, body, status, er
 
 
 def test_who_may_plan(stored_topic):
-    anonymous = post_json(client_for_anonymous(), {"cluster": "local", "topic": "orders", "partitions": 3,
+    anonymous = post_json(client_for_anonymous(), EXPANSIONS, {"cluster": "local", "topic": "orders", "partitions": 3,
                                                    "dry_run": True})
     assert anonymous.status_code == 401
-    nobody = post_json(client_for(user_with_role("nobody", None)), {"cluster": "local", "topic": "orders",
+    nobody = post_json(client_for(user_with_role("nobody", None)), EXPANSIONS, {"cluster": "local", "topic": "orders",
                                                                     "partitions": 3, "dry_run": True})
     assert nobody.status_code == 403 and "no role" in json.loads(nobody.content)["error"]
-    csrf = post_json(client_for(user_with_role("viewer", "viewer"), csrf=True),
+    csrf = post_json(client_for(user_with_role("viewer", "viewer"), csrf=True), EXPANSIONS,
                      {"cluster": "local", "topic": "orders", "partitions": 3, "dry_run": True})
     assert csrf.status_code == 403  # a session's POST without its CSRF token
 
@@ -246,11 +251,9 @@ def client_for_anonymous():
 
 
 def test_the_page_plans_and_escapes_a_hostile_group_id(stored_topic, monkeypatch):
-    from groups.domain.expansion import BrokerVerdict
     from groups.services import expansions
 
-    monkeypatch.setattr(expansions, "_verdict_from_worker",
-                        lambda cluster, topic, count: BrokerVerdict(accepted=True, reason="would raise"))
+    monkeypatch.setattr(expansions, "task_answer", _accepted)  # the one crossing to workers; none runs here
     client = client_for(user_with_role("viewer", "viewer"))
     page = client.get(f"/topics/{stored_topic.id}/")
     assert page.status_code == 200 and 'name="partitions"' in page.content.decode()

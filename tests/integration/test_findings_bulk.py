@@ -16,7 +16,7 @@ from django.test import Client
 
 from groups.models import AuditEvent, Finding
 from groups.services import bulk, remediation
-from tests.harness.pages import client_for
+from tests.harness.pages import client_for, post_json
 from tests.factories import (
     HOSTILE_GROUP_ID,
     NOW,
@@ -28,11 +28,13 @@ from tests.factories import (
     user_with_role,
 )
 
+DISMISS = "/api/v1/findings/dismiss"
+
 FORMULA_GROUP_ID = "=cmd|' /C calc'!A0"
 
 
 @pytest.fixture
-def selection(approver):
+def dismissable(approver):
     """Open gap findings of three groups (one hostile, one a formula), one of
     them under an active reset job, and one finding closed already."""
     cluster = make_cluster("prod")
@@ -57,30 +59,30 @@ def dismissed_ids() -> set[int]:
     return set(AuditEvent.objects.filter(action="finding.dismissed").values_list("object_id", flat=True))
 
 
-def ids_of(selection, *names) -> list[int]:
-    return [selection[name].id for name in names]
+def ids_of(dismissable, *names) -> list[int]:
+    return [dismissable[name].id for name in names]
 
 
 # --- The page ----------------------------------------------------------------------
 
 
-def test_it_dismisses_a_selection_across_groups_each_on_its_own_and_refuses_what_conflicts(approver, selection):
+def test_it_dismisses_a_selection_across_groups_each_on_its_own_and_refuses_what_conflicts(approver, dismissable):
     client = client_for(approver)
-    chosen = ids_of(selection, "billing", "hostile", "formula", "busy", "closed")
+    chosen = ids_of(dismissable, "billing", "hostile", "formula", "busy", "closed")
     form = client.get("/findings/dismiss", {"ids": chosen})
     assert form.status_code == 200
     body = form.content.decode()
-    assert f"job {selection['job'].id}</a> is approved on it" in body and "closed already" in body
+    assert f"job {dismissable['job'].id}</a> is approved on it" in body and "closed already" in body
     assert HOSTILE_GROUP_ID not in body and "&lt;script&gt;" in body
 
     response = client.post("/findings/dismiss/confirm", {"ids": chosen, "reason": "replayed by hand"}, follow=True)
     assert response.redirect_chain == [("/?view=partitions", 302)]
     shown = [str(message) for message in response.context["messages"]]
-    done = ids_of(selection, "billing", "hostile", "formula")
+    done = ids_of(dismissable, "billing", "hostile", "formula")
     assert shown[0] == f"Dismissed 3 of 5 findings: {', '.join(map(str, sorted(done)))}."
-    busy, closed = selection["busy"].id, selection["closed"].id
+    busy, closed = dismissable["busy"].id, dismissable["closed"].id
     assert shown[1:] == [
-        (f"Not dismissed: finding {busy}: reset job {selection['job'].id} is approved on finding {busy}: cancel it "
+        (f"Not dismissed: finding {busy}: reset job {dismissable['job'].id} is approved on finding {busy}: cancel it "
          "(or let it finish) before dismissing"),
         f"Not dismissed: finding {closed}: finding {closed} is already closed: dismissed: earlier",
     ]
@@ -109,8 +111,8 @@ def test_it_dismisses_a_selection_across_groups_each_on_its_own_and_refuses_what
         ({"ids": [str(n) for n in range(1, 502)], "reason": "r"}, "at most 500 findings at once, not 501"),
     ],
 )
-def test_bad_input_is_a_form_error_and_dismisses_nothing(approver, selection, data, error):
-    data = {key: [v.format(billing=selection["billing"].id) for v in value] if isinstance(value, list) else value
+def test_bad_input_is_a_form_error_and_dismisses_nothing(approver, dismissable, data, error):
+    data = {key: [v.format(billing=dismissable["billing"].id) for v in value] if isinstance(value, list) else value
             for key, value in data.items()}
     response = client_for(approver).post("/findings/dismiss/confirm", data)
     assert response.status_code == 400
@@ -118,24 +120,24 @@ def test_bad_input_is_a_form_error_and_dismisses_nothing(approver, selection, da
     assert not dismissed_ids() and Finding.objects.filter(closed_at__isnull=False).count() == 1
 
 
-def test_a_nul_byte_in_the_reason_is_refused_before_anything_is_written(approver, selection):
+def test_a_nul_byte_in_the_reason_is_refused_before_anything_is_written(approver, dismissable):
     response = client_for(approver).post("/findings/dismiss/confirm",
-                                         {"ids": [selection["billing"].id], "reason": "bad\x00reason"})
+                                         {"ids": [dismissable["billing"].id], "reason": "bad\x00reason"})
     assert response.status_code == 400
     assert not dismissed_ids()
     with pytest.raises(remediation.ValidationError, match="NUL"):
-        bulk.findings_dismiss(user=approver, finding_ids=[selection["billing"].id], reason="bad\x00")
+        bulk.findings_dismiss(user=approver, finding_ids=[dismissable["billing"].id], reason="bad\x00")
 
 
-def test_a_viewer_or_a_forged_post_dismisses_nothing(approver, viewer, selection):
-    data = {"ids": [selection["billing"].id], "reason": "r"}
+def test_a_viewer_or_a_forged_post_dismisses_nothing(approver, viewer, dismissable):
+    data = {"ids": [dismissable["billing"].id], "reason": "r"}
     assert client_for(viewer).post("/findings/dismiss/confirm", data).status_code == 403
     assert client_for(approver, csrf=True).post("/findings/dismiss/confirm", data).status_code == 403
     assert client_for(approver).get("/findings/dismiss/confirm", data).status_code == 405
     assert not dismissed_ids()
 
 
-def test_the_list_offers_bulk_dismiss_to_approvers_and_downloads_to_everyone(approver, viewer, selection):
+def test_the_list_offers_bulk_dismiss_to_approvers_and_downloads_to_everyone(approver, viewer, dismissable):
     body = client_for(approver).get("/", {"view": "partitions", "group": "bill"}).content.decode()
     assert 'formaction="/findings/dismiss"' in body
     assert 'href="/findings/export.csv?view=partitions&amp;group=bill&amp;sort=found"' in body
@@ -146,24 +148,19 @@ def test_the_list_offers_bulk_dismiss_to_approvers_and_downloads_to_everyone(app
 # --- The API -------------------------------------------------------------------------
 
 
-def post_json(client, body, **extra):
-    data = body if isinstance(body, str) else json.dumps(body)
-    return client.post("/api/v1/findings/dismiss", data=data, content_type="application/json", **extra)
-
-
-def test_the_api_dismisses_a_selection_and_says_what_it_refused_and_why(approver, selection):
+def test_the_api_dismisses_a_selection_and_says_what_it_refused_and_why(approver, dismissable):
     client = client_for(approver)
-    chosen = ids_of(selection, "busy", "hostile", "billing", "closed") + [999999]
-    response = post_json(client, {"ids": chosen + [selection["billing"].id], "reason": "known noise"})
+    chosen = ids_of(dismissable, "busy", "hostile", "billing", "closed") + [999999]
+    response = post_json(client, DISMISS, {"ids": chosen + [dismissable["billing"].id], "reason": "known noise"})
     assert response.status_code == 200, response.content
     body = response.json()
-    assert body["dismissed"] == sorted(ids_of(selection, "billing", "hostile"))
+    assert body["dismissed"] == sorted(ids_of(dismissable, "billing", "hostile"))
     assert [(row["id"], row["error"].split(":")[0]) for row in body["refused"]] == [
-        (selection["busy"].id, f"reset job {selection['job'].id} is approved on finding {selection['busy'].id}"),
-        (selection["closed"].id, f"finding {selection['closed'].id} is already closed"),
+        (dismissable["busy"].id, f"reset job {dismissable['job'].id} is approved on finding {dismissable['busy'].id}"),
+        (dismissable["closed"].id, f"finding {dismissable['closed'].id} is already closed"),
         (999999, "no finding 999999"),
     ]
-    again = post_json(client, {"ids": chosen, "reason": "known noise"}).json()
+    again = post_json(client, DISMISS, {"ids": chosen, "reason": "known noise"}).json()
     assert again["dismissed"] == [] and len(again["refused"]) == 5
     assert AuditEvent.objects.filter(action="finding.dismissed").count() == 2
 
@@ -198,25 +195,25 @@ def _with_id(value, billing: int):
         ({"ids": [BILLING], "reason": "a\x00b"}, "body"),  # the NUL middleware, before any view
     ],
 )
-def test_the_api_refuses_bad_input_with_a_400_and_dismisses_nothing(approver, selection, body, parameter):
-    response = post_json(client_for(approver), _with_id(body, selection["billing"].id))
+def test_the_api_refuses_bad_input_with_a_400_and_dismisses_nothing(approver, dismissable, body, parameter):
+    response = post_json(client_for(approver), DISMISS, _with_id(body, dismissable["billing"].id))
     assert response.status_code == 400, response.content
     assert response.json().get("parameter") == parameter
     assert not dismissed_ids()
 
 
-def test_the_api_needs_the_approver_role_and_a_csrf_token_with_a_session(approver, viewer, selection):
-    body = {"ids": [selection["billing"].id], "reason": "r"}
-    assert post_json(client_for(viewer), body).status_code == 403
-    assert post_json(client_for(approver, csrf=True), body).status_code == 403
-    assert post_json(Client(), body).status_code == 401
+def test_the_api_needs_the_approver_role_and_a_csrf_token_with_a_session(approver, viewer, dismissable):
+    body = {"ids": [dismissable["billing"].id], "reason": "r"}
+    assert post_json(client_for(viewer), DISMISS, body).status_code == 403
+    assert post_json(client_for(approver, csrf=True), DISMISS, body).status_code == 403
+    assert post_json(Client(), DISMISS, body).status_code == 401
     assert not dismissed_ids()
 
 
 # --- Downloads ---------------------------------------------------------------------
 
 
-def test_a_viewer_downloads_the_filtered_list_as_csv_with_formulas_defused(viewer, selection):
+def test_a_viewer_downloads_the_filtered_list_as_csv_with_formulas_defused(viewer, dismissable):
     response = client_for(viewer).get("/findings/export.csv", {"view": "partitions", "sort": "group"})
     assert response.status_code == 200
     assert response["Content-Type"] == "text/csv; charset=utf-8"
@@ -228,10 +225,10 @@ def test_a_viewer_downloads_the_filtered_list_as_csv_with_formulas_defused(viewe
     formula = rows[1]
     assert (formula["owner_client_id"], formula["lag"], formula["committed_offset"]) == ("'@SUM(1+1)", "40", "60")
     assert (formula["resolution"], formula["closed_at"], formula["likely_start"]) == ("open", "", "")
-    assert formula["found_at"] == selection["formula"].created_at.isoformat()
+    assert formula["found_at"] == dismissable["formula"].created_at.isoformat()
 
 
-def test_the_json_download_keeps_group_ids_verbatim_without_markup(viewer, selection):
+def test_the_json_download_keeps_group_ids_verbatim_without_markup(viewer, dismissable):
     client = client_for(viewer)
     response = client.get("/findings/export.json", {"view": "history", "group": "<scr"})
     assert response["Content-Type"] == "application/json"
@@ -240,12 +237,12 @@ def test_the_json_download_keeps_group_ids_verbatim_without_markup(viewer, selec
     rows = json.loads(raw)
     assert [(row["group"], row["resolution"]) for row in rows] == [(HOSTILE_GROUP_ID, "open"),
                                                                  (HOSTILE_GROUP_ID, "dismissed")]
-    assert rows[0]["id"] == selection["hostile"].id and rows[0]["missed_definite"] == 30
+    assert rows[0]["id"] == dismissable["hostile"].id and rows[0]["missed_definite"] == 30
     empty = client.get("/findings/export.json", {"view": "partitions", "cluster": "nowhere"})
     assert json.loads(b"".join(empty.streaming_content)) == []
 
 
-def test_a_download_with_a_bad_filter_is_a_400_and_needs_a_login(viewer, selection):
+def test_a_download_with_a_bad_filter_is_a_400_and_needs_a_login(viewer, dismissable):
     client = client_for(viewer)
     bad = client.get("/findings/export.csv", {"view": "history", "since": "yesterday"})
     assert bad.status_code == 400 and b"since" in bad.content

@@ -12,7 +12,6 @@ the same client read exactly what it missed once it starts again."""
 
 from __future__ import annotations
 
-import contextlib
 
 import pytest
 from django.test import override_settings
@@ -33,17 +32,6 @@ def go_clients():
     yield started
     for client in started:
         client.close()
-
-
-@pytest.fixture
-def group_ids(broker):
-    """Groups named here are deleted from the shared broker after the test."""
-    ids: list[str] = []
-    yield ids
-    if ids:
-        for future in broker.admin.delete_consumer_groups(ids, request_timeout=30).values():
-            with contextlib.suppress(Exception):  # best effort: a member may still be leaving
-                future.result(timeout=60)
 
 
 def start_reading(broker, go_clients: list, client: str, topic: str, group_id: str) -> GoClientConsumer:

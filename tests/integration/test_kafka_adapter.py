@@ -51,19 +51,6 @@ def make_topic(admin, unique):
             future.result(timeout=60)
 
 
-@pytest.fixture
-def group_ids(admin):
-    """Group ids a test registers here are deleted after it (they must be empty by then)."""
-    ids: list[str] = []
-    yield ids
-    if ids:
-        for future in admin.delete_consumer_groups(ids, request_timeout=30).values():
-            try:
-                future.result(timeout=60)
-            except Exception:  # noqa: BLE001 - a group with no commits may already be gone
-                pass
-
-
 def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     for partition, count in counts.items():
@@ -256,7 +243,6 @@ def test_it_reads_the_last_stable_offset_below_an_open_transaction_where_a_poll_
                what="the last stable offset to reach the high watermark after the commit marker")
 
 
-
 def test_it_keeps_polling_while_topics_are_created_and_deleted(adapter, admin, unique):
     # A topic created a moment ago answers NOT_LEADER, one being deleted
     # "No leaders found": neither may fail the poll of the whole cluster.
@@ -290,7 +276,8 @@ def test_it_keeps_polling_while_topics_are_created_and_deleted(adapter, admin, u
             for future in admin.delete_topics(names, operation_timeout=30).values():
                 future.result(timeout=60)
             names = []
-            time.sleep(0.3)
+            wait_until(lambda: snapshots and not any(t.name in round_names for t in snapshots[-1].topics),
+                       timeout=60, interval=0.05, what=f"a poll to see round {round_number}'s topics gone")
     finally:
         stop.set()
         poller.join(timeout=60)

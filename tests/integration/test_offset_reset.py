@@ -13,42 +13,37 @@ from __future__ import annotations
 import csv
 import io
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from django.contrib.auth.models import Permission, User
+from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from groups.models import AuditEvent, Cluster, ConsumerGroup, RemediationJob
 from groups.domain.planning import ResetTarget, plan_reset
 from groups.services.previews import positions_of
-from groups.services.remediation import job_approve, job_request
+from groups.services.remediation import job_approve, job_request, job_transition
 from groups.services.resets import reset_job_create
 from tasks import offset_reset
 from tasks.celery_tasks import poll_cluster_task, run_remediation_job
 from tasks.kafka.adapter import ClusterConfig, GroupNotEmpty, KafkaAdapter
 from tests.harness.kafka_clients import GroupConsumer, wait_until
-from tests.harness.scenarios import committed, findings, poll, start_consuming_group
+from tests.harness.scenarios import committed, findings, job_of, poll, start_consuming_group
 
 K = 25  # messages written to the new partition before the group picks it up
 
 
-@pytest.fixture
-def group_ids(broker):
-    """Groups registered here are deleted from the shared broker after the test."""
-    ids: list[str] = []
-    yield ids
-    if ids:
-        for future in broker.admin.delete_consumer_groups(ids, request_timeout=30).values():
-            try:
-                future.result(timeout=60)
-            except Exception:  # noqa: BLE001 - best effort: a group may never have existed
-                pass
-
-
-def job_of(job_id: int) -> RemediationJob:
-    return RemediationJob.objects.get(id=job_id)
+def a_passed_moment_after_every_record() -> int:
+    """Epoch milliseconds later than every record written so far (their
+    producer's clock read at most now; 2 ms, so that a date-time read back as a
+    float lands after them too), and passed, so that every record written from
+    here on is at or after it."""
+    moment_ms = int(time.time() * 1000) + 2
+    wait_until(lambda: time.time() * 1000 >= moment_ms, interval=0.001, what="the clock to pass the moment")
+    return moment_ms
 
 
 def group_missing_k(broker, cluster, topic: str, group_id: str) -> GroupConsumer:
@@ -269,25 +264,24 @@ def test_it_fails_instead_of_overwriting_offsets_someone_moved_since_the_plan(
 
 class _ConsumerJoinsBeforeTheCommit(KafkaAdapter):
     """Our adapter, unchanged, except that the first committed-offset read
-    (between the group check and the commit) waits until a real consumer has
-    joined the group: the race the broker's UNKNOWN_MEMBER_ID guards against."""
+    (between the group check and the commit) waits until a real consumer of
+    ``topic`` has joined the group: the race the broker's UNKNOWN_MEMBER_ID
+    guards against. The consumer is appended to ``joined``, for the test to close."""
 
-    joined: list[GroupConsumer] = []
-    join: tuple[str, str, str] | None = None
+    def __init__(self, cluster: Cluster, *, topic: str, joined: list[GroupConsumer]) -> None:
+        super().__init__(cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        self.bootstrap, self.topic, self.joined = cluster.bootstrap_servers, topic, joined
 
     def committed_offsets(self, *, group_id, partitions):
-        if self.join and not self.joined:
-            bootstrap, topic, _ = self.join
-            consumer = GroupConsumer(bootstrap, group_id, topic, offset_reset="latest")
+        if not self.joined:
+            consumer = GroupConsumer(self.bootstrap, group_id, self.topic, offset_reset="latest")
             self.joined.append(consumer)
             wait_until(lambda: consumer.assigned, what="the consumer to join")
         return super().committed_offsets(group_id=group_id, partitions=partitions)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_commit_refused_because_the_group_became_active_goes_back_to_waiting(
-    broker, cluster, unique, group_ids, monkeypatch
-):
+def test_a_commit_refused_because_the_group_became_active_goes_back_to_waiting(broker, cluster, unique, group_ids):
     topic, group_id = f"race-{unique}", f"race-{unique}"
     group_ids.append(group_id)
     group_missing_k(broker, cluster, topic, group_id).close()
@@ -295,19 +289,21 @@ def test_a_commit_refused_because_the_group_became_active_goes_back_to_waiting(
     plan = plan_reset(target=target, positions=positions_of([findings(topic, group_id)[2]]))
     job = reset_job_create(cluster=cluster, group=ConsumerGroup.objects.get(group_id=group_id),
                            target=target, plan=plan, source="cli", enqueue=False)
-    spy = type("Spy", (_ConsumerJoinsBeforeTheCommit,), {"joined": [], "join": (broker.bootstrap, topic, group_id)})
-    monkeypatch.setattr(offset_reset, "KafkaAdapter", spy)
+    # What run_remediation_job does before it hands the job to its executor, here given the racing adapter.
+    assert job_transition(job_id=job.id, from_statuses=["approved"], to_status="queued")
+    joined: list[GroupConsumer] = []
     try:
-        assert run_remediation_job.apply(args=(job.id,)).get() == "waiting"
+        status = offset_reset.execute_reset(
+            job_id=job.id, adapter_for=lambda c: _ConsumerJoinsBeforeTheCommit(c, topic=topic, joined=joined))
+        assert status == "waiting"
         job = job_of(job.id)
         assert job.status_reason.startswith("the broker refused the commit: the group became active")
         assert "UNKNOWN_MEMBER_ID" in job.status_reason
         assert committed(broker, group_id, topic)[2] is None
         assert not AuditEvent.objects.filter(action="offsets.reset").exists()
     finally:
-        for consumer in spy.joined:
+        for consumer in joined:
             consumer.close()
-    monkeypatch.undo()
     # The consumer left: the next try succeeds.
     wait_until(lambda: run_remediation_job.apply(args=(job.id,)).get() == "succeeded", timeout=30, interval=1,
                what="the retry to succeed")
@@ -329,8 +325,9 @@ def test_a_job_still_waiting_at_its_deadline_fails_with_offsets_untouched(
         job = reset_job_create(cluster=cluster, group=ConsumerGroup.objects.get(group_id=group_id),
                                target=target, plan=plan, source="cli", enqueue=False)
         assert run_remediation_job.apply(args=(job.id,)).get() == "waiting"
-        time.sleep(1.2)
-        assert run_remediation_job.apply(args=(job.id,)).get() == "failed"
+        # The clock the executor is given has passed the 1 s deadline; nothing waits for the real one.
+        later = timezone.now() + timedelta(seconds=2)
+        assert offset_reset.execute_reset(job_id=job.id, now=later) == "failed"
     finally:
         consumer.close()
     job = job_of(job.id)
@@ -350,9 +347,7 @@ def test_a_timestamp_job_from_the_dashboard_is_resolved_and_planned_when_it_runs
     topic, group_id = f"ts-{unique}", f"ts-{unique}"
     group_ids.append(group_id)
     group_missing_k(broker, cluster, topic, group_id).close()
-    time.sleep(0.05)
-    cut_ms = int(time.time() * 1000)
-    time.sleep(0.05)
+    cut_ms = a_passed_moment_after_every_record()
     broker.produce(topic, 2, 3, prefix="after")
     job = job_request(user=approver, finding_ids=[findings(topic, group_id)[2].id], kind="reset",
                       params={"target": "timestamp", "value": cut_ms})
@@ -416,9 +411,7 @@ def test_the_command_resolves_a_datetime_against_the_broker(broker, cluster, uni
     topic, group_id = f"when-{unique}", f"when-{unique}"
     group_ids.append(group_id)
     group_missing_k(broker, cluster, topic, group_id).close()
-    time.sleep(0.05)
-    cut = datetime.now(UTC)
-    time.sleep(0.05)
+    cut = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=a_passed_moment_after_every_record())
     broker.produce(topic, 2, 4, prefix="after")
     out = reset_offsets("--cluster", "local", "--group", group_id, "--topic", f"{topic}:2",
                         "--to-datetime", cut.isoformat(), "--execute")

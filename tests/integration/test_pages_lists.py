@@ -17,7 +17,7 @@ def topic_names(body: str) -> list[str]:
     return [name.replace("<wbr>", "") for name in re.findall(r'<a href="/topics/\d+/">(.+?)</a>', body)]
 
 
-def group_ids(body: str) -> list[str]:
+def listed_group_ids(body: str) -> list[str]:
     return [name.replace("<wbr>", "") for name in re.findall(r'<a href="/groups/\d+/">(.+?)</a>', body)]
 
 
@@ -52,10 +52,10 @@ def test_the_topics_list_hides_deleted_topics_until_asked_and_says_how_many(view
 
 def test_the_groups_list_hides_gone_groups_until_asked(viewer_client, lists):
     body = viewer_client.get("/groups/").content.decode()
-    assert group_ids(body) == ["busy", "idle", "lossy"]
+    assert listed_group_ids(body) == ["busy", "idle", "lossy"]
     assert "1 gone group hidden" in body
     everything = viewer_client.get("/groups/", {"all": "1"}).content.decode()
-    assert group_ids(everything) == ["ancient", "busy", "idle", "lossy"] and "(gone, last seen " in everything
+    assert listed_group_ids(everything) == ["ancient", "busy", "idle", "lossy"] and "(gone, last seen " in everything
 
 
 @pytest.mark.parametrize(("sort", "expected", "why"), [
@@ -67,7 +67,7 @@ def test_the_groups_list_hides_gone_groups_until_asked(viewer_client, lists):
 ])
 def test_the_groups_list_sorts_as_asked(viewer_client, lists, sort, expected, why):
     body = viewer_client.get("/groups/", {"sort": sort}).content.decode()
-    assert group_ids(body) == expected, why
+    assert listed_group_ids(body) == expected, why
 
 
 @pytest.mark.parametrize(("sort", "expected", "why"), [
@@ -103,7 +103,7 @@ def test_an_order_or_toggle_the_page_does_not_offer_is_a_400_saying_so(viewer_cl
     body = response.content.decode()
     assert response.status_code == 400
     assert re.search(rf'<p class="error" role="alert">{named}: Select a valid choice', body), body
-    assert topic_names(body) == [] and group_ids(body) == []
+    assert topic_names(body) == [] and listed_group_ids(body) == []
 
 
 PAGE_WORDS = "a page is a whole number from 1"
@@ -133,7 +133,7 @@ def test_a_bad_filter_or_page_is_a_400_saying_what_is_wrong_never_ignored(approv
 
 def test_a_page_past_the_last_shows_the_last(viewer_client, lists):
     response = viewer_client.get("/groups/", {"page": "99"})
-    assert response.status_code == 200 and group_ids(response.content.decode()) == ["busy", "idle", "lossy"]
+    assert response.status_code == 200 and listed_group_ids(response.content.decode()) == ["busy", "idle", "lossy"]
 
 
 def test_the_live_parts_of_a_list_answer_bad_filters_with_a_400_too(viewer_client, lists):

@@ -13,7 +13,6 @@ approved through the service the approve page calls and run by the real task.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,23 +27,12 @@ from tasks.celery_tasks import run_remediation_job
 from tasks.kafka.errors import GroupNotEmpty
 from tasks.kafka.java_admin import JavaAdmin
 from tests.harness.backfills import parquet_rows, run_job
-from tests.harness.kafka_clients import JavaConsoleShareConsumer, share_groups_describe, wait_until
+from tests.harness.kafka_clients import JavaConsoleShareConsumer, share_groups_describe, steady, wait_until
+from tests.harness.scenarios import job_of
 
 K = 20  # records written to the new partition before the group first fetched from it
 # The share consumer's metadata refresh: how soon it fetches from a new partition.
 REFRESH_MS = 2000
-
-
-# Share groups lose records on a new partition up to Kafka 4.3 (4.4.0 starts it
-# at offset 0, KAFKA-20742): this module runs on a 4.3.1 broker of its own
-# (``share_reader``, the conftest's, reads it).
-@pytest.fixture(scope="module")
-def kafka_bootstrap(kafka_4_3):
-    return kafka_4_3.bootstrap
-
-
-def job_of(job_id: int) -> RemediationJob:
-    return RemediationJob.objects.get(id=job_id)
 
 
 def high_watermark(bootstrap: str, topic: str, partition: int) -> int:
@@ -94,12 +82,8 @@ class LostStart:
         end = high_watermark(broker.bootstrap, topic, 1)
         wait_until(lambda: end - 1 in consumer.offsets(1), what="the share consumer to read partition 1 to its end")
 
-        def resting_start() -> int | None:
-            before = start_of_1()
-            time.sleep(0.5)
-            return before if start_of_1() == before else None
-
-        start = wait_until(resting_start, what="the share group's start offset on partition 1 to rest")
+        start = wait_until(steady(start_of_1, seconds=0.5), interval=0.1,
+                           what="the share group's start offset on partition 1 to rest")[0]
         return cls(topic=topic, group_id=group_id, consumer=consumer, first_start=first_start, end=end, start=start)
 
     def stop(self, reader: JavaAdmin) -> None:
@@ -162,12 +146,13 @@ def assert_delivers_partition_1_from_0(broker, lost: LostStart, consumers: list)
 
 @pytest.mark.django_db(transaction=True)
 def test_it_resets_a_stopped_share_group_to_earliest_and_the_group_delivers_what_it_missed(
-    broker, cluster, unique, approver, celery_worker_thread, share_reader, share_consumers, kafka_bootstrap
+    share_broker, share_cluster, unique, approver, celery_worker_thread, share_reader, share_consumers, share_bootstrap
 ):
-    lost = LostStart.create(broker, share_reader, share_consumers, f"share-reset-{unique}", f"share-reset-{unique}")
+    lost = LostStart.create(share_broker, share_reader, share_consumers, f"share-reset-{unique}",
+                            f"share-reset-{unique}")
     lost.stop(share_reader)
-    start_0 = share_groups_describe(kafka_bootstrap, lost.group_id)[(lost.topic, 0)][0]
-    finding = lost.finding(broker, share_reader, cluster)
+    start_0 = share_groups_describe(share_bootstrap, lost.group_id)[(lost.topic, 0)][0]
+    finding = lost.finding(share_broker, share_reader, share_cluster)
 
     job = approve_reset_to_earliest(approver, finding)
     [planned] = job.plan  # planned from the stored start offset, before anything is set
@@ -187,19 +172,19 @@ def test_it_resets_a_stopped_share_group_to_earliest_and_the_group_delivers_what
     assert finding.resolution == Finding.Resolution.REPAIRED and finding.resolved_by_job_id == job.id
 
     # Kafka's own tool: partition 1 starts at 0, every record of it to deliver again; partition 0 untouched.
-    described = share_groups_describe(kafka_bootstrap, lost.group_id)
+    described = share_groups_describe(share_bootstrap, lost.group_id)
     assert described[(lost.topic, 1)] == (0, lost.end)
     assert described[(lost.topic, 0)][0] == start_0
 
-    assert_delivers_partition_1_from_0(broker, lost, share_consumers)
+    assert_delivers_partition_1_from_0(share_broker, lost, share_consumers)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_share_group_reset_waits_while_the_group_has_a_member_and_succeeds_once_it_left(
-    broker, cluster, unique, approver, enqueued, share_reader, share_consumers, kafka_bootstrap
+    share_broker, share_cluster, unique, approver, enqueued, share_reader, share_consumers, share_bootstrap
 ):
-    lost = LostStart.create(broker, share_reader, share_consumers, f"share-busy-{unique}", f"share-busy-{unique}")
-    finding = lost.finding(broker, share_reader, cluster)
+    lost = LostStart.create(share_broker, share_reader, share_consumers, f"share-busy-{unique}", f"share-busy-{unique}")
+    finding = lost.finding(share_broker, share_reader, share_cluster)
     job = approve_reset_to_earliest(approver, finding)
     assert enqueued == [job.id]
 
@@ -220,7 +205,7 @@ def test_a_share_group_reset_waits_while_the_group_has_a_member_and_succeeds_onc
     assert job.result["verified"] is True and job.result["waiting_since"] and job.result["checks"] == 1
     assert job.result["partitions"] == [
         {"topic": lost.topic, "partition": 1, "before": lost.start, "planned": 0, "after": 0}]
-    assert share_groups_describe(kafka_bootstrap, lost.group_id)[(lost.topic, 1)] == (0, lost.end)
+    assert share_groups_describe(share_bootstrap, lost.group_id)[(lost.topic, 1)] == (0, lost.end)
 
 
 # -- the backfill -----------------------------------------------------------------------
@@ -229,14 +214,14 @@ def test_a_share_group_reset_waits_while_the_group_has_a_member_and_succeeds_onc
 @pytest.mark.spark
 @pytest.mark.django_db(transaction=True)
 def test_a_backfill_of_a_share_group_finding_delivers_exactly_its_range(
-    broker, cluster, unique, approver, enqueued, backfill_on_server, share_reader, share_consumers
+    share_broker, share_cluster, unique, approver, enqueued, backfill_on_server, share_reader, share_consumers
 ):
     """Nothing in a backfill is share-specific: it reads the finding's
     ``[backfill_start, backfill_end)`` from the topic, whoever the group is.
     This shows it on a range a real share group lost."""
-    lost = LostStart.create(broker, share_reader, share_consumers, f"share-bf-{unique}", f"share-bf-{unique}")
+    lost = LostStart.create(share_broker, share_reader, share_consumers, f"share-bf-{unique}", f"share-bf-{unique}")
     lost.stop(share_reader)
-    finding = lost.finding(broker, share_reader, cluster)
+    finding = lost.finding(share_broker, share_reader, share_cluster)
     preview = job_preview(finding_ids=[finding.id], kind="backfill", params={"sink": "parquet"})
     job = run_job(job_request_previewed(user=approver, kind="backfill", preview=preview).id)
 

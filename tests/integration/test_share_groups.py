@@ -18,25 +18,17 @@ from tests.harness.kafka_clients import JavaConsoleShareConsumer, kafka_tool, sh
 REFRESH_MS = 5000
 
 
-# Share groups lose records on a new partition up to Kafka 4.3 (4.4.0 starts it
-# at offset 0, KAFKA-20742): this module runs on a 4.3.1 broker of its own
-# (``share_reader``, the conftest's, reads it).
-@pytest.fixture(scope="module")
-def kafka_bootstrap(kafka_4_3):
-    return kafka_4_3.bootstrap
-
-
 def set_group_config(bootstrap: str, group_id: str, setting: str) -> None:
     """``kafka-configs --alter --entity-type groups --add-config``."""
     kafka_tool("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", bootstrap, "--alter",
                "--entity-type", "groups", "--entity-name", group_id, "--add-config", setting)
 
 
-def test_it_reads_the_start_offset_a_new_partition_lost(broker, kafka_bootstrap, share_reader, share_consumers,
+def test_it_reads_the_start_offset_a_new_partition_lost(share_broker, share_bootstrap, share_reader, share_consumers,
                                                         unique):
     topic, group_id = f"share-{unique}", f"share-group-{unique}"
-    broker.create_topic(topic, 1)
-    consumer = JavaConsoleShareConsumer(kafka_bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
+    share_broker.create_topic(topic, 1)
+    consumer = JavaConsoleShareConsumer(share_bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
     share_consumers.append(consumer)
 
     # The group exists and its member owns partition 0. Records written before the member's first fetch lie
@@ -52,16 +44,16 @@ def test_it_reads_the_start_offset_a_new_partition_lost(broker, kafka_bootstrap,
 
     wait_until(lambda: owns(0), what="the share consumer to own partition 0")
     ticks = []
-    wait_until(lambda: ticks.append(broker.produce(topic, 0, 1, prefix="tick")) or consumer.count(0) > 0,
+    wait_until(lambda: ticks.append(share_broker.produce(topic, 0, 1, prefix="tick")) or consumer.count(0) > 0,
                interval=0.5, what="the share consumer to read partition 0")
     assert wait_until(lambda: initialised(0), what="the start of partition 0").start_offset <= len(ticks)
 
     # A partition added while it consumes, written to at once: the group starts it later, at the log end
     # of that moment. The broker shows a partition's start only once the group has fetched from it, so
     # a record a tick is written until it does.
-    broker.raise_partitions(topic, 2)
-    broker.produce(topic, 1, 40)
-    start = wait_until(lambda: broker.produce(topic, 1, 1, prefix="tick") or initialised(1),
+    share_broker.raise_partitions(topic, 2)
+    share_broker.produce(topic, 1, 40)
+    start = wait_until(lambda: share_broker.produce(topic, 1, 1, prefix="tick") or initialised(1),
                        timeout=4 * REFRESH_MS / 1000, what="the share group to initialise partition 1")
     assert start.start_offset >= 40, f"records 0..{start.start_offset - 1} of partition 1 were never delivered"
 
@@ -69,7 +61,7 @@ def test_it_reads_the_start_offset_a_new_partition_lost(broker, kafka_bootstrap,
     # offset seen bounds it from above (a start offset only moves forward, as records are acknowledged:
     # CI once saw the consumer start at 77 and the first read show 78), and the 40 records written
     # before it took the partition bound it from below.
-    broker.produce(topic, 1, 3, prefix="after")
+    share_broker.produce(topic, 1, 3, prefix="after")
     wait_until(lambda: consumer.count(1) >= 3, what="the share consumer to read partition 1")
     assert 40 <= min(consumer.offsets(1)) <= start.start_offset
 
@@ -77,7 +69,7 @@ def test_it_reads_the_start_offset_a_new_partition_lost(broker, kafka_bootstrap,
     # start offset moves as records are acknowledged), with LAG 0: nothing says records were lost.
     def same_as_kafkas_tool():
         before = initialised(1)
-        theirs = share_groups_describe(kafka_bootstrap, group_id)[(topic, 1)]
+        theirs = share_groups_describe(share_bootstrap, group_id)[(topic, 1)]
         after = initialised(1)
         return before == after and theirs == (after.start_offset, after.lag) and theirs
 
@@ -91,15 +83,15 @@ def test_it_reads_the_start_offset_a_new_partition_lost(broker, kafka_bootstrap,
     assert state.start_offsets[(topic, 1)].start_offset >= start.start_offset
 
 
-def test_it_reads_an_earliest_group_config_and_the_group_starts_there(broker, kafka_bootstrap, share_reader,
+def test_it_reads_an_earliest_group_config_and_the_group_starts_there(share_broker, share_bootstrap, share_reader,
                                                                       share_consumers, unique):
     topic, group_id = f"share-early-{unique}", f"share-early-{unique}"
-    broker.create_topic(topic, 1)
-    broker.produce(topic, 0, 10)
-    set_group_config(kafka_bootstrap, group_id, "share.auto.offset.reset=earliest")
-    set_group_config(kafka_bootstrap, f"{group_id}-duration", "share.auto.offset.reset=by_duration:PT1H")
+    share_broker.create_topic(topic, 1)
+    share_broker.produce(topic, 0, 10)
+    set_group_config(share_bootstrap, group_id, "share.auto.offset.reset=earliest")
+    set_group_config(share_bootstrap, f"{group_id}-duration", "share.auto.offset.reset=by_duration:PT1H")
 
-    consumer = JavaConsoleShareConsumer(kafka_bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
+    consumer = JavaConsoleShareConsumer(share_bootstrap, group_id, topic, refresh_ms=REFRESH_MS)
     share_consumers.append(consumer)
     wait_until(lambda: consumer.count(0) == 10, what="the earliest share group to read the records written before")
 
