@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def lists(live_server, page):
+def listed_page(live_server, page):
     """Cluster prod: 60 topics beta-NN and 3 alpha-N; groups alpha-reader and a hostile one,
     each with a finding; cluster other: one topic. Logged in as an approver."""
     prod, other = make_cluster("prod"), make_cluster("other")
@@ -34,8 +34,8 @@ def _rows(page, selector: str) -> list[str]:
     return page.locator(selector).all_inner_texts()
 
 
-def test_it_filters_the_topics_as_one_types_and_the_pager_keeps_it(lists, live_server):
-    page = lists
+def test_it_filters_the_topics_as_one_types_and_the_pager_keeps_it(listed_page, live_server):
+    page = listed_page
     page.goto(f"{live_server.url}/topics/")
     box = page.locator("input[name=q]")
     box.press_sequentially("beta", delay=40)
@@ -50,8 +50,8 @@ def test_it_filters_the_topics_as_one_types_and_the_pager_keeps_it(lists, live_s
     assert all("beta" in row for row in _rows(page, "table.browse-topics tbody tr"))
 
 
-def test_it_filters_the_groups_and_the_findings_and_hostile_text_stays_text(lists, live_server):
-    page = lists
+def test_it_filters_the_groups_and_the_findings_and_hostile_text_stays_text(listed_page, live_server):
+    page = listed_page
     dialogs = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.goto(f"{live_server.url}/groups/")
@@ -85,8 +85,8 @@ def test_the_filter_form_works_without_scripts(chromium, live_server, db):
         context.close()
 
 
-def test_the_cluster_switcher_takes_the_list_to_one_cluster(lists, live_server):
-    page = lists
+def test_the_cluster_switcher_takes_the_list_to_one_cluster(listed_page, live_server):
+    page = listed_page
     page.goto(f"{live_server.url}/topics/")
     page.locator("form.cluster-switcher select").select_option("other")
     page.wait_for_url("**/topics/?cluster=other")

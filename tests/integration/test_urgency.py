@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def topics(broker, unique):
+def retention_topics(broker, unique):
     """Three topics on the broker: one kept an hour, one kept a week, one
     bounded by size alone; ten records on partition 2 of each."""
     names = {"hour": f"urgency-hour-{unique}", "week": f"urgency-week-{unique}", "size": f"urgency-size-{unique}"}
@@ -37,11 +37,11 @@ def _finding(cluster, topic_name: str, group_id: str, **fields):
                         make_generation(topic, 2, (0, 1, 2, 3)), 2, **fields)
 
 
-def test_it_reads_retention_and_the_first_missed_record_and_shows_the_estimate(cluster, topics, viewer):
+def test_it_reads_retention_and_the_first_missed_record_and_shows_the_estimate(cluster, retention_topics, viewer):
     before_ms = time.time() * 1000
-    hour = _finding(cluster, topics["hour"], HOSTILE_GROUP_ID, backfill_start=3, backfill_end=10)
-    size = _finding(cluster, topics["size"], "size-bound", backfill_start=0, backfill_end=10)
-    covered = _finding(cluster, topics["week"], "covered-group", state="covered", missed_definite=0,
+    hour = _finding(cluster, retention_topics["hour"], HOSTILE_GROUP_ID, backfill_start=3, backfill_end=10)
+    size = _finding(cluster, retention_topics["size"], "size-bound", backfill_start=0, backfill_end=10)
+    covered = _finding(cluster, retention_topics["week"], "covered-group", state="covered", missed_definite=0,
                        missed_possible=0)
 
     assert read_urgency(cluster_id=cluster.id, seconds=60) == 2  # the covered finding has nothing to lose
@@ -77,10 +77,10 @@ def test_it_says_a_read_failed_and_the_page_still_answers(cluster, viewer, uniqu
     assert "the last read failed, so these may be old" in response.content.decode()
 
 
-def test_the_triage_orders_by_the_soonest_expiry_when_asked(cluster, topics, viewer):
+def test_the_triage_orders_by_the_soonest_expiry_when_asked(cluster, retention_topics, viewer):
     # The week-long topic's group missed more, so it leads by default; the hour's expires first.
-    _finding(cluster, topics["week"], "missesmost", backfill_start=0, backfill_end=10, missed_definite=500)
-    _finding(cluster, topics["hour"], "expiresfirst", backfill_start=0, backfill_end=10, missed_definite=5)
+    _finding(cluster, retention_topics["week"], "missesmost", backfill_start=0, backfill_end=10, missed_definite=500)
+    _finding(cluster, retention_topics["hour"], "expiresfirst", backfill_start=0, backfill_end=10, missed_definite=5)
     read_urgency(cluster_id=cluster.id, seconds=60)
     client = client_for(viewer)
 
