@@ -23,10 +23,17 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 django.setup()
 
-from groups.models import Cluster  # noqa: E402
+from groups.models import Cluster, RemediationJob  # noqa: E402
 from tests.harness.busy import POLL_SECONDS, run_busy  # noqa: E402
 from tests.harness.kafka_clients import Broker  # noqa: E402
 from tests.harness.scenarios import poll  # noqa: E402
+
+
+def backfills_ended(pulse) -> str:
+    if not pulse.backfills:
+        return ""
+    done = RemediationJob.objects.filter(id__in=pulse.backfills, status=RemediationJob.Status.SUCCEEDED).count()
+    return f"; backfills {done} of {len(pulse.backfills)} succeeded"
 
 
 def main() -> None:
@@ -34,9 +41,11 @@ def main() -> None:
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
     parser.add_argument("--jobs", type=int, nargs="+", default=[0, 3, 10])
     parser.add_argument("--seconds", type=int, default=30, help="EXPANSION_WATCH_SECONDS: how long the jobs wait")
+    parser.add_argument("--backfills", type=int, default=0,
+                        help="long Parquet backfills running in drivers beside the expansions of every row")
     args = parser.parse_args()
-    rows = ["| expansions waiting | ticks | tick delay p50 / p95 / max, s | ticks skipped (a poll held the lock) | "
-            "full polls | poll delay p50 / p95 / max, s | jobs ended |", "|---|---|---|---|---|---|---|"]
+    rows = ["| expansions waiting | backfills | ticks | tick delay p50 / p95 / max, s | ticks skipped (a poll held the lock) | "
+            "full polls | poll delay p50 / p95 / max, s | jobs ended |", "|---|---|---|---|---|---|---|---|"]
     broker = Broker(args.bootstrap)
     try:
         for jobs in args.jobs:
@@ -46,14 +55,17 @@ def main() -> None:
                 with tempfile.TemporaryDirectory() as folder:
                     pulse, start = run_busy(broker, cluster, expansions=jobs, tag=tag, poll=poll,
                                             log_path=Path(folder) / "workers.log", kill_jobs_worker=False,
-                                            watch_gives_up=args.seconds)
+                                            watch_gives_up=args.seconds, backfills=args.backfills,
+                                            backfill_output=Path(folder) / "backfills")
+                    backfills = backfills_ended(pulse)  # before the clusters (and their jobs) go
             finally:
-                Cluster.objects.filter(id=cluster.id).delete()
+                Cluster.objects.filter(name__startswith="busy-").filter(name__contains=tag).delete()
             ticks = pulse.spread(pulse.delays(pulse.ticks, 1.0, start))
             polls = pulse.spread(pulse.delays(pulse.polls, POLL_SECONDS, start))
             ended = sum(state in ("done", "done_with_loss") for state, _ in pulse.jobs.values())
-            rows.append(f"| {jobs} | {len(pulse.ticks)} in {pulse.span:.0f} s | {ticks} | "
-                        f"{pulse.ticks_skipped} | {pulse.polls_total} | {polls} | {ended} of {jobs} |")
+            rows.append(f"| {jobs} | {args.backfills} | {len(pulse.ticks)} in {pulse.span:.0f} s | {ticks} | "
+                        f"{pulse.ticks_skipped} | {pulse.polls_total} | {polls} | {ended} of {jobs}"
+                        f"{backfills} |")
             print(rows[-1], flush=True)
     finally:
         broker.close()
