@@ -4,6 +4,8 @@ from django.contrib import admin, messages
 
 from groups.cluster_forms import ClusterForm
 from groups.models import (
+    FindingUrgency,
+    PersonSettings,
     ApiToken,
     DirectoryIdentity,
     ExpansionJob,
@@ -369,6 +371,25 @@ class ProtectionAdmin(ScopedAdmin, ReadOnlyAdmin):
     list_filter = ["won", "cluster"]
     list_select_related = ["cluster", "expansion", "rule"]
     search_fields = ["group_id", "topic"]
+
+
+@admin.register(FindingUrgency)
+class FindingUrgencyAdmin(ScopedAdmin, ReadOnlyAdmin):
+    """What retention leaves of an open finding's missed range, as a worker last read it (issue 44)."""
+
+    scope_fields = {"cluster": "finding__cluster__name", "group": "finding__group__group_id",
+                    "topic": "finding__topic__name"}
+    list_display = ["finding", "retention_ms", "retention_bytes", "first_offset", "first_timestamp", "expires_at",
+                    "read_at", "error"]
+    list_select_related = ["finding"]
+
+
+@admin.register(PersonSettings)
+class PersonSettingsAdmin(ReadOnlyAdmin):
+    """Each person's own settings (their time zone), changed on their account page."""
+
+    list_display = ["user", "time_zone"]
+    list_select_related = ["user"]
 
 
 @admin.register(ExpansionJob)

@@ -51,7 +51,7 @@ def share_group_that_left(broker: Broker, cluster: Cluster, topic: str, group_id
         what=f"a poll to see {group_id}, empty, reading {topic}")
 
 
-def _quantile(values: list[float], q: float) -> float:
+def nearest_rank(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
@@ -85,7 +85,7 @@ class Pulse:
         """Delays as "p50 / p95 / max" in seconds, "-" when there are none."""
         if not late:
             return "-"
-        return f"{statistics.median(late):.2f} / {_quantile(late, 0.95):.2f} / {max(late):.2f}"
+        return f"{statistics.median(late):.2f} / {nearest_rank(late, 0.95):.2f} / {max(late):.2f}"
 
     def summary(self, start: float, interval: float, times: list[float]) -> str:
         return (f"{len(times)} in {self.span:.0f} s; delay p50 / p95 / max "

@@ -19,15 +19,15 @@ from tests.harness.browser import (
     log_in,
     show_expansion_plan,
 )
-from tests.integration.test_expansion_job import HOSTILE, stored_topic  # noqa: F401 - the fixture
+from tests.integration.test_expansion_job import HOSTILE, requested_topic  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_plan_shown_in_the_browser_is_requested_and_approved_by_a_second_person(
-        page, live_server, stored_topic):  # noqa: F811 - the fixture imported above
-    topic, sent = stored_topic
+        page, live_server, requested_topic):  # noqa: F811 - the fixture imported above
+    topic, sent = requested_topic
     alice = approver_operator("alice")
     bob = User.objects.create_user("bob", password=OPERATOR_PASSWORD)
     bob.groups.add(Group.objects.get(name="approver"))
