@@ -8,29 +8,21 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from celery import shared_task
-from django.conf import settings
 
-from groups.crypto import SecretUnreadable
 from groups.domain.expansion import BrokerVerdict
-from groups.domain.secrets import secret_redact
 from groups.models import Cluster
 from groups.selectors.clusters import cluster_find
-from tasks.kafka import KafkaAdapter, KafkaUnavailable
+from tasks.cluster_client import ClusterUnreachable, cluster_client
 
 
 def partitions_verdict(*, cluster: Cluster | None, topic: str, count: int) -> BrokerVerdict:
     """The broker's verdict on ``count`` partitions for ``topic``; a cluster
     that is gone or does not answer is a verdict not asked, saying why."""
-    secrets: tuple[str, ...] = ()
     try:
-        if cluster is None:
-            raise LookupError("the cluster no longer exists")
-        config = cluster.client_config()
-        secrets = config.secrets
-        return KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS).validate_partitions(topic, count)
-    except (LookupError, SecretUnreadable, KafkaUnavailable) as error:
-        return BrokerVerdict(accepted=False, asked=False,
-                             reason=f"the broker could not be asked: {secret_redact(str(error), *secrets)}")
+        with cluster_client(cluster) as adapter:
+            return adapter.validate_partitions(topic, count)
+    except ClusterUnreachable as error:
+        return BrokerVerdict(accepted=False, asked=False, reason=f"the broker could not be asked: {error}")
 
 
 @shared_task(name="gapwatch.validate_partitions")

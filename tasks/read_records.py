@@ -18,11 +18,9 @@ from celery import shared_task
 from cryptography.fernet import Fernet
 from django.conf import settings
 
-from groups.crypto import SecretUnreadable
 from groups.domain.record_display import record_slices, shown_bytes
-from groups.domain.secrets import secret_redact
 from groups.selectors.clusters import cluster_find
-from tasks.kafka import KafkaAdapter, KafkaUnavailable
+from tasks.cluster_client import ClusterUnreachable, cluster_client
 
 
 def _shown(record) -> dict:
@@ -40,18 +38,12 @@ def _shown(record) -> dict:
 def read_records(cluster_id: int, topic: str, partition: int, start: int, end: int, count: int, key: str) -> str:
     """The first and last ``count`` records of ``[start, end)``, as JSON
     encrypted with ``key``: ``{"records": [...]}`` or ``{"error": ...}``."""
-    cluster = cluster_find(cluster_id=cluster_id)
-    secrets: tuple[str, ...] = ()
     try:
-        if cluster is None:
-            raise LookupError("the cluster no longer exists")
-        config = cluster.client_config()
-        secrets = config.secrets
-        adapter = KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
-        raw = adapter.read_records(topic=topic, partition=partition,
-                                   ranges=record_slices(start=start, end=end, count=count),
-                                   deadline=time.monotonic() + 2 * settings.KAFKA_TIMEOUT_SECONDS)
+        with cluster_client(cluster_find(cluster_id=cluster_id)) as adapter:
+            raw = adapter.read_records(topic=topic, partition=partition,
+                                       ranges=record_slices(start=start, end=end, count=count),
+                                       deadline=time.monotonic() + 2 * settings.KAFKA_TIMEOUT_SECONDS)
         answer: dict = {"records": [_shown(record) for record in raw]}
-    except (LookupError, SecretUnreadable, KafkaUnavailable) as error:
-        answer = {"error": secret_redact(str(error), *secrets)}
+    except ClusterUnreachable as error:
+        answer = {"error": str(error)}
     return Fernet(key.encode()).encrypt(json.dumps(answer).encode()).decode()

@@ -8,26 +8,17 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from celery import shared_task
-from django.conf import settings
 
-from groups.crypto import SecretUnreadable
-from groups.domain.secrets import secret_redact
 from groups.selectors.clusters import cluster_find
-from tasks.kafka import KafkaAdapter, KafkaUnavailable
+from tasks.cluster_client import ClusterUnreachable, cluster_client
 
 
 @shared_task(name="gapwatch.describe_topic_state")
 def describe_topic_state(cluster_id: int, topic: str) -> dict:
     """``{"partitions": [...], "configs": [...]}`` as plain data, or ``{"error": ...}`` (secrets redacted)."""
-    cluster = cluster_find(cluster_id=cluster_id)
-    secrets: tuple[str, ...] = ()
     try:
-        if cluster is None:
-            raise LookupError("the cluster no longer exists")
-        config = cluster.client_config()
-        secrets = config.secrets
-        adapter = KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
-        return {"partitions": [asdict(p) for p in adapter.topic_partitions(topic)],
-                "configs": [asdict(c) for c in adapter.topic_configs(topic)]}
-    except (LookupError, SecretUnreadable, KafkaUnavailable) as error:
-        return {"error": secret_redact(str(error), *secrets)}
+        with cluster_client(cluster_find(cluster_id=cluster_id)) as adapter:
+            return {"partitions": [asdict(p) for p in adapter.topic_partitions(topic)],
+                    "configs": [asdict(c) for c in adapter.topic_configs(topic)]}
+    except ClusterUnreachable as error:
+        return {"error": str(error)}
