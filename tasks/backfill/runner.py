@@ -5,6 +5,12 @@ verification. What the cluster says before and after the job is
 ``tasks.backfill.checks``; the spec the job is given is
 ``tasks.spark.spec.JobSpec``.
 
+Its waits (for an open transaction to end, for the job process, the
+cluster checks' retries with backoff) sleep in the backfill's driver process
+(``tasks.backfill.driver``), never in a Celery worker: no poll or watcher
+tick waits behind them (BACKFILL_DRIVER=worker, the tests' in-process mode,
+is the exception).
+
 The Spark job (``tasks.spark.backfill_job``) runs with a time limit
 (BACKFILL_TIMEOUT_SECONDS) and never in the worker's JVM (it has none): on
 a session of a Spark Connect server (a warm JVM, local or on a cluster)

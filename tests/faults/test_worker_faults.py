@@ -66,6 +66,16 @@ def test_a_worker_sigkilled_mid_backfill_is_recovered_and_publishes_exactly_the_
     assert parquet_rows(str(output / str(job.id))) == scenario.expected_rows()
 
 
+def _first_attempt_started(job_id: int) -> dict:
+    """The job's first attempt, once its Spark process runs (its record names the pid)."""
+
+    def started() -> dict | None:
+        attempts = (RemediationJob.objects.get(id=job_id).result or {}).get("attempts", [])
+        return attempts[0] if attempts and attempts[0].get("pid") else None
+
+    return wait_until(started, timeout=180, interval=0.1, what="the first attempt to start")
+
+
 def _driver_env(backfill_output: str) -> dict[str, str]:
     return {**_worker_env(backfill_output), "BACKFILL_DRIVER": "process"}
 
@@ -85,11 +95,7 @@ def test_a_backfill_s_driver_outlives_the_worker_that_launched_it(broker, unique
     try:
         job = scenario.request_job(approver, "parquet")
 
-        def first_attempt() -> dict | None:
-            attempts = (RemediationJob.objects.get(id=job.id).result or {}).get("attempts", [])
-            return attempts[0] if attempts and attempts[0].get("pid") else None
-
-        attempt = wait_until(first_attempt, timeout=180, interval=0.1, what="the first attempt to start")
+        attempt = _first_attempt_started(job.id)
         assert attempt["runner_pid"] != worker.pid and alive(attempt["runner_pid"])
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
@@ -121,11 +127,7 @@ def test_a_backfill_driver_sigkilled_mid_job_is_launched_again_and_publishes_exa
     try:
         job = scenario.request_job(approver, "parquet")
 
-        def first_attempt() -> dict | None:
-            attempts = (RemediationJob.objects.get(id=job.id).result or {}).get("attempts", [])
-            return attempts[0] if attempts and attempts[0].get("pid") else None
-
-        attempt = wait_until(first_attempt, timeout=180, interval=0.1, what="the first attempt to start")
+        attempt = _first_attempt_started(job.id)
         os.kill(attempt["runner_pid"], signal.SIGKILL)
         wait_until(lambda: not alive(attempt["pid"]), timeout=60, what="the dead driver's Spark process to end")
         assert not (output / str(job.id)).exists(), "a dead attempt published output"
