@@ -3,8 +3,8 @@
 # of the Spark Connect server and the optional standalone master and worker.
 FROM maven:3.9-eclipse-temurin-17 AS jars
 WORKDIR /src
-COPY services/maven services/maven
-RUN mvn -q -B -s services/maven/settings.xml -f services/maven/pom.xml dependency:copy-dependencies \
+COPY third_party/maven third_party/maven
+RUN mvn -q -B -s third_party/maven/settings.xml -f third_party/maven/pom.xml dependency:copy-dependencies \
     -Djars.dir=/jars
 
 # Apache Spark's official image (the version of the app's pyspark) plus what
@@ -42,6 +42,7 @@ COPY pyproject.toml README.md ./
 COPY controlplane controlplane
 COPY groups groups
 COPY tasks tasks
+COPY adapters adapters
 COPY guard guard
 COPY templates templates
 COPY manage.py .

@@ -6,7 +6,7 @@ the same spread over 8 partitions. Not a test.
 Side by side on the same ranges, in the same run:
 
 - ``kcat -C -b B -t T [-p P] -o 0 -c N -e -q > /dev/null``: the single-reader reference;
-- on a Spark Connect server this bench starts (``python -m tasks.spark.connect``
+- on a Spark Connect server this bench starts (``python -m adapters.spark.connect``
   on ``local[*]``, 1g driver, a token of the bench's own), already warm:
   - the job's own read (``read_ranges`` with ``kafka_options``, the job's
     split, into Spark's ``noop`` sink): the steady state (median of reads
@@ -80,13 +80,13 @@ from django.conf import settings  # noqa: E402
 from groups.domain.planning import BackfillRange  # noqa: E402
 from groups.domain.sinks import HANDLER, KAFKA, PARQUET  # noqa: E402
 from tasks.backfill.runner import RECORDS_PER_TASK, BackfillRequest, run_backfill  # noqa: E402
-from tasks.kafka.adapter import ClusterConfig, KafkaAdapter  # noqa: E402
-from tasks.spark.backfill_job import session_parallelism  # noqa: E402
-from tasks.spark.connect import connect_session  # noqa: E402
-from tasks.spark.reader import kafka_options, read_ranges  # noqa: E402
-from tasks.spark.sinks.kafka import REPLAY_PRODUCER  # noqa: E402
-from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec  # noqa: E402
-from tasks.spark.warm_up import WARM_UP_RECORDS, warm_up_kafka, warm_up_source  # noqa: E402
+from adapters.kafka.adapter import ClusterConfig, KafkaAdapter  # noqa: E402
+from adapters.spark.backfill_job import session_parallelism  # noqa: E402
+from adapters.spark.connect import connect_session  # noqa: E402
+from adapters.spark.reader import kafka_options, read_ranges  # noqa: E402
+from adapters.spark.sinks.kafka import REPLAY_PRODUCER  # noqa: E402
+from adapters.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec  # noqa: E402
+from adapters.spark.warm_up import WARM_UP_RECORDS, warm_up_kafka, warm_up_source  # noqa: E402
 # Plain modules (no pytest): a standalone master and workers from the pyspark
 # install, and the Connect server the tests start.
 from tests.harness.processes import SparkStandalone, descendants, process_children  # noqa: E402

@@ -41,11 +41,11 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from groups.models import Cluster  # noqa: E402
-from tasks.kafka.adapter import KafkaAdapter  # noqa: E402
+from adapters.kafka.adapter import KafkaAdapter  # noqa: E402
 from tasks.polling import poll_cluster  # noqa: E402
 from bench.big_cluster import cli_describe_all  # noqa: E402
 from bench.share_groups_bench import make_share_group  # noqa: E402
-from tasks.kafka import jvm  # noqa: E402
+from adapters.kafka import jvm  # noqa: E402
 
 TOPICS_PER_CREATE = 200
 PARTITIONS_PER_TOPIC = 8

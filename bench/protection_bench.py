@@ -42,7 +42,7 @@ from django.conf import settings  # noqa: E402
 
 from groups.domain.cluster_config import ClusterConfig  # noqa: E402
 from groups.domain.membership import protector_client_id  # noqa: E402
-from tasks.kafka import KafkaAdapter, Membership, SeatRequest  # noqa: E402
+from adapters.kafka import KafkaAdapter, Membership, SeatRequest  # noqa: E402
 from tests.harness.kafka_clients import (  # noqa: E402
     Broker,
     GoClientConsumer,

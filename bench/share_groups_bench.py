@@ -1,5 +1,5 @@
 """The cost of reading every share group with Kafka's Java Admin
-(``tasks.kafka.java_admin``): the JVM gateway's start, then one
+(``adapters.kafka.java_admin``): the JVM gateway's start, then one
 ``read_all`` (list, describe, start offsets, configs) with N share groups.
 
     source scripts/env.sh; .venv/bin/python -m bench.share_groups_bench --groups 5 50
@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from confluent_kafka import ShareConsumer
 
 from groups.domain.cluster_config import ClusterConfig
-from tasks.kafka import jvm
-from tasks.kafka.java_admin import JavaAdmin
+from adapters.kafka import jvm
+from adapters.kafka.java_admin import JavaAdmin
 from tests.harness.kafka_clients import Broker, wait_until
 
 PARTITIONS = 4

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
 ARCHIVE = HOME / "spark" / "classes.jsa"
 ONE_RUN = (
-    "from pathlib import Path; from tasks.spark.session import build_session; "
+    "from pathlib import Path; from adapters.spark.session import build_session; "
     f"spark = build_session(master='local[2]', app_name='start-bench', jars_dir=Path({str(HOME / 'lib' / 'spark')!r}), "
     "driver_memory='512m'); spark.range(1000).count(); spark.stop()"
 )

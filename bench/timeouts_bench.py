@@ -44,9 +44,9 @@ from groups.domain.cluster_config import ClusterConfig  # noqa: E402
 from groups.domain.planning import BackfillRange  # noqa: E402
 from groups.web.ldap_login import DirectoryBackend  # noqa: E402
 from tasks.backfill.runner import BackfillFailed, BackfillRequest, run_backfill  # noqa: E402
-from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable  # noqa: E402
-from tasks.kafka.jvm import gateway_shutdown  # noqa: E402
-from tasks.kafka.java_admin import JavaAdmin  # noqa: E402
+from adapters.kafka.adapter import KafkaAdapter, KafkaUnavailable  # noqa: E402
+from adapters.kafka.jvm import gateway_shutdown  # noqa: E402
+from adapters.kafka.java_admin import JavaAdmin  # noqa: E402
 from tests.harness.processes import free_ports  # noqa: E402
 from tests.harness.connect import ConnectServer  # noqa: E402
 from tests.harness.kafka_clients import Broker  # noqa: E402

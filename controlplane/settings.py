@@ -67,7 +67,7 @@ FAST_POLL_SECONDS = env_int("FAST_POLL_SECONDS", 2, minimum=1)
 # on a partition-count change, and while a new partition is being picked up, a
 # targeted snapshot of its topic and the groups reading it (issue 11).
 WATCH_INTERVAL_SECONDS = env_int("WATCH_INTERVAL_SECONDS", 1, minimum=1)
-# Kafka's own Java Admin client (tasks/kafka/java_admin.py) in a small JVM per
+# Kafka's own Java Admin client (adapters/kafka/java_admin.py) in a small JVM per
 # worker process (started at the first poll, ~0.6 s, ~130 MB): share groups
 # (KIP-932), streams groups (KIP-1071), topic ids, the watcher's partition
 # counts, a poll's groups and commits. Off for clusters without share and
@@ -150,7 +150,7 @@ BACKFILL_KAFKA_TIMEOUT_SECONDS = env_int("BACKFILL_KAFKA_TIMEOUT_SECONDS", 120, 
 # which. The broker's transaction.max.timeout.ms (15 min by default) bounds any
 # producer's transaction.timeout.ms, after which the coordinator aborts it.
 BACKFILL_TRANSACTION_WAIT_SECONDS = env_int("BACKFILL_TRANSACTION_WAIT_SECONDS", 900, minimum=0)
-# A Spark Connect server (sc://host:port; python -m tasks.spark.connect) that runs
+# A Spark Connect server (sc://host:port; python -m adapters.spark.connect) that runs
 # backfill jobs in a warm JVM, local or on a cluster; empty, or no server
 # answering: each job runs in a Spark process of its own. Its token is a secret.
 SPARK_CONNECT_URL = env_spark_connect_url("SPARK_CONNECT_URL")

@@ -333,7 +333,7 @@ class Finding(models.Model):
     missed_possible_if_latest = models.BigIntegerField(null=True, blank=True)
     # The records a reader of each isolation level reads in [records_start,
     # records_end) (the backfill range when counted), read from the log
-    # (tasks.kafka.record_reads.count_records): missed_* count offsets, and commit
+    # (adapters.kafka.record_reads.count_records): missed_* count offsets, and commit
     # and abort markers and aborted records take offsets. None: not counted;
     # records_read_committed also while a transaction held the range open.
     records_start = models.BigIntegerField(null=True, blank=True)

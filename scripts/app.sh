@@ -49,10 +49,10 @@ case ${1:-} in
     spawn worker "$PY/celery" -A controlplane worker -Q celery --concurrency 2 --loglevel INFO -n "worker@%h"
     # Only when the URL is ours (localhost): a URL of a server elsewhere is the user's to run.
     if [[ "$SPARK_CONNECT_URL" == sc://localhost:* ]]; then
-      spawn spark-connect "$PY/python" -m tasks.spark.connect --port "${SPARK_CONNECT_URL##*:}" \
+      spawn spark-connect "$PY/python" -m adapters.spark.connect --port "${SPARK_CONNECT_URL##*:}" \
         --master "${SPARK_MASTER:-local[*]}"
       # Two jobs before the first real one, made-up records and then the first cluster's newest,
-      # both discarded (tasks/spark/warm_up.py): it ends by itself.
+      # both discarded (adapters/spark/warm_up.py): it ends by itself.
       spawn spark-connect-warm-up "$PY/python" manage.py warm_spark_connect
     fi
     spawn beat "$PY/celery" -A controlplane beat --loglevel INFO \

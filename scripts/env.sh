@@ -40,7 +40,7 @@ export SPARK_CONNECT_URL=${SPARK_CONNECT_URL-sc://localhost:$SPARK_CONNECT_PORT}
 export SPARK_CONNECT_TOKEN=${SPARK_CONNECT_TOKEN:-$(install_secret spark-connect-token)}
 export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-controlplane.settings}
 # Spark JVMs started through spark-submit map the class archive setup.sh made
-# (tasks/spark/class_archive.py); a JVM that does not match it ignores it.
+# (adapters/spark/class_archive.py); a JVM that does not match it ignores it.
 if [ -z "${SPARK_SUBMIT_OPTS+x}" ] && [ -s "$GAPWATCH_HOME/spark/classes.jsa" ]; then
   export SPARK_SUBMIT_OPTS="-XX:SharedArchiveFile=$GAPWATCH_HOME/spark/classes.jsa"
 fi

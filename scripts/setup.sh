@@ -81,7 +81,7 @@ apt_install() {
 }
 
 maven() {
-  mvn -B -s services/maven/settings.xml "$@"
+  mvn -B -s third_party/maven/settings.xml "$@"
 }
 
 # The venv's installs: the project's own stamp, and one for its test extra.
@@ -92,7 +92,7 @@ setup_stack() {
   ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
   command -v redis-server >/dev/null || need+=(redis-server)
   command -v java >/dev/null || need+=(openjdk-17-jre-headless)
-  # javac compiles the Java helpers of the poll's JVM (services/java).
+  # javac compiles the Java helpers of the poll's JVM (adapters/kafka/java).
   command -v javac >/dev/null || need+=(openjdk-17-jdk-headless)
   command -v mvn >/dev/null || need+=(maven)
   # python-ldap (under django-auth-ldap: LDAP login) builds against OpenLDAP's and SASL's headers.
@@ -100,15 +100,15 @@ setup_stack() {
   [ -f /usr/include/sasl/sasl.h ] || need+=(libsasl2-dev)
   apt_install "${need[@]}"
 
-  # The stamp covers every module of services/maven/pom.xml; the stack fetches
+  # The stamp covers every module of third_party/maven/pom.xml; the stack fetches
   # Kafka and Spark's connector, the tests Kafka Streams (setup_tests).
   local jars_stamp=$GAPWATCH_HOME/lib/.stamp jars_hash
-  jars_hash=$(cat services/maven/pom.xml services/maven/kafka/pom.xml services/maven/spark/pom.xml \
-    services/maven/streams/pom.xml | sha256sum | cut -c1-16)
+  jars_hash=$(cat third_party/maven/pom.xml third_party/maven/kafka/pom.xml third_party/maven/spark/pom.xml \
+    third_party/maven/streams/pom.xml | sha256sum | cut -c1-16)
   if [ "$(cat "$jars_stamp" 2>/dev/null)" != "$jars_hash" ]; then
     echo "setup: fetching the Kafka and Spark connector jars with Maven"
     rm -rf "$GAPWATCH_HOME/lib"
-    fetch "maven kafka and spark jars" maven -f services/maven/pom.xml -pl kafka,spark dependency:copy-dependencies
+    fetch "maven kafka and spark jars" maven -f third_party/maven/pom.xml -pl kafka,spark dependency:copy-dependencies
     echo "$jars_hash" >"$jars_stamp"
   fi
 
@@ -123,19 +123,19 @@ setup_stack() {
     echo "$venv_hash" >"$venv_stamp"
   fi
 
-  # Gapwatch's own Java helpers (services/java), compiled against the Kafka client
-  # jars for the JVM tasks/kafka/jvm.py starts; again when they or Java change.
+  # Gapwatch's own Java helpers (adapters/kafka/java), compiled against the Kafka client
+  # jars for the JVM adapters/kafka/jvm.py starts; again when they or Java change.
   local java_helpers=$GAPWATCH_HOME/lib/gapwatch-java helpers_hash
-  helpers_hash=$( (java -version 2>&1; cat services/java/gapwatch/*.java; ls "$GAPWATCH_HOME/lib/kafka") |
+  helpers_hash=$( (java -version 2>&1; cat adapters/kafka/java/gapwatch/*.java; ls "$GAPWATCH_HOME/lib/kafka") |
     sha256sum | cut -c1-16)
   if [ "$(cat "$java_helpers/.stamp" 2>/dev/null)" != "$helpers_hash" ]; then
     echo "setup: compiling the Java helpers"
     rm -rf "$java_helpers" && mkdir -p "$java_helpers"
-    javac --release 17 -nowarn -cp "$GAPWATCH_HOME/lib/kafka/*" -d "$java_helpers" services/java/gapwatch/*.java
+    javac --release 17 -nowarn -cp "$GAPWATCH_HOME/lib/kafka/*" -d "$java_helpers" adapters/kafka/java/gapwatch/*.java
     echo "$helpers_hash" >"$java_helpers/.stamp"
   fi
 
-  # A class-data-sharing archive of Spark's classes (tasks/spark/class_archive.py),
+  # A class-data-sharing archive of Spark's classes (adapters/spark/class_archive.py),
   # made again when Java, pyspark or the connector jars change; env.sh uses it.
   local cds_archive=$GAPWATCH_HOME/spark/classes.jsa cds_hash
   cds_hash=$( (java -version 2>&1; "$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)'
@@ -144,7 +144,7 @@ setup_stack() {
     echo "setup: writing the Spark class archive"
     mkdir -p "$GAPWATCH_HOME/spark"
     rm -f "$cds_archive" "$cds_archive.stamp"
-    if SPARK_SUBMIT_OPTS="-XX:ArchiveClassesAtExit=$cds_archive" "$VENV/bin/python" -m tasks.spark.class_archive \
+    if SPARK_SUBMIT_OPTS="-XX:ArchiveClassesAtExit=$cds_archive" "$VENV/bin/python" -m adapters.spark.class_archive \
         "$GAPWATCH_HOME/lib/spark" >"$GAPWATCH_HOME/spark/class-archive.log" 2>&1 && [ -s "$cds_archive" ]; then
       echo "$cds_hash" >"$cds_archive.stamp"
     else
@@ -174,7 +174,7 @@ setup_tests() {
   [ "${SKIP_BROWSER:-0}" = 1 ] || command -v chromium >/dev/null || need+=(chromium)
   # The single-reader reference of the backfill benchmark (bench/backfill_bench.py).
   command -v kcat >/dev/null || need+=(kcat)
-  # npm installs axe-core, which the browser tests inject into every page (services/npm).
+  # npm installs axe-core, which the browser tests inject into every page (third_party/npm).
   command -v npm >/dev/null || need+=(npm)
   # promtool checks the shipped alerting rules (tests/integration/test_monitoring.py).
   command -v promtool >/dev/null || need+=(prometheus)
@@ -192,13 +192,13 @@ setup_tests() {
   # the stack's Maven step empties $GAPWATCH_HOME/lib whenever its poms change.
   if ! ls "$GAPWATCH_HOME"/lib/streams/*.jar >/dev/null 2>&1; then
     echo "setup: fetching the Kafka Streams jars with Maven"
-    fetch "maven kafka streams jars" maven -f services/maven/pom.xml -pl streams dependency:copy-dependencies
+    fetch "maven kafka streams jars" maven -f third_party/maven/pom.xml -pl streams dependency:copy-dependencies
   fi
 
   # The older brokers of the release matrix (tests/integration/test_kafka_releases.py),
   # one folder each: $GAPWATCH_HOME/lib/kafka-<version>. 3.x logs through log4j 1, 4.x Log4j2.
   local releases_dir=$GAPWATCH_HOME/lib/kafka-releases releases_hash release logging
-  releases_hash=$(cat services/maven/kafka-release/pom.xml services/maven/kafka-release/releases | sha256sum |
+  releases_hash=$(cat third_party/maven/kafka-release/pom.xml third_party/maven/kafka-release/releases | sha256sum |
     cut -c1-16)
   if [ "$(cat "$releases_dir/.stamp" 2>/dev/null)" != "$releases_hash" ]; then
     rm -rf "$releases_dir"
@@ -207,9 +207,9 @@ setup_tests() {
       echo "setup: fetching the Kafka $release broker jars with Maven"
       logging=log4j2
       [ "${release%%.*}" -ge 4 ] || logging=log4j1
-      fetch "maven kafka $release jars" maven -f services/maven/kafka-release/pom.xml dependency:copy-dependencies \
+      fetch "maven kafka $release jars" maven -f third_party/maven/kafka-release/pom.xml dependency:copy-dependencies \
         -P "$logging" -Dkafka.release="$release" -Djars.dir="$releases_dir/$release"
-    done <services/maven/kafka-release/releases
+    done <third_party/maven/kafka-release/releases
     echo "$releases_hash" >"$releases_dir/.stamp"
   fi
 
@@ -222,11 +222,11 @@ setup_tests() {
         "and set KEYCLOAK_JAVA_HOME, or run with SKIP_KEYCLOAK=1 (the OAuth tests will then fail)" >&2
       exit 1
     fi
-    keycloak_hash=$(sha256sum services/maven/keycloak/pom.xml | cut -c1-16)
+    keycloak_hash=$(sha256sum third_party/maven/keycloak/pom.xml | cut -c1-16)
     if [ "$(cat "$keycloak_dir/.stamp" 2>/dev/null)" != "$keycloak_hash" ]; then
       echo "setup: fetching Keycloak with Maven"
       rm -rf "$keycloak_dir"
-      fetch "maven keycloak" maven -f services/maven/keycloak/pom.xml dependency:unpack -Dkeycloak.dir="$keycloak_dir"
+      fetch "maven keycloak" maven -f third_party/maven/keycloak/pom.xml dependency:unpack -Dkeycloak.dir="$keycloak_dir"
       echo "$keycloak_hash" >"$keycloak_dir/.stamp"
     fi
     echo "$keycloak_java" >"$keycloak_dir/java-home"
@@ -248,12 +248,12 @@ setup_tests() {
   fi
 
   local npm_stamp=$GAPWATCH_HOME/npm/.stamp npm_hash
-  npm_hash=$(sha256sum services/npm/package.json | cut -c1-16)
+  npm_hash=$(sha256sum third_party/npm/package.json | cut -c1-16)
   if [ "$(cat "$npm_stamp" 2>/dev/null)" != "$npm_hash" ]; then
     echo "setup: installing the browser tests' JavaScript (axe-core) with npm"
     rm -rf "$GAPWATCH_HOME/npm"
     mkdir -p "$GAPWATCH_HOME/npm"
-    cp services/npm/package.json "$GAPWATCH_HOME/npm/"
+    cp third_party/npm/package.json "$GAPWATCH_HOME/npm/"
     fetch "npm install axe-core" npm install --prefix "$GAPWATCH_HOME/npm" --no-audit --no-fund
     echo "$npm_hash" >"$npm_stamp"
   fi

@@ -13,7 +13,7 @@ from django.conf import settings
 from groups.crypto import SecretUnreadable
 from groups.domain.secrets import secret_redact
 from groups.models import Cluster
-from tasks.kafka import KafkaAdapter, KafkaUnavailable
+from adapters.kafka import KafkaAdapter, KafkaUnavailable
 
 
 class ClusterUnreachable(Exception):

@@ -10,7 +10,7 @@ from groups.crypto import SecretUnreadable
 from groups.domain.secrets import secret_redact
 from groups.selectors.clusters import cluster_find
 from groups.services.clusters import cluster_record_test
-from tasks.kafka import KafkaAdapter, KafkaUnavailable
+from adapters.kafka import KafkaAdapter, KafkaUnavailable
 
 
 @shared_task(name="gapwatch.test_connection")

@@ -61,8 +61,8 @@ from groups.services.expansion_jobs import (
 from groups.services.preapproved import NotCountedYet, queue_preapproved_backfill, sound_range_offsets
 from tasks.job_lock import EXPANSION_NAMESPACE, job_lock, job_lock_free
 from groups.domain.membership import protector_client_id
-from tasks.kafka import AccessRefused, GroupNotEmpty, KafkaAdapter, KafkaUnavailable, Membership, SeatRequest
-from tasks.kafka.java_admin import JavaAdmin
+from adapters.kafka import AccessRefused, GroupNotEmpty, KafkaAdapter, KafkaUnavailable, Membership, SeatRequest
+from adapters.kafka.java_admin import JavaAdmin
 
 log = logging.getLogger(__name__)
 State = ExpansionJob.State

@@ -46,8 +46,8 @@ from groups.domain.planning import (
 from groups.services.jobs import job_record_plan, job_record_result, reset_record_applied
 from groups.services.remediation import job_transition
 from tasks.job_lock import job_lock
-from tasks.kafka import AccessRefused, GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
-from tasks.kafka.java_admin import JavaAdmin
+from adapters.kafka import AccessRefused, GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
+from adapters.kafka.java_admin import JavaAdmin
 
 log = logging.getLogger(__name__)
 Status = RemediationJob.Status
@@ -80,7 +80,7 @@ class GroupOffsets(Protocol):
 
 class ShareGroupOffsets:
     """A share group as a reset sees it, through Kafka's Java ``Admin``
-    (``tasks.kafka.java_admin``): its offset on a partition is its start
+    (``adapters.kafka.java_admin``): its offset on a partition is its start
     offset (SPSO, the lowest offset it may still deliver; None where it has
     not initialised the partition), and a reset sets the start offset. A
     group the broker does not know is "Dead" with no members, as for

@@ -32,8 +32,8 @@ from django.conf import settings
 from groups.models import Cluster
 from groups.selectors.clusters import cluster_get
 from groups.services.redis_client import redis_client
-from tasks.kafka import KafkaAdapter, KafkaUnavailable
-from tasks.kafka.parts import GROUPS, WATERMARKS, error_out
+from adapters.kafka import KafkaAdapter, KafkaUnavailable
+from adapters.kafka.parts import GROUPS, WATERMARKS, error_out
 
 log = logging.getLogger(__name__)
 PART_TASK = "gapwatch.poll_part"

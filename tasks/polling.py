@@ -29,7 +29,7 @@ from groups.services.polls import (
 )
 from groups.services.resets import reset_auto_repair
 from groups.services.standing_rules import standing_rules_apply
-from tasks.kafka import KafkaAdapter, KafkaUnavailable
+from adapters.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.poll_parts import CeleryParts, split_parts
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ Nothing on the broker can refuse a CreatePartitions, so the partitions can
 only be noticed fast and acted on before the groups' own pickup. Joining a
 group after the partitions exist mostly loses that race (a classic leader
 hands them out in the rebalance the join causes; a KIP-848 join takes a
-heartbeat): so the protector keeps a **seat** (``tasks.kafka.Membership``)
+heartbeat): so the protector keeps a **seat** (``adapters.kafka.Membership``)
 in every live group an enabled ``protect`` rule covers, all the time, and
 watches the partition counts of the topics those groups read every
 PROTECT_WATCH_MS. When a count grows it commits each new partition at
@@ -35,7 +35,7 @@ from groups.domain.membership import protector_client_id
 from groups.selectors.clusters import cluster_get
 from groups.selectors.protection import ProtectTarget, protect_cluster_ids, protect_targets, rule_with_id
 from groups.services.protections import protections_record
-from tasks.kafka import KafkaAdapter, KafkaUnavailable, Membership, SeatRequest
+from adapters.kafka import KafkaAdapter, KafkaUnavailable, Membership, SeatRequest
 
 log = logging.getLogger(__name__)
 

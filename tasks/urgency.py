@@ -21,7 +21,7 @@ from groups.selectors.finding import findings_for_urgency
 from groups.services.lifecycle import missed_range_of
 from groups.services.redis_client import redis_lock
 from groups.services.urgency import finding_urgency_failed, finding_urgency_record
-from tasks.kafka import KafkaAdapter, KafkaUnavailable
+from adapters.kafka import KafkaAdapter, KafkaUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import time
 from django.conf import settings
 
 from groups.selectors.watcher import ObservationInputs, observation_inputs, topic_readers, watched_topics
-from tasks.kafka import KafkaAdapter, KafkaUnavailable
+from adapters.kafka import KafkaAdapter, KafkaUnavailable
 from tasks.polling import cluster_adapter, forget_adapter, likely_due_before, poll_cluster
 
 log = logging.getLogger(__name__)

@@ -4,9 +4,9 @@ and the one place that turns them into a client's options.
 Plain data, so that loading the models or planning a job never loads a
 Kafka client. ``ClusterConfig`` owns the fields, the protocol constants and
 both mappings: ``client_config`` (librdkafka's names: the adapter,
-``tasks.kafka``) and ``java_options`` (the Java client's: the poll's JVM,
-``tasks.kafka.java_client``, and Spark's Kafka source and sink through it,
-``tasks.spark.reader.kafka_options``). The rules a new cluster's settings
+``adapters.kafka``) and ``java_options`` (the Java client's: the poll's JVM,
+``adapters.kafka.java_client``, and Spark's Kafka source and sink through it,
+``adapters.spark.reader.kafka_options``). The rules a new cluster's settings
 must keep are ``groups.domain.tls``'s.
 """
 

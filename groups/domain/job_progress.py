@@ -5,7 +5,7 @@ Pure: the runner (``tasks.backfill.runner``) turns what the job's progress
 file says into stages (``backfill_stages``); the job page turns them into
 lines (``stage_lines``) with ``now`` passed in. Records done during the read
 and write are an estimate too: Spark reports finished tasks, each holding a
-near-equal share of the range (``tasks.spark.progress``); the read and the
+near-equal share of the range (``adapters.spark.progress``); the read and the
 write are one pass, so records read and records written are the same count.
 """
 

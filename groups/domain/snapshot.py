@@ -1,6 +1,6 @@
 """What one poll read from a cluster, as plain frozen data.
 
-The Kafka adapter (``tasks/kafka/adapter.py``) produces these; the pure core
+The Kafka adapter (``adapters/kafka/adapter.py``) produces these; the pure core
 (``groups/domain/detection.py``) consumes them. Nothing here imports Django or Kafka.
 
 Offsets always mean "the next message to read": a partition's log start

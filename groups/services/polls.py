@@ -1,6 +1,6 @@
 """Writes. One poll's changes are written here, in one transaction, in bulk.
 
-The poller observes (``tasks.kafka.adapter``), the core decides
+The poller observes (``adapters.kafka.adapter``), the core decides
 (``groups.domain.detection``) from the stored state
 (``groups.selectors.polls``), and these functions write — in that order.
 """

@@ -15,7 +15,7 @@ Spark job (``tasks.backfill.runner`` runs the job between the two):
    job and, above it, what that reader and (read_committed) a
    read_uncommitted reader see. A range the sink holds whole is not read
    again: there is nothing to explain, and the sink got its records from a
-   reader of the same isolation (the job's own, ``tasks.spark.reader``).
+   reader of the same isolation (the job's own, ``adapters.spark.reader``).
 
 Every Kafka call goes through the adapter and is retried for a while on
 ``KafkaUnavailable`` (``_patiently``): a leader moving must not fail a job
@@ -31,8 +31,8 @@ from groups.domain.backfill import PreparedRange, explain_missing, partition_rep
 from groups.domain.planning import BackfillRange, PlanError
 from groups.domain.read_isolation import READ_COMMITTED
 from groups.domain.sinks import KAFKA
-from tasks.kafka.adapter import AccessRefused, KafkaAdapter, KafkaUnavailable, TopicDetails, missing_acl
-from tasks.spark.spec import SinkSpec
+from adapters.kafka.adapter import AccessRefused, KafkaAdapter, KafkaUnavailable, TopicDetails, missing_acl
+from adapters.spark.spec import SinkSpec
 
 # At most this long to read the holes back with both readers when explaining them.
 PROBE_SECONDS = 300.0

@@ -31,8 +31,8 @@ from groups.services.jobs import job_record_progress, job_record_reason, job_rec
 from groups.services.remediation import job_transition
 from tasks.backfill.runner import BackfillFailed, BackfillRequest, BackfillRunner, work_prefix
 from tasks.job_lock import job_lock
-from tasks.kafka.adapter import KafkaUnavailable
-from tasks.spark.connect import ConnectUnavailable, interrupt
+from adapters.kafka.adapter import KafkaUnavailable
+from adapters.spark.connect import ConnectUnavailable, interrupt
 
 log = logging.getLogger(__name__)
 

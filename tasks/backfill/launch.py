@@ -1,8 +1,8 @@
 """How the executor starts one attempt of a Spark backfill job: on a
-session of a Spark Connect server (``ConnectJob``, ``tasks.spark.connect``)
+session of a Spark Connect server (``ConnectJob``, ``adapters.spark.connect``)
 or in a Spark process of its own (``JobProcess``). Both look the same to
 ``tasks.backfill.runner``: poll for an exit code, send the publish/discard
-decision (step 4 of ``tasks.spark.handshake``), stop, and say why an
+decision (step 4 of ``adapters.spark.handshake``), stop, and say why an
 attempt ended without an exit code it can trust.
 """
 
@@ -17,9 +17,9 @@ import threading
 import time
 from pathlib import Path
 
-from tasks.spark.connect import ConnectUnavailable, connect_session, job_tag, server_address
-from tasks.spark.handshake import DISCARD, Decision
-from tasks.spark.spec import SECRETS_ENV, JobSpec, KafkaSecrets
+from adapters.spark.connect import ConnectUnavailable, connect_session, job_tag, server_address
+from adapters.spark.handshake import DISCARD, Decision
+from adapters.spark.spec import SECRETS_ENV, JobSpec, KafkaSecrets
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def _process_environment(secrets: KafkaSecrets) -> dict:
 
 
 class JobProcess:
-    """``python -m tasks.spark.backfill_job --spec S --parent-pipe`` in a new
+    """``python -m adapters.spark.backfill_job --spec S --parent-pipe`` in a new
     session (a time-out kills its JVM too), stdin a pipe for the decision
     (``handshake.ParentPipe`` reads it)."""
 
@@ -63,7 +63,7 @@ class JobProcess:
 
     def __init__(self, *, spec_path: Path, cwd: Path, environment: dict, log_file) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tasks.spark.backfill_job", "--spec", str(spec_path), "--parent-pipe"],
+            [sys.executable, "-m", "adapters.spark.backfill_job", "--spec", str(spec_path), "--parent-pipe"],
             cwd=cwd, env=environment, stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -113,7 +113,7 @@ class ConnectJob:
     The server does not cancel a query whose client died, so:
     - ``stop()`` (time-out, or the runner is done) interrupts the tag and
       discards staged output;
-    - a watchdog process (``tasks.spark.watchdog``), in a session of its own
+    - a watchdog process (``adapters.spark.watchdog``), in a session of its own
       so it outlives this worker, interrupts the tag if this process dies
       before telling it ``done``;
     - Parquet output is published by this process only, after the runner's
@@ -126,7 +126,7 @@ class ConnectJob:
     mode = "connect"
 
     def __init__(self, *, url: str, token: str, spec, secrets: KafkaSecrets, log_file) -> None:
-        from tasks.spark import backfill_job
+        from adapters.spark import backfill_job
 
         self.url = url
         self.token = token
@@ -143,7 +143,7 @@ class ConnectJob:
         self.session_id = self.session.session_id
         self.server = server_address(url)
         self._watchdog = subprocess.Popen(
-            [sys.executable, "-m", "tasks.spark.watchdog", "--url", url, "--session-id", self.session_id,
+            [sys.executable, "-m", "adapters.spark.watchdog", "--url", url, "--session-id", self.session_id,
              "--tag", self.tag],
             cwd=BASE_DIR, env={**os.environ, "SPARK_CONNECT_TOKEN": token},
             stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True,

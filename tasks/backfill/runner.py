@@ -3,7 +3,7 @@ database (the executor of ``backfill`` jobs, ``tasks.backfill.executor``, the
 command line and the bench share it): preflight, the Spark job's attempts,
 verification. What the cluster says before and after the job is
 ``tasks.backfill.checks``; the spec the job is given is
-``tasks.spark.spec.JobSpec``.
+``adapters.spark.spec.JobSpec``.
 
 Its waits (for an open transaction to end, for the job process, the
 cluster checks' retries with backoff) sleep in the backfill's driver process
@@ -11,7 +11,7 @@ cluster checks' retries with backoff) sleep in the backfill's driver process
 tick waits behind them (BACKFILL_DRIVER=worker, the tests' in-process mode,
 is the exception).
 
-The Spark job (``tasks.spark.backfill_job``) runs with a time limit
+The Spark job (``adapters.spark.backfill_job``) runs with a time limit
 (BACKFILL_TIMEOUT_SECONDS) and never in the worker's JVM (it has none): on
 a session of a Spark Connect server (a warm JVM, local or on a cluster)
 when SPARK_CONNECT_URL names one that answers, otherwise in a Spark process
@@ -19,7 +19,7 @@ of its own started here (``tasks.backfill.launch``). A JVM crash or an
 out-of-memory kill ends that process or the server, never the worker. The
 job gets explicit arguments (a JSON spec without secrets; the secrets in its
 environment, or as an argument of ``run``) and talks to this runner through
-two files and a publish/discard decision (``tasks.spark.handshake``).
+two files and a publish/discard decision (``adapters.spark.handshake``).
 
 A job succeeds only when every partition holds exactly ``[start, end)``, or
 each missing offset is explained (``explain_missing``):
@@ -40,7 +40,7 @@ Parquet output is discarded, not published.
 Re-runs and kills:
 
 - A Parquet job stages its output and publishes it only when this process
-  says so, after explaining (``tasks.spark.handshake``); publishing swaps it
+  says so, after explaining (``adapters.spark.handshake``); publishing swaps it
   in as ``<output>/<job id>/``, so a re-run replaces the previous output and
   never adds a second copy. If this process dies, nothing is published.
 - A job process killed by a signal (not by our time limit), or a Spark
@@ -78,9 +78,9 @@ from groups.domain.sinks import DEFAULT_SINK, HANDLER, KAFKA, PARQUET
 from groups.domain.transaction_wait import HeldRange, OpenTransaction, abort_due_ms, held_ranges, hold_message
 from tasks.backfill.checks import ClusterChecks
 from tasks.backfill.launch import ConnectJob, JobProcess, launch
-from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable
-from tasks.kafka.transactions import TransactionReads
-from tasks.spark.handshake import (
+from adapters.kafka.adapter import KafkaAdapter, KafkaUnavailable
+from adapters.kafka.transactions import TransactionReads
+from adapters.spark.handshake import (
     DISCARD,
     FINISHED,
     PROGRESS_FILE,
@@ -89,7 +89,7 @@ from tasks.spark.handshake import (
     decision_for,
     read_json,
 )
-from tasks.spark.spec import TASKS_PER_CORE, JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
+from adapters.spark.spec import TASKS_PER_CORE, JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ class _AttemptKilled(Exception):
 @dataclass
 class _Attempt:
     """One run of the Spark job: its work folder (spec, log and the two files
-    of ``tasks.spark.handshake``), its entry in the job's attempts, and the job
+    of ``adapters.spark.handshake``), its entry in the job's attempts, and the job
     itself (``JobProcess`` or ``ConnectJob``)."""
 
     folder: Path
@@ -357,7 +357,7 @@ class BackfillRunner:
         return result
 
     def _attempt(self, readable: list[PreparedRange], sink: SinkSpec, compacted: dict[str, bool]) -> dict:
-        """One run of the Spark job; its side of the protocol is ``tasks.spark.handshake``.
+        """One run of the Spark job; its side of the protocol is ``adapters.spark.handshake``.
 
         1. Start it (``_start``): spec and log in a fresh work folder; on the
            Spark Connect server or in a process of its own (``launch``).

@@ -23,7 +23,7 @@ from groups.models import Cluster, ConsumerGroup, ExpansionJob
 from groups.services.expansion_jobs import expansion_approve, expansion_request
 from groups.services.expansions import expansion_plan, expansion_plan_as_dict
 from tasks.expansions import partitions_verdict
-from tasks.kafka import KafkaAdapter
+from adapters.kafka import KafkaAdapter
 from tests.factories import user_with_role
 from tests.harness.kafka_clients import GroupConsumer, RateProducer, wait_until
 from tests.harness.scenarios import poll

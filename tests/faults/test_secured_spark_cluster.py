@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from groups.models import RemediationJob
-from tasks.spark.spec import KafkaSecrets
+from adapters.spark.spec import KafkaSecrets
 from tests.harness.backfills import K, Scenario, parquet_rows, replayed_rows, run_job
 from tests.harness.kafka_clients import Broker
 from tests.harness.secure_kafka import (  # noqa: F401 - secure_broker is a fixture

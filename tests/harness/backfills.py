@@ -24,7 +24,7 @@ from groups.domain.planning import BackfillRange
 from groups.services.remediation import job_request, job_retry
 from tasks.backfill.runner import BackfillRequest
 from tasks.celery_tasks import run_remediation_job
-from tasks.spark.sinks.columns import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
+from adapters.spark.sinks.columns import ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
 from tests.harness.connect import ConnectServer
 from tests.harness.kafka_clients import EXACTLY_ONCE_WRITES, Broker, wait_until
 

@@ -64,7 +64,7 @@ def approver_operator(username: str = "operator"):
     return user
 
 
-# axe-core, installed by scripts/setup.sh from npm (services/npm/package.json); nothing is fetched at run time.
+# axe-core, installed by scripts/setup.sh from npm (third_party/npm/package.json); nothing is fetched at run time.
 AXE_SCRIPT = ROOT / ".gapwatch" / "npm" / "node_modules" / "axe-core" / "axe.min.js"
 
 

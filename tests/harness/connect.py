@@ -1,4 +1,4 @@
-"""A Spark Connect server for tests and benches: ``python -m tasks.spark.connect``
+"""A Spark Connect server for tests and benches: ``python -m adapters.spark.connect``
 as ``scripts/app.sh`` starts it, on a free loopback port, with a token of its
 own, in a session of its own (so stopping it also ends its JVM)."""
 
@@ -38,7 +38,7 @@ class ConnectServer:
         spawned = time.monotonic()
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tasks.spark.connect", "--port", str(self.port), "--master", master,
+                [sys.executable, "-m", "adapters.spark.connect", "--port", str(self.port), "--master", master,
                  "--jars-dir", str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", driver_memory],
                 cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, preexec_fn=_die_with_parent,
@@ -84,7 +84,7 @@ class ConnectServer:
         ``scripts/app.sh`` runs it beside the server it starts, staging under
         ``output``; its line (it raised if the command failed). Its made-up
         job only: the command would look for a cluster in the project's own
-        database, not a test's (``tasks.spark.warm_up.warm_up_kafka`` reads
+        database, not a test's (``adapters.spark.warm_up.warm_up_kafka`` reads
         a broker of the caller's)."""
         command = [sys.executable, "manage.py", "warm_spark_connect", "--wait", "30", "--no-kafka"]
         if records is not None:

@@ -119,7 +119,7 @@ class KafkaCluster:
     """``nodes`` combined broker+controller KRaft nodes with a static quorum,
     from the local broker's jars (``$GAPWATCH_HOME/lib/kafka``) or, with
     ``release``, from that release's (``lib/kafka-releases/<release>``, one
-    line of services/maven/kafka-release/releases). 3.x brokers log through
+    line of third_party/maven/kafka-release/releases). 3.x brokers log through
     log4j 1, 4.x through Log4j2."""
 
     def __init__(self, workdir: Path, *, nodes: int = 1, heap: str = "256m", release: str | None = None,

@@ -32,7 +32,7 @@ def group_ids(broker):
 @pytest.fixture
 def spark(connect_server):
     """A session of the session's Spark Connect server, stopped after the test."""
-    from tasks.spark.connect import connect_session
+    from adapters.spark.connect import connect_session
 
     session = connect_session(connect_server.url, token=connect_server.token)
     yield session
@@ -186,7 +186,7 @@ def share_reader(share_bootstrap):
     """A reader of the share-group broker's share groups through Kafka's Java
     Admin; the process's JVM stays for the session."""
     from groups.domain.cluster_config import ClusterConfig
-    from tasks.kafka.java_admin import JavaAdmin
+    from adapters.kafka.java_admin import JavaAdmin
 
     reader = JavaAdmin(ClusterConfig(share_bootstrap), timeout=10)
     yield reader

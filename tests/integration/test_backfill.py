@@ -36,7 +36,7 @@ from groups.services.remediation import job_transition
 from tasks.backfill import runner as backfill
 from tasks.backfill.executor import backfill_request_for
 from tasks.backfill.runner import BackfillRequest, run_backfill, work_prefix
-from tasks.spark.session import build_session, spark_dir
+from adapters.spark.session import build_session, spark_dir
 from tests.harness.backfills import (
     BIG, LATER, ROOT, K, Scenario, alive, parquet_rows, replayed_rows, run_job, staging_leftovers,
     wait_for_running_attempt,

@@ -32,9 +32,9 @@ from tasks.backfill import runner as backfill
 from tasks.backfill.executor import backfill_request_for
 from tasks.backfill.runner import WORKDIR_PREFIX, BackfillRequest, run_backfill
 from tasks.backfill.launch import ConnectJob
-from tasks.kafka.adapter import ClusterConfig, KafkaAdapter
-from tasks.spark.connect import ConnectUnavailable, connect_session
-from tasks.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
+from adapters.kafka.adapter import ClusterConfig, KafkaAdapter
+from adapters.spark.connect import ConnectUnavailable, connect_session
+from adapters.spark.spec import JobSpec, KafkaSecrets, KafkaSettings, SinkSpec
 from tests.integration import spark_handlers
 from tests.harness.backfills import (
     BIG, ROOT, K, Scenario, connect_settings, handler_request, on_server, parquet_rows, run_job,
@@ -463,7 +463,7 @@ def test_a_connect_job_masks_the_sasl_password_in_errors_and_the_server_never_lo
 def test_the_connect_launcher_refuses_a_bad_memory_size_or_no_token_before_starting_spark(tmp_path):
     def launch(memory: str, token: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "tasks.spark.connect", "--port", "1", "--jars-dir",
+            [sys.executable, "-m", "adapters.spark.connect", "--port", "1", "--jars-dir",
              str(settings.SPARK_KAFKA_JARS_DIR), "--driver-memory", memory],
             cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, "SPARK_CONNECT_TOKEN": token})
 

@@ -15,10 +15,10 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from groups.domain.planning import BackfillRange
-from tasks.spark.reader import kafka_options
-from tasks.spark.sinks.kafka import KafkaSink
-from tasks.spark.sinks.summary import END_OFFSETS, READ_BACK
-from tasks.spark.spec import KafkaSecrets, KafkaSettings
+from adapters.spark.reader import kafka_options
+from adapters.spark.sinks.kafka import KafkaSink
+from adapters.spark.sinks.summary import END_OFFSETS, READ_BACK
+from adapters.spark.spec import KafkaSecrets, KafkaSettings
 from tests.harness.backfills import spark_records
 
 RECORDS = 300

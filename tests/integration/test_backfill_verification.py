@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from groups.domain.planning import BackfillRange
-from tasks.spark.sinks.parquet import ParquetSink
-from tasks.spark.sinks.summary import FOOTERS, READ_BACK
+from adapters.spark.sinks.parquet import ParquetSink
+from adapters.spark.sinks.summary import FOOTERS, READ_BACK
 from tests.harness.backfills import spark_records
 
 TOPIC = "orders.verify"

@@ -51,7 +51,7 @@ from confluent_kafka import TopicCollection
 
 from groups.domain.cluster_config import ClusterConfig
 from groups.models import AuditEvent, ConsumerGroup, ExpansionJob, Notification, RemediationJob, Topic
-from tasks.kafka.java_admin import JavaAdmin
+from adapters.kafka.java_admin import JavaAdmin
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
 from tests.harness.browser import (
     ARTIFACTS,
@@ -616,6 +616,6 @@ def parquet_offsets(path: str) -> list[tuple[int, int]]:
 
 
 def _offsets(cluster, topic: str, partitions: list[int]):
-    from tasks.kafka import KafkaAdapter
+    from adapters.kafka import KafkaAdapter
 
     return KafkaAdapter(cluster.client_config(), timeout=10).partition_offsets(topic=topic, partitions=partitions)

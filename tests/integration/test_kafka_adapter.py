@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from groups.domain.snapshot import GroupSnapshot, PartitionOffsets, Snapshot
-from tasks.kafka.adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable
+from adapters.kafka.adapter import ClusterConfig, KafkaAdapter, KafkaUnavailable
 from tests.harness.kafka_clients import wait_until
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -99,11 +99,11 @@ def test_it_reads_exact_watermarks_topic_id_and_stage_timings(adapter, admin, ma
 
 
 def test_the_java_helper_counts_partitions_as_librdkafka_does_a_raise_included(adapter, admin, make_topic, kafka_bootstrap):
-    """The watcher's partition counts through the Java helper (services/java,
+    """The watcher's partition counts through the Java helper (adapters/kafka/java,
     compiled by setup.sh) are librdkafka's, also right after partitions were added."""
     from confluent_kafka.admin import NewPartitions
 
-    from tasks.kafka.java_admin import JavaAdmin
+    from adapters.kafka.java_admin import JavaAdmin
 
     topic = make_topic("counts", 2)
     with JavaAdmin(ClusterConfig(bootstrap_servers=kafka_bootstrap), timeout=10.0) as reader:
@@ -148,7 +148,7 @@ def test_the_java_client_reads_groups_and_commits_as_librdkafka_does(adapter, ad
     librdkafka's, in a full and in a targeted snapshot: a classic and a KIP-848
     group with members and commits, a group with commits only (a hostile id),
     and a group the cluster does not know (left out by both)."""
-    from tasks.kafka.java_admin import JavaAdmin
+    from adapters.kafka.java_admin import JavaAdmin
     from tests.harness.kafka_clients import GroupConsumer, group_committed
 
     topic, other = make_topic("group-reads", 2), make_topic("group-reads-other", 1)

@@ -1,6 +1,6 @@
 """The release matrix: Gapwatch's core against every Kafka release the README's
 "Supported Kafka" table names, each a single-node KRaft broker from its Maven
-jars (services/maven/kafka-release/releases, fetched by scripts/setup.sh),
+jars (third_party/maven/kafka-release/releases, fetched by scripts/setup.sh),
 plus the local broker (4.4.0): a `latest` group's loss on a new partition
 found by the watcher's pickup with a bracket that holds the truth, the
 reset that repairs it, a backfill of a missed range, and the group kinds the
@@ -24,8 +24,8 @@ from tests.harness.kafka_clients import Broker, GroupConsumer, wait_until
 from tests.harness.scenarios import committed, findings, poll, start_consuming_group
 
 ROOT = Path(__file__).resolve().parents[2]
-MAIN = "main"  # the local broker of `make test` (services/maven/pom.xml's kafka.version)
-RELEASES = [*(ROOT / "services/maven/kafka-release/releases").read_text().split(), MAIN]
+MAIN = "main"  # the local broker of `make test` (third_party/maven/pom.xml's kafka.version)
+RELEASES = [*(ROOT / "third_party/maven/kafka-release/releases").read_text().split(), MAIN]
 # What each release lacks, as the clusters page must say it.
 ABSENT = {
     "3.7.2": ("3.7", ("KIP-848 consumer groups", "share groups", "streams groups")),

@@ -20,7 +20,7 @@ import pytest
 
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.membership import protector_client_id
-from tasks.kafka import KafkaAdapter, Membership, SeatRequest
+from adapters.kafka import KafkaAdapter, Membership, SeatRequest
 from tests.harness.kafka_clients import (
     Broker,
     GoClientConsumer,

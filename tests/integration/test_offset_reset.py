@@ -29,7 +29,7 @@ from groups.services.remediation import job_approve, job_request, job_transition
 from groups.services.resets import reset_job_create
 from tasks import offset_reset
 from tasks.celery_tasks import poll_cluster_task, run_remediation_job
-from tasks.kafka.adapter import ClusterConfig, GroupNotEmpty, KafkaAdapter
+from adapters.kafka.adapter import ClusterConfig, GroupNotEmpty, KafkaAdapter
 from tests.harness.kafka_clients import GroupConsumer, wait_until
 from tests.harness.scenarios import committed, findings, job_of, poll, start_consuming_group
 

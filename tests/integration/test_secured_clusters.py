@@ -36,7 +36,7 @@ from groups.models import AuditEvent, Cluster, Finding, RemediationJob
 from groups.services.clusters import cluster_create
 from groups.services.remediation import job_request
 from tasks import connection
-from tasks.spark.spec import KafkaSecrets
+from adapters.spark.spec import KafkaSecrets
 from tasks.celery_tasks import run_remediation_job
 from tasks.polling import cluster_adapter, poll_cluster
 from tests.harness.backfills import K as BACKFILL_K
@@ -499,7 +499,7 @@ def test_protection_by_membership_without_read_on_the_group_is_refused_in_words(
     Without it the seat is refused, the words name the ACL, and the group is not touched; given it,
     the same seat is taken and its commit lands."""
     from groups.domain.membership import protector_client_id
-    from tasks.kafka import Membership, SeatRequest
+    from adapters.kafka import Membership, SeatRequest
 
     kafka, broker = secure_kafka, Broker(secure_kafka.listeners.plaintext)
     topic, group_id, anchor = f"seat-acl-{unique}", f"seat-acl-{unique}", f"anchor-{unique}"

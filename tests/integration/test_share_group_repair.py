@@ -24,8 +24,8 @@ from groups.models import AuditEvent, ConsumerGroup, Finding, PartitionGeneratio
 from groups.services.previews import job_preview
 from groups.services.remediation import job_request_previewed
 from tasks.celery_tasks import run_remediation_job
-from tasks.kafka.errors import GroupNotEmpty
-from tasks.kafka.java_admin import JavaAdmin
+from adapters.kafka.errors import GroupNotEmpty
+from adapters.kafka.java_admin import JavaAdmin
 from tests.harness.backfills import parquet_rows, run_job
 from tests.harness.kafka_clients import JavaConsoleShareConsumer, share_groups_describe, steady, wait_until
 from tests.harness.scenarios import job_of

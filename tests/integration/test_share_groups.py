@@ -1,4 +1,4 @@
-"""Share groups read through Kafka's Java ``Admin`` (``tasks.kafka.java_admin``)
+"""Share groups read through Kafka's Java ``Admin`` (``adapters.kafka.java_admin``)
 on the real broker, against clients and tools we did not write: Kafka's
 ``ConsoleShareConsumer`` in the group, ``kafka-share-groups --describe``
 (``ShareGroupCommand``) and ``kafka-configs`` (``ConfigCommand``) beside it.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from groups.domain.cluster_config import ClusterConfig
-from tasks.kafka.errors import KafkaUnavailable
-from tasks.kafka.java_admin import AutoOffsetReset, JavaAdmin
+from adapters.kafka.errors import KafkaUnavailable
+from adapters.kafka.java_admin import AutoOffsetReset, JavaAdmin
 from tests.harness.kafka_clients import JavaConsoleShareConsumer, kafka_tool, share_groups_describe, wait_until
 
 # The share consumer's metadata refresh: the time it takes to fetch from a new partition.

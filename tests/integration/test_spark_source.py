@@ -9,7 +9,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.conf import settings
 
-from tasks.spark.session import build_session
+from adapters.spark.session import build_session
 
 
 @pytest.mark.spark

@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 
 from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
 from tasks.celery_tasks import run_remediation_job
-from tasks.kafka.java_admin import JavaAdmin
+from adapters.kafka.java_admin import JavaAdmin
 from tests.harness.kafka_clients import KafkaStreamsWordCount, kafka_tool, wait_until
 from tests.harness.scenarios import poll, produce_one_each, start_consuming_group
 

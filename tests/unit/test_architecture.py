@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("controlplane", "groups", "tasks", "demo")
+PACKAGES = ("controlplane", "groups", "tasks", "adapters", "demo")
 
 
 def lint_imports(root: Path = ROOT) -> subprocess.CompletedProcess:
@@ -132,7 +132,7 @@ def reads_outside_selectors(root: Path = ROOT) -> dict[str, list[str]]:
             if (name.startswith(("groups/services/", "groups/selectors/")) or "/migrations/" in name
                     or name in READS_ALLOWED):
                 continue
-            reads = reads_in(path.read_text(), adapter=name.startswith("tasks/"))
+            reads = reads_in(path.read_text(), adapter=name.startswith(("tasks/", "adapters/")))
             if reads:
                 found[name] = reads
     return found

@@ -1,4 +1,4 @@
-"""The Spark job's spec (tasks.spark.spec), which needs no Spark: the typed
+"""The Spark job's spec (adapters.spark.spec), which needs no Spark: the typed
 spec and its JSON form, validation, and how a read is split into tasks."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from groups.domain.planning import BackfillRange
-from tasks.spark.spec import JobSpec, KafkaSettings, SinkSpec, SpecError, min_partitions, parse_spec
+from adapters.spark.spec import JobSpec, KafkaSettings, SinkSpec, SpecError, min_partitions, parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -171,7 +171,7 @@ def test_it_refuses_what_is_not_an_object():
 
 def test_the_spec_loads_without_django_or_spark():
     """The runner (in a Celery worker) and the Spark job both import it."""
-    probe = ("import sys, tasks.spark.spec, tasks.spark.counting; "
+    probe = ("import sys, adapters.spark.spec, adapters.spark.counting; "
              "print(sorted(m for m in ('django', 'pyspark') if m in sys.modules))")
     answer = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from groups.domain.cluster_config import ClusterConfig
-from tasks.kafka.errors import KafkaUnavailable
-from tasks.kafka.snapshot import SnapshotReads
+from adapters.kafka.errors import KafkaUnavailable
+from adapters.kafka.snapshot import SnapshotReads
 
 
 class ListingAdmin:

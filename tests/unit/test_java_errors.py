@@ -1,4 +1,4 @@
-"""How the Java client's errors are worded (``tasks.kafka.java_client.worded``),
+"""How the Java client's errors are worded (``adapters.kafka.java_client.worded``),
 on stand-ins for the Java exceptions py4j hands over: a class, its
 superclasses and a message."""
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tasks.kafka.java_client import JAVA_ERRORS, class_names, worded
+from adapters.kafka.java_client import JAVA_ERRORS, class_names, worded
 
 
 class JavaClass:

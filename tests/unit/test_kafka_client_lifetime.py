@@ -10,7 +10,7 @@ import gc
 import weakref
 
 from groups.domain.cluster_config import ClusterConfig
-from tasks.kafka.client import KafkaClient
+from adapters.kafka.client import KafkaClient
 
 
 def test_a_dropped_client_is_freed_without_the_cyclic_collector():

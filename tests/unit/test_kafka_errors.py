@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from tasks.kafka.errors import describe_error
+from adapters.kafka.errors import describe_error
 
 
 @pytest.mark.parametrize(("code", "words"), [

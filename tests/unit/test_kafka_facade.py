@@ -3,8 +3,8 @@ real broker is tests/integration/test_kafka_adapter.py)."""
 
 import pytest
 
-from tasks import kafka
-from tasks.kafka import client
+from adapters import kafka
+from adapters.kafka import client
 
 
 def test_creating_an_adapter_opens_no_connection(monkeypatch):

@@ -1,5 +1,5 @@
 """The README's "Supported Kafka" table names exactly the releases the suite
-runs (services/maven/kafka-release/releases and the local broker's
+runs (third_party/maven/kafka-release/releases and the local broker's
 kafka.version), and what each lacks is what the clusters page says."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ def supported_table() -> dict[str, str]:
 
 
 def test_it_lists_exactly_the_releases_the_suite_runs():
-    older = (ROOT / "services/maven/kafka-release/releases").read_text().split()
-    main = re.search(r"<kafka.version>(.+)</kafka.version>", (ROOT / "services/maven/pom.xml").read_text()).group(1)
+    older = (ROOT / "third_party/maven/kafka-release/releases").read_text().split()
+    main = re.search(r"<kafka.version>(.+)</kafka.version>", (ROOT / "third_party/maven/pom.xml").read_text()).group(1)
     assert sorted(supported_table()) == sorted([*older, main])
 
 
@@ -95,9 +95,9 @@ def test_a_share_groups_rule_follows_its_clusters_release(metadata_version, grou
 
 
 def test_the_compose_file_runs_the_release_every_test_runs():
-    """docker-compose.yml's broker is the local broker's release (services/maven/pom.xml's
+    """docker-compose.yml's broker is the local broker's release (third_party/maven/pom.xml's
     kafka.version), which the whole suite runs: the stack users start is the one tested."""
-    main = re.search(r"<kafka.version>(.+)</kafka.version>", (ROOT / "services/maven/pom.xml").read_text()).group(1)
+    main = re.search(r"<kafka.version>(.+)</kafka.version>", (ROOT / "third_party/maven/pom.xml").read_text()).group(1)
     images = re.findall(r"image: apache/kafka:(\S+)", (ROOT / "docker-compose.yml").read_text())
     assert images == [main]
     assert main in supported_table()

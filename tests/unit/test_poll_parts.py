@@ -1,4 +1,4 @@
-"""A split poll's parts (tasks.kafka.parts): how a full poll is cut, and that
+"""A split poll's parts (adapters.kafka.parts): how a full poll is cut, and that
 what a part answers comes back, through JSON, exactly as it was read."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 import pytest
 
 from groups.domain.snapshot import MemberSnapshot
-from tasks.kafka.client import DescribedGroup, TopicDetails
-from tasks.kafka.errors import AccessRefused, KafkaUnavailable
-from tasks.kafka.parts import (
+from adapters.kafka.client import DescribedGroup, TopicDetails
+from adapters.kafka.errors import AccessRefused, KafkaUnavailable
+from adapters.kafka.parts import (
     cut_groups,
     cut_topics,
     error_out,

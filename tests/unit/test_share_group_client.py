@@ -4,8 +4,8 @@ Spark job's mapping of a cluster's settings, without its ``kafka.`` prefix."""
 from __future__ import annotations
 
 from groups.domain.cluster_config import ClusterConfig
-from tasks.kafka.java_client import java_client_properties
-from tasks.kafka.java_admin import JavaAdmin
+from adapters.kafka.java_client import java_client_properties
+from adapters.kafka.java_admin import JavaAdmin
 
 
 def test_it_maps_sasl_scram_over_tls_with_a_pem_trust_store():
@@ -39,7 +39,7 @@ def test_it_starts_no_jvm_and_opens_no_connection_when_created():
 
 
 def test_the_java_topic_listing_parses_to_ids_and_internal_flags():
-    from tasks.kafka.java_reads import parse_topic_listings
+    from adapters.kafka.java_reads import parse_topic_listings
 
     text = ("[(name=orders.v2, topicId=qQR4L8AlSOCTLtFTFSHsIg, internal=false), "
             "(name=__consumer_offsets, topicId=WTbtdD3MSi6now2nM19Msw, internal=true), "
@@ -58,7 +58,7 @@ def test_the_java_topic_listing_parses_to_ids_and_internal_flags():
 def test_a_topic_listing_printed_otherwise_is_refused_not_half_read():
     import pytest
 
-    from tasks.kafka.java_reads import parse_topic_listings
+    from adapters.kafka.java_reads import parse_topic_listings
 
     for text in ("[(name=a, topicId=qQR4L8AlSOCTLtFTFSHsIg, internal=false), (name=b, id=x, internal=false)]",
                  "{a=(name=a, topicId=qQR4L8AlSOCTLtFTFSHsIg, internal=false)}"):
@@ -67,7 +67,7 @@ def test_a_topic_listing_printed_otherwise_is_refused_not_half_read():
 
 
 def test_the_java_helpers_partition_counts_parse_by_the_last_space():
-    from tasks.kafka.java_reads import parse_partition_counts
+    from adapters.kafka.java_reads import parse_partition_counts
 
     assert parse_partition_counts("orders 4\n__consumer_offsets 50\na.b-c_d 1\n") == {
         "orders": 4, "__consumer_offsets": 50, "a.b-c_d": 1}
@@ -75,7 +75,7 @@ def test_the_java_helpers_partition_counts_parse_by_the_last_space():
 
 
 def test_the_java_helpers_group_ids_parse_by_their_lengths_whatever_they_hold():
-    from tasks.kafka.java_reads import parse_group_ids
+    from adapters.kafka.java_reads import parse_group_ids
 
     # Why: a group id may hold any character, colons, digits and line ends included; lengths are in characters.
     ids = {"orders", "<script>alert(1)</script>", "12:34", "a\nb", "ümlaut-😀", ":", "9"}
@@ -87,7 +87,7 @@ def test_the_java_helpers_group_ids_parse_by_their_lengths_whatever_they_hold():
 def test_group_ids_printed_otherwise_are_refused_not_half_read():
     import pytest
 
-    from tasks.kafka.java_reads import parse_group_ids
+    from adapters.kafka.java_reads import parse_group_ids
 
     for text in ("6:orders7:", "x:abc", ":abc", "3abc", "6:orders3:ab"):
         with pytest.raises(ValueError):
@@ -98,8 +98,8 @@ def test_the_java_helpers_group_reads_parse_as_librdkafka_reads_groups():
     import json
 
     from groups.domain.snapshot import MemberSnapshot
-    from tasks.kafka.client import DescribedGroup
-    from tasks.kafka.java_reads import encode_group_ids, parse_group_reads
+    from adapters.kafka.client import DescribedGroup
+    from adapters.kafka.java_reads import encode_group_ids, parse_group_reads
 
     text = json.dumps({"groups": [
         {"id": "<g>\n1", "state": "Stable", "type": "consumer", "assignor": "uniform", "members": [
@@ -126,7 +126,7 @@ def test_the_java_helpers_group_reads_parse_as_librdkafka_reads_groups():
 def test_group_reads_printed_otherwise_are_refused_not_half_read():
     import pytest
 
-    from tasks.kafka.java_reads import parse_group_reads
+    from adapters.kafka.java_reads import parse_group_reads
 
     for text in ("", "{}", '{"groups": [{"id": "g"}], "others": []}', '{"groups": [], "others": 5}', "[1]"):
         with pytest.raises(ValueError):

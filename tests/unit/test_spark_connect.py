@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from tasks.spark import connect
-from tasks.spark.sinks.code_archive import code_archive
-from tasks.spark.sinks.files import OutputFiles
-from tasks.spark.sinks.handler_call import handler_partition
+from adapters.spark import connect
+from adapters.spark.sinks.code_archive import code_archive
+from adapters.spark.sinks.files import OutputFiles
+from adapters.spark.sinks.handler_call import handler_partition
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -228,7 +228,7 @@ def test_the_handler_gets_every_record_as_a_dict_and_what_it_pulled_is_counted()
 
 def test_the_shipped_code_holds_the_job_and_a_project_handler_with_its_packages(tmp_path):
     names = zipfile.ZipFile(code_archive("tests.unit.test_spark_connect.pull_three", tmp_path)).namelist()
-    assert {"tasks/__init__.py", "tasks/spark/__init__.py", "tasks/spark/sinks/handler_call.py",
+    assert {"adapters/__init__.py", "adapters/spark/__init__.py", "adapters/spark/sinks/handler_call.py",
             "groups/__init__.py", "groups/domain/planning.py", "tests/__init__.py", "tests/unit/__init__.py",
             "tests/unit/test_spark_connect.py"} <= set(names)
     assert not any(name.startswith(("groups/models", "tests/integration")) for name in names)

@@ -1,4 +1,4 @@
-"""Counting what a sink delivered (tasks.spark.counting): pure, no Spark.
+"""Counting what a sink delivered (adapters.spark.counting): pure, no Spark.
 The accounting of missing offsets is tests/unit/test_backfill_accounting.py."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from groups.domain.planning import BackfillRange
-from tasks.spark import counting
-from tasks.spark.counting import handler_summaries, holes_of, partition_summary
+from adapters.spark import counting
+from adapters.spark.counting import handler_summaries, holes_of, partition_summary
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The staged -> explain -> publish handshake between a backfill's Spark job
-and its runner (tasks.spark.handshake), without Spark: each case says why."""
+and its runner (adapters.spark.handshake), without Spark: each case says why."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tasks.spark.handshake import (
+from adapters.spark.handshake import (
     DISCARD,
     PUBLISH,
     STAGED,

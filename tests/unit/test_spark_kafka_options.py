@@ -1,5 +1,5 @@
-"""The Java client's options of a backfill (tasks.spark.reader.kafka_options),
-how the secrets travel beside the spec (tasks.spark.spec.KafkaSecrets), and
+"""The Java client's options of a backfill (adapters.spark.reader.kafka_options),
+how the secrets travel beside the spec (adapters.spark.spec.KafkaSecrets), and
 the redaction rule that keeps them out of Spark's logs, UI and plans."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import re
 import pytest
 
 from groups.domain.cluster_config import ClusterConfig
-from tasks.spark.reader import REDACTION_REGEX, SESSION_REDACTION, STRING_REDACTION_REGEX, kafka_options
-from tasks.spark.spec import SECRETS_ENV, JobSpec, KafkaSecrets, KafkaSettings, SinkSpec, SpecError
+from adapters.spark.reader import REDACTION_REGEX, SESSION_REDACTION, STRING_REDACTION_REGEX, kafka_options
+from adapters.spark.spec import SECRETS_ENV, JobSpec, KafkaSecrets, KafkaSettings, SinkSpec, SpecError
 from groups.domain.planning import BackfillRange
 from tests.pki import CertificateAuthority
 
@@ -132,7 +132,7 @@ class RecordingReader:
 
 @pytest.mark.parametrize(("timeout_ms", "request_ms"), [(120_000, 30_000), (10_000, 10_000)])
 def test_the_kafka_source_gives_up_after_the_specs_timeout(timeout_ms, request_ms):
-    from tasks.spark.reader import read_ranges
+    from adapters.spark.reader import read_ranges
 
     spec = JobSpec(job_id="7", attempt="a1", kafka=KafkaSettings("b:9092"), ranges=(BackfillRange("t", 0, 0, 10),),
                    sink=SinkSpec("parquet", output="/tmp/out"), jars_dir="/jars", progress_file="/tmp/p.json",

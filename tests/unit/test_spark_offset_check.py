@@ -1,5 +1,5 @@
 """The proof that a sink holds each offset once, from footers and the
-write's checksum (tasks.spark.offset_check): each case says why the answer
+write's checksum (adapters.spark.offset_check): each case says why the answer
 is right. The real-Spark side is tests/integration/test_backfill_verification.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from groups.domain.planning import BackfillRange
-from tasks.spark.offset_check import (
+from adapters.spark.offset_check import (
     Checksum,
     FileFooter,
     ReplayTail,
@@ -43,7 +43,7 @@ def test_it_hashes_offsets_as_spark_does():
 
 
 def test_the_checksum_of_a_range_is_the_sum_over_its_offsets_in_chunks(monkeypatch):
-    monkeypatch.setattr("tasks.spark.offset_check.CHUNK", 7)  # several chunks, the last one short
+    monkeypatch.setattr("adapters.spark.offset_check.CHUNK", 7)  # several chunks, the last one short
     assert expected_checksum([RANGE]) == COMPLETE
 
 

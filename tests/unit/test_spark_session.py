@@ -8,7 +8,7 @@ import os
 
 from pyspark import SparkContext
 
-from tasks.spark import session
+from adapters.spark import session
 
 
 def test_a_new_jvm_starts_in_gapwatch_home_and_the_process_goes_back(tmp_path, monkeypatch):

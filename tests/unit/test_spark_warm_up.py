@@ -6,7 +6,7 @@ import pytest
 
 from groups.domain.planning import BackfillRange
 from groups.domain.snapshot import PartitionOffsets
-from tasks.spark.warm_up import warm_up_range, within_bytes
+from adapters.spark.warm_up import warm_up_range, within_bytes
 
 
 def offsets(**held: tuple[int | None, int]) -> dict[tuple[str, int], PartitionOffsets]:

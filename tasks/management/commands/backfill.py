@@ -26,7 +26,7 @@ from groups.domain.sinks import DEFAULT_SINK, GROUP_SINKS, KAFKA, backfill_sink_
 from tasks.backfill.executor import cluster_request
 from tasks.backfill.runner import BackfillFailed, BackfillRunner
 from tasks.celery_tasks import run_remediation_job
-from tasks.kafka import KafkaUnavailable
+from adapters.kafka import KafkaUnavailable
 
 PLAN_COLUMNS = ("TOPIC", "PARTITION", "START", "END", "RECORDS", "LOG-START", "HIGH-WATERMARK", "EXPIRED", "TO-READ")
 RESULT_COLUMNS = ("TOPIC", "PARTITION", "EXPECTED", "DELIVERED", "EXPLAINED", "UNEXPLAINED")

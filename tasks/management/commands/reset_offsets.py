@@ -19,7 +19,7 @@ from groups.services.remediation import SOURCE_CLI, DuplicateJob
 from groups.services.resets import reset_job_create
 from groups.text import text_table
 from tasks.celery_tasks import run_remediation_job
-from tasks.kafka import KafkaUnavailable
+from adapters.kafka import KafkaUnavailable
 from tasks.offset_reset import active_group_reason, group_offsets_of, reset_adapter, reset_positions
 
 COLUMNS = ("TOPIC", "PARTITION", "LOG-START", "HIGH-WATERMARK", "CURRENT", "PLANNED", "REDELIVERED", "SKIPPED")

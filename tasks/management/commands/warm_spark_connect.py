@@ -5,18 +5,18 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from groups.selectors.clusters import cluster_to_warm_up_with
-from tasks.kafka.adapter import KafkaAdapter, KafkaUnavailable
-from tasks.spark.connect import ConnectUnavailable, connect_session, first_line, server_address
-from tasks.spark.handshake import DISCARDED
-from tasks.spark.spec import KafkaSecrets, KafkaSettings
-from tasks.spark.warm_up import WARM_UP_RECORDS, warm_up, warm_up_kafka, warm_up_source
+from adapters.kafka.adapter import KafkaAdapter, KafkaUnavailable
+from adapters.spark.connect import ConnectUnavailable, connect_session, first_line, server_address
+from adapters.spark.handshake import DISCARDED
+from adapters.spark.spec import KafkaSecrets, KafkaSettings
+from adapters.spark.warm_up import WARM_UP_RECORDS, warm_up, warm_up_kafka, warm_up_source
 
 WARM_LINE = "the Spark Connect server is warm"
 
 
 class Command(BaseCommand):
     help = ("Warm the Spark Connect server (SPARK_CONNECT_URL), waiting for it to answer first: one made-up "
-            "Parquet job, then one backfill of a cluster's newest records, discarded (tasks/spark/warm_up.py).")
+            "Parquet job, then one backfill of a cluster's newest records, discarded (adapters/spark/warm_up.py).")
 
     def add_arguments(self, parser):
         parser.add_argument("--wait", type=float, default=180.0, help="seconds to wait for the server to answer")
