@@ -138,7 +138,7 @@ def cleanup(admin: AdminClient, topics: int, groups: int, share_groups: int = 0)
 
 def measure(bootstrap: str, polls: int, topics: int, groups: int) -> dict:
     cluster, _ = Cluster.objects.update_or_create(name="bench", defaults={"bootstrap_servers": bootstrap})
-    adapter = KafkaAdapter(cluster.client_config(), timeout=30)
+    adapter = KafkaAdapter(cluster.cluster_config(), timeout=30)
     snapshots, stages = [], []
     for _ in range(polls):
         begin = time.monotonic()

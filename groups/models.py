@@ -123,7 +123,7 @@ class Cluster(models.Model):
         stored = getattr(self, f"{name}_encrypted")
         return crypto.decrypt(stored) if stored else ""
 
-    def client_config(self) -> ClusterConfig:
+    def cluster_config(self) -> ClusterConfig:
         """What the Kafka adapter needs to connect (every field of
         ``ClusterConfig``, the one list of them, from the column of its name);
         the only place the secrets are decrypted for use."""

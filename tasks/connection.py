@@ -4,13 +4,10 @@ on the cluster (and in the audit trail), never the password."""
 from __future__ import annotations
 
 from celery import shared_task
-from django.conf import settings
 
-from groups.crypto import SecretUnreadable
-from groups.domain.secrets import secret_redact
 from groups.selectors.clusters import cluster_find
 from groups.services.clusters import cluster_record_test
-from adapters.kafka import KafkaAdapter, KafkaUnavailable
+from tasks.cluster_client import ClusterUnreachable, cluster_client
 
 
 @shared_task(name="gapwatch.test_connection")
@@ -19,16 +16,12 @@ def run_connection_test(cluster_id: int) -> dict:
     cluster = cluster_find(cluster_id=cluster_id)
     if cluster is None:
         return {"cluster_id": cluster_id, "ok": False, "message": "the cluster no longer exists"}
-    secrets: tuple[str, ...] = ()
     try:
-        config = cluster.client_config()
-        secrets = config.secrets
-        brokers = KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS).ping()
-    except SecretUnreadable as error:
-        ok, message = False, str(error)
-    except KafkaUnavailable as error:
-        # A client error could quote its configuration; never let a secret through.
-        ok, message = False, secret_redact(f"cannot reach {cluster.bootstrap_servers}: {error}", *secrets)
+        with cluster_client(cluster) as client:
+            brokers = client.ping()
+    except ClusterUnreachable as error:
+        # The cluster's secrets are redacted from the client's words (cluster_client).
+        ok, message = False, f"cannot reach {cluster.bootstrap_servers}: {error}"
     else:
         ok, message = True, f"connected: {brokers} broker(s) answered"
     cluster_record_test(cluster_id=cluster_id, ok=ok, message=message)

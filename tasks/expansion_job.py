@@ -63,6 +63,7 @@ from tasks.job_lock import EXPANSION_NAMESPACE, job_lock, job_lock_free
 from groups.domain.membership import protector_client_id
 from adapters.kafka import AccessRefused, GroupNotEmpty, KafkaAdapter, KafkaUnavailable, Membership, SeatRequest
 from adapters.kafka.java_admin import JavaAdmin
+from tasks.cluster_client import java_client, kafka_client
 
 log = logging.getLogger(__name__)
 State = ExpansionJob.State
@@ -98,19 +99,19 @@ class ExpansionRunner:
         job = expansion_job_to_run(job_id=job_id)
         self.topic = job.topic.name
         self.cluster_id = job.cluster_id
-        self.config = job.cluster.client_config()
+        self.config = job.cluster.cluster_config()
         self.adapter = self.new_adapter()
         self._share: JavaAdmin | None = None
 
     def new_adapter(self) -> KafkaAdapter:
         """A fresh client: librdkafka's admin client keeps the topic's metadata from before the
         partitions were added, and answers "no leaders found" for them until its next refresh."""
-        return KafkaAdapter(self.config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        return kafka_client(self.config)
 
     @property
     def share(self) -> JavaAdmin:
         if self._share is None:
-            self._share = JavaAdmin(self.config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+            self._share = java_client(self.config)
         return self._share
 
     def close(self) -> None:

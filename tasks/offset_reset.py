@@ -48,6 +48,7 @@ from groups.services.remediation import job_transition
 from tasks.job_lock import job_lock
 from adapters.kafka import AccessRefused, GroupNotEmpty, GroupStatus, KafkaAdapter, KafkaUnavailable
 from adapters.kafka.java_admin import JavaAdmin
+from tasks.cluster_client import java_client, kafka_client
 
 log = logging.getLogger(__name__)
 Status = RemediationJob.Status
@@ -57,9 +58,7 @@ STREAMS_GROUP = "streams"
 
 
 def reset_adapter(cluster: Cluster) -> KafkaAdapter:
-    return KafkaAdapter(
-        cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS, max_in_flight=settings.KAFKA_MAX_IN_FLIGHT
-    )
+    return kafka_client(cluster.cluster_config())
 
 
 class GroupOffsets(Protocol):
@@ -138,7 +137,7 @@ def group_offsets_of(*, cluster: Cluster, group: ConsumerGroup, adapter: KafkaAd
     if group.type not in (SHARE_GROUP, STREAMS_GROUP):
         yield adapter
         return
-    reader = JavaAdmin(cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS)
+    reader = java_client(cluster.cluster_config())
     try:
         yield ShareGroupOffsets(reader) if group.type == SHARE_GROUP else StreamsGroupOffsets(reader, adapter)
     finally:

@@ -30,6 +30,7 @@ from groups.services.polls import (
 from groups.services.resets import reset_auto_repair
 from groups.services.standing_rules import standing_rules_apply
 from adapters.kafka import KafkaAdapter, KafkaUnavailable
+from tasks.cluster_client import kafka_client
 from tasks.poll_parts import CeleryParts, split_parts
 
 log = logging.getLogger(__name__)
@@ -41,14 +42,12 @@ _ADAPTERS: dict[tuple, KafkaAdapter] = {}
 
 
 def cluster_adapter(cluster: Cluster) -> KafkaAdapter:
-    config = cluster.client_config()
+    config = cluster.cluster_config()
     key = (cluster.id, config, settings.KAFKA_TIMEOUT_SECONDS, settings.KAFKA_MAX_IN_FLIGHT)
     if key not in _ADAPTERS:
         for stale in [k for k in _ADAPTERS if k[0] == cluster.id]:
             del _ADAPTERS[stale]  # the cluster's settings changed
-        _ADAPTERS[key] = KafkaAdapter(
-            config, timeout=settings.KAFKA_TIMEOUT_SECONDS, max_in_flight=settings.KAFKA_MAX_IN_FLIGHT
-        )
+        _ADAPTERS[key] = kafka_client(config)
     return _ADAPTERS[key]
 
 

@@ -35,7 +35,8 @@ from groups.domain.membership import protector_client_id
 from groups.selectors.clusters import cluster_get
 from groups.selectors.protection import ProtectTarget, protect_cluster_ids, protect_targets, rule_with_id
 from groups.services.protections import protections_record
-from adapters.kafka import KafkaAdapter, KafkaUnavailable, Membership, SeatRequest
+from adapters.kafka import KafkaUnavailable, Membership, SeatRequest
+from tasks.cluster_client import kafka_client
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,8 @@ class Protector:
         cluster = cluster_get(cluster_id=cluster_id)
         self.cluster = cluster
         self.clock = clock
-        config = cluster.client_config()
-        self.adapter = KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        config = cluster.cluster_config()
+        self.adapter = kafka_client(config)
         self.seats = Membership(config, client_id=protector_client_id(what=f"standing-{cluster.name}"),
                                 anchor_topic=settings.PROTECT_ANCHOR_TOPIC, timeout=settings.KAFKA_TIMEOUT_SECONDS)
         self.targets: dict[str, ProtectTarget] = {}

@@ -21,7 +21,8 @@ from groups.selectors.finding import findings_for_urgency
 from groups.services.lifecycle import missed_range_of
 from groups.services.redis_client import redis_lock
 from groups.services.urgency import finding_urgency_failed, finding_urgency_record
-from adapters.kafka import KafkaAdapter, KafkaUnavailable
+from adapters.kafka import KafkaUnavailable
+from tasks.cluster_client import kafka_client
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +38,9 @@ def read_urgency(*, cluster_id: int, seconds: float) -> int:
     deadline, stored, secrets = time.monotonic() + seconds, 0, ()
     retentions: dict[str, tuple] = {}
     try:
-        config = cluster.client_config()
+        config = cluster.cluster_config()
         secrets = config.secrets
-        adapter = KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        adapter = kafka_client(config)
     except SecretUnreadable as error:
         log.warning("urgency of cluster %s not read: %s", cluster_id, error)
         return 0

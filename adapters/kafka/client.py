@@ -111,7 +111,7 @@ class KafkaClient:
     def admin(self) -> AdminClient:
         if self._admin is None:
             self._admin = AdminClient(
-                {**self._config.client_config(), "socket.timeout.ms": int(self._timeout * 1000),
+                {**self._config.librdkafka_options(), "socket.timeout.ms": int(self._timeout * 1000),
                  "error_cb": self._reported}
             )
         return self._admin
@@ -134,7 +134,7 @@ class KafkaClient:
     def _offsets_reader_for(self, isolation: str) -> Consumer:
         if isolation not in self._offsets_readers:
             self._offsets_readers[isolation] = Consumer(
-                {**self._config.client_config(), "group.id": OFFSETS_READER_GROUP, "enable.auto.commit": False,
+                {**self._config.librdkafka_options(), "group.id": OFFSETS_READER_GROUP, "enable.auto.commit": False,
                  "isolation.level": isolation, "socket.timeout.ms": int(self._timeout * 1000),
                  "error_cb": self._reported}
             )

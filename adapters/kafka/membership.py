@@ -124,7 +124,7 @@ class Membership(KafkaClient):
     def _consumer(self, seat: _Seat) -> Consumer:
         request = seat.request
         settings = {
-            **self._config.client_config(), "group.id": request.group_id, "client.id": self.client_id,
+            **self._config.librdkafka_options(), "group.id": request.group_id, "client.id": self.client_id,
             "enable.auto.commit": False, "enable.auto.offset.store": False, "auto.offset.reset": "latest",
             "socket.timeout.ms": int(self._timeout * 1000), "error_cb": seat.on_error,
         }

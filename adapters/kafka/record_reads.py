@@ -71,7 +71,7 @@ class RecordReads(KafkaClient):
         it stops at the first offset at or past ``end``, or at the end of
         what it may read (a partition EOF)."""
         consumer = Consumer({
-            **self._config.client_config(),
+            **self._config.librdkafka_options(),
             "group.id": f"gapwatch-record-count-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
@@ -106,7 +106,7 @@ class RecordReads(KafkaClient):
         retention deleted, compaction removed or a transaction marker holds
         is skipped to the next one); None when there is none up to the end."""
         consumer = Consumer({
-            **self._config.client_config(),
+            **self._config.librdkafka_options(),
             "group.id": f"gapwatch-first-record-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
@@ -139,7 +139,7 @@ class RecordReads(KafkaClient):
         transaction markers are simply absent. The reader is assigned the
         partition directly: it joins no group and commits nothing."""
         consumer = Consumer({
-            **self._config.client_config(),
+            **self._config.librdkafka_options(),
             "group.id": f"gapwatch-record-viewer-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,

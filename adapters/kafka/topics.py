@@ -113,7 +113,7 @@ class TopicOperations(KafkaClient):
         consecutive offsets (half-open). The reader is assigned the partition
         directly: it joins no group and commits nothing."""
         consumer = Consumer({
-            **self._config.client_config(),
+            **self._config.librdkafka_options(),
             "group.id": f"gapwatch-backfill-probe-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,

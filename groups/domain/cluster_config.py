@@ -3,7 +3,7 @@ and the one place that turns them into a client's options.
 
 Plain data, so that loading the models or planning a job never loads a
 Kafka client. ``ClusterConfig`` owns the fields, the protocol constants and
-both mappings: ``client_config`` (librdkafka's names: the adapter,
+both mappings: ``librdkafka_options`` (librdkafka's names: the adapter,
 ``adapters.kafka``) and ``java_options`` (the Java client's: the poll's JVM,
 ``adapters.kafka.java_client``, and Spark's Kafka source and sink through it,
 ``adapters.spark.reader.kafka_options``). The rules a new cluster's settings
@@ -84,7 +84,7 @@ class ClusterConfig:
         return tuple(s for s in (self.sasl_password, self.ssl_key_pem, self.ssl_key_password,
                                  self.oauth_client_secret) if s)
 
-    def client_config(self) -> dict[str, str]:
+    def librdkafka_options(self) -> dict[str, str]:
         """librdkafka's option names (the same for admin, consumer and producer)."""
         config = {
             "bootstrap.servers": self.bootstrap_servers,

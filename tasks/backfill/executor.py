@@ -58,7 +58,7 @@ def cluster_request(*, cluster: Cluster, ranges: tuple[BackfillRange, ...], sink
     """A request with the settings of this install; the command line's has
     no job row (the output is named ``run_id``) and no topic ids."""
     return BackfillRequest(
-        run_id=run_id, cluster=cluster.client_config(), ranges=tuple(ranges), sink=sink.kind,
+        run_id=run_id, cluster=cluster.cluster_config(), ranges=tuple(ranges), sink=sink.kind,
         replay_topics=sink.replay_topics({r.topic for r in ranges}), handler=sink.handler,
         topic_ids=topic_ids or {}, isolation=isolation, output=str(settings.BACKFILL_OUTPUT),
         timeout_seconds=settings.BACKFILL_TIMEOUT_SECONDS,

@@ -78,7 +78,8 @@ from groups.domain.sinks import DEFAULT_SINK, HANDLER, KAFKA, PARQUET
 from groups.domain.transaction_wait import HeldRange, OpenTransaction, abort_due_ms, held_ranges, hold_message
 from tasks.backfill.checks import ClusterChecks
 from tasks.backfill.launch import ConnectJob, JobProcess, launch
-from adapters.kafka.adapter import KafkaAdapter, KafkaUnavailable
+from adapters.kafka.adapter import KafkaUnavailable
+from tasks.cluster_client import kafka_client
 from adapters.kafka.transactions import TransactionReads
 from adapters.spark.handshake import (
     DISCARD,
@@ -214,7 +215,7 @@ class BackfillRunner:
         self.secrets = KafkaSecrets.of(request.cluster)
         self.on_progress = on_progress or (lambda done, total: None)
         self.on_attempt = on_attempt or (lambda attempts: None)
-        self.adapter = KafkaAdapter(request.cluster, timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        self.adapter = kafka_client(request.cluster)
         self.attempts: list[dict] = []
         self.started = time.time()
         self.deadline = time.monotonic() + request.timeout_seconds

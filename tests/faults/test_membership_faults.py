@@ -50,7 +50,7 @@ def test_a_worker_killed_while_seated_leaves_the_group_reading_and_the_resumed_j
     producer = RateProducer(kafka_bootstrap, topic, rate=10, partitions=[0, 1])
     quick = GroupConsumer(kafka_bootstrap, quick_id, topic, offset_reset="latest", refresh_ms=300_000)
     slow = GroupConsumer(kafka_bootstrap, slow_id, topic, offset_reset="latest", refresh_ms=300_000, delay=3.0)
-    adapter = KafkaAdapter(cluster.client_config(), timeout=10)
+    adapter = KafkaAdapter(cluster.cluster_config(), timeout=10)
     processes, log = [], open(tmp_path / "workers.log", "ab")  # noqa: SIM115 - shared by the workers
     try:
         wait_until(lambda: quick.count(0) + quick.count(1) > 0 and slow.count(0) + slow.count(1) > 0, timeout=120,

@@ -90,7 +90,7 @@ def test_a_job_process_on_the_cluster_backfills_exactly_from_a_secured_broker_an
         assert [a["mode"] for a in job.result["attempts"]] == ["process"]
         (application,) = on_cluster.applications(f"gapwatch-backfill-{job.id}")
         assert on_cluster.successes_by_worker(application["id"]), "the executors on the workers read"
-        secrets = KafkaSecrets.of(scenario.cluster.client_config()).values
+        secrets = KafkaSecrets.of(scenario.cluster.cluster_config()).values
         assert_no_secret(secrets, {**written_by_spark(on_cluster), "spec": "".join(job_files["specs"]),
                                    "job log": "".join(job_files["logs"]), "job": str(job.result) + job.error})
     finally:
@@ -108,7 +108,7 @@ def test_a_connect_server_on_the_cluster_backfills_exactly_from_a_secured_broker
 
         delivered_exactly(scenario, broker, job, sink)
         assert [a["mode"] for a in job.result["attempts"]] == ["connect"]
-        secrets = KafkaSecrets.of(scenario.cluster.client_config()).values
+        secrets = KafkaSecrets.of(scenario.cluster.cluster_config()).values
         # The session is closed: the server logged what it logs of a closed session's operations.
         assert_no_secret(secrets, {**written_by_spark(spark_cluster), "server log": on_server.log_text(),
                                    "spec": "".join(job_files["specs"]), "job log": "".join(job_files["logs"]),

@@ -95,7 +95,7 @@ def test_a_handler_runs_on_the_clusters_executors_from_the_shipped_code(
     results: list[dict] = []
 
     by_worker = work_of(spark_cluster, lambda: results.append(run_backfill(BackfillRequest(
-        run_id=f"handler-{unique}", cluster=scenario.cluster.client_config(), sink="handler",
+        run_id=f"handler-{unique}", cluster=scenario.cluster.cluster_config(), sink="handler",
         handler="tests.integration.spark_handlers.record_log", ranges=(BackfillRange(scenario.topic, 2, 0, K),),
         spark_connect=on_server.url, spark_connect_token=on_server.token, timeout_seconds=300))))
 

@@ -233,7 +233,7 @@ def wait_for_connect_attempt(job_id: int) -> dict:
 
 def handler_request(scenario: Scenario, unique: str, handler: str) -> BackfillRequest:
     return BackfillRequest(
-        run_id=f"handler-{unique}", cluster=scenario.cluster.client_config(), sink="handler", handler=handler,
+        run_id=f"handler-{unique}", cluster=scenario.cluster.cluster_config(), sink="handler", handler=handler,
         ranges=(BackfillRange(scenario.topic, 2, 0, K), BackfillRange(scenario.topic, 3, 10, K)),
         master="local[2]", timeout_seconds=300)
 

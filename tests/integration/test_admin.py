@@ -34,7 +34,7 @@ def test_it_keeps_the_password_when_the_field_is_left_empty(admin_client, cluste
     assert response.status_code == 302
     cluster.refresh_from_db()
     assert cluster.bootstrap_servers == "127.0.0.1:9093"
-    assert cluster.client_config().sasl_password == "keep-me"
+    assert cluster.cluster_config().sasl_password == "keep-me"
 
 
 @pytest.mark.django_db

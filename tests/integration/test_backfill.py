@@ -116,7 +116,7 @@ def test_a_backfill_leaves_sparks_run_time_files_under_gapwatch_home_not_in_the_
 ):
     before = runtime_files(ROOT)
     scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
-    request = BackfillRequest(run_id=f"rt-{unique}", cluster=scenario.cluster.client_config(),
+    request = BackfillRequest(run_id=f"rt-{unique}", cluster=scenario.cluster.cluster_config(),
                               ranges=(BackfillRange(scenario.topic, 2, 0, K),),
                               output=backfill_settings.BACKFILL_OUTPUT, master="local[1]", timeout_seconds=300)
 
@@ -256,7 +256,7 @@ def test_it_calls_a_python_handler_with_every_record_of_the_range(broker, unique
     scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
     # builtins.list pulls every record of its Spark partition; the job counts what was pulled.
     result = run_backfill(BackfillRequest(
-        run_id=f"handler-{unique}", cluster=scenario.cluster.client_config(), sink="handler", handler="builtins.list",
+        run_id=f"handler-{unique}", cluster=scenario.cluster.cluster_config(), sink="handler", handler="builtins.list",
         ranges=(BackfillRange(scenario.topic, 2, 0, K), BackfillRange(scenario.topic, 3, 10, K)),
         master="local[2]", timeout_seconds=300))
     assert result["sink"] == {"kind": "handler", "handler": "builtins.list"}

@@ -184,7 +184,7 @@ def test_it_explains_aborted_transactions_and_their_markers(broker, unique, back
     # offsets: 0-9 committed, 10 marker, 11-14 aborted, 15 marker, 16-21 committed, 22 marker
     cluster = Cluster.objects.create(name=f"bf-{unique}", bootstrap_servers=broker.bootstrap)
     result = run_backfill(on_server(BackfillRequest(
-        run_id=f"tx-{unique}", cluster=cluster.client_config(), ranges=(BackfillRange(topic, 0, 0, 23),),
+        run_id=f"tx-{unique}", cluster=cluster.cluster_config(), ranges=(BackfillRange(topic, 0, 0, 23),),
         output=settings.BACKFILL_OUTPUT, master="local[2]", timeout_seconds=300), connect_server))
 
     assert [a["mode"] for a in result["attempts"]] == ["connect"]
@@ -277,7 +277,7 @@ def test_a_timed_out_job_is_interrupted_on_the_server_publishes_nothing_and_the_
     assert handler_settled(handled) < 2 * K - 10
     assert staging_leftovers(backfill_settings) == []
     result = run_backfill(on_server(BackfillRequest(
-        run_id=f"next-{unique}", cluster=scenario.cluster.client_config(), sink="parquet",
+        run_id=f"next-{unique}", cluster=scenario.cluster.cluster_config(), sink="parquet",
         output=backfill_settings.BACKFILL_OUTPUT, ranges=(BackfillRange(scenario.topic, 3, 0, K),),
         timeout_seconds=300), connect_server))
     assert result["delivered"] == K and result["attempts"][0]["mode"] == "connect"
@@ -434,7 +434,7 @@ def test_a_connect_job_masks_the_sasl_password_in_errors_and_the_server_never_lo
 ):
     password = f"pw-{unique}-never-shown"
     scenario = Scenario(broker, f"bf-{unique}", f"backfill-{unique}", K)
-    cluster = dataclasses.replace(scenario.cluster.client_config(), security_protocol="SASL_PLAINTEXT",
+    cluster = dataclasses.replace(scenario.cluster.cluster_config(), security_protocol="SASL_PLAINTEXT",
                                   sasl_mechanism="PLAIN", sasl_username="backfill", sasl_password=password)
     spec = JobSpec(job_id=f"sasl-{unique}", attempt="a1", kafka=KafkaSettings(
         bootstrap_servers=broker.bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",

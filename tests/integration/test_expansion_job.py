@@ -618,4 +618,4 @@ def parquet_offsets(path: str) -> list[tuple[int, int]]:
 def _offsets(cluster, topic: str, partitions: list[int]):
     from adapters.kafka import KafkaAdapter
 
-    return KafkaAdapter(cluster.client_config(), timeout=10).partition_offsets(topic=topic, partitions=partitions)
+    return KafkaAdapter(cluster.cluster_config(), timeout=10).partition_offsets(topic=topic, partitions=partitions)

@@ -269,7 +269,7 @@ class _ConsumerJoinsBeforeTheCommit(KafkaAdapter):
     guards against. The consumer is appended to ``joined``, for the test to close."""
 
     def __init__(self, cluster: Cluster, *, topic: str, joined: list[GroupConsumer]) -> None:
-        super().__init__(cluster.client_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS)
+        super().__init__(cluster.cluster_config(), timeout=settings.KAFKA_TIMEOUT_SECONDS)
         self.bootstrap, self.topic, self.joined = cluster.bootstrap_servers, topic, joined
 
     def committed_offsets(self, *, group_id, partitions):

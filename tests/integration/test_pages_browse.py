@@ -320,7 +320,7 @@ def test_it_adds_a_cluster_and_audits_it_without_the_password(approver_client, a
     assert response.status_code == 302 and response["Location"] == "/clusters/"
     cluster = Cluster.objects.get(name="prod")
     assert cluster.bootstrap_servers == "k1.example.com:9092,k2.example.com:9092"
-    assert cluster.client_config().sasl_password == PASSWORD and PASSWORD not in cluster.sasl_password_encrypted
+    assert cluster.cluster_config().sasl_password == PASSWORD and PASSWORD not in cluster.sasl_password_encrypted
     event = AuditEvent.objects.get(action="cluster.added")
     assert (event.actor, event.cluster, event.object_id) == (approver, cluster, str(cluster.pk))
     assert event.detail == {
@@ -362,14 +362,14 @@ def test_it_keeps_changes_and_clears_the_password_and_audits_only_that_it_change
     # Empty password input: the stored one stays; only the changed field is audited.
     assert approver_client.post(url, {**common, "sasl_username": "other", "sasl_password": ""}).status_code == 302
     sasl_cluster.refresh_from_db()
-    assert sasl_cluster.client_config().sasl_password == PASSWORD
+    assert sasl_cluster.cluster_config().sasl_password == PASSWORD
     event = AuditEvent.objects.get(action="cluster.changed")
     assert event.detail == {"before": {"sasl_username": "gapwatch"}, "after": {"sasl_username": "other"}}
 
     # A new password: audited as changed, never its value.
     approver_client.post(url, {**common, "sasl_password": "brand-new-secret"})
     sasl_cluster.refresh_from_db()
-    assert sasl_cluster.client_config().sasl_password == "brand-new-secret"
+    assert sasl_cluster.cluster_config().sasl_password == "brand-new-secret"
     event = AuditEvent.objects.filter(action="cluster.changed").first()
     assert event.detail == {"before": {"sasl_username": "other"}, "after": {"sasl_username": "gapwatch"},
                             "password_changed": True, "password_set": True}

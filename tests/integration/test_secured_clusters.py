@@ -181,7 +181,7 @@ def test_a_secured_cluster_is_polled_reset_and_backfilled(
                  *(str(event.detail) for event in AuditEvent.objects.all()),
                  cluster.last_error, cluster.ssl_key_pem_encrypted]
         # As stored, and as the job got them (the key opened, as PKCS#8).
-        for secret in (*secrets.values(), *KafkaSecrets.of(cluster.client_config()).values):
+        for secret in (*secrets.values(), *KafkaSecrets.of(cluster.cluster_config()).values):
             assert not any(secret in text for text in shown), "a secret was written down"
     finally:
         for future in broker.admin.delete_consumer_groups(group_ids, request_timeout=30).values():
@@ -514,7 +514,7 @@ def test_protection_by_membership_without_read_on_the_group_is_refused_in_words(
                    what="the group reading")
 
         def seat() -> dict:
-            with Membership(cluster.client_config(), client_id=protector_client_id(what=f"acl-{unique}"),
+            with Membership(cluster.cluster_config(), client_id=protector_client_id(what=f"acl-{unique}"),
                             anchor_topic=anchor, timeout=10) as seats:
                 refused = seats.join([SeatRequest(group_id, "classic", "range")], within=20)
                 if not refused:

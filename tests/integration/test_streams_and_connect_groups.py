@@ -51,7 +51,7 @@ def test_a_streams_group_is_listed_with_its_members_and_commits_and_its_reset_wa
     finally:
         app.close()
     job = RemediationJob.objects.get(group=group)
-    with JavaAdmin(cluster.client_config()) as reader:
+    with JavaAdmin(cluster.cluster_config()) as reader:
         wait_until(lambda: reader.streams_group_states([application])[application] == ("Empty", 0),
                    what="the streams group to be Empty")
         before = reader.read_streams([application])[0].committed.get((topic, 0))

@@ -186,3 +186,42 @@ def test_the_conflict_marker_check_can_fail(tmp_path):
     page = tmp_path / "page.html"
     page.write_text("<td>\n<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n</td>\n")
     assert conflict_markers([page]) == [str(page)]
+
+
+# --- One factory for a cluster's Kafka clients (issue 45) ----------------------
+
+CLIENT_CLASSES = {"KafkaAdapter", "JavaAdmin"}
+# The one place outside the adapters that builds them, with the settings every task uses.
+CLIENT_FACTORY = "tasks/cluster_client.py"
+
+
+def clients_built_in(source: str) -> list[str]:
+    """Each construction of a Kafka client class in ``source`` (``KafkaAdapter(...)``, ``JavaAdmin(...)``)."""
+    return [node.func.id for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CLIENT_CLASSES]
+
+
+def clients_built_outside_the_factory(root: Path = ROOT) -> dict[str, list[str]]:
+    found = {}
+    for package in ("controlplane", "groups", "tasks", "demo"):
+        for path in sorted((root / package).rglob("*.py")):
+            name = path.relative_to(root).as_posix()
+            built = [] if name == CLIENT_FACTORY else clients_built_in(path.read_text())
+            if built:
+                found[name] = built
+    return found
+
+
+def test_a_cluster_s_kafka_clients_are_built_in_one_place():
+    """Every task gets its Kafka clients from tasks/cluster_client.py (its
+    timeouts and fan-out, secrets redacted from a short question's errors)."""
+    assert clients_built_outside_the_factory() == {}, "build them with tasks.cluster_client"
+
+
+def test_the_client_check_sees_a_client_built_elsewhere(tmp_path):
+    for package in ("controlplane", "groups", "demo"):
+        (tmp_path / package).mkdir()
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "poll.py").write_text("from adapters.kafka import KafkaAdapter\nKafkaAdapter(config, timeout=3)\n")
+    (tmp_path / "tasks" / "cluster_client.py").write_text("KafkaAdapter(config)\nJavaAdmin(config)\n")
+    assert clients_built_outside_the_factory(tmp_path) == {"tasks/poll.py": ["KafkaAdapter"]}

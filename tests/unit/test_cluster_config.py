@@ -45,7 +45,7 @@ from groups.domain.cluster_config import ClusterConfig
     ],
 )
 def test_it_gives_librdkafka_options(config, expected, why):
-    assert config.client_config() == expected, why
+    assert config.librdkafka_options() == expected, why
 
 
 def test_its_repr_never_shows_a_secret():

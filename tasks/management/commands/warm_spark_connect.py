@@ -5,7 +5,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from groups.selectors.clusters import cluster_to_warm_up_with
-from adapters.kafka.adapter import KafkaAdapter, KafkaUnavailable
+from adapters.kafka.adapter import KafkaUnavailable
+from tasks.cluster_client import kafka_client
 from adapters.spark.connect import ConnectUnavailable, connect_session, first_line, server_address
 from adapters.spark.handshake import DISCARDED
 from adapters.spark.spec import KafkaSecrets, KafkaSettings
@@ -74,9 +75,9 @@ class Command(BaseCommand):
         stderr, not an error."""
         if cluster is None:
             return self._no_read("no Kafka read: no cluster is registered")
-        config = cluster.client_config()
+        config = cluster.cluster_config()
         try:
-            source = warm_up_source(KafkaAdapter(config, timeout=settings.KAFKA_TIMEOUT_SECONDS),
+            source = warm_up_source(kafka_client(config),
                                     records=options["records"], timeout=settings.KAFKA_TIMEOUT_SECONDS)
         except KafkaUnavailable as error:
             return self._no_read(f"no Kafka read: cluster {cluster.name!r}: {error}")
