@@ -324,10 +324,24 @@ class KafkaStreamsWordCount:
             out.write(f"bootstrap.servers={bootstrap}\napplication.id={application_id}\ngroup.protocol=streams\n"
                       f"state.dir={state_dir}\ncommit.interval.ms=500\nstatestore.cache.max.bytes=0\n")
             if exactly_once:
-                out.write("processing.guarantee=exactly_once_v2\n")
-        command = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", streams_jars(),
+                # Streams' own transaction time-out under exactly-once is 10 s: on a loaded machine a
+                # transaction that takes longer is aborted by the coordinator and the producer fenced,
+                # again and again. Sixty seconds is the broker's default, and what a client may ask.
+                out.write("processing.guarantee=exactly_once_v2\nproducer.transaction.timeout.ms=60000\n")
+        command = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                   "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-cp", streams_jars(),
                    "org.apache.kafka.streams.examples.wordcount.WordCountDemo", properties]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Its log, for a test that waits on it in vain to quote (``log_tail``).
+        self.log = os.path.join(state_dir, "streams.log")
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last ``lines`` of the application's output, and whether it still runs."""
+        with open(self.log, errors="replace") as log:
+            tail = "".join(log.readlines()[-lines:])
+        state = "running" if self.process.poll() is None else f"exited with {self.process.returncode}"
+        return f"the application is {state}; its last output:\n{tail}"
 
     def internal_topics(self, admin: AdminClient) -> list[str]:
         """The topics Streams made for the application: its repartition topic and its count's changelog."""
