@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, JobFinding, RemediationJob
 from groups.services.polls import cluster_record_failure
+from groups.web.links import group_url
 from tests.factories import (
     HOSTILE_GROUP_ID,
     make_cluster,
@@ -301,7 +302,7 @@ def test_a_group_page_shows_every_partition_from_the_last_poll_with_owner_and_la
                         groups=(group,)), now=now, kafka_seconds=0.01)
 
     stored = ConsumerGroup.objects.get(group_id="billing")
-    body = viewer_client.get(f"/groups/{stored.pk}/").content.decode()
+    body = viewer_client.get(group_url(stored)).content.decode()
     rows = dict(re.findall(r'<tr class="partition-row" data-partition="(\d)">(.*?)</tr>', body, re.S))
     assert sorted(rows) == ["0", "1", "2"]  # every partition, none has a finding
     cells = {p: re.findall(r'<td class="num">([^<]*)</td>', row) for p, row in rows.items()}
@@ -328,7 +329,7 @@ def test_the_lag_chart_fits_its_events_labels_them_and_gives_each_value(viewer_c
     LagSample.objects.bulk_create([LagSample(group=group, topic=topic, at=now - timedelta(minutes=m), lag=m)
                                    for m in (180, 24, 15, 5)])
 
-    body = viewer_client.get(f"/groups/{group.pk}/").content.decode()
+    body = viewer_client.get(group_url(group)).content.decode()
     assert "last 25 min, fitted to its events" in body  # 20 min since the partition was added, and 5 before
     svg = body[body.index("<svg"):body.index("</svg>")]
     assert "orders: partition 2 added</text>" in svg
@@ -338,7 +339,7 @@ def test_the_lag_chart_fits_its_events_labels_them_and_gives_each_value(viewer_c
     table = body[body.index('<details class="chart-values">'):body.index("</details>")]
     assert len(re.findall(r"<tr><td", table)) == 3
 
-    fixed = viewer_client.get(f"/groups/{group.pk}/", {"window": "24h"}).content.decode()
+    fixed = viewer_client.get(group_url(group), {"window": "24h"}).content.decode()
     assert "last 24h" in fixed and len(re.findall(r'<circle class="dot"', fixed)) == 4
 
 
