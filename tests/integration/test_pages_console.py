@@ -368,3 +368,23 @@ def test_a_time_zone_not_offered_is_a_400_that_says_so_and_changes_nothing(appro
     assert PersonSettings.objects.get(user=approver).time_zone == "Europe/Berlin"
     assert 'data-time-zone="Europe/Berlin"' in client.get("/").content.decode()
     assert client.get("/account/time-zone").status_code == 405
+
+
+def test_the_color_scheme_a_person_chooses_is_the_layouts_and_anything_else_is_a_400(approver):
+    from groups.models import PersonSettings
+
+    client = client_for(approver)
+    # Before any choice: the system's, the dark palette only where the browser prefers dark.
+    layout = client.get("/").content.decode()
+    assert '<meta name="color-scheme" content="light dark">' in layout
+    assert 'gapwatch-dark.css" media="(prefers-color-scheme: dark)">' in layout
+    assert client.post("/account/color-scheme", {"color_scheme": "dark"}).status_code == 302
+    layout = client.get("/").content.decode()
+    assert '<meta name="color-scheme" content="dark">' in layout and 'gapwatch-dark.css">' in layout
+    refused = client.post("/account/color-scheme", {"color_scheme": "<b>sepia</b>"})
+    assert refused.status_code == 400 and "“&lt;b&gt;sepia&lt;/b&gt;” is not a color scheme" in refused.content.decode()
+    assert PersonSettings.objects.get(user=approver).color_scheme == "dark"
+    assert client.post("/account/color-scheme", {"color_scheme": "light"}).status_code == 302
+    layout = client.get("/").content.decode()
+    assert '<meta name="color-scheme" content="light">' in layout and "gapwatch-dark.css" not in layout
+    assert client.get("/account/color-scheme").status_code == 405
