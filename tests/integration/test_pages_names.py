@@ -46,7 +46,7 @@ def test_it_round_trips_every_group_id_through_its_address(viewer_client, prod):
         # One path segment, never "." or "..": a browser resolves neither away, nor any "%2E%2E".
         segments = url.split("/")
         assert len(segments) == 6 and segments[:4] == ["", "clusters", "prod", "groups"], url
-        assert segments[4].replace("~2E", ".") not in (".", "..") and "%2E" not in segments[4].upper(), url
+        assert segments[4] not in (".", "..") and "%2E" not in segments[4].upper(), url
         response = viewer_client.get(url)
         assert response.status_code == 200, (group.group_id, url)
         assert response.context["group"].pk == group.pk, (group.group_id, url)
@@ -75,18 +75,23 @@ def test_it_redirects_the_id_addresses_for_good_keeping_the_query(viewer_client,
         assert viewer_client.get(unknown).status_code == 404, unknown
 
 
-def test_what_names_nothing_is_gapwatchs_404_never_a_500(viewer_client, prod):
+def test_what_names_nothing_is_gapwatchs_404_and_a_nul_its_400_never_a_500(viewer_client, prod):
     make_topic(prod, "orders")
     make_group(prod, "billing")
     for path in ("/clusters/nope/", "/clusters/prod/topics/nope/", "/clusters/prod/groups/nope/",
                  "/clusters/prod/topics/nope/broker", "/clusters/nope/groups/billing/",
-                 "/clusters/prod/groups/bill%00ing/", "/clusters/prod/groups/%00/", "/clusters/pr%00od/",
-                 "/clusters/prod/topics/orders%00/", "/clusters/prod/groups/~/", "/clusters/prod/groups/~zz/",
-                 "/clusters/prod/groups/billing~2", "/clusters/prod/topics/orders/?generation=7",
-                 "/clusters/prod/topics/orders/?generation=x"):
+                 "/clusters/prod/groups/~/", "/clusters/prod/groups/~zz/", "/clusters/prod/groups/billing~2",
+                 "/clusters/prod/topics/orders/?generation=7", "/clusters/prod/topics/orders/?generation=x"):
         response = viewer_client.get(path)
         assert response.status_code == 404, path
         assert NOT_FOUND in response.content.decode(), path
+    # A NUL byte anywhere in a path is refused before routing (controlplane.middleware.RejectNulMiddleware,
+    # the one rule for NULs); the converter, which refuses it too, never sees it.
+    for path in ("/clusters/prod/groups/bill%00ing/", "/clusters/prod/groups/%00/", "/clusters/pr%00od/",
+                 "/clusters/prod/topics/orders%00/"):
+        response = viewer_client.get(path)
+        assert response.status_code == 400, path
+        assert "a NUL byte (\\x00) is not allowed: &#x27;path&#x27;" in response.content.decode(), path
 
 
 def test_a_recreated_topics_generations_each_stay_reachable_and_the_page_says_which(viewer_client, prod):
