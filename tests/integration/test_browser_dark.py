@@ -107,8 +107,8 @@ def test_a_persons_choice_overrides_the_browsers(console, live_server, chromium)
             assert PersonSettings.objects.get(user=operator).color_scheme == chosen
             page.goto(f"{live_server.url}/")
             assert page.evaluate(BACKGROUND) == expected, (prefers, chosen)
-            # Form controls follow too: the browser is told the scheme the page uses.
-            scheme = page.evaluate("getComputedStyle(document.documentElement).colorScheme")
+            # Form controls and scroll bars follow too: the browser is told the schemes the page supports.
+            scheme = page.evaluate("document.querySelector('meta[name=color-scheme]').content")
             assert scheme == {"dark": "dark", "light": "light", "system": "light dark"}[chosen], (prefers, chosen)
             if chosen == "dark" or chosen == "light":
                 assert axe_violations(page) == [], (prefers, chosen)
