@@ -32,7 +32,7 @@ BACKGROUND = "getComputedStyle(document.body).backgroundColor"
 
 
 @pytest.fixture
-def console(transactional_db):
+def dark_console(transactional_db):
     """A cluster with a topic in two generations, two groups (one hostile) with a finding in every state,
     a job in every status, an audit row; the operator, an approver, to log in as."""
     operator = approver_operator()
@@ -72,8 +72,8 @@ def _violations(page, live_server, paths: list[str]) -> tuple[list[str], list[st
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)
-def test_dark_pages_have_no_contrast_or_other_serious_violation(console, live_server, chromium, viewport):
-    operator, paths = console
+def test_dark_pages_have_no_contrast_or_other_serious_violation(dark_console, live_server, chromium, viewport):
+    operator, paths = dark_console
     context = chromium.new_context(viewport=VIEWPORTS[viewport], color_scheme="dark")
     try:
         page = context.new_page()
@@ -92,8 +92,8 @@ def test_dark_pages_have_no_contrast_or_other_serious_violation(console, live_se
         context.close()
 
 
-def test_a_persons_choice_overrides_the_browsers(console, live_server, chromium):
-    operator, _ = console
+def test_a_persons_choice_overrides_the_browsers(dark_console, live_server, chromium):
+    operator, _ = dark_console
     for prefers, chosen, expected in (("light", "dark", DARK_PAGE), ("dark", "light", LIGHT_PAGE),
                                       ("dark", "system", DARK_PAGE), ("light", "system", LIGHT_PAGE)):
         context = chromium.new_context(color_scheme=prefers)
