@@ -386,9 +386,9 @@ class FindingUrgencyAdmin(ScopedAdmin, ReadOnlyAdmin):
 
 @admin.register(PersonSettings)
 class PersonSettingsAdmin(ReadOnlyAdmin):
-    """Each person's own settings (their time zone), changed on their account page."""
+    """Each person's own settings (their time zone and color scheme), changed on their account page."""
 
-    list_display = ["user", "time_zone"]
+    list_display = ["user", "time_zone", "color_scheme"]
     list_select_related = ["user"]
 
 

@@ -604,10 +604,18 @@ class DirectoryIdentity(models.Model):
 
 class PersonSettings(models.Model):
     """One person's own settings. ``time_zone``: the IANA zone the pages show
-    times in ("Europe/Berlin"); empty means the browser's own zone."""
+    times in ("Europe/Berlin"); empty means the browser's own zone.
+    ``color_scheme``: light or dark pages, or the system's choice (the
+    browser's ``prefers-color-scheme``)."""
+
+    class ColorScheme(models.TextChoices):
+        SYSTEM = "system", "as the system is set"
+        LIGHT = "light", "light"
+        DARK = "dark", "dark"
 
     user = models.OneToOneField("auth.User", on_delete=models.CASCADE, related_name="gapwatch_settings")
     time_zone = models.CharField(max_length=64, blank=True, default="")
+    color_scheme = models.CharField(max_length=6, choices=ColorScheme.choices, default=ColorScheme.SYSTEM)
 
     class Meta:
         verbose_name_plural = "person settings"

@@ -69,6 +69,7 @@ UNITS: dict[str, tuple[str, ...]] = {
         "tests/integration/test_browser_fit.py",
         "tests/integration/test_browser_links.py",
         "tests/integration/test_browser_filter.py",
+        "tests/integration/test_browser_dark.py",
         "tests/integration/test_topic_broker.py",
     ),
 }

@@ -229,6 +229,17 @@ def audit_events_list(
     return queryset.order_by("-at", "-id")
 
 
+def audit_object_names(*, ids: dict[str, set[int]]) -> dict[str, dict[int, tuple[str, ...]]]:
+    """The names that address the audited topics, groups and clusters of
+    ``ids`` (object type -> row ids): per type, per id that still exists,
+    (cluster, topic), (cluster, group id) or (cluster,)."""
+    topics = Topic.objects.filter(pk__in=ids.get("topic", ())).values_list("pk", "cluster__name", "name")
+    groups = ConsumerGroup.objects.filter(pk__in=ids.get("group", ())).values_list("pk", "cluster__name", "group_id")
+    clusters = Cluster.objects.filter(pk__in=ids.get("cluster", ())).values_list("pk", "name")
+    return {kind: {pk: tuple(names) for pk, *names in rows}
+            for kind, rows in (("topic", topics), ("group", groups), ("cluster", clusters))}
+
+
 def audit_filter_values() -> dict[str, list[str]]:
     """Distinct actions and object types, and the usernames, to suggest in
     the audit filters."""

@@ -1,5 +1,5 @@
 """Writes of login accounts outside the admin: the local administrator that
-``make up`` creates (``manage.py ensure_admin``)."""
+``make up`` creates (``manage.py ensure_admin``), and a person's own settings."""
 
 from __future__ import annotations
 
@@ -35,3 +35,16 @@ def person_time_zone_set(*, user, time_zone: str) -> str:
         raise ValidationError(f"“{time_zone[:64]}” is not a time zone: pick one from the list, e.g. Europe/Berlin.")
     PersonSettings.objects.update_or_create(user=user, defaults={"time_zone": time_zone})
     return time_zone
+
+
+def person_color_scheme_set(*, user, color_scheme: str) -> str:
+    """Show ``user`` light or dark pages, or as their system is set ("system"). Anything else is a
+    ValidationError naming the choices."""
+    from django.core.exceptions import ValidationError
+
+    from groups.models import PersonSettings
+
+    if color_scheme not in PersonSettings.ColorScheme.values:
+        raise ValidationError(f"“{color_scheme[:20]}” is not a color scheme: choose system, light or dark.")
+    PersonSettings.objects.update_or_create(user=user, defaults={"color_scheme": color_scheme})
+    return color_scheme

@@ -1,5 +1,6 @@
-"""Each user's own page: their personal API tokens (issue 23, item 5) and
-the time zone their pages show times in (issue 44, item 3).
+"""Each user's own page: their personal API tokens (issue 23, item 5), the
+time zone their pages show times in (issue 44, item 3) and their color
+scheme (issue 44: light, dark or the system's).
 
 A token is shown once, in the answer to the POST that made it (never stored,
 never cached); the list shows its prefix, expiry, last use and whether it is
@@ -21,8 +22,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from groups.models import ApiToken
-from groups.services.accounts import person_time_zone_set
+from groups.models import ApiToken, PersonSettings
+from groups.services.accounts import person_color_scheme_set, person_time_zone_set
 from groups.services.tokens import TokenRefused, api_token_create, api_token_revoke
 from groups.selectors.access import api_tokens_of
 
@@ -41,11 +42,12 @@ class TokenForm(forms.Form):
 
 
 def _page(request: HttpRequest, form: TokenForm, *, new_key: str | None = None, status: int = 200,
-          zone_error: str = "") -> HttpResponse:
+          zone_error: str = "", scheme_error: str = "") -> HttpResponse:
     tokens = api_tokens_of(user=request.user)
     return render(request, "account/tokens.html", {
         "form": form, "tokens": tokens, "new_key": new_key, "now": timezone.now(),
         "time_zones": sorted(available_timezones()), "zone_error": zone_error,
+        "color_schemes": PersonSettings.ColorScheme.choices, "scheme_error": scheme_error,
     }, status=status)
 
 
@@ -93,4 +95,17 @@ def time_zone_set(request: HttpRequest) -> HttpResponse:
     except ValidationError as error:
         return _page(request, TokenForm(), status=400, zone_error=" ".join(error.messages))
     messages.success(request, f"Times are shown in {zone}." if zone else "Times are shown in your browser's time zone.")
+    return redirect("account_tokens")
+
+
+@login_required
+@require_POST
+def color_scheme_set(request: HttpRequest) -> HttpResponse:
+    """The person's color scheme for every page (system, light or dark); anything else is a 400 saying so."""
+    try:
+        scheme = person_color_scheme_set(user=request.user, color_scheme=request.POST.get("color_scheme", ""))
+    except ValidationError as error:
+        return _page(request, TokenForm(), status=400, scheme_error=" ".join(error.messages))
+    messages.success(request, "Pages follow your system's light or dark setting." if scheme == "system"
+                     else f"Pages are {scheme} whatever your system's setting.")
     return redirect("account_tokens")

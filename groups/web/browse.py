@@ -25,7 +25,7 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponsePermanentRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -45,6 +45,7 @@ from groups.selectors.browse import (
     TOPIC_SORTS,
     audit_events_list,
     audit_filter_values,
+    audit_object_names,
     group_chart_extent,
     group_chart_marks,
     group_lag_series,
@@ -55,7 +56,7 @@ from groups.selectors.browse import (
     topics_browse,
 )
 from groups.selectors.lists import clusters_list, clusters_with_certificates_list, groups_list, topics_list
-from groups.models import ConsumerGroup, PartitionGeneration
+from groups.models import AuditEvent, ConsumerGroup, PartitionGeneration, Topic
 from groups.services.clusters import (
     MANAGE_PERMISSION,
     cluster_create,
@@ -79,6 +80,7 @@ from groups.web.charts import (
     lag_chart,
     span_text,
 )
+from groups.web.links import group_url, topic_url
 from groups.web.paging import KeysFirstPaginator
 from groups.web.forms import AuditFilterForm, BrowseFilterForm, ClusterEnabledForm, ClusterForm, GroupSettingsForm
 
@@ -173,19 +175,45 @@ def topic_list(request: HttpRequest) -> HttpResponse:
                         sorts=TOPIC_SORTS, hidden="deleted")
 
 
+def _permanent_redirect(request: HttpRequest, url: str) -> HttpResponse:
+    """A page that moved to ``url`` for good (an id URL to its name URL), its query kept."""
+    query = request.META.get("QUERY_STRING", "")
+    return HttpResponsePermanentRedirect(f"{url}?{query}" if query else url)
+
+
+def _visible_topic(request: HttpRequest, **lookup) -> Topic:
+    return get_object_or_404(visible_topics(scope_of(request.user), topics_list()), **lookup)
+
+
+def _shown_generation(request: HttpRequest, timeline: list[dict]) -> dict | None:
+    """The timeline entry the page is about: ``?generation=N``, else the newest
+    (None before the first); a number the topic never had is a 404."""
+    text = request.GET.get("generation")
+    if text is None:
+        return timeline[0] if timeline else None
+    for entry in timeline:
+        if text.isascii() and text.isdigit() and int(text) == entry["generation"].number:
+            return entry
+    raise Http404("no such generation of this topic")
+
+
 @login_required
 @require_http_methods(["GET", "HEAD"])
-def topic_detail(request: HttpRequest, topic_id: int) -> HttpResponse:
+def topic_detail(request: HttpRequest, cluster_name: str, topic_name: str) -> HttpResponse:
     scope = scope_of(request.user)
-    topic = get_object_or_404(visible_topics(scope, topics_list()), pk=topic_id)
+    topic = get_object_or_404(visible_topics(scope, topics_list()), cluster__name=cluster_name, name=topic_name)
     timeline = generation_timeline(topic_generations_list(topic=topic))
+    shown = _shown_generation(request, timeline)
+    for entry in timeline:
+        entry["query"] = _query_with(request, generation=str(entry["generation"].number), partitions=None)
     readers = scope.rows(topic_readers_list(topic=topic), cluster="topic__cluster__name", group="group__group_id")
     readers = Paginator(readers, TOPIC_READERS_PER_PAGE).get_page(
         request.GET.get("page")
     )
     planned, plan_error = _expansion_plan(request, topic)
     return render(request, "browse/topic.html", {
-        "topic": topic, "timeline": timeline, "readers": readers, "page_query": _page_query(request),
+        "topic": topic, "timeline": timeline, "shown": shown, "current": timeline[0] if timeline else None,
+        "readers": readers, "page_query": _page_query(request),
         "planned": planned, "plan_error": plan_error, "plan_partitions": request.GET.get("partitions", ""),
         "plan_fingerprint": expansion_plan_as_dict(planned)["fingerprint"] if planned else "",
         "expansions": expansion_jobs_visible(user=request.user).filter(topic=topic)[:10],
@@ -194,19 +222,32 @@ def topic_detail(request: HttpRequest, topic_id: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "HEAD"])
-def topic_broker(request: HttpRequest, topic_id: int) -> HttpResponse:
+def topic_by_id(request: HttpRequest, topic_id: int) -> HttpResponse:
+    """The topic page's address before names (bookmarks, old audit links): moved for good."""
+    return _permanent_redirect(request, topic_url(_visible_topic(request, pk=topic_id)))
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def topic_broker(request: HttpRequest, cluster_name: str, topic_name: str) -> HttpResponse:
     """The topic on the broker now (partitions, replicas, offsets, sizes,
     configs), read on demand through a worker: the topic page fetches it as
     a fragment after it renders (``gapwatch/load.js``), or a person without
     scripts opens it as a page. A broker that does not answer is a sentence
     (status 200 in the fragment, so the page shows it; 502 as a page)."""
-    scope = scope_of(request.user)
-    topic = get_object_or_404(visible_topics(scope, topics_list()), pk=topic_id)
+    topic = _visible_topic(request, cluster__name=cluster_name, name=topic_name)
     state = topic_broker_state(topic=topic)
     fragment = request.headers.get("X-Requested-With") == "fetch"
     status = 502 if state["error"] and not fragment else 200
     return render(request, "browse/_topic_broker.html" if fragment else "browse/topic_broker.html",
                   {"topic": topic, "state": state}, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def topic_broker_by_id(request: HttpRequest, topic_id: int) -> HttpResponse:
+    topic = _visible_topic(request, pk=topic_id)
+    return _permanent_redirect(request, reverse("browse:topic_broker", args=[topic.cluster.name, topic.name]))
 
 
 def _expansion_plan(request: HttpRequest, topic) -> tuple[object | None, str]:
@@ -287,11 +328,22 @@ def _group_page(request: HttpRequest, group: ConsumerGroup, settings_form: Group
     }, status=status)
 
 
+def _visible_group(request: HttpRequest, **lookup) -> ConsumerGroup:
+    return get_object_or_404(visible_groups(scope_of(request.user), groups_list(with_partitions=True)), **lookup)
+
+
 @login_required
 @require_http_methods(["GET", "HEAD"])
-def group_detail(request: HttpRequest, group_pk: int) -> HttpResponse:
-    group = get_object_or_404(visible_groups(scope_of(request.user), groups_list(with_partitions=True)), pk=group_pk)
-    return _group_page(request, group, None)
+def group_detail(request: HttpRequest, cluster_name: str, group_id: str) -> HttpResponse:
+    return _group_page(request, _visible_group(request, cluster__name=cluster_name, group_id=group_id), None)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def group_by_id(request: HttpRequest, group_pk: int) -> HttpResponse:
+    """The group page's address before names (bookmarks, old audit links): moved for good."""
+    group = get_object_or_404(visible_groups(scope_of(request.user), groups_list()), pk=group_pk)
+    return _permanent_redirect(request, group_url(group))
 
 
 def _manager_only(*methods: str) -> Callable[[Callable], Callable]:
@@ -321,7 +373,7 @@ _manager_form_view = _manager_only("GET", "HEAD", "POST")
 @require_http_methods(["POST"])
 def group_settings(request: HttpRequest, group_pk: int) -> HttpResponse:
     """A group's settings: an approver whose scope covers the group."""
-    group = get_object_or_404(visible_groups(scope_of(request.user), groups_list(with_partitions=True)), pk=group_pk)
+    group = _visible_group(request, pk=group_pk)
     require_manager(request.user, group=group)
     # A copy: the page shows the stored settings next to the rejected input.
     form = GroupSettingsForm(request.POST, instance=copy.copy(group))
@@ -329,24 +381,38 @@ def group_settings(request: HttpRequest, group_pk: int) -> HttpResponse:
         return _group_page(request, group, form, status=400)
     changed = group_update_settings(user=request.user, group_id=group.pk, data=form.cleaned_data)
     messages.success(request, "Group settings saved." if changed else "Nothing changed.")
-    return redirect("browse:group", group_pk=group.pk)
+    return redirect(group_url(group))
 
 
 # --- Clusters -------------------------------------------------------------
 
 
-@login_required
-@require_http_methods(["GET", "HEAD"])
-def cluster_list(request: HttpRequest) -> HttpResponse:
+def _clusters_page(request: HttpRequest, *, name: str | None) -> HttpResponse:
+    """Every cluster the person's scope shows, or the one called ``name`` (404 if none)."""
     scope = scope_of(request.user)
+    clusters = [cluster for cluster in clusters_with_certificates_list(
+        now=timezone.now(), within_days=settings.CERTIFICATE_EXPIRY_WARNING_DAYS)
+        if scope.may(VIEWER, cluster=cluster.name) is not None and name in (None, cluster.name)]
+    if name is not None and not clusters:
+        raise Http404("no such cluster")
     return render(request, "browse/clusters.html", {
-        "clusters": [cluster for cluster in clusters_with_certificates_list(
-            now=timezone.now(), within_days=settings.CERTIFICATE_EXPIRY_WARNING_DAYS)
-            if scope.may(VIEWER, cluster=cluster.name) is not None],
+        "clusters": clusters, "cluster": clusters[0] if name is not None else None,
         "can_manage": request.user.has_perm(MANAGE_PERMISSION) and scope.manages_clusters,
         "expiry_warning_days": settings.CERTIFICATE_EXPIRY_WARNING_DAYS,
         "poll_interval_ms": settings.POLL_INTERVAL_SECONDS * 1000,
     })
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def cluster_list(request: HttpRequest) -> HttpResponse:
+    return _clusters_page(request, name=None)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD"])
+def cluster_detail(request: HttpRequest, cluster_name: str) -> HttpResponse:
+    return _clusters_page(request, name=cluster_name)
 
 
 @_manager_form_view
@@ -399,24 +465,26 @@ def cluster_test(request: HttpRequest, pk: int) -> HttpResponse:
 # --- Audit ----------------------------------------------------------------
 
 
-def _object_link(object_type: str, object_id: str) -> str:
-    """The page of an audited object, or "" when there is none (object ids are
-    free text in the audit table: only all-digit ids become links)."""
-    if not object_id.isdigit():
-        return ""
-    if object_type == "group":
-        return reverse("browse:group", args=[int(object_id)])
-    if object_type == "topic":
-        return reverse("browse:topic", args=[int(object_id)])
-    if object_type == "cluster":
-        return f"{reverse('browse:clusters')}#cluster-{int(object_id)}"
-    if object_type == "job":
-        return reverse("job_detail", args=[int(object_id)])
-    if object_type == "finding":
-        return reverse("finding_detail", args=[int(object_id)])
-    if object_type == "expansion":
-        return reverse("expansion_detail", args=[int(object_id)])
-    return ""
+def _object_links(events: list[AuditEvent]) -> None:
+    """Sets each event's ``object_link``: its object's page, or "" when there
+    is none (object ids are free text in the audit table: only all-digit ids
+    of rows that still exist become links; topics, groups and clusters by name)."""
+    wanted: dict[str, set[int]] = {}
+    for event in events:
+        if event.object_id.isdigit():
+            wanted.setdefault(event.object_type, set()).add(int(event.object_id))
+    names = audit_object_names(ids=wanted)
+    routes = {"topic": "browse:topic", "group": "browse:group", "cluster": "browse:cluster"}
+    by_id = {"job": "job_detail", "finding": "finding_detail", "expansion": "expansion_detail"}
+    for event in events:
+        event.object_link = ""
+        if not event.object_id.isdigit():
+            continue
+        if event.object_type in routes:
+            found = names[event.object_type].get(int(event.object_id))
+            event.object_link = reverse(routes[event.object_type], args=found) if found else ""
+        elif event.object_type in by_id:
+            event.object_link = reverse(by_id[event.object_type], args=[int(event.object_id)])
 
 
 @login_required
@@ -427,8 +495,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
                                    user=request.user)
               if form.is_valid() else audit_events_list().none())
     page = Paginator(events, AUDIT_PER_PAGE).get_page(request.GET.get("page"))
-    for event in page.object_list:
-        event.object_link = _object_link(event.object_type, event.object_id)
+    _object_links(list(page.object_list))
     return render(request, "browse/audit.html", {
         "form": form, "page": page, "page_query": _page_query(request), "suggestions": audit_filter_values(),
     }, status=200 if form.is_valid() else 400)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -14,7 +15,6 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from groups.domain.expansion_job import STEP_LABELS, STEPS
@@ -30,6 +30,7 @@ from groups.services.expansion_jobs import (
 from groups.services.expansions import ExpansionNotFound
 from groups.services.lifecycle import Conflict
 from groups.text import detail_rows
+from groups.web.links import topic_url
 from groups.web.views import PAGE_SIZE
 from groups.selectors.clusters import topic_with_cluster
 
@@ -111,7 +112,7 @@ def expansion_request_view(request: HttpRequest, topic_id: int) -> HttpResponse:
                                 repairs=_repair_maximums(request))
     except REFUSALS as error:
         messages.error(request, f"Not requested: {_words(error)}")
-        return redirect(f"{reverse('browse:topic', args=[topic.id])}?partitions={text[:20]}#expansion")
+        return redirect(f"{topic_url(topic)}?{urlencode({'partitions': text[:20]})}#expansion")
     messages.success(request, f"Expansion {job.id} requested: it waits for a second approver.")
     return redirect("expansion_detail", job_id=job.id)
 

@@ -38,6 +38,7 @@ urlpatterns = [
     path("account/tokens/", account.tokens, name="account_tokens"),
     path("account/tokens/new", account.token_create, name="account_token_create"),
     path("account/time-zone", account.time_zone_set, name="account_time_zone"),
+    path("account/color-scheme", account.color_scheme_set, name="account_color_scheme"),
     path("account/tokens/<int:token_id>/revoke", account.token_revoke, name="account_token_revoke"),
     path("", include("groups.web.urls_browse")),
 ]

@@ -15,6 +15,7 @@ from django.test import override_settings
 
 from groups.models import ConsumerGroup, Finding, RemediationJob, Topic
 from groups.services import remediation
+from groups.web.links import group_url, topic_url
 from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
 
 VIEWPORTS = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
@@ -44,8 +45,8 @@ def every_page(demo_state):
         f"/findings/reset?ids={gap.pk}", f"/findings/backfill?ids={gap.pk}", f"/findings/{gap.pk}/dismiss",
         f"/findings/{gap.pk}/records", f"/findings/dismiss?{selection}",
         f"/findings/approve?kind=reset&{selection}", f"/findings/approve?kind=backfill&{selection}",
-        "/jobs/", f"/jobs/{job.pk}/", "/groups/", "/topics/", f"/groups/{group.pk}/", f"/topics/{topic.pk}/",
-        "/clusters/", "/clusters/add", "/audit/", "/account/tokens/",
+        "/jobs/", f"/jobs/{job.pk}/", "/groups/", "/topics/", group_url(group), topic_url(topic),
+        "/clusters/", f"/clusters/{topic.cluster.name}/", "/clusters/add", "/audit/", "/account/tokens/",
     ]
 
 

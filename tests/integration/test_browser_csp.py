@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from groups.roles import ensure_roles
+from groups.web.links import group_url, topic_url
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic
 
 PAGES = ["/", "/jobs/", "/clusters/", "/clusters/add", "/audit/", "/admin/", "/admin/groups/cluster/",
@@ -33,7 +34,8 @@ def test_no_page_violates_the_content_security_policy(live_server, page):
     page.wait_for_url(f"{live_server.url}/")
     page.wait_for_selector("text=orders")
     approve_pages = [f"/findings/reset?ids={finding.pk}", f"/findings/backfill?ids={finding.pk}"]
-    for path in [*PAGES, *approve_pages, f"/groups/{group.pk}/", f"/clusters/{cluster.pk}/edit",
+    for path in [*PAGES, *approve_pages, group_url(group), topic_url(finding.topic), "/clusters/prod/",
+                 f"/clusters/{cluster.pk}/edit",
                  "/?view=partitions", f"/findings/{finding.pk}/"]:
         response = page.goto(f"{live_server.url}{path}")
         assert response.status == 200, path

@@ -16,6 +16,7 @@ from django.utils import timezone
 from groups.models import AuditEvent, Finding, RemediationJob
 from groups.services.expansions import _verdict_key
 from groups.services.redis_client import redis_client
+from groups.web.links import group_url, topic_url
 from tests.factories import (
     HOSTILE_GROUP_ID,
     make_cluster,
@@ -116,11 +117,11 @@ def _pages(rows) -> dict[str, str]:
         "triage": "/",
         "jobs": "/jobs/",
         "groups": "/groups/?all=1",
-        "group": f"/groups/{rows['group'].id}/",
+        "group": group_url(rows['group']),
         "finding": f"/findings/{rows['finding'].id}/",
         "job": f"/jobs/{rows['job'].id}/",
         "expansion": f"/expansions/{rows['expansion'].id}/",
-        "plan": f"/topics/{rows['topic'].id}/?partitions=6",
+        "plan": f"{topic_url(rows['topic'])}?partitions=6",
         "audit": "/audit/",
     }
 

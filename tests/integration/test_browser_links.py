@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from groups.web.links import group_url, topic_url
 from tests.factories import make_finding
 from tests.harness.browser import axe_violations
 from tests.integration.test_browser_fit import long_names  # noqa: F401 - the fixture
@@ -34,7 +35,7 @@ def test_jobs_findings_expansions_and_groups_link_each_other(long_names, live_se
 
     page.goto(f"{live_server.url}/jobs/")
     page.locator("td.group-id a", has_text=repaired.group_id).first.click()
-    page.wait_for_url(f"**/groups/{repaired.pk}/")
+    page.wait_for_url(lambda url: url.endswith(group_url(repaired)))
     assert crumbs(page) == ["Groups", "prod-eu-west-1", repaired.group_id]
 
     page.goto(f"{live_server.url}/expansions/{expansion.id}/")
@@ -45,7 +46,7 @@ def test_jobs_findings_expansions_and_groups_link_each_other(long_names, live_se
     page.locator("dd.job-expansions a").click()  # the job names the expansion that queued it
     page.wait_for_url(f"**/expansions/{expansion.id}/")
     page.locator("table.expansion-groups td.group-id a", has_text=repaired.group_id).click()
-    page.wait_for_url(f"**/groups/{repaired.pk}/")
+    page.wait_for_url(lambda url: url.endswith(group_url(repaired)))
 
     page.goto(f"{live_server.url}/findings/{added.id}/")
     assert crumbs(page) == ["Findings", "prod-eu-west-1", rows["topic"].name, f"finding {added.id}: partition 4"]
@@ -53,7 +54,7 @@ def test_jobs_findings_expansions_and_groups_link_each_other(long_names, live_se
     page.wait_for_url(f"**/expansions/{expansion.id}/")
     page.goto(f"{live_server.url}/findings/{added.id}/")
     page.locator("nav.breadcrumbs a", has_text=rows["topic"].name).click()
-    page.wait_for_url(f"**/topics/{rows['topic'].id}/")
+    page.wait_for_url(lambda url: url.endswith(f"{topic_url(rows['topic'])}?generation={rows['generation'].number}"))
     assert crumbs(page) == ["Topics", "prod-eu-west-1", rows["topic"].name]
     page.locator("nav.breadcrumbs a", has_text="prod-eu-west-1").click()
     page.wait_for_url("**/topics/?cluster=prod-eu-west-1")

@@ -52,6 +52,7 @@ from confluent_kafka import TopicCollection
 from groups.domain.cluster_config import ClusterConfig
 from groups.models import AuditEvent, ConsumerGroup, ExpansionJob, Notification, RemediationJob, Topic
 from adapters.kafka.java_admin import JavaAdmin
+from groups.web.links import topic_url
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
 from tests.harness.browser import (
     ARTIFACTS,
@@ -185,7 +186,7 @@ def test_it_stores_the_plan_shown_and_a_second_approver_approves_it(requested_to
 def test_the_topic_pages_button_requests_the_plan_shown_and_a_refusal_frees_the_topic(requested_topic):
     topic, _ = requested_topic
     alice = client_for(user_with_role("alice", "approver"))
-    page = alice.get(f"/topics/{topic.id}/", {"partitions": "3"}).content.decode()
+    page = alice.get(topic_url(topic), {"partitions": "3"}).content.decode()
     fingerprint = page.split('name="fingerprint" value="')[1].split('"')[0]
     assert fingerprint == _dry_run(alice)["fingerprint"]
     assert 'name="repair_group" value="&lt;script&gt;' in page and 'name="repair_max_records"' in page
@@ -218,7 +219,7 @@ def test_the_topic_pages_button_requests_the_plan_shown_and_a_refusal_frees_the_
     assert "Approve this plan" in alice.get(done["Location"]).content.decode()
     alice.post(f"/expansions/{job.id}/refuse", {"reason": "not today"})
     assert ExpansionJob.objects.get().state == "refused"
-    assert f"/expansions/{job.id}/" in alice.get(f"/topics/{topic.id}/").content.decode()
+    assert f"/expansions/{job.id}/" in alice.get(topic_url(topic)).content.decode()
 
 
 # --- The broker's refusal ----------------------------------------------------------------------

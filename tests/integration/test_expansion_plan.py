@@ -19,6 +19,7 @@ from django.core.management import call_command
 
 from groups.models import AuditEvent, Cluster, ConsumerGroup, RemediationJob, Topic
 from groups.services.expansions import NOT_YET
+from groups.web.links import topic_url
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
 from tests.harness.kafka_clients import GroupConsumer, ShareGroupConsumer, wait_until
 from tests.harness.pages import client_for, post_json
@@ -146,7 +147,7 @@ def test_the_brokers_refusal_is_shown_in_words(transactional_db, broker, cluster
     assert verdict["accepted"] is False and verdict["asked"] is True
     assert verdict["reason"].startswith("INVALID_PARTITIONS: ") and "3 partition" in verdict["reason"]
 
-    page = client_for(approver).get(f"/topics/{Topic.objects.get(name=topic).id}/", {"partitions": "3"})
+    page = client_for(approver).get(topic_url(Topic.objects.get(name=topic)), {"partitions": "3"})
     body = page.content.decode()
     assert page.status_code == 200 and "The broker refuses" in body and "INVALID_PARTITIONS" in body
 
@@ -255,10 +256,10 @@ def test_the_page_plans_and_escapes_a_hostile_group_id(stored_topic, monkeypatch
 
     monkeypatch.setattr(expansions, "task_answer", _accepted)  # the one crossing to workers; none runs here
     client = client_for(user_with_role("viewer", "viewer"))
-    page = client.get(f"/topics/{stored_topic.id}/")
+    page = client.get(topic_url(stored_topic))
     assert page.status_code == 200 and 'name="partitions"' in page.content.decode()
 
-    page = client.get(f"/topics/{stored_topic.id}/", {"partitions": "3"})
+    page = client.get(topic_url(stored_topic), {"partitions": "3"})
     body = page.content.decode()
     assert page.status_code == 200
     assert "&lt;script&gt;alert(&#x27;plan&#x27;)&lt;/script&gt;" in body and HOSTILE not in body
@@ -266,9 +267,9 @@ def test_the_page_plans_and_escapes_a_hostile_group_id(stored_topic, monkeypatch
     assert "two rebalances" in body and "Read on group" in body  # the protection's cost and needs
     assert "dry run" in body.lower()
 
-    bad = client.get(f"/topics/{stored_topic.id}/", {"partitions": "2"})
+    bad = client.get(topic_url(stored_topic), {"partitions": "2"})
     assert bad.status_code == 400 and "higher than the topic&#x27;s 2 partitions" in bad.content.decode()
-    junk = client.get(f"/topics/{stored_topic.id}/", {"partitions": "x\x00"})
+    junk = client.get(topic_url(stored_topic), {"partitions": "x\x00"})
     assert junk.status_code == 400
 
 

@@ -15,6 +15,7 @@ from groups.models import ConsumerGroup, Finding, Notification
 from groups.selectors.lists import findings_list, groups_list
 from groups.services import remediation
 from groups.services.remediation import job_transition
+from groups.web.links import group_url
 from tests.factories import HOSTILE_GROUP_ID, make_cluster, make_finding, make_generation, make_group, make_topic
 from tests.harness.pages import client_for
 
@@ -93,11 +94,11 @@ def test_a_findings_page_names_its_groups_kind(viewer, kinds):
 
 def test_the_groups_pages_name_each_groups_kind(viewer, kinds):
     client = client_for(viewer)
-    share_page = client.get(f"/groups/{kinds['share'][0].id}/").content.decode()
+    share_page = client.get(group_url(kinds['share'][0])).content.decode()
     assert '<dt>Type</dt><dd class="group-kind">share (KIP-932)</dd>' in share_page
     assert ESCAPED_HOSTILE_ID in share_page and HOSTILE_GROUP_ID not in share_page
     assert '<dd class="group-kind">consumer (KIP-848)</dd>' in client.get(
-        f"/groups/{kinds['consumer'][0].id}/").content.decode()
+        group_url(kinds['consumer'][0])).content.decode()
     listing = client.get("/groups/").content.decode()
     for kind, label in (("share", "share (KIP-932)"), ("classic", "classic"), ("connect", "Kafka Connect sink")):
         row = _between(listing, f'data-group="{kinds[kind][0].id}"', "</tr>")

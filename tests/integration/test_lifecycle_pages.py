@@ -14,6 +14,7 @@ from django.utils import timezone
 from groups.models import Finding, PartitionGeneration
 from groups.services import remediation
 from groups.services.remediation import job_transition
+from groups.web.links import group_url
 from tests.factories import NOW, make_cluster, make_finding, make_generation, make_group, make_group_topic, make_topic
 
 
@@ -108,7 +109,7 @@ def test_the_group_chart_marks_partitions_added_and_picked_up(approver, loop):
     PartitionGeneration.objects.filter(topic=topic).update(observed_at=now - timedelta(hours=2), added_partitions=[6, 7])
     Finding.objects.filter(id=loop["findings"][6].id).update(pickup_before=now - timedelta(hours=1))
 
-    body = _client(approver).get(f"/groups/{group.id}/").content.decode()
+    body = _client(approver).get(group_url(group)).content.decode()
 
     assert body.count('class="mark mark-added"') == 1 and body.count('class="mark mark-picked_up"') == 1
     assert "hz.repair-qvabxq: partitions 6, 7 added" in body

@@ -4,6 +4,7 @@ test runs on a real Celery worker against the real broker."""
 from __future__ import annotations
 
 import csv
+import html
 import io
 import re
 from datetime import timedelta
@@ -25,6 +26,7 @@ from groups.models import (
     PartitionGeneration,
     Topic,
 )
+from groups.web.links import group_url, topic_url
 from tests.factories import user_with_role
 from tests.harness.kafka_clients import wait_until
 
@@ -116,7 +118,8 @@ def test_it_validates_bootstrap_servers_as_host_port_list(value, expected):
 @pytest.mark.django_db
 def test_it_sends_anonymous_users_to_login(client, sasl_cluster):
     world = make_world(sasl_cluster)
-    pages = [f"/topics/{world['topic'].pk}/", f"/groups/{world['group'].pk}/", "/clusters/", "/audit/",
+    pages = [f"/topics/{world['topic'].pk}/", f"/groups/{world['group'].pk}/", topic_url(world['topic']),
+             group_url(world['group']), "/clusters/", "/clusters/local/", "/audit/",
              "/audit/export.csv", "/clusters/add", f"/clusters/{sasl_cluster.pk}/edit"]
     for url in pages:
         response = client.get(url)
@@ -170,16 +173,16 @@ def test_it_shows_the_partition_generation_timeline_and_the_readers_of_a_topic(v
     quiet = ConsumerGroup.objects.create(cluster=sasl_cluster, group_id=ATTRIBUTE, first_seen_at=now, last_seen_at=now)
     GroupTopic.objects.create(group=quiet, topic=world["topic"], lag=0, first_seen_at=now, updated_at=now)
 
-    response = viewer_client.get(f"/topics/{world['topic'].pk}/")
+    response = viewer_client.get(topic_url(world['topic']))
     body = response.content.decode()
     assert response.status_code == 200
     assert "First seen with 2 partitions." in body
     assert "2 → 6 partitions." in body and "Added: 2–5" in body
     assert "New lineage:" in body and "6 → 3 partitions" in body and "tid-2" in body
-    # Newest generation first; readers by lag, linked by primary key.
+    # Newest generation first; readers by lag, linked by name.
     assert body.index("Generation 3") < body.index("Generation 2") < body.index("Generation 1")
-    group_links = re.findall(r'href="/groups/(\d+)/"', body)
-    assert group_links == [str(world["group"].pk), str(quiet.pk)]
+    group_links = [html.unescape(link) for link in re.findall(r'href="(/clusters/[^"]*/groups/[^"]*)"', body)]
+    assert group_links == [group_url(world["group"]), group_url(quiet)]
     assert ">4242<" in body
     assert_escaped(body, SCRIPT, ATTRIBUTE)
 
@@ -187,7 +190,7 @@ def test_it_shows_the_partition_generation_timeline_and_the_readers_of_a_topic(v
 @pytest.mark.django_db
 def test_it_shows_the_group_with_its_partitions_and_a_lag_chart(viewer_client, sasl_cluster):
     world = make_world(sasl_cluster, partitions=4, samples=50)
-    response = viewer_client.get(f"/groups/{world['group'].pk}/")
+    response = viewer_client.get(group_url(world['group']))
     body = response.content.decode()
     assert response.status_code == 200
     for fact in ("Stable", "classic", "range", ">3<"):
@@ -209,11 +212,11 @@ def test_it_shows_the_group_with_its_partitions_and_a_lag_chart(viewer_client, s
 @pytest.mark.django_db
 def test_it_downsamples_the_lag_chart_to_at_most_300_points(viewer_client, sasl_cluster):
     world = make_world(sasl_cluster, samples=8000)  # one sample every 10 s: 22 hours
-    body = viewer_client.get(f"/groups/{world['group'].pk}/?window=24h").content.decode()
+    body = viewer_client.get(group_url(world['group']), {"window": "24h"}).content.decode()
     points = re.search(r'<polyline class="series series-0" points="([^"]*)"', body)[1].split()
     assert 200 < len(points) <= 300
     # An unknown window falls back to the default one.
-    fallback = viewer_client.get(f"/groups/{world['group'].pk}/?window=bogus").content.decode()
+    fallback = viewer_client.get(group_url(world['group']), {"window": "bogus"}).content.decode()
     assert '<option value="fit" selected>' in fallback
 
 
@@ -225,9 +228,9 @@ def test_it_keeps_the_group_page_queries_constant_as_partitions_and_samples_grow
     large = make_world(sasl_cluster, partitions=120, samples=5000, group_id="large", topic_name="large")
     counts = []
     for world in (small, large):
-        viewer_client.get(f"/groups/{world['group'].pk}/")  # warm the session and permission caches alike
+        viewer_client.get(group_url(world['group']))  # warm the session and permission caches alike
         with CaptureQueriesContext(connection) as queries:
-            assert viewer_client.get(f"/groups/{world['group'].pk}/").status_code == 200
+            assert viewer_client.get(group_url(world['group'])).status_code == 200
         counts.append(len(queries))
     assert counts[0] == counts[1], counts
     # 13: the page's own queries, the header's one of the clusters' freshness, and the two
@@ -235,19 +238,19 @@ def test_it_keeps_the_group_page_queries_constant_as_partitions_and_samples_grow
     # 15: the page's, and two for the person's team scope (directory identity, roles).
     # 16: and the person's time zone, read by the layout (issue 44, item 3).
     with django_assert_max_num_queries(16):
-        viewer_client.get(f"/groups/{large['group'].pk}/")
+        viewer_client.get(group_url(large['group']))
 
 
 @pytest.mark.django_db
 def test_it_lets_approvers_change_the_group_policy_and_audits_before_and_after(approver_client, approver, sasl_cluster):
     world = make_world(sasl_cluster)
     group = world["group"]
-    page = approver_client.get(f"/groups/{group.pk}/").content.decode()
+    page = approver_client.get(group_url(group)).content.decode()
     assert f'action="/groups/{group.pk}/settings"' in page
     response = approver_client.post(f"/groups/{group.pk}/settings", {
         "declared_policy": "earliest", "auto_repair": "on", "backfill_sink": "kafka", "replay_topic": "orders.replay",
     })
-    assert response.status_code == 302 and response["Location"] == f"/groups/{group.pk}/"
+    assert response.status_code == 302 and response["Location"] == group_url(group)
     group.refresh_from_db()
     assert (group.declared_policy, group.auto_repair, group.backfill_sink, group.replay_topic) == (
         "earliest", True, "kafka", "orders.replay"
@@ -263,7 +266,7 @@ def test_it_lets_approvers_change_the_group_policy_and_audits_before_and_after(a
     }
     audit_page = approver_client.get("/audit/?object_type=group").content.decode()
     assert '<dt>declared policy</dt><dd class="hostile">unknown → earliest</dd>' in audit_page
-    assert f'href="/groups/{group.pk}/"' in audit_page
+    assert f'href="{html.escape(group_url(group))}"' in audit_page
     # The same settings again change nothing and write no second row.
     approver_client.post(f"/groups/{group.pk}/settings", {
         "declared_policy": "earliest", "auto_repair": "on", "backfill_sink": "kafka", "replay_topic": "orders.replay",
@@ -291,7 +294,7 @@ def test_it_lets_approvers_declare_the_isolation_level_and_leaves_it_when_a_form
     assert group.declared_isolation == "read_uncommitted" and AuditEvent.objects.count() == 1
     response = approver_client.post(f"/groups/{group.pk}/settings", {**form, "declared_isolation": "sometimes"})
     assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
-    assert "Declared isolation.level" in approver_client.get(f"/groups/{group.pk}/").content.decode()
+    assert "Declared isolation.level" in approver_client.get(group_url(group)).content.decode()
 
 
 @pytest.mark.django_db
@@ -448,7 +451,7 @@ def test_it_escapes_hostile_names_on_every_page_and_in_the_csv(approver_client, 
                                                                    "backfill_sink": "parquet"})
     for role, client in client_for.items():
         pages = {
-            f"/topics/{world['topic'].pk}/": HOSTILE, f"/groups/{world['group'].pk}/": HOSTILE,
+            topic_url(world['topic']): HOSTILE, group_url(world['group']): HOSTILE,
             "/clusters/": HOSTILE, "/audit/": (),
         }
         for url, values in pages.items():

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, JobFinding, RemediationJob
 from groups.services.polls import cluster_record_failure
+from groups.web.links import group_url
 from tests.factories import (
     HOSTILE_GROUP_ID,
     make_cluster,
@@ -301,7 +302,7 @@ def test_a_group_page_shows_every_partition_from_the_last_poll_with_owner_and_la
                         groups=(group,)), now=now, kafka_seconds=0.01)
 
     stored = ConsumerGroup.objects.get(group_id="billing")
-    body = viewer_client.get(f"/groups/{stored.pk}/").content.decode()
+    body = viewer_client.get(group_url(stored)).content.decode()
     rows = dict(re.findall(r'<tr class="partition-row" data-partition="(\d)">(.*?)</tr>', body, re.S))
     assert sorted(rows) == ["0", "1", "2"]  # every partition, none has a finding
     cells = {p: re.findall(r'<td class="num">([^<]*)</td>', row) for p, row in rows.items()}
@@ -328,7 +329,7 @@ def test_the_lag_chart_fits_its_events_labels_them_and_gives_each_value(viewer_c
     LagSample.objects.bulk_create([LagSample(group=group, topic=topic, at=now - timedelta(minutes=m), lag=m)
                                    for m in (180, 24, 15, 5)])
 
-    body = viewer_client.get(f"/groups/{group.pk}/").content.decode()
+    body = viewer_client.get(group_url(group)).content.decode()
     assert "last 25 min, fitted to its events" in body  # 20 min since the partition was added, and 5 before
     svg = body[body.index("<svg"):body.index("</svg>")]
     assert "orders: partition 2 added</text>" in svg
@@ -338,7 +339,7 @@ def test_the_lag_chart_fits_its_events_labels_them_and_gives_each_value(viewer_c
     table = body[body.index('<details class="chart-values">'):body.index("</details>")]
     assert len(re.findall(r"<tr><td", table)) == 3
 
-    fixed = viewer_client.get(f"/groups/{group.pk}/", {"window": "24h"}).content.decode()
+    fixed = viewer_client.get(group_url(group), {"window": "24h"}).content.decode()
     assert "last 24h" in fixed and len(re.findall(r'<circle class="dot"', fixed)) == 4
 
 
@@ -367,3 +368,23 @@ def test_a_time_zone_not_offered_is_a_400_that_says_so_and_changes_nothing(appro
     assert PersonSettings.objects.get(user=approver).time_zone == "Europe/Berlin"
     assert 'data-time-zone="Europe/Berlin"' in client.get("/").content.decode()
     assert client.get("/account/time-zone").status_code == 405
+
+
+def test_the_color_scheme_a_person_chooses_is_the_layouts_and_anything_else_is_a_400(approver):
+    from groups.models import PersonSettings
+
+    client = client_for(approver)
+    # Before any choice: the system's, the dark palette only where the browser prefers dark.
+    layout = client.get("/").content.decode()
+    assert '<meta name="color-scheme" content="light dark">' in layout
+    assert 'gapwatch-dark.css" media="(prefers-color-scheme: dark)">' in layout
+    assert client.post("/account/color-scheme", {"color_scheme": "dark"}).status_code == 302
+    layout = client.get("/").content.decode()
+    assert '<meta name="color-scheme" content="dark">' in layout and 'gapwatch-dark.css">' in layout
+    refused = client.post("/account/color-scheme", {"color_scheme": "<b>sepia</b>"})
+    assert refused.status_code == 400 and "“&lt;b&gt;sepia&lt;/b&gt;” is not a color scheme" in refused.content.decode()
+    assert PersonSettings.objects.get(user=approver).color_scheme == "dark"
+    assert client.post("/account/color-scheme", {"color_scheme": "light"}).status_code == 302
+    layout = client.get("/").content.decode()
+    assert '<meta name="color-scheme" content="light">' in layout and "gapwatch-dark.css" not in layout
+    assert client.get("/account/color-scheme").status_code == 405

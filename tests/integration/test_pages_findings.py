@@ -12,6 +12,7 @@ import pytest
 from django.db import connection, connections
 from django.test import Client
 
+from groups.web.links import group_url
 from tests.harness.pages import approve, client_for, previewed
 from groups.models import AuditEvent, Finding, RemediationJob
 from groups.services.remediation import job_transition
@@ -547,7 +548,7 @@ def test_the_group_page_lists_members_and_their_assignments_as_text(viewer, gap_
     group.members = [{"member_id": "m-1", "client_id": ATTRIBUTE_BREAKER, "host": "/10.0.0.9",
                       "assignment": [["orders", 2], ["orders", 3]]}]
     group.save()
-    body = client_for(viewer).get(f"/groups/{group.id}/").content.decode()
+    body = client_for(viewer).get(group_url(group)).content.decode()
     assert ATTRIBUTE_BREAKER not in body and "&quot; onmouseover=&quot;x" in body
     assert "orders[2], orders[3]" in body and "/10.0.0.9" in body
 

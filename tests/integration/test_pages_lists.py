@@ -14,11 +14,13 @@ from tests.factories import NOW, make_cluster, make_finding, make_generation, ma
 
 
 def topic_names(body: str) -> list[str]:
-    return [name.replace("<wbr>", "") for name in re.findall(r'<a href="/topics/\d+/">(.+?)</a>', body)]
+    links = re.findall(r'<a href="/clusters/[^"/]+/topics/[^"/]+/">(.+?)</a>', body)
+    return [name.replace("<wbr>", "") for name in links]
 
 
 def listed_group_ids(body: str) -> list[str]:
-    return [name.replace("<wbr>", "") for name in re.findall(r'<a href="/groups/\d+/">(.+?)</a>', body)]
+    links = re.findall(r'<a href="/clusters/[^"/]+/groups/[^"/]+/">(.+?)</a>', body)
+    return [name.replace("<wbr>", "") for name in links]
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ import pytest
 
 from groups.models import Cluster, ConsumerGroup, Finding
 from tasks.celery_tasks import watch_cluster_task
+from groups.web.links import group_url
 from tests.harness.kafka_clients import (
     Broker,
     JavaConsoleShareConsumer,
@@ -106,7 +107,7 @@ def test_a_share_group_that_started_a_new_partition_at_the_end_has_a_gap_whose_b
     page = client.get(f"/findings/{finding.id}/").content.decode()
     assert "share (KIP-932)" in page and "First start offset" in page and "First commit" not in page
     assert f"{finding.missed_definite} definitely missed" in page
-    group_page = client.get(f"/groups/{finding.group_id}/").content.decode()
+    group_page = client.get(group_url(finding.group)).content.decode()
     assert "share.auto.offset.reset=latest (the broker&#x27;s default)" in group_page, group_page
     assert "Start offset" in group_page
     (listed,) = client.get("/api/v1/groups", {"group": group_id}).json()["results"]

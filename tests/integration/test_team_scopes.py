@@ -79,7 +79,7 @@ def test_pages_show_what_the_scope_reads_and_buttons_only_where_it_acts(world):
     assert "payments-api" in groups and "billing" in groups and "stage" not in groups
     assert client.get(f"/groups/{other_cluster.group_id}/").status_code == 404
     assert client.get(f"/topics/{other_cluster.topic_id}/").status_code == 404
-    billing = client.get(f"/groups/{unrelated.group_id}/").content.decode()
+    billing = client.get(f"/groups/{unrelated.group_id}/", follow=True).content.decode()
     assert f"/findings/{unrelated.id}/" not in billing, "its finding on a topic outside the scope stays hidden"
     clusters = client.get("/clusters/").content.decode()
     assert "prod-eu" in clusters and "Add a cluster" not in clusters
