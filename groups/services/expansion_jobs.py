@@ -15,12 +15,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from groups.domain.expansion import BrokerVerdict, sink_problem
+from groups.domain.reasons import system_text
 from groups.models import ConsumerGroup, ExpansionJob, Topic
 from groups.services import dispatch
 from groups.services.access import act_detail, approval_refusal, approval_require, approver_require
 from groups.services.audit import audit_record
 from groups.services.expansions import Verdict, expansion_plan, expansion_plan_as_dict
-from groups.services.lifecycle import Conflict
+from groups.services.lifecycle import Conflict, reason_require
 from groups.services.notifications import notifications_create
 from groups.services.protections import protections_record
 
@@ -213,13 +214,11 @@ def expansion_refuse(*, user, job_id: int, reason: str) -> ExpansionJob:
     """An approver refuses a planned expansion (the requester may withdraw
     it): nothing was changed on the cluster, and the topic is free again."""
     approver_require(user, doing="adding partitions")
-    reason = (reason or "").strip()
-    if not reason or "\x00" in reason:
-        raise ValidationError("a refusal needs a reason (text without NUL bytes)")
-    job = _expansion_for(user, job_id, doing="refuse")
+    reason = reason_require(reason, what="a refusal")
+    _expansion_for(user, job_id, doing="refuse")
     if not expansion_transition(job_id=job_id, from_state=State.PLANNED, to_state=State.REFUSED, actor=user,
-                                detail={"reason": reason[:1000], **act_detail(user)},
-                                status_reason=f"refused by {user.get_username()}: {reason[:1000]}"):
+                                detail={"reason": reason, **act_detail(user)},
+                                status_reason=f"refused by {user.get_username()}: {reason}"):
         raise Conflict(f"expansion {job_id} is {ExpansionJob.objects.get(id=job_id).state}: only a planned "
                        "expansion can be refused")
     return ExpansionJob.objects.get(id=job_id)
@@ -235,6 +234,9 @@ def expansion_transition(*, job_id: int, from_state: str, to_state: str, actor=N
     it first), with ``fields``; ``started_at`` when it starts running,
     ``finished_at`` when it ends; audited as ``expansion.<to_state>`` with
     ``detail`` (a dict, or a function of the job row)."""
+    for text in ("status_reason", "error"):
+        if fields.get(text):
+            fields[text] = system_text(fields[text])
     now = timezone.now()
     if to_state == State.RUNNING:
         fields.setdefault("started_at", now)
@@ -321,7 +323,7 @@ def expansion_record_protection(*, job_id: int, group_id: str, commits: dict[int
 
 def expansion_record_reason(*, job_id: int, reason: str) -> None:
     """What the running job waits for, in words."""
-    ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).update(status_reason=reason[:2000],
+    ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).update(status_reason=system_text(reason),
                                                                        updated_at=timezone.now())
 
 
@@ -329,7 +331,7 @@ def expansion_record_attempt(*, job_id: int, reason: str) -> int:
     """One more run found the broker away at the current step (said in
     ``reason``); the count so far (0 when the job is no longer running)."""
     ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).update(
-        status_reason=reason[:2000], attempts=F("attempts") + 1, updated_at=timezone.now())
+        status_reason=system_text(reason), attempts=F("attempts") + 1, updated_at=timezone.now())
     return ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).values_list("attempts", flat=True).first() or 0
 
 
@@ -356,14 +358,15 @@ def expansion_finish(*, job_id: int, state: str, verdicts: dict[str, dict], erro
     cluster's webhook told (one ``expansion.finished`` event)."""
     if state not in (State.DONE, State.DONE_WITH_LOSS, State.FAILED):
         raise ValueError(f"{state!r} is no end of an expansion")
+    error = system_text(error)
     with transaction.atomic():
         if not expansion_transition(job_id=job_id, from_state=State.RUNNING, to_state=state,
-                                    detail={"verdicts": verdicts, **({"error": error[:500]} if error else {})},
-                                    verdicts=verdicts, error=error[:4000], status_reason=""):
+                                    detail={"verdicts": verdicts, **({"error": error} if error else {})},
+                                    verdicts=verdicts, error=error, status_reason=""):
             return False
         job = ExpansionJob.objects.select_related("cluster", "topic").get(id=job_id)
         notifications_create(cluster=job.cluster, events=[("expansion.finished", {
             "event": "expansion.finished", "cluster": job.cluster.name, "topic": job.topic.name,
             "expansion": job.id, "from": job.from_partitions, "to": job.to_partitions, "state": state,
-            "error": error[:500], "groups": verdicts}, None)])
+            "error": error, "groups": verdicts}, None)])
     return True

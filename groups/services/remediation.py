@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from groups.domain.group_kinds import group_kind
+from groups.domain.reasons import system_text
 from groups.models import Finding, JobFinding, RemediationJob
 from groups.services import dispatch
 from groups.services.access import act_detail, approval_require, approver_require, scope_require_act
@@ -30,6 +31,7 @@ from groups.services.lifecycle import (
     finding_require_open,
     findings_lock,
     findings_resolve_by_job,
+    reason_require,
 )
 from groups.services.notifications import notifications_create
 from groups.services.previews import job_preview, preview_fingerprint
@@ -39,6 +41,8 @@ log = logging.getLogger(__name__)
 SOURCE_DASHBOARD = "dashboard"
 SOURCE_CLI = "cli"
 SOURCE_AUTO_REPAIR = "auto-repair"
+# What a dismissal's reason is called when it is refused.
+DISMISSAL = "a dismissal"
 
 
 class DuplicateJob(Conflict):
@@ -170,6 +174,9 @@ def job_transition(*, job_id: int, from_statuses: Iterable[str], to_status: str,
     the cluster's webhook.
     """
     from_statuses = list(from_statuses)
+    for text in ("status_reason", "error"):
+        if fields.get(text):
+            fields[text] = system_text(fields[text])
     now = timezone.now()
     if to_status == RemediationJob.Status.RUNNING:
         fields.setdefault("started_at", now)
@@ -189,7 +196,7 @@ def job_transition(*, job_id: int, from_statuses: Iterable[str], to_status: str,
         if fields.get("status_reason"):
             detail["reason"] = fields["status_reason"]
         if fields.get("error"):
-            detail["error"] = fields["error"][:500]
+            detail["error"] = fields["error"]
         audit_record(action=f"job.{to_status}", actor=actor, cluster=job.cluster, object_type="job",
                      object_id=job_id, detail=detail)
         repaired = []
@@ -209,7 +216,7 @@ def _notify_job_outcome(job: RemediationJob, *, repaired: list[int]) -> None:
     payload = {
         "event": event, "cluster": job.cluster.name, "group": job.group.group_id,
         "group_type": group_kind(job.group.type, job.group.group_id), "job": job.id, "kind": job.kind,
-        "status": job.status, "reason": job.status_reason, "error": job.error[:500],
+        "status": job.status, "reason": job.status_reason, "error": job.error,
         "findings": [
             {"id": f.id, "topic": f.topic.name, "partition": f.partition, "repaired": f.id in repaired,
              "recovered": f.recovered_messages if f.id in repaired else None,
@@ -271,23 +278,13 @@ def job_retry(*, user, job_id: int) -> RemediationJob:
     return job
 
 
-def _dismiss_reason(reason: str) -> str:
-    """The reason as stored: stripped, required, text PostgreSQL can hold."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError("a dismissal needs a reason")
-    if "\x00" in reason:
-        raise ValidationError("a dismissal reason must not contain a NUL byte (\\x00)")
-    return reason
-
-
 def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
     """Close a finding with a reason; the next polls no longer account it.
 
     Under the finding's lock: an unknown finding is FindingNotFound, a
     closed one or one with an active job (cancel it first) a Conflict."""
     approver_require(user)
-    reason = _dismiss_reason(reason)
+    reason = reason_require(reason, what=DISMISSAL)
     now = timezone.now()
     with transaction.atomic():
         locked = findings_lock(Finding.objects.filter(id=finding_id))
@@ -300,7 +297,7 @@ def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
             raise Conflict(f"{active.kind} job {active.id} is {active.status} on finding {finding_id}: "
                            "cancel it (or let it finish) before dismissing")
         finding = Finding.objects.select_related("cluster", "group", "topic").get(id=finding_id)
-        finding_close(finding=finding, cluster=finding.cluster, resolution=Finding.Resolution.DISMISSED, reason=f"dismissed: {reason[:1000]}",
-                      now=now, by=user, detail={"reason": reason[:1000], **acted})
+        finding_close(finding=finding, cluster=finding.cluster, resolution=Finding.Resolution.DISMISSED,
+                      reason=f"dismissed: {reason}", now=now, by=user, detail={"reason": reason, **acted})
         finding.refresh_from_db()
     return finding
