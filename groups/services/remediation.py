@@ -18,11 +18,11 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from groups.domain.group_kinds import group_kind
-from groups.domain.reasons import system_text
 from groups.models import Finding, JobFinding, RemediationJob
 from groups.services import dispatch
 from groups.services.access import act_detail, approval_require, approver_require, scope_require_act
 from groups.services.audit import audit_record
+from groups.services.job_status import job_status_move
 from groups.services.lifecycle import (
     Conflict,
     FindingNotFound,
@@ -164,47 +164,34 @@ def _enqueue_on_commit(job_id: int) -> None:
 
 
 def job_transition(*, job_id: int, from_statuses: Iterable[str], to_status: str, actor=None, **fields) -> bool:
-    """Compare-and-set: move the job only if it is in one of ``from_statuses``.
-
-    Returns False (and changes nothing) when another request or worker moved it
-    first. The job's findings are locked first, as every lifecycle action
-    does. Finishing a job frees its findings for a new job of the same kind;
+    """A remediation's status move (``job_status.job_status_move``): only from
+    one of ``from_statuses``, False (nothing changed) when another request or
+    worker moved it first. Its findings are locked first, as every lifecycle
+    action does. Finishing frees the findings for a new job of the same kind;
     succeeding with a verified result closes them as repaired
     (``lifecycle.findings_resolve_by_job``). Succeeded and failed jobs notify
-    the cluster's webhook.
-    """
-    from_statuses = list(from_statuses)
-    for text in ("status_reason", "error"):
-        if fields.get(text):
-            fields[text] = system_text(fields[text])
-    now = timezone.now()
-    if to_status == RemediationJob.Status.RUNNING:
-        fields.setdefault("started_at", now)
-    if to_status in RemediationJob.FINISHED:
-        fields.setdefault("finished_at", now)
-    with transaction.atomic():
-        findings_lock(Finding.objects.filter(job_findings__job_id=job_id))
-        moved = RemediationJob.objects.filter(id=job_id, status__in=from_statuses).update(
-            status=to_status, updated_at=now, **fields
-        )
-        if not moved:
-            return False
+    the cluster's webhook."""
+
+    def detail(job: RemediationJob) -> dict:
+        said = {"to": to_status}
+        if job.status_reason and "status_reason" in fields:
+            said["reason"] = job.status_reason
+        if job.error and "error" in fields:
+            said["error"] = job.error
+        return said
+
+    def after(job: RemediationJob) -> None:
         if to_status in RemediationJob.FINISHED:
             JobFinding.objects.filter(job_id=job_id).update(active=False)
-        job = RemediationJob.objects.select_related("cluster", "group", "approved_by").get(id=job_id)
-        detail = {"to": to_status}
-        if fields.get("status_reason"):
-            detail["reason"] = fields["status_reason"]
-        if fields.get("error"):
-            detail["error"] = fields["error"]
-        audit_record(action=f"job.{to_status}", actor=actor, cluster=job.cluster, object_type="job",
-                     object_id=job_id, detail=detail)
         repaired = []
         if to_status == RemediationJob.Status.SUCCEEDED:
-            repaired = findings_resolve_by_job(job=job, now=now)
+            repaired = findings_resolve_by_job(job=job, now=job.updated_at)
         if to_status in (RemediationJob.Status.SUCCEEDED, RemediationJob.Status.FAILED):
             _notify_job_outcome(job, repaired=repaired)
-    return True
+
+    return job_status_move(model=RemediationJob, job_id=job_id, from_statuses=from_statuses, to_status=to_status,
+                           actor=actor, detail=detail, after=after,
+                           before=lambda: findings_lock(Finding.objects.filter(job_findings__job_id=job_id)), **fields)
 
 
 def _notify_job_outcome(job: RemediationJob, *, repaired: list[int]) -> None:

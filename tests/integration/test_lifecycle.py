@@ -132,13 +132,24 @@ def test_a_pending_finding_cannot_be_backfilled_and_says_what_to_do(approver, tw
 
 def test_a_failed_job_leaves_its_findings_open_and_notifies(approver, two_findings):
     job = remediation.job_request(user=approver, finding_ids=[two_findings[0].id], kind="backfill", params={})
-    assert job_transition(job_id=job.id, from_statuses=["approved"], to_status="failed", error="broker said no")
+    assert job_transition(job_id=job.id, from_statuses=["approved"], to_status="queued")
+    assert job_transition(job_id=job.id, from_statuses=["queued"], to_status="failed", error="broker said no")
 
     finding = Finding.objects.get(id=two_findings[0].id)
     assert (finding.closed_at, finding.resolution) == (None, "")
     (notification,) = Notification.objects.all()
     assert notification.event == "job.failed" and notification.payload["error"] == "broker said no"
     assert notification.payload["findings"][0]["repaired"] is False
+
+
+def test_a_move_the_table_does_not_allow_is_refused_and_nothing_is_written(approver, two_findings):
+    job = remediation.job_request(user=approver, finding_ids=[two_findings[0].id], kind="reset", params={})
+    with pytest.raises(ValueError, match="a remediation job may not move from approved to running"):
+        job_transition(job_id=job.id, from_statuses=["approved"], to_status="running")
+    with pytest.raises(ValueError, match="from running to cancelled"):
+        job_transition(job_id=job.id, from_statuses=["queued", "running"], to_status="cancelled")
+    assert RemediationJob.objects.get(id=job.id).status == "approved", "a mistake, not a race: nothing moved"
+    assert not AuditEvent.objects.filter(action__in=["job.running", "job.cancelled"]).exists()
 
 
 def test_a_reset_that_was_not_read_back_equal_repairs_nothing(approver, two_findings):
