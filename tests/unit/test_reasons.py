@@ -95,3 +95,8 @@ def test_without_a_cause_the_head_is_followed_by_the_cut_marker():
     text = "\n".join(f"line{n:02d}" for n in range(60))  # 419 characters, no cause
     head = "\n".join(f"line{n:02d}" for n in range(25))
     assert system_text(text, limit=400) == head + "\n... [59 characters cut] ...\n" + text[-186:]
+
+
+def test_a_reason_is_required_unless_said_otherwise():
+    with pytest.raises(ReasonRefused, match="a refusal needs a reason"):
+        person_reason("  ", what="a refusal")
