@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 django.setup()
 
+from groups.domain.job_states import SUCCEEDED, SUCCEEDED_WITH_LOSS  # noqa: E402
 from groups.models import Cluster, RemediationJob  # noqa: E402
 from tests.harness.busy import POLL_SECONDS, run_busy  # noqa: E402
 from tests.harness.kafka_clients import Broker  # noqa: E402
@@ -62,7 +63,7 @@ def main() -> None:
                 Cluster.objects.filter(name__startswith="busy-").filter(name__contains=tag).delete()
             ticks = pulse.spread(pulse.delays(pulse.ticks, 1.0, start))
             polls = pulse.spread(pulse.delays(pulse.polls, POLL_SECONDS, start))
-            ended = sum(state in ("done", "done_with_loss") for state, _ in pulse.jobs.values())
+            ended = sum(status in (SUCCEEDED, SUCCEEDED_WITH_LOSS) for status, _ in pulse.jobs.values())
             rows.append(f"| {jobs} | {args.backfills} | {len(pulse.ticks)} in {pulse.span:.0f} s | {ticks} | "
                         f"{pulse.ticks_skipped} | {pulse.polls_total} | {polls} | {ended} of {jobs}"
                         f"{backfills} |")

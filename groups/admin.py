@@ -398,7 +398,7 @@ class ExpansionJobAdmin(ScopedAdmin, ReadOnlyAdmin):
     through their pages, the API and the job (groups.services.expansion_jobs)."""
 
     scope_fields = {"cluster": "cluster__name", "topic": "topic__name"}
-    list_display = ["id", "cluster", "topic", "from_partitions", "to_partitions", "state", "requested_by",
+    list_display = ["id", "cluster", "topic", "from_partitions", "to_partitions", "status", "requested_by",
                     "approved_by", "created_at", "finished_at"]
-    list_filter = ["cluster", "state"]
+    list_filter = ["cluster", "status"]
     list_select_related = ["cluster", "topic", "requested_by", "approved_by"]

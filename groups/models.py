@@ -13,6 +13,7 @@ from django.db import models
 
 from groups import crypto
 from groups.domain import finding_states as states
+from groups.domain import job_states
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.kafka_features import features_absent
 from groups.domain.sinks import DEFAULT_SINK
@@ -462,9 +463,35 @@ class AuditEvent(models.Model):
         ordering = ["-at", "-id"]
 
 
+class JobStatus(models.TextChoices):
+    """The one vocabulary of both kinds of job; what each means, and the moves
+    each kind allows, are said in ``groups.domain.job_states``."""
+
+    REQUESTED = job_states.REQUESTED
+    APPROVED = job_states.APPROVED
+    QUEUED = job_states.QUEUED
+    WAITING = job_states.WAITING
+    RUNNING = job_states.RUNNING
+    SUCCEEDED = job_states.SUCCEEDED
+    SUCCEEDED_WITH_LOSS = job_states.SUCCEEDED_WITH_LOSS
+    FAILED = job_states.FAILED
+    CANCELLED = job_states.CANCELLED
+    REFUSED = job_states.REFUSED
+
+
+def _status_choices(kind: job_states.JobKind) -> list[tuple[str, str]]:
+    return [(status, job_states.STATUS_WORDS[status]) for status in job_states.kind_statuses(kind)]
+
+
 class ApprovedWork(models.Model):
     """Who asked, who approved, when it ran and how it ended: what a
-    remediation job and an expansion job both record, in one place."""
+    remediation job and an expansion job both record, in one place. Its
+    ``status`` moves only through ``groups.services.job_status.job_status_move``
+    (compare-and-set, by the table of ``groups.domain.job_states``)."""
+
+    # The kind of job in the table of moves (``groups.domain.job_states.MOVES``).
+    JOB_KIND: job_states.JobKind
+    Status = JobStatus
 
     status_reason = models.TextField(blank=True, default="")
     error = models.TextField(blank=True, default="")
@@ -484,32 +511,24 @@ class ApprovedWork(models.Model):
 class RemediationJob(ApprovedWork):
     """An approved offset reset or Spark backfill for findings of one group.
 
-    Its status moves only by compare-and-set (``groups.services.remediation.job_transition``),
-    so two approvals or two workers can never run one job twice.
+    Its status moves only by compare-and-set (``groups.services.job_status``, through
+    ``groups.services.remediation.job_transition``), so two approvals or two workers can never run one job twice.
     """
 
     class Kind(models.TextChoices):
         RESET = "reset"
         BACKFILL = "backfill"
 
-    class Status(models.TextChoices):
-        REQUESTED = "requested"  # four-eyes: waiting for a second approver
-        APPROVED = "approved"
-        QUEUED = "queued"
-        WAITING = "waiting"  # e.g. a reset whose group still has members
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
-
-    ACTIVE = (Status.REQUESTED, Status.APPROVED, Status.QUEUED, Status.WAITING, Status.RUNNING)
-    CANCELLABLE = (Status.REQUESTED, Status.APPROVED, Status.QUEUED, Status.WAITING)
-    FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+    JOB_KIND = job_states.REMEDIATION
+    STATUSES = job_states.kind_statuses(JOB_KIND)
+    ACTIVE = job_states.active(JOB_KIND)
+    CANCELLABLE = job_states.cancellable(JOB_KIND)
+    FINISHED = job_states.finished(JOB_KIND)
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="jobs")
     group = models.ForeignKey(ConsumerGroup, on_delete=models.CASCADE, related_name="jobs")
     kind = models.CharField(max_length=10, choices=Kind.choices)
-    status = models.CharField(max_length=10, choices=Status.choices)
+    status = models.CharField(max_length=20, choices=_status_choices(JOB_KIND))
     findings = models.ManyToManyField(Finding, through="JobFinding", related_name="jobs")
     # What the operator chose (reset target, backfill sink) and the exact plan
     # (per partition), stored before anything runs.
@@ -722,20 +741,13 @@ class ExpansionJob(ApprovedWork):
     what it found (``{"validate": {"done_at": ..., "detail": ...}}``); a re-run
     continues at the first step not done. ``verdicts``: per group id, the
     end's verdict: ``{"nothing_lost": bool, "words", "unrepaired": [{"partition", "start", "end", "why"}]}``.
-    Its state moves only by compare-and-set (``groups.services.expansion_jobs``).
+    Its status moves only by compare-and-set (``groups.services.job_status``).
     """
 
-    class State(models.TextChoices):
-        PLANNED = "planned"  # requested: waiting for a second person's approval
-        APPROVED = "approved"
-        RUNNING = "running"
-        DONE = "done"  # nothing lost, for every group
-        DONE_WITH_LOSS = "done_with_loss"  # the verdicts say which offsets remain unrepaired
-        FAILED = "failed"  # the job stopped; ``error`` and the steps say what it left undone
-        REFUSED = "refused"  # the approver refused it; nothing was changed
-
-    ACTIVE = (State.PLANNED, State.APPROVED, State.RUNNING)
-    FINISHED = (State.DONE, State.DONE_WITH_LOSS, State.FAILED, State.REFUSED)
+    JOB_KIND = job_states.EXPANSION
+    STATUSES = job_states.kind_statuses(JOB_KIND)
+    ACTIVE = job_states.active(JOB_KIND)
+    FINISHED = job_states.finished(JOB_KIND)
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="expansions")
     topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="expansions")
@@ -744,7 +756,8 @@ class ExpansionJob(ApprovedWork):
     plan = models.JSONField(default=dict)
     plan_fingerprint = models.CharField(max_length=64)
     decisions = models.JSONField(default=dict)
-    state = models.CharField(max_length=16, choices=State.choices, default=State.PLANNED)
+    status = models.CharField(max_length=20, choices=_status_choices(JOB_KIND),
+                              default=job_states.REQUESTED)
     steps = models.JSONField(default=dict, blank=True)
     verdicts = models.JSONField(default=dict, blank=True)
     # The job advances in short runs (tasks/expansion_job.py), each enqueueing the next with this
@@ -756,13 +769,13 @@ class ExpansionJob(ApprovedWork):
     class Meta(ApprovedWork.Meta):
         constraints = [
             # One expansion at a time per topic: a repeated request meets the first.
-            models.UniqueConstraint(fields=["topic"], condition=models.Q(state__in=["planned", "approved", "running"]),
-                                    name="one_active_expansion_per_topic"),
+            models.UniqueConstraint(fields=["topic"], name="one_active_expansion_per_topic",
+                                    condition=models.Q(status__in=job_states.active(job_states.EXPANSION))),
         ]
-        indexes = [models.Index(fields=["state"])]
+        indexes = [models.Index(fields=["status"])]
 
     def __str__(self) -> str:
-        return f"expansion {self.id} of {self.topic_id} to {self.to_partitions} ({self.state})"
+        return f"expansion {self.id} of {self.topic_id} to {self.to_partitions} ({self.status})"
 
 
 class Protection(models.Model):

@@ -40,7 +40,7 @@ from groups.domain.expansion_job import (
     GroupFacts,
     PartitionFacts,
     group_verdict,
-    job_final_state,
+    job_final_status,
     next_step,
 )
 from groups.models import ExpansionJob, Finding, RemediationJob
@@ -66,7 +66,7 @@ from adapters.kafka.java_admin import JavaAdmin
 from tasks.cluster_client import java_client, kafka_client
 
 log = logging.getLogger(__name__)
-State = ExpansionJob.State
+Status = ExpansionJob.Status
 # Consecutive failed attempts at one step (the broker away) before the job stops, saying what it left.
 MAX_ATTEMPTS = 30
 # What a run returns when the job waits: the next run comes as a message (``run_expansion``).
@@ -122,12 +122,12 @@ class ExpansionRunner:
         return expansion_job_to_run(job_id=self.job_id)
 
     def run(self) -> str:
-        """Steps from the first not done, until the job ends (its state) or
+        """Steps from the first not done, until the job ends (its status) or
         must wait (``WAITING``, the reason recorded): never a sleep."""
         while True:
             job = self.job()
-            if job.state != State.RUNNING:
-                return job.state
+            if job.status != Status.RUNNING:
+                return job.status
             step = next_step(job.steps)
             if step is None:  # every step recorded, the end not written (a crash right before it)
                 step = "verdict"
@@ -144,7 +144,7 @@ class ExpansionRunner:
                     return self.fail(step, f"{MAX_ATTEMPTS} attempts failed, the last: {error}")
                 return WAITING
             if step == "verdict":
-                return self.job().state
+                return self.job().status
             expansion_record_step(job_id=self.job_id, step=step, detail=detail)
 
     # -- the steps ----------------------------------------------------------------------------
@@ -455,7 +455,7 @@ class ExpansionRunner:
         findings = expansion_findings(job=job)
         verdicts = [group_verdict(self._facts(group_id, decision, new, log_starts, findings))
                     for group_id, decision in sorted(job.decisions.items())]
-        expansion_finish(job_id=self.job_id, state=job_final_state(verdicts),
+        expansion_finish(job_id=self.job_id, status=job_final_status(verdicts),
                          verdicts={v.group_id: v.as_dict() for v in verdicts})
         return {}
 
@@ -538,9 +538,9 @@ class ExpansionRunner:
                     words += (f"; its share.auto.offset.reset is still earliest and could not be restored to "
                               f"{protection.get('previous')!r} ({error}): restore it by hand")
             verdicts[group_id] = {"nothing_lost": None, "words": words, "unrepaired": []}
-        expansion_finish(job_id=self.job_id, state=State.FAILED, verdicts=verdicts,
+        expansion_finish(job_id=self.job_id, status=Status.FAILED, verdicts=verdicts,
                          error=f"{step}: {why}; steps not done: {', '.join(undone)}")
-        return State.FAILED
+        return Status.FAILED
 
 
 def run_expansion(job_id: int, *, tick: Callable[[int], object], token: str | None = None,

@@ -44,7 +44,8 @@ RowId = Annotated[StrictInt, Field(ge=1, le=INT64_MAX)]
 PathId = Annotated[int, Field(ge=1, le=INT64_MAX)]
 
 FindingState = Literal[tuple(Finding.State.values)]
-JobStatus = Literal[tuple(RemediationJob.Status.values)]
+JobStatus = Literal[RemediationJob.STATUSES]
+ExpansionStatus = Literal[ExpansionJob.STATUSES]
 JobKind = Literal[tuple(RemediationJob.Kind.values)]
 GroupKind = Literal[GROUP_KINDS]
 _GROUP_KIND = ("The group's kind: classic, consumer (KIP-848), share (KIP-932), streams (KIP-1071), connect (a "
@@ -619,10 +620,10 @@ class ExpansionJobOut(Schema):
     topic: str = Field(alias="topic.name")
     from_partitions: int
     to_partitions: int
-    state: Literal[tuple(ExpansionJob.State.values)] = Field(description=(
-        "planned (waiting for a second approver), approved, running, done (nothing lost for every group), "
-        "done_with_loss (the verdicts name what remains unrepaired), failed (the error and verdicts say what "
-        "was left undone), refused."))
+    status: ExpansionStatus = Field(description=(
+        "requested (waiting for a second approver), approved, running, succeeded (nothing lost for every group), "
+        "succeeded_with_loss (every step done; the verdicts name what remains unrepaired), failed (the error and "
+        "verdicts say what was left undone), refused. The words of remediation jobs' status."))
     plan: dict[str, Any] = Field(description="The plan as requested and approved.")
     plan_fingerprint: str
     decisions: dict[str, Any] = Field(description="Per group id: outcome, protection (previous value, applied, "

@@ -16,8 +16,6 @@ from groups.domain.read_isolation import READ_COMMITTED, READ_UNCOMMITTED
 
 # Causes that explain a missing offset; "not_delivered" is the one that does not.
 CAUSES = ("retention", "aborted_transaction", "transaction_markers", "compaction_or_markers")
-# job.error keeps the head of Spark's error, every "Caused by" line, and the tail.
-ERROR_LIMIT = 8000
 # Missing ranges listed per partition in job.result (the counts are always exact).
 MISSING_RANGES_LISTED = 200
 
@@ -192,18 +190,6 @@ def _merged(labelled: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     return merged
 
 
-def condense_error(text: str, limit: int = ERROR_LIMIT) -> str:
-    """Spark's error, cut sensibly: the first lines (the exception and its
-    message), every ``Caused by`` line (the root cause), then the tail."""
-    if len(text) <= limit:
-        return text
-    lines = text.splitlines()
-    head = "\n".join(lines[:25])
-    causes = "\n".join(line for line in lines[25:] if line.lstrip().startswith("Caused by"))
-    kept = head + ("\n...\n" + causes if causes else "")
-    kept = kept[: limit * 3 // 4]
-    tail = text[-(limit - len(kept) - 40):]
-    return f"{kept}\n... [{len(text) - len(kept) - len(tail)} characters cut] ...\n{tail}"
 
 
 def summary_line(report: list[dict]) -> str:

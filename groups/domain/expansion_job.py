@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from groups.domain.fingerprints import fingerprint
+from groups.domain.job_states import SUCCEEDED, SUCCEEDED_WITH_LOSS, JobStatus
 
 # The steps in order (item 4 of the issue):
 # validate: CreatePartitions with validate_only, again, just before acting;
@@ -196,6 +197,6 @@ def group_verdict(facts: GroupFacts) -> GroupVerdict:
     return GroupVerdict(facts.group_id, True, words, how=how)
 
 
-def job_final_state(verdicts: Sequence[GroupVerdict]) -> str:
-    """``done`` when every group lost nothing, ``done_with_loss`` otherwise."""
-    return "done" if all(v.nothing_lost for v in verdicts) else "done_with_loss"
+def job_final_status(verdicts: Sequence[GroupVerdict]) -> JobStatus:
+    """``succeeded`` when every group lost nothing, ``succeeded_with_loss`` otherwise."""
+    return SUCCEEDED if all(v.nothing_lost for v in verdicts) else SUCCEEDED_WITH_LOSS

@@ -97,7 +97,7 @@ def expansion_jobs_to_resume(*, stalled_before) -> list[int]:
     from groups.models import ExpansionJob
 
     return list(ExpansionJob.objects.filter(
-        state__in=[ExpansionJob.State.RUNNING, ExpansionJob.State.APPROVED], updated_at__lt=stalled_before)
+        status__in=[ExpansionJob.Status.RUNNING, ExpansionJob.Status.APPROVED], updated_at__lt=stalled_before)
         .order_by("id").values_list("id", flat=True))
 
 

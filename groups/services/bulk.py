@@ -16,11 +16,11 @@ from django.db import transaction
 from groups.models import Finding, RemediationJob
 from groups.services import dispatch
 from groups.services.access import OutOfScope, approver_require
-from groups.services.lifecycle import Conflict, FindingNotFound, findings_lock
+from groups.services.lifecycle import Conflict, FindingNotFound, findings_lock, reason_require
 from groups.services.previews import findings_bulk_preview
 from groups.services.remediation import (
+    DISMISSAL,
     ChangedSincePreview,
-    _dismiss_reason,
     finding_dismiss,
     job_request_previewed,
 )
@@ -66,7 +66,7 @@ def findings_dismiss(*, user, finding_ids: Iterable[int], reason: str) -> BulkDi
        and the others are dismissed.
     """
     approver_require(user)
-    reason = _dismiss_reason(reason)
+    reason = reason_require(reason, what=DISMISSAL)
     ids = bulk_ids(finding_ids, verb="dismiss")
     dismissed, refused = [], []
     with transaction.atomic():

@@ -3,8 +3,9 @@ stores the plan as shown, its approval by a second person (the plan re-made
 and compared), and what the job records as it runs (each step, each group's
 protection and repair, the verdicts at the end).
 
-Every state move is a compare-and-set; every step leaves an audit row. The
-job itself runs in ``tasks/expansion_job.py``.
+Every status move is a compare-and-set (``job_status.job_status_move``);
+every step leaves an audit row. The job itself runs in
+``tasks/expansion_job.py``.
 """
 
 from __future__ import annotations
@@ -15,16 +16,18 @@ from django.db.models import F
 from django.utils import timezone
 
 from groups.domain.expansion import BrokerVerdict, sink_problem
+from groups.domain.reasons import system_text
 from groups.models import ConsumerGroup, ExpansionJob, Topic
 from groups.services import dispatch
 from groups.services.access import act_detail, approval_refusal, approval_require, approver_require
 from groups.services.audit import audit_record
 from groups.services.expansions import Verdict, expansion_plan, expansion_plan_as_dict
-from groups.services.lifecycle import Conflict
+from groups.services.job_status import job_status_move
+from groups.services.lifecycle import Conflict, reason_require
 from groups.services.notifications import notifications_create
 from groups.services.protections import protections_record
 
-State = ExpansionJob.State
+Status = ExpansionJob.Status
 # Group outcomes whose repair the request chooses (a protected empty group falls back to its repair
 # when a member returns before the commit).
 REPAIRABLE = ("repaired_after", "protected_before")
@@ -126,7 +129,7 @@ def _repair_choices(*, plan_dict: dict, topic: Topic, repairs: object) -> dict[s
 
 def expansion_request(*, user, cluster: object, topic: object, partitions: object, fingerprint: object,
                       repairs: object = None, verdict: Verdict | None = None) -> ExpansionJob:
-    """A person asks for the expansion they saw planned: stored ``planned``,
+    """A person asks for the expansion they saw planned: stored ``requested``,
     waiting for an approval.
 
     1. The approver role on the topic, and a scope that shows every group.
@@ -156,16 +159,16 @@ def expansion_request(*, user, cluster: object, topic: object, partitions: objec
             job = ExpansionJob.objects.create(
                 cluster=row.cluster, topic=row, from_partitions=planned.plan.current_partitions,
                 to_partitions=planned.plan.new_partitions, plan=plan_dict, plan_fingerprint=plan_dict["fingerprint"],
-                decisions=decisions, state=State.PLANNED, requested_by=user)
+                decisions=decisions, status=Status.REQUESTED, requested_by=user)
             audit_record(action="expansion.requested", actor=user, cluster=row.cluster, object_type="expansion",
                          object_id=job.id, detail={"topic": row.name, "from": job.from_partitions,
                                                    "to": job.to_partitions, "fingerprint": job.plan_fingerprint,
                                                    "counts": plan_dict["counts"], **act_detail(user)})
     except IntegrityError:
-        active = ExpansionJob.objects.filter(topic=row, state__in=ExpansionJob.ACTIVE).first()
+        active = ExpansionJob.objects.filter(topic=row, status__in=ExpansionJob.ACTIVE).first()
         if active is None:
             raise
-        raise Conflict(f"expansion {active.id} of {row.name!r} is already {active.state}: one at a time") from None
+        raise Conflict(f"expansion {active.id} of {row.name!r} is already {active.status}: one at a time") from None
     return job
 
 
@@ -183,8 +186,8 @@ def expansion_approve(*, user, job_id: int, fingerprint: object = None,
     job = _expansion_for(user, job_id, doing="approve")
     approval_require(user, what="an expansion", cluster=job.cluster.name, topics=[job.topic.name],
                      requested_by=job.requested_by)
-    if job.state != State.PLANNED:
-        raise Conflict(f"expansion {job_id} is {job.state}, not waiting for approval")
+    if job.status != Status.REQUESTED:
+        raise Conflict(f"expansion {job_id} is {job.status}, not waiting for approval")
     if fingerprint is not None and fingerprint != job.plan_fingerprint:
         raise Conflict("the plan you saw is not the plan requested: nothing was approved")
     stored = job.plan.get("broker_verdict") or {}
@@ -200,27 +203,26 @@ def expansion_approve(*, user, job_id: int, fingerprint: object = None,
                        "or the broker's verdict): nothing was approved; request the expansion again")
     dispatch.queue_check()
     with transaction.atomic():
-        if not expansion_transition(job_id=job_id, from_state=State.PLANNED, to_state=State.APPROVED, actor=user,
-                                    detail={"topic": job.topic.name, "fingerprint": job.plan_fingerprint,
-                                            **act_detail(user)},
-                                    approved_by=user, approved_at=timezone.now()):
+        if not job_status_move(model=ExpansionJob, job_id=job_id, from_statuses=[Status.REQUESTED],
+                               to_status=Status.APPROVED, actor=user,
+                               detail={"topic": job.topic.name, "fingerprint": job.plan_fingerprint,
+                                       **act_detail(user)},
+                               approved_by=user, approved_at=timezone.now()):
             raise Conflict(f"expansion {job_id} was approved or refused by someone else meanwhile")
         dispatch.task_enqueue_on_commit(dispatch.RUN_EXPANSION_JOB, job_id)
     return ExpansionJob.objects.get(id=job_id)
 
 
 def expansion_refuse(*, user, job_id: int, reason: str) -> ExpansionJob:
-    """An approver refuses a planned expansion (the requester may withdraw
+    """An approver refuses a requested expansion (the requester may withdraw
     it): nothing was changed on the cluster, and the topic is free again."""
     approver_require(user, doing="adding partitions")
-    reason = (reason or "").strip()
-    if not reason or "\x00" in reason:
-        raise ValidationError("a refusal needs a reason (text without NUL bytes)")
-    job = _expansion_for(user, job_id, doing="refuse")
-    if not expansion_transition(job_id=job_id, from_state=State.PLANNED, to_state=State.REFUSED, actor=user,
-                                detail={"reason": reason[:1000], **act_detail(user)},
-                                status_reason=f"refused by {user.get_username()}: {reason[:1000]}"):
-        raise Conflict(f"expansion {job_id} is {ExpansionJob.objects.get(id=job_id).state}: only a planned "
+    reason = reason_require(reason, what="a refusal")
+    _expansion_for(user, job_id, doing="refuse")
+    if not job_status_move(model=ExpansionJob, job_id=job_id, from_statuses=[Status.REQUESTED],
+                           to_status=Status.REFUSED, actor=user, detail={"reason": reason, **act_detail(user)},
+                           status_reason=f"refused by {user.get_username()}: {reason}"):
+        raise Conflict(f"expansion {job_id} is {ExpansionJob.objects.get(id=job_id).status}: only a requested "
                        "expansion can be refused")
     return ExpansionJob.objects.get(id=job_id)
 
@@ -228,39 +230,17 @@ def expansion_refuse(*, user, job_id: int, reason: str) -> ExpansionJob:
 # --- What the running job records -----------------------------------------------------------
 
 
-def expansion_transition(*, job_id: int, from_state: str, to_state: str, actor=None, detail=None,
-                         **fields) -> bool:
-    """The one way an expansion changes state: compare-and-set from
-    ``from_state`` (False, nothing written, when another request or run moved
-    it first), with ``fields``; ``started_at`` when it starts running,
-    ``finished_at`` when it ends; audited as ``expansion.<to_state>`` with
-    ``detail`` (a dict, or a function of the job row)."""
-    now = timezone.now()
-    if to_state == State.RUNNING:
-        fields.setdefault("started_at", now)
-    if to_state in ExpansionJob.FINISHED:
-        fields.setdefault("finished_at", now)
-    with transaction.atomic():
-        if not ExpansionJob.objects.filter(id=job_id, state=from_state).update(state=to_state, updated_at=now,
-                                                                                **fields):
-            return False
-        job = ExpansionJob.objects.select_related("cluster").get(id=job_id)
-        audit_record(action=f"expansion.{to_state}", actor=actor, cluster=job.cluster, object_type="expansion",
-                     object_id=job_id, detail=detail(job) if callable(detail) else (detail or {}))
-    return True
-
-
 def expansion_start(*, job_id: int) -> bool:
     """approved → running (compare-and-set); True when the job is running now
     (started here, or resumed after a worker's death)."""
-    expansion_transition(job_id=job_id, from_state=State.APPROVED, to_state=State.RUNNING,
-                         detail=lambda job: {"topic_id": job.topic_id})
-    return ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).exists()
+    job_status_move(model=ExpansionJob, job_id=job_id, from_statuses=[Status.APPROVED], to_status=Status.RUNNING,
+                    detail=lambda job: {"topic_id": job.topic_id})
+    return ExpansionJob.objects.filter(id=job_id, status=Status.RUNNING).exists()
 
 
 def _locked_running(job_id: int) -> ExpansionJob | None:
     return ExpansionJob.objects.select_for_update().select_related("cluster").filter(
-        id=job_id, state=State.RUNNING).first()
+        id=job_id, status=Status.RUNNING).first()
 
 
 def expansion_record_step(*, job_id: int, step: str, detail: dict) -> bool:
@@ -321,16 +301,16 @@ def expansion_record_protection(*, job_id: int, group_id: str, commits: dict[int
 
 def expansion_record_reason(*, job_id: int, reason: str) -> None:
     """What the running job waits for, in words."""
-    ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).update(status_reason=reason[:2000],
-                                                                       updated_at=timezone.now())
+    ExpansionJob.objects.filter(id=job_id, status=Status.RUNNING).update(status_reason=system_text(reason),
+                                                                        updated_at=timezone.now())
 
 
 def expansion_record_attempt(*, job_id: int, reason: str) -> int:
     """One more run found the broker away at the current step (said in
     ``reason``); the count so far (0 when the job is no longer running)."""
-    ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).update(
-        status_reason=reason[:2000], attempts=F("attempts") + 1, updated_at=timezone.now())
-    return ExpansionJob.objects.filter(id=job_id, state=State.RUNNING).values_list("attempts", flat=True).first() or 0
+    ExpansionJob.objects.filter(id=job_id, status=Status.RUNNING).update(
+        status_reason=system_text(reason), attempts=F("attempts") + 1, updated_at=timezone.now())
+    return ExpansionJob.objects.filter(id=job_id, status=Status.RUNNING).values_list("attempts", flat=True).first() or 0
 
 
 def expansion_pass_run(*, job_id: int, token: str | None, to: str) -> bool:
@@ -338,7 +318,7 @@ def expansion_pass_run(*, job_id: int, token: str | None, to: str) -> bool:
     on the current token: ``token`` None takes the job over from any chain,
     as approval and recovery do). False when another chain holds it, or the
     job is no longer running."""
-    running = ExpansionJob.objects.filter(id=job_id, state=State.RUNNING)
+    running = ExpansionJob.objects.filter(id=job_id, status=Status.RUNNING)
     if token is not None:
         running = running.filter(run_token=token)
     return bool(running.update(run_token=to, updated_at=timezone.now()))
@@ -350,20 +330,19 @@ def expansion_holds_run(*, job_id: int, token: str | None) -> bool:
     return token is None or ExpansionJob.objects.filter(id=job_id, run_token=token).exists()
 
 
-def expansion_finish(*, job_id: int, state: str, verdicts: dict[str, dict], error: str = "") -> bool:
-    """running → done, done_with_loss or failed, with the verdict of every
-    group (a failed job's say what it left undone); audited, and the
+def expansion_finish(*, job_id: int, status: str, verdicts: dict[str, dict], error: str = "") -> bool:
+    """running → succeeded, succeeded_with_loss or failed (any other end is a
+    ValueError: the table of ``groups.domain.job_states``), with the verdict
+    of every group (a failed job's say what it left undone); audited, and the
     cluster's webhook told (one ``expansion.finished`` event)."""
-    if state not in (State.DONE, State.DONE_WITH_LOSS, State.FAILED):
-        raise ValueError(f"{state!r} is no end of an expansion")
-    with transaction.atomic():
-        if not expansion_transition(job_id=job_id, from_state=State.RUNNING, to_state=state,
-                                    detail={"verdicts": verdicts, **({"error": error[:500]} if error else {})},
-                                    verdicts=verdicts, error=error[:4000], status_reason=""):
-            return False
-        job = ExpansionJob.objects.select_related("cluster", "topic").get(id=job_id)
+    error = system_text(error)
+
+    def notify(job: ExpansionJob) -> None:
         notifications_create(cluster=job.cluster, events=[("expansion.finished", {
             "event": "expansion.finished", "cluster": job.cluster.name, "topic": job.topic.name,
-            "expansion": job.id, "from": job.from_partitions, "to": job.to_partitions, "state": state,
-            "error": error[:500], "groups": verdicts}, None)])
-    return True
+            "expansion": job.id, "from": job.from_partitions, "to": job.to_partitions, "status": status,
+            "error": error, "groups": verdicts}, None)])
+
+    return job_status_move(model=ExpansionJob, job_id=job_id, from_statuses=[Status.RUNNING], to_status=status,
+                           detail={"verdicts": verdicts, **({"error": error} if error else {})},
+                           after=notify, verdicts=verdicts, error=error, status_reason="")

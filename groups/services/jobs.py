@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from django.utils import timezone
 
+from groups.domain.reasons import system_text
 from groups.models import RemediationJob
 from groups.services.audit import audit_record
 
@@ -26,7 +27,7 @@ def jobs_touch_stalled(*, job_ids: Iterable[int]) -> None:
 
 def job_note_unrunnable(*, job_id: int, reason: str) -> None:
     """A queued job no installed executor can run stays queued, saying why."""
-    RemediationJob.objects.filter(id=job_id, status=Status.QUEUED).update(status_reason=reason)
+    RemediationJob.objects.filter(id=job_id, status=Status.QUEUED).update(status_reason=system_text(reason))
 
 
 def job_record_progress(*, job_id: int, done: int, total: int) -> None:
@@ -42,7 +43,7 @@ def job_record_stages(*, job_id: int, stages: list[dict]) -> None:
 
 def job_record_reason(*, job_id: int, reason: str) -> None:
     """What a running job is doing or waiting for, in words (its status stays)."""
-    RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(status_reason=reason,
+    RemediationJob.objects.filter(id=job_id, status=Status.RUNNING).update(status_reason=system_text(reason),
                                                                          updated_at=timezone.now())
 
 
@@ -91,7 +92,6 @@ def backfill_take_slot(*, job_id: int, slots: int) -> str:
 
     from groups.services.remediation import job_transition
 
-    Status = RemediationJob.Status
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("select pg_advisory_xact_lock(%s, %s)", BACKFILL_SLOTS_LOCK)

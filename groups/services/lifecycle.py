@@ -19,6 +19,7 @@ from django.db.models import QuerySet
 
 from groups.domain.lifecycle import Recovery, backfill_recovery, reset_recovery, sink_description
 from groups.domain.planning import MissedRange
+from groups.domain.reasons import ReasonRefused, person_reason
 from groups.models import Cluster, Finding, JobFinding, RemediationJob
 from groups.services.audit import audit_record
 
@@ -31,6 +32,16 @@ class Conflict(Exception):
 class FindingNotFound(ValidationError):
     """No finding has this id (a closed one still exists). A ValidationError,
     so pages show it as a form error; the API answers 404."""
+
+
+def reason_require(reason: object, *, what: str) -> str:
+    """A person's reason for ``what`` (a dismissal, a refusal) as stored
+    (``groups.domain.reasons.person_reason``); a reason that cannot be is a
+    ValidationError saying why, before anything is written."""
+    try:
+        return person_reason(reason, what=what)
+    except ReasonRefused as refused:
+        raise ValidationError(str(refused)) from None
 
 
 def findings_lock(queryset: QuerySet[Finding]) -> list[Finding]:

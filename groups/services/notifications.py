@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from django.conf import settings
 from django.utils import timezone
 
+from groups.domain.reasons import system_text
 from groups.models import Cluster, Finding, Notification
 from groups.services import dispatch
 
@@ -42,5 +43,5 @@ def notification_record_attempt(*, notification_id: int, attempts: int, error: s
         status, fields = Notification.Status.SENT, {"sent_at": timezone.now()}
     else:
         status, fields = (Notification.Status.FAILED if final else Notification.Status.PENDING), {}
-    Notification.objects.filter(id=notification_id).update(attempts=attempts, last_error=error[:1000],
+    Notification.objects.filter(id=notification_id).update(attempts=attempts, last_error=system_text(error),
                                                           status=status, **fields)

@@ -21,6 +21,7 @@ from groups.domain import detection
 from groups.domain.group_kinds import group_kind
 from groups.domain.kafka_features import share_groups_on_release
 from groups.domain.known_partitions import known_partition_sets
+from groups.domain.reasons import system_text
 from groups.domain.record_counts import CountedRange
 from groups.selectors.polls import cluster_poll_state, finding_key, finding_state, findings_partitions
 from groups.services import known_partitions
@@ -115,7 +116,7 @@ def cluster_record_skipped_poll(*, cluster_id: int) -> None:
 def cluster_record_failure(*, cluster_id: int, error: str, now: datetime, kafka_seconds: float) -> PollSummary:
     """A failed or partial poll changes nothing but the cluster's status and error."""
     Cluster.objects.filter(id=cluster_id).update(
-        status=Cluster.Status.UNREACHABLE, last_error=error[:2000], last_poll_at=now,
+        status=Cluster.Status.UNREACHABLE, last_error=system_text(error), last_poll_at=now,
         last_poll_duration_ms=int(kafka_seconds * 1000),
         polls_total=F("polls_total") + 1, poll_failures_total=F("poll_failures_total") + 1,
     )

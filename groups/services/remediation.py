@@ -22,6 +22,7 @@ from groups.models import Finding, JobFinding, RemediationJob
 from groups.services import dispatch
 from groups.services.access import act_detail, approval_require, approver_require, scope_require_act
 from groups.services.audit import audit_record
+from groups.services.job_status import job_status_move
 from groups.services.lifecycle import (
     Conflict,
     FindingNotFound,
@@ -30,6 +31,7 @@ from groups.services.lifecycle import (
     finding_require_open,
     findings_lock,
     findings_resolve_by_job,
+    reason_require,
 )
 from groups.services.notifications import notifications_create
 from groups.services.previews import job_preview, preview_fingerprint
@@ -39,6 +41,8 @@ log = logging.getLogger(__name__)
 SOURCE_DASHBOARD = "dashboard"
 SOURCE_CLI = "cli"
 SOURCE_AUTO_REPAIR = "auto-repair"
+# What a dismissal's reason is called when it is refused.
+DISMISSAL = "a dismissal"
 
 
 class DuplicateJob(Conflict):
@@ -160,44 +164,34 @@ def _enqueue_on_commit(job_id: int) -> None:
 
 
 def job_transition(*, job_id: int, from_statuses: Iterable[str], to_status: str, actor=None, **fields) -> bool:
-    """Compare-and-set: move the job only if it is in one of ``from_statuses``.
-
-    Returns False (and changes nothing) when another request or worker moved it
-    first. The job's findings are locked first, as every lifecycle action
-    does. Finishing a job frees its findings for a new job of the same kind;
+    """A remediation's status move (``job_status.job_status_move``): only from
+    one of ``from_statuses``, False (nothing changed) when another request or
+    worker moved it first. Its findings are locked first, as every lifecycle
+    action does. Finishing frees the findings for a new job of the same kind;
     succeeding with a verified result closes them as repaired
     (``lifecycle.findings_resolve_by_job``). Succeeded and failed jobs notify
-    the cluster's webhook.
-    """
-    from_statuses = list(from_statuses)
-    now = timezone.now()
-    if to_status == RemediationJob.Status.RUNNING:
-        fields.setdefault("started_at", now)
-    if to_status in RemediationJob.FINISHED:
-        fields.setdefault("finished_at", now)
-    with transaction.atomic():
-        findings_lock(Finding.objects.filter(job_findings__job_id=job_id))
-        moved = RemediationJob.objects.filter(id=job_id, status__in=from_statuses).update(
-            status=to_status, updated_at=now, **fields
-        )
-        if not moved:
-            return False
+    the cluster's webhook."""
+
+    def detail(job: RemediationJob) -> dict:
+        said = {"to": to_status}
+        if job.status_reason and "status_reason" in fields:
+            said["reason"] = job.status_reason
+        if job.error and "error" in fields:
+            said["error"] = job.error
+        return said
+
+    def after(job: RemediationJob) -> None:
         if to_status in RemediationJob.FINISHED:
             JobFinding.objects.filter(job_id=job_id).update(active=False)
-        job = RemediationJob.objects.select_related("cluster", "group", "approved_by").get(id=job_id)
-        detail = {"to": to_status}
-        if fields.get("status_reason"):
-            detail["reason"] = fields["status_reason"]
-        if fields.get("error"):
-            detail["error"] = fields["error"][:500]
-        audit_record(action=f"job.{to_status}", actor=actor, cluster=job.cluster, object_type="job",
-                     object_id=job_id, detail=detail)
         repaired = []
         if to_status == RemediationJob.Status.SUCCEEDED:
-            repaired = findings_resolve_by_job(job=job, now=now)
+            repaired = findings_resolve_by_job(job=job, now=job.updated_at)
         if to_status in (RemediationJob.Status.SUCCEEDED, RemediationJob.Status.FAILED):
             _notify_job_outcome(job, repaired=repaired)
-    return True
+
+    return job_status_move(model=RemediationJob, job_id=job_id, from_statuses=from_statuses, to_status=to_status,
+                           actor=actor, detail=detail, after=after,
+                           before=lambda: findings_lock(Finding.objects.filter(job_findings__job_id=job_id)), **fields)
 
 
 def _notify_job_outcome(job: RemediationJob, *, repaired: list[int]) -> None:
@@ -209,7 +203,7 @@ def _notify_job_outcome(job: RemediationJob, *, repaired: list[int]) -> None:
     payload = {
         "event": event, "cluster": job.cluster.name, "group": job.group.group_id,
         "group_type": group_kind(job.group.type, job.group.group_id), "job": job.id, "kind": job.kind,
-        "status": job.status, "reason": job.status_reason, "error": job.error[:500],
+        "status": job.status, "reason": job.status_reason, "error": job.error,
         "findings": [
             {"id": f.id, "topic": f.topic.name, "partition": f.partition, "repaired": f.id in repaired,
              "recovered": f.recovered_messages if f.id in repaired else None,
@@ -271,23 +265,13 @@ def job_retry(*, user, job_id: int) -> RemediationJob:
     return job
 
 
-def _dismiss_reason(reason: str) -> str:
-    """The reason as stored: stripped, required, text PostgreSQL can hold."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError("a dismissal needs a reason")
-    if "\x00" in reason:
-        raise ValidationError("a dismissal reason must not contain a NUL byte (\\x00)")
-    return reason
-
-
 def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
     """Close a finding with a reason; the next polls no longer account it.
 
     Under the finding's lock: an unknown finding is FindingNotFound, a
     closed one or one with an active job (cancel it first) a Conflict."""
     approver_require(user)
-    reason = _dismiss_reason(reason)
+    reason = reason_require(reason, what=DISMISSAL)
     now = timezone.now()
     with transaction.atomic():
         locked = findings_lock(Finding.objects.filter(id=finding_id))
@@ -300,7 +284,7 @@ def finding_dismiss(*, user, finding_id: int, reason: str) -> Finding:
             raise Conflict(f"{active.kind} job {active.id} is {active.status} on finding {finding_id}: "
                            "cancel it (or let it finish) before dismissing")
         finding = Finding.objects.select_related("cluster", "group", "topic").get(id=finding_id)
-        finding_close(finding=finding, cluster=finding.cluster, resolution=Finding.Resolution.DISMISSED, reason=f"dismissed: {reason[:1000]}",
-                      now=now, by=user, detail={"reason": reason[:1000], **acted})
+        finding_close(finding=finding, cluster=finding.cluster, resolution=Finding.Resolution.DISMISSED,
+                      reason=f"dismissed: {reason}", now=now, by=user, detail={"reason": reason, **acted})
         finding.refresh_from_db()
     return finding

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
+from groups.domain import job_states
 from groups.domain.expansion import OUTCOME_LABELS
 from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, KIND_LABELS, group_kind
 from groups.urgency_text import expiry_short
@@ -99,8 +100,23 @@ def breakable(name: object) -> str:
 
 @register.filter
 def words(key: object) -> str:
-    """``{{ job.state|words }}``: a stored state or key in words ("done_with_loss" → "done with loss")."""
+    """``{{ c.status|words }}``: a stored state or key in words ("repaired_after" → "repaired after")."""
     return key_words(key)
+
+
+@register.filter
+def status_words(status: str) -> str:
+    """``{{ job.status|status_words }}``: a job's status as the pages say it (``job_states.STATUS_WORDS``)."""
+    return job_states.STATUS_WORDS.get(status, key_words(status))
+
+
+@register.filter
+def status_tone(status: str) -> str:
+    """``class="{{ job.status|status_tone }}"``: "ok" for a job that succeeded, "warn" for one that lost
+    offsets or failed, nothing while it is active or when it was cancelled or refused."""
+    if status == job_states.SUCCEEDED:
+        return "ok"
+    return "warn" if status in (job_states.SUCCEEDED_WITH_LOSS, job_states.FAILED) else ""
 
 
 @register.filter

@@ -63,7 +63,8 @@ def expansion_detail(request: HttpRequest, job_id: int) -> HttpResponse:
     groups = [{"group_id": group_id, "pk": pks.get(group_id), "decision": decision, "verdict": job.verdicts.get(group_id)}
               for group_id, decision in sorted(job.decisions.items())]
     return render(request, "groups/expansion_detail.html", {
-        "job": job, "steps": steps, "groups": groups, "active": job.state in ExpansionJob.ACTIVE,
+        "job": job, "steps": steps, "groups": groups, "active": job.status in ExpansionJob.ACTIVE,
+        "awaiting_approval": job.status == ExpansionJob.Status.REQUESTED,
         "plan_groups": {g["group"]: g for g in job.plan.get("groups", [])},
     })
 

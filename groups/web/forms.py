@@ -192,7 +192,7 @@ class FindingFilterForm(forms.Form):
 class JobFilterForm(forms.Form):
     """Filters of the jobs page: a status and a kind the page offers, and the page."""
 
-    status = forms.ChoiceField(required=False, choices=[("", "all"), *RemediationJob.Status.choices])
+    status = forms.ChoiceField(required=False, choices=[("", "all"), *((s, s) for s in RemediationJob.STATUSES)])
     kind = forms.ChoiceField(required=False, choices=[("", "all"), *RemediationJob.Kind.choices])
     page = page_field()
 

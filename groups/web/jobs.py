@@ -46,7 +46,7 @@ def _jobs_context(request: HttpRequest) -> tuple[dict, int]:
         request.GET.get("page") if valid else 1)
     query = urlencode(filters)
     return {
-        "form": form, "page": page, "statuses": RemediationJob.Status.values, "kinds": RemediationJob.Kind.values,
+        "form": form, "page": page, "statuses": RemediationJob.STATUSES, "kinds": RemediationJob.Kind.values,
         "status": request.GET.get("status", ""), "kind": request.GET.get("kind", ""), "query": query,
         "filters": filters,
         # Only when the filter shows nothing: how many jobs it hid.

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from groups.domain.backfill import ERROR_LIMIT, condense_error, summary_line
+from groups.domain.backfill import summary_line
 from groups.domain.planning import BackfillRange, PlanError
 from groups.domain.read_isolation import READ_COMMITTED, reader_isolation
 from groups.domain.sinks import BackfillSink
@@ -118,7 +118,7 @@ def execute_backfill(*, job_id: int, launched: bool = False) -> str:
             job_record_result(job_id=job_id, result={"attempts": earlier + attempts})
 
         def on_wait(reason: str) -> None:
-            job_record_reason(job_id=job_id, reason=reason[:1000])
+            job_record_reason(job_id=job_id, reason=reason)
 
         try:
             request = backfill_request_for(job)
@@ -127,22 +127,22 @@ def execute_backfill(*, job_id: int, launched: bool = False) -> str:
         except BackfillFailed as failure:
             result = {**failure.result, "attempts": earlier + failure.result.get("attempts", [])}
             job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
-                           status_reason=failure.reason[:1000], error=condense_error(failure.error), result=result)
+                           status_reason=failure.reason, error=failure.error, result=result)
             return _status_of(job_id)
         except (PlanError, KafkaUnavailable) as error:
             job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
-                           status_reason="nothing was delivered", error=str(error)[:ERROR_LIMIT],
+                           status_reason="nothing was delivered", error=str(error),
                            result={"attempts": earlier})
             return _status_of(job_id)
         except Exception as error:
             # Never leave a job "running" behind while its worker lives on.
             job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.FAILED,
                            status_reason="unexpected error in the executor",
-                           error=f"{type(error).__name__}: {error}"[:ERROR_LIMIT], result={"attempts": earlier})
+                           error=f"{type(error).__name__}: {error}", result={"attempts": earlier})
             raise
         result["attempts"] = earlier + result["attempts"]
         job_transition(job_id=job_id, from_statuses=[Status.RUNNING], to_status=Status.SUCCEEDED, result=result,
-                       status_reason=summary_line(result["partitions"])[:1000], error="",
+                       status_reason=summary_line(result["partitions"]), error="",
                        progress_done=result["delivered"], progress_total=result["expected"])
         return _status_of(job_id)
 

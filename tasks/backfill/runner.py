@@ -68,7 +68,8 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from groups.domain.backfill import PreparedRange, condense_error, report_explained
+from groups.domain.backfill import PreparedRange, report_explained
+from groups.domain.reasons import system_text
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.job_progress import backfill_stages
 from groups.domain.planning import BackfillRange
@@ -479,7 +480,7 @@ class BackfillRunner:
             error = (outcome.get("error") or getattr(attempt.job, "error", "") or log_tail
                      or f"the job process exited with code {returncode}")
             raise BackfillFailed(f"the Spark job failed (exit code {returncode})",
-                                 error=condense_error(secret_redact(error, *secrets)),
+                                 error=system_text(secret_redact(error, *secrets)),
                                  result=self._result(sink.describe(), []))
         self._ended(attempt, outcome["status"])
         if attempt.explain_error is not None:

@@ -44,7 +44,7 @@ def test_waiting_expansions_and_a_killed_jobs_worker_never_stop_the_watch(broker
                             kill_jobs_worker=True, watch_gives_up=WATCH_GIVES_UP_SECONDS, backfills=2,
                             backfill_output=tmp_path / "backfills")
 
-    assert all(state in (ExpansionJob.State.DONE, ExpansionJob.State.DONE_WITH_LOSS)
+    assert all(state in (ExpansionJob.Status.SUCCEEDED, ExpansionJob.Status.SUCCEEDED_WITH_LOSS)
                for state, _ in pulse.jobs.values()), pulse.jobs
     # The two long backfills ran in drivers of their own, never in the jobs' worker: the worker's
     # SIGKILL did not touch them (one attempt each), and they held none of its two processes.

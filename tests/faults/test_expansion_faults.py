@@ -71,7 +71,7 @@ def test_a_worker_killed_before_a_share_config_is_restored_is_resumed_and_restor
 
         def between() -> bool:
             row = ExpansionJob.objects.get(id=job.id)
-            assert row.state not in ExpansionJob.FINISHED, (row.error, row.verdicts)
+            assert row.status not in ExpansionJob.FINISHED, (row.error, row.verdicts)
             return "add_partitions" in row.steps
         wait_until(between, timeout=180, interval=0.2, what="the partitions added, the config not yet restored")
         # It waits in short runs (issue 42): the lock is held only while one works.
@@ -81,7 +81,7 @@ def test_a_worker_killed_before_a_share_config_is_restored_is_resumed_and_restor
         # What the dead worker left: more partitions, the group at earliest, and the row saying so.
         row = ExpansionJob.objects.get(id=job.id)
         protection = row.decisions[group_id]["protection"]
-        assert row.state == "running" and broker_partitions(broker, topic) == 4
+        assert row.status == "running" and broker_partitions(broker, topic) == 4
         assert share_reset(broker.bootstrap, group_id) == "earliest"
         assert (protection["previous"], protection["explicit"], protection["applied"], protection["undone"]) == \
             ("latest", True, True, False)
@@ -99,7 +99,7 @@ def test_a_worker_killed_before_a_share_config_is_restored_is_resumed_and_restor
         wait_until(lambda: ExpansionJob.objects.get(id=job.id).run_token not in ("", dead_chain), timeout=120,
                    interval=0.5, what="the second worker to take the job over (a chain of its own)")
         second_member = ShareGroupConsumer(broker.bootstrap, group_id, topic, refresh_ms=2000)
-        wait_until(lambda: ExpansionJob.objects.get(id=job.id).state in ExpansionJob.FINISHED, timeout=300,
+        wait_until(lambda: ExpansionJob.objects.get(id=job.id).status in ExpansionJob.FINISHED, timeout=300,
                    interval=1, what="the resumed job to end")
         wait_until(lambda: second_member.count(2) >= 10 and second_member.count(3) >= 10, timeout=60,
                    what="the returning member to read the new partitions")
@@ -111,7 +111,7 @@ def test_a_worker_killed_before_a_share_config_is_restored_is_resumed_and_restor
         log.close()
 
     row = ExpansionJob.objects.get(id=job.id)
-    assert row.state == "done", (row.error, row.verdicts)
+    assert row.status == "succeeded", (row.error, row.verdicts)
     assert row.verdicts[group_id]["nothing_lost"] is True, row.verdicts
     assert share_reset(broker.bootstrap, group_id) == "latest"
     assert row.decisions[group_id]["protection"]["undone"] is True

@@ -88,7 +88,7 @@ def test_a_worker_killed_while_seated_leaves_the_group_reading_and_the_resumed_j
         wait_until(lambda: quick.count(0) + quick.count(1) > before + 5, timeout=30,
                    what="the quick group reading again")
         assert dropped <= 40, dropped
-        assert ExpansionJob.objects.get(id=job.id).state == "running"
+        assert ExpansionJob.objects.get(id=job.id).status == "running"
 
         processes.append(start_celery(["worker", "--pool", "threads", "--concurrency", "2", "-n",
                                        f"second-{unique}@%h"], env, log))
@@ -97,10 +97,10 @@ def test_a_worker_killed_while_seated_leaves_the_group_reading_and_the_resumed_j
         producer.add([2, 3])
         for partition in (2, 3):
             broker.produce(topic, partition, 20)
-        wait_until(lambda: ExpansionJob.objects.get(id=job.id).state in ExpansionJob.FINISHED, timeout=300,
+        wait_until(lambda: ExpansionJob.objects.get(id=job.id).status in ExpansionJob.FINISHED, timeout=300,
                    interval=1, what="the resumed job to end")
         row = ExpansionJob.objects.get(id=job.id)
-        assert row.state == "done", (row.error, row.verdicts, row.decisions)
+        assert row.status == "succeeded", (row.error, row.verdicts, row.decisions)
         for group_id in (quick_id, slow_id):
             assert row.verdicts[group_id]["how"] == "protected", row.verdicts[group_id]
             assert [c["won"] for c in row.decisions[group_id]["membership"]["partitions"].values()] == [True, True]
@@ -165,14 +165,14 @@ def test_a_seat_the_broker_refuses_falls_back_to_the_repair_and_the_verdict_says
         wait_until(lambda: broker_partitions(broker, topic) == 4, timeout=180, interval=0.05,
                    what="the partitions added")
         producer.add([2, 3])
-        wait_until(lambda: ExpansionJob.objects.get(id=job.id).state in ExpansionJob.FINISHED, timeout=300,
+        wait_until(lambda: ExpansionJob.objects.get(id=job.id).status in ExpansionJob.FINISHED, timeout=300,
                    interval=1, what="the job to end")
         row = ExpansionJob.objects.get(id=job.id)
         decision = row.decisions[group_id]
         assert decision["outcome"] == "repaired_after" and "membership" not in decision, decision
         assert decision["fallback"].startswith("Gapwatch could not join the group: the group is full"), decision
         assert "GROUP_MAX_SIZE_REACHED" in decision["fallback"]
-        assert row.state == "done_with_loss" and row.verdicts[group_id]["how"] == "lost", row.verdicts
+        assert row.status == "succeeded_with_loss" and row.verdicts[group_id]["how"] == "lost", row.verdicts
         assert "the group is full" in row.verdicts[group_id]["words"]
         assert {u["partition"] for u in row.verdicts[group_id]["unrepaired"]} == {2, 3}
     finally:
@@ -227,7 +227,7 @@ def test_a_worker_killed_after_the_add_is_resumed_and_a_race_lost_meanwhile_is_s
                    what="the group to take the new partitions")
         processes.append(start_celery(["worker", "--pool", "threads", "--concurrency", "2", "-n",
                                        f"second-{unique}@%h"], env, log))
-        wait_until(lambda: ExpansionJob.objects.get(id=job.id).state in ExpansionJob.FINISHED, timeout=300,
+        wait_until(lambda: ExpansionJob.objects.get(id=job.id).status in ExpansionJob.FINISHED, timeout=300,
                    interval=1, what="the resumed job to end")
         row = ExpansionJob.objects.get(id=job.id)
         first_reads = (min(member.offsets(2)), min(member.offsets(3)))
@@ -240,7 +240,7 @@ def test_a_worker_killed_after_the_add_is_resumed_and_a_race_lost_meanwhile_is_s
         decision = row.decisions[group_id]
         assert "lost the race" in decision["fallback"], decision
         assert not (decision.get("membership") or {}).get("partitions"), "nothing committed over a holder"
-        assert row.state == "done_with_loss" and row.verdicts[group_id]["how"] == "lost", row.verdicts
+        assert row.status == "succeeded_with_loss" and row.verdicts[group_id]["how"] == "lost", row.verdicts
         unread = {u["partition"]: (u["start"], u["end"]) for u in row.verdicts[group_id]["unrepaired"]}
         for index, partition in enumerate((2, 3)):
             start, end = unread[partition]

@@ -67,7 +67,7 @@ class Pulse:
     ticks_skipped: int = 0
     polls: list[float] = field(default_factory=list)
     polls_total: int = 0
-    jobs: dict[int, tuple[str, str]] = field(default_factory=dict)  # id -> (state, error)
+    jobs: dict[int, tuple[str, str]] = field(default_factory=dict)  # id -> (status, error)
     backfills: list[int] = field(default_factory=list)  # remediation job ids
     backfills_running_when_expansions_ended: int = 0
 
@@ -143,7 +143,7 @@ def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log
 
         def all_waiting() -> bool:
             rows = list(ExpansionJob.objects.filter(id__in=jobs))
-            assert not [r for r in rows if r.state in ExpansionJob.FINISHED], [(r.id, r.error) for r in rows]
+            assert not [r for r in rows if r.status in ExpansionJob.FINISHED], [(r.id, r.error) for r in rows]
             return all("add_partitions" in r.steps for r in rows)
         wait_until(all_waiting, timeout=180, interval=0.5, what="every expansion waiting in its watch step")
         wait_until(lambda: tick_counts(cluster_id=cluster.id)["last"] is not None, timeout=120, interval=0.5,
@@ -165,12 +165,12 @@ def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log
             processes.append(start_celery(["worker", "-Q", "celery", "--pool", "threads", "--concurrency", "2",
                                            "-n", f"jobs-again-{tag}@%h"], env, log))
             wait_until(lambda: sample_polls() or all(
-                row.run_token != tokens[row.id] or row.state in ExpansionJob.FINISHED
+                row.run_token != tokens[row.id] or row.status in ExpansionJob.FINISHED
                 for row in ExpansionJob.objects.filter(id__in=jobs)),
                 timeout=120, interval=0.2, what="the new worker to take every expansion over")
         deadline = start + watch_gives_up
         wait_until(lambda: sample_polls() or (
-            all(row.state in ExpansionJob.FINISHED for row in ExpansionJob.objects.filter(id__in=jobs))
+            all(row.status in ExpansionJob.FINISHED for row in ExpansionJob.objects.filter(id__in=jobs))
             and time.time() >= (deadline if not jobs else 0)),
             timeout=watch_gives_up + 180, interval=0.2, what="every expansion to end")
         pulse.backfills_running_when_expansions_ended = RemediationJob.objects.filter(
@@ -193,5 +193,5 @@ def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log
     pulse.span = (pulse.ticks[-1] if pulse.ticks else time.time()) - start
     pulse.ticks_ran, pulse.ticks_skipped = ended["ran"] - begun["ran"], ended["skipped"] - begun["skipped"]
     pulse.polls = seen_polls
-    pulse.jobs = {row.id: (row.state, row.error) for row in ExpansionJob.objects.filter(id__in=jobs)}
+    pulse.jobs = {row.id: (row.status, row.error) for row in ExpansionJob.objects.filter(id__in=jobs)}
     return pulse, start

@@ -41,12 +41,12 @@ def test_a_plan_shown_in_the_browser_is_requested_and_approved_by_a_second_perso
     page.click("text=Request this expansion")
     page.wait_for_url(f"{live_server.url}/expansions/*/")
     job = ExpansionJob.objects.get()
-    assert job.state == "planned" and job.requested_by == alice
+    assert job.status == "requested" and job.requested_by == alice
     page.click("#approve-expansion")  # four-eyes: the requester cannot
     page.wait_for_load_state("load")
-    assert "four-eyes" in page.locator("ul.messages").inner_text() and ExpansionJob.objects.get().state == "planned"
+    assert "four-eyes" in page.locator("ul.messages").inner_text() and ExpansionJob.objects.get().status == "requested"
 
     assert "approved" in approve_expansion_as(page, live_server, bob.username, job.id)
     job.refresh_from_db()
-    assert (job.state, job.approved_by) == ("approved", bob) and sent == [(job.id,)]
+    assert (job.status, job.approved_by) == ("approved", bob) and sent == [(job.id,)]
     page.screenshot(path=str(ARTIFACTS / "expansion-approved.png"), full_page=True)

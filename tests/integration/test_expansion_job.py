@@ -148,8 +148,8 @@ def test_it_stores_the_plan_shown_and_a_second_approver_approves_it(requested_to
     job = json.loads(created.content)
     document = json.loads(alice.get("/api/v1/schema").content)
     check_against_schema(document, job, response_schema(document, "/api/v1/expansions", "post", 201), "job")
-    assert (job["state"], job["from_partitions"], job["to_partitions"], job["requested_by"]) == \
-        ("planned", 2, 3, "alice")
+    assert (job["status"], job["from_partitions"], job["to_partitions"], job["requested_by"]) == \
+        ("requested", 2, 3, "alice")
     # A live classic group: protected by membership, with its repair after should the protection fail.
     assert (job["decisions"][HOSTILE]["outcome"], job["decisions"][HOSTILE]["method"]) == \
         ("protected_before", "membership")
@@ -165,12 +165,12 @@ def test_it_stores_the_plan_shown_and_a_second_approver_approves_it(requested_to
     newcomer = make_group_topic(make_group(topic.cluster, "newcomer", member_count=1), topic, 0)
     changed = post_json(bob, approve, {})
     assert changed.status_code == 409 and "plan changed" in json.loads(changed.content)["error"]
-    assert ExpansionJob.objects.get().state == "planned" and sent == []
+    assert ExpansionJob.objects.get().status == "requested" and sent == []
     newcomer.delete()
 
     approved = post_json(bob, approve, {"fingerprint": job["plan_fingerprint"]})
     assert approved.status_code == 200, approved.content
-    assert (json.loads(approved.content)["state"], json.loads(approved.content)["approved_by"]) == ("approved", "bob")
+    assert (json.loads(approved.content)["status"], json.loads(approved.content)["approved_by"]) == ("approved", "bob")
     assert sent == [(job["id"],)]
     assert post_json(bob, approve, {}).status_code == 409  # approved already
     assert list(AuditEvent.objects.filter(object_type="expansion").order_by("id").values_list("action", flat=True)) \
@@ -218,7 +218,7 @@ def test_the_topic_pages_button_requests_the_plan_shown_and_a_refusal_frees_the_
     assert job.decisions[HOSTILE]["max_records"] == 42
     assert "Approve this plan" in alice.get(done["Location"]).content.decode()
     alice.post(f"/expansions/{job.id}/refuse", {"reason": "not today"})
-    assert ExpansionJob.objects.get().state == "refused"
+    assert ExpansionJob.objects.get().status == "refused"
     assert f"/expansions/{job.id}/" in alice.get(topic_url(topic)).content.decode()
 
 
@@ -391,7 +391,7 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         page.click("text=Request this expansion")
         page.wait_for_url(f"{live_server.url}/expansions/*/")
         job = ExpansionJob.objects.get(topic=topic_row)
-        assert (job.state, job.requested_by) == ("planned", alice)
+        assert (job.status, job.requested_by) == ("requested", alice)
         assert {names[kind]: job.decisions[names[kind]]["max_records"] for kind in (*PROTECTED, *REPAIRED)} == \
             {names[kind]: MAX_REPLAY for kind in (*PROTECTED, *REPAIRED)}
         assert {names[kind]: job.decisions[names[kind]]["outcome"] for kind in (*PROTECTED, *REPAIRED)} == \
@@ -418,8 +418,8 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
 
         def finished() -> bool:
             job = ExpansionJob.objects.get(id=job_id)
-            assert job.state not in ("failed",), (job.error, job.verdicts, job.steps)
-            return job.state in ("done", "done_with_loss")
+            assert job.status not in ("failed",), (job.error, job.verdicts, job.steps)
+            return job.status in ("succeeded", "succeeded_with_loss")
         wait_until(finished, timeout=600, interval=1, what="the expansion job to end")
         job = ExpansionJob.objects.get(id=job_id)
         page.goto(f"{live_server.url}/expansions/{job_id}/")
@@ -427,7 +427,7 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         page.goto(f"{live_server.url}/expansions/")  # the list counts protected and copied apart
         assert page.locator("td.expansion-outcomes").first.inner_text() == "6 protected · 4 covered · 1 copied"
         producer.stop()
-        assert job.state == "done", (job.verdicts, list(RemediationJob.objects.values("id", "status", "status_reason",
+        assert job.status == "succeeded", (job.verdicts, list(RemediationJob.objects.values("id", "status", "status_reason",
                                                                                    "error", "plan", "result")))
         for group_id, verdict in job.verdicts.items():
             assert verdict["nothing_lost"] is True and verdict["words"].startswith("nothing lost"), (group_id, verdict)
@@ -496,11 +496,11 @@ def test_an_approved_expansion_ends_with_nothing_lost_for_every_kind_of_group(
         assert {"expansion.requested", "expansion.approved", "expansion.validate", "expansion.protected",
                 "expansion.joined", "expansion.left",
                 "expansion.add_partitions", "expansion.committed", "expansion.restored", "expansion.watch",
-                "expansion.backfills", "expansion.verify", "expansion.done"} <= set(
+                "expansion.backfills", "expansion.verify", "expansion.succeeded"} <= set(
             AuditEvent.objects.filter(object_type="expansion").values_list("action", flat=True))
         [event] = Notification.objects.filter(event="expansion.finished")
-        assert (event.payload["state"], event.payload["expansion"], set(event.payload["groups"])) == \
-            ("done", job_id, set(names.values()))
+        assert (event.payload["status"], event.payload["expansion"], set(event.payload["groups"])) == \
+            ("succeeded", job_id, set(names.values()))
         metrics = api.get("/metrics").content.decode()
         assert f"gapwatch_expansion_groups_total{{cluster=\"local\",verdict=\"nothing_lost\"}} {len(names)}.0" in metrics
         for how, count in (("protected", 6), ("covered", 4), ("copied", 1), ("lost", 0)):

@@ -11,7 +11,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
 
-from groups.models import AuditEvent, Finding, Notification
+from groups.domain.reasons import TEXT_LIMIT, system_text
+from groups.models import AuditEvent, Finding, Notification, RemediationJob
 from groups.services import previews, remediation
 from groups.services.remediation import job_transition
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic
@@ -131,13 +132,24 @@ def test_a_pending_finding_cannot_be_backfilled_and_says_what_to_do(approver, tw
 
 def test_a_failed_job_leaves_its_findings_open_and_notifies(approver, two_findings):
     job = remediation.job_request(user=approver, finding_ids=[two_findings[0].id], kind="backfill", params={})
-    assert job_transition(job_id=job.id, from_statuses=["approved"], to_status="failed", error="broker said no")
+    assert job_transition(job_id=job.id, from_statuses=["approved"], to_status="queued")
+    assert job_transition(job_id=job.id, from_statuses=["queued"], to_status="failed", error="broker said no")
 
     finding = Finding.objects.get(id=two_findings[0].id)
     assert (finding.closed_at, finding.resolution) == (None, "")
     (notification,) = Notification.objects.all()
     assert notification.event == "job.failed" and notification.payload["error"] == "broker said no"
     assert notification.payload["findings"][0]["repaired"] is False
+
+
+def test_a_move_the_table_does_not_allow_is_refused_and_nothing_is_written(approver, two_findings):
+    job = remediation.job_request(user=approver, finding_ids=[two_findings[0].id], kind="reset", params={})
+    with pytest.raises(ValueError, match="a remediation job may not move from approved to running"):
+        job_transition(job_id=job.id, from_statuses=["approved"], to_status="running")
+    with pytest.raises(ValueError, match="from running to cancelled"):
+        job_transition(job_id=job.id, from_statuses=["queued", "running"], to_status="cancelled")
+    assert RemediationJob.objects.get(id=job.id).status == "approved", "a mistake, not a race: nothing moved"
+    assert not AuditEvent.objects.filter(action__in=["job.running", "job.cancelled"]).exists()
 
 
 def test_a_reset_that_was_not_read_back_equal_repairs_nothing(approver, two_findings):
@@ -169,3 +181,27 @@ def test_the_job_page_shows_its_result_as_tables_with_readable_times(approver, t
     assert "10:00:01" in body and "123456" not in body and not re.search(r":\d\d\.\d{6}", body)
     assert "{'" not in body and "&#x27;sink&#x27;" not in body, "no dictionary dumps"
     assert "repaired" in body and "38 of 40 records replayed" in body
+
+
+def test_a_dismissal_reason_it_cannot_store_is_refused_and_nothing_is_written(approver, two_findings):
+    finding = two_findings[0]
+    for reason, said in (("x" * 1001, "at most 1000 characters"), ("a\x00b", "NUL byte"), ("  ", "needs a reason")):
+        with pytest.raises(ValidationError, match=said):
+            remediation.finding_dismiss(user=approver, finding_id=finding.id, reason=reason)
+    assert Finding.objects.get(id=finding.id).closed_at is None and not AuditEvent.objects.exists()
+
+    remediation.finding_dismiss(user=approver, finding_id=finding.id, reason="  a test topic  ")
+    assert Finding.objects.get(id=finding.id).closed_reason == "dismissed: a test topic", "stored stripped"
+
+
+def test_a_systems_error_is_stored_audited_and_sent_cut_to_one_size(approver, two_findings):
+    job = remediation.job_request(user=approver, finding_ids=[two_findings[0].id], kind="backfill", params={})
+    assert job_transition(job_id=job.id, from_statuses=["approved"], to_status="queued")
+    error = "Py4JJavaError: boom\n" + "\tat frame\n" * 2000
+    assert job_transition(job_id=job.id, from_statuses=["queued"], to_status="failed", error=error)
+
+    cut = system_text(error)
+    assert len(cut) <= TEXT_LIMIT < len(error) and cut.startswith("Py4JJavaError: boom")
+    assert RemediationJob.objects.get(id=job.id).error == cut
+    assert AuditEvent.objects.get(action="job.failed").detail["error"] == cut
+    assert Notification.objects.get().payload["error"] == cut

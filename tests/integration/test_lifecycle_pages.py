@@ -36,7 +36,8 @@ def loop(db, approver):
     Finding.objects.filter(id=findings[4].id).update(resolution="expired", closed_at=timezone.now(),
                                                       closed_reason="retention deleted all 40 missed messages")
     failed = remediation.job_request(user=approver, finding_ids=[findings[5].id], kind="backfill", params={})
-    job_transition(job_id=failed.id, from_statuses=["approved"], to_status="failed", error="no broker")
+    job_transition(job_id=failed.id, from_statuses=["approved"], to_status="queued")
+    job_transition(job_id=failed.id, from_statuses=["queued"], to_status="failed", error="no broker")
     other = make_group(cluster, "audit")
     orders = make_generation(make_topic(cluster, "orders"), 2, (0, 1, 2))
     make_finding(other, orders, 2)

@@ -25,7 +25,7 @@ def make_finished_expansion(*, cluster, topic, user, backfill_job: RemediationJo
     done_at = (timezone.now() - timedelta(minutes=3)).isoformat()  # with microseconds, as stored
     return ExpansionJob.objects.create(
         cluster=cluster, topic=topic, from_partitions=4, to_partitions=6, requested_by=user,
-        approved_by=user, approved_at=timezone.now(), state=ExpansionJob.State.DONE_WITH_LOSS,
+        approved_by=user, approved_at=timezone.now(), status=ExpansionJob.Status.SUCCEEDED_WITH_LOSS,
         plan={"broker_verdict": {"accepted": True, "reason": "would raise the count to 6"}}, plan_fingerprint="ab" * 32,
         decisions={
             PROTECTED: {"outcome": "protected_before", "kind": "classic", "method": "membership",
@@ -62,9 +62,9 @@ def test_the_expansion_page_speaks_in_sentences_and_times(approver):
     body = client_for(approver).get(f"/expansions/{expansion.id}/").content.decode()
     text = re.sub(r"<[^>]+>", "", body)  # what a person reads: attributes and markup aside
     for raw in (r"\d{4}-\d\d-\d\dT\d\d:\d\d", r"\d\d:\d\d:\d\d\.\d{6}", r"\{'", r"\bNone\b", r"\bTrue\b",
-                r"\bFalse\b", "Done With Loss", "repaired_after", "protected_before", r"\[\d\]"):
+                r"\bFalse\b", "Done With Loss", "succeeded_with_loss", "repaired_after", "protected_before", r"\[\d\]"):
         assert not re.search(raw, text), f"{raw!r} on the page: {re.search(raw, text)}"
-    assert '<dd id="expansion-state" data-state="done_with_loss" class="warn">Done with loss</dd>' in body
+    assert '<dd id="expansion-status" data-status="succeeded_with_loss" class="warn">Done with loss</dd>' in body
     assert f'href="/audit/?object_type=expansion&amp;object_id={expansion.id}"' in body  # its audit trail
     # Each step done at a time of the one formatter (UTC here, the viewer's zone in the browser), what it found in rows.
     steps = re.search(r'<ol class="steps">.*?</ol>', body, re.S).group(0)

@@ -391,7 +391,8 @@ def test_cancel_and_retry_follow_the_job_state(approver, gap_findings, a_job):
     approve(client, "reset", {"ids": gap_findings[0].id})
     assert RemediationJob.objects.filter(status="approved").count() == 1
     failed = RemediationJob.objects.get(status="approved")
-    assert job_transition(job_id=failed.id, from_statuses=["approved"], to_status="failed", error="broker said no")
+    assert job_transition(job_id=failed.id, from_statuses=["approved"], to_status="queued")
+    assert job_transition(job_id=failed.id, from_statuses=["queued"], to_status="failed", error="broker said no")
     assert client.post(f"/jobs/{failed.id}/retry").status_code == 302
     assert RemediationJob.objects.get(retry_of=failed).status == "approved"
 

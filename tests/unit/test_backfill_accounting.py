@@ -11,7 +11,6 @@ from groups.domain.backfill import (
     PreparedRange,
     _merged,
     _subtract,
-    condense_error,
     explain_missing,
     partition_report,
     records_in,
@@ -53,18 +52,6 @@ def test_it_counts_an_unexplained_difference_as_a_problem():
     assert report["explained"] == {"retention": 10}  # [0, 10) was below the log start before the job
     assert report["unexplained"] == 5
     assert report["problems"] == ["5 offsets readable now were not delivered"]
-
-
-def test_it_keeps_the_root_cause_when_it_cuts_a_long_spark_error():
-    text = "\n".join(["py4j.protocol.Py4JJavaError: An error occurred while calling o71.save."]
-                     + [f"\tat frame{n}" for n in range(2000)]
-                     + ["Caused by: org.apache.kafka.common.errors.TimeoutException: no leader"]
-                     + [f"\tat deeper{n}" for n in range(2000)])
-    cut = condense_error(text, limit=4000)
-    assert len(cut) <= 4100
-    assert cut.startswith("py4j.protocol.Py4JJavaError")
-    assert "Caused by: org.apache.kafka.common.errors.TimeoutException: no leader" in cut
-    assert "characters cut" in cut
 
 
 @pytest.mark.parametrize(
@@ -202,26 +189,6 @@ def test_it_splits_pieces_into_covered_and_not(pieces, runs, covered, rest, why)
     assert _subtract(pieces, runs) == (covered, rest), why
 
 
-def test_it_keeps_a_caused_by_line_right_after_the_head():
-    lines = [f"line{n:02d}" for n in range(25)] + ["  Caused by: root"] + [f"deep{n:02d}" for n in range(30)]
-    text = "\n".join(lines)  # 402 characters
-    head = "\n".join(lines[:25])
-    # The 25-line head, the indented cause on line 26, then the tail filling the limit less 40 characters.
-    assert condense_error(text, limit=400) == (
-        head + "\n...\n  Caused by: root" + "\n... [42 characters cut] ...\n" + text[-164:]
-    )
-
-
-def test_it_cuts_a_long_head_to_three_quarters_of_the_limit():
-    text = "\n".join(f"{'x' * 20}{n:02d}" for n in range(40))  # 919 characters, no cause
-    assert condense_error(text, limit=400) == text[:300] + "\n... [559 characters cut] ...\n" + text[-60:]
-
-
-def test_an_error_exactly_at_the_limit_is_kept_whole():
-    text = "\n".join(f"line{n:03d}" for n in range(100))
-    assert condense_error(text, limit=len(text)) == text
-
-
 def test_the_summary_line_names_what_was_delivered_and_each_explained_cause():
     report = [
         {"topic": "orders", "partition": 2, "expected": 100, "delivered": 85,
@@ -231,20 +198,6 @@ def test_the_summary_line_names_what_was_delivered_and_each_explained_cause():
     assert summary_line(report) == (
         "delivered 135 of 150 records; orders[2]: 10 retention; orders[2]: 5 aborted transaction"
     )
-
-
-def test_it_keeps_every_caused_by_line_in_order():
-    lines = [f"line{n:02d}" for n in range(25)] + ["Caused by: a", "\tat x", "Caused by: b"] + ["y" * 30] * 10
-    text = "\n".join(lines)
-    head = "\n".join(lines[:25])
-    cut = condense_error(text, limit=400)
-    assert cut.startswith(head + "\n...\nCaused by: a\nCaused by: b\n... ["), "the causes, one a line, after the head"
-
-
-def test_without_a_cause_the_head_is_followed_by_the_cut_marker():
-    text = "\n".join(f"line{n:02d}" for n in range(60))  # 419 characters, no cause
-    head = "\n".join(f"line{n:02d}" for n in range(25))
-    assert condense_error(text, limit=400) == head + "\n... [59 characters cut] ...\n" + text[-186:]
 
 
 @pytest.mark.parametrize(("report", "expected", "why"), [

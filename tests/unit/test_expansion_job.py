@@ -13,7 +13,7 @@ from groups.domain.expansion_job import (
     GroupFacts,
     PartitionFacts,
     group_verdict,
-    job_final_state,
+    job_final_status,
     next_step,
     plan_fingerprint,
 )
@@ -130,11 +130,12 @@ def test_a_verdict_as_stored_on_the_job():
     }
 
 
-def test_it_ends_done_only_when_every_group_lost_nothing():
+def test_it_succeeds_only_when_every_group_lost_nothing():
     whole = group_verdict(GroupFacts("a", "covered", (PartitionFacts(2, 0, start=0),)))
     lost = group_verdict(GroupFacts("b", "repaired_after", (PartitionFacts(2, 0, missed=(0, 3)),)))
-    assert job_final_state([whole]) == "done"
-    assert job_final_state([whole, lost]) == "done_with_loss"
+    assert job_final_status([whole]) == "succeeded"
+    assert job_final_status([whole, lost]) == "succeeded_with_loss"
+    assert job_final_status([lost, whole]) == "succeeded_with_loss", "one group's loss is the job's, wherever it is"
 
 
 ASSUMED = "over the maximum; possibly read: the group's policy is only assumed (latest), not known"
