@@ -395,7 +395,7 @@ class PersonSettingsAdmin(ReadOnlyAdmin):
 @admin.register(ExpansionJob)
 class ExpansionJobAdmin(ScopedAdmin, ReadOnlyAdmin):
     """Guarded expansions, read-only: requested, approved and carried out
-    through their pages, the API and the job (groups.services.expansion_jobs)."""
+    through their pages, the API and the job (groups.services.expansion.job)."""
 
     scope_fields = {"cluster": "cluster__name", "topic": "topic__name"}
     list_display = ["id", "cluster", "topic", "from_partitions", "to_partitions", "status", "requested_by",

@@ -732,7 +732,7 @@ class ExpansionJob(ApprovedWork):
     did for each group that reads the topic.
 
     ``plan``: the plan's JSON as shown to the requester (``expansion_plan_as_dict``),
-    ``plan_fingerprint`` its decisions' hash (``groups.domain.expansion_job.plan_fingerprint``):
+    ``plan_fingerprint`` its decisions' hash (``groups.domain.expansion.job.plan_fingerprint``):
     approval re-plans and refuses a plan that changed since.
     ``decisions``: per group id, ``{"outcome", "kind", "reason", "sink",
     "sink_params", "max_records", "protection": {...}, "fallback": ..., "backfill_jobs": [...]}``;
@@ -760,7 +760,7 @@ class ExpansionJob(ApprovedWork):
                               default=job_states.REQUESTED)
     steps = models.JSONField(default=dict, blank=True)
     verdicts = models.JSONField(default=dict, blank=True)
-    # The job advances in short runs (tasks/expansion_job.py), each enqueueing the next with this
+    # The job advances in short runs (tasks/expansion/run.py), each enqueueing the next with this
     # token: a run carrying another token (a chain that recovery replaced) ends at once.
     run_token = models.CharField(max_length=32, blank=True, default="")
     # Consecutive runs that found the broker away at the current step.

@@ -22,8 +22,8 @@ from groups.services.redis_client import redis_lock
 from groups.services.remediation import job_transition
 from groups.services.resets import reset_jobs_retry_waiting
 from tasks.connection import run_connection_test
-from tasks.expansion_job import expansions_to_resume, run_expansion
-from tasks.expansions import validate_partitions
+from tasks.expansion.run import expansions_to_resume, run_expansion
+from tasks.expansion.verdict import validate_partitions
 from tasks.executors import EXECUTORS
 from tasks.job_lock import job_lock_free
 from tasks.notifications import send_notification
@@ -170,7 +170,7 @@ def run_remediation_job(job_id: int) -> str:
 
 @shared_task(name="gapwatch.run_expansion_job", acks_late=True, reject_on_worker_lost=True)
 def run_expansion_job(job_id: int, token: str | None = None) -> str:
-    """One run of an approved expansion (tasks/expansion_job.py), watching
+    """One run of an approved expansion (tasks/expansion/run.py), watching
     its new partitions with this module's watcher tick; while it waits, the
     next run is this task again, one watcher interval later."""
     return run_expansion(job_id, tick=watch_cluster_task, token=token, again=_run_again)

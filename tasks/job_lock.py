@@ -13,7 +13,7 @@ from django.db import connection
 
 log = logging.getLogger(__name__)
 LOCK_NAMESPACE = 0x6266
-# Expansion jobs (tasks/expansion_job.py) number their own rows: their locks live apart.
+# Expansion jobs (tasks/expansion/run.py) number their own rows: their locks live apart.
 EXPANSION_NAMESPACE = 0x6578
 
 

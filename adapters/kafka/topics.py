@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic, OffsetSpec, ResourceType
 
-from groups.domain.expansion import BrokerVerdict
+from groups.domain.expansion.plan import BrokerVerdict
 from groups.domain.snapshot import PartitionOffsets
 from adapters.kafka.client import WAIT_GRACE_SECONDS, KafkaClient, TopicDetails, topic_details
 from adapters.kafka.errors import NO_ANSWER, TOPIC_GONE, describe_error, error_code

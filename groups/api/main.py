@@ -24,11 +24,11 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import APIKeyHeader, SessionAuth
 
-from groups.api import expansions, read, rules, write
+from groups.api import expansion, read, rules, write
 from groups.api.schemas import Error
 from groups.services.dispatch import QueueUnavailable
-from groups.services.expansion_jobs import ExpansionJobNotFound
-from groups.services.expansions import ExpansionNotFound
+from groups.services.expansion.job import ExpansionJobNotFound
+from groups.services.expansion.plan import ExpansionNotFound
 from groups.services.remediation import Conflict, DuplicateJob, FindingNotFound
 from groups.services.tokens import presented_key
 
@@ -205,6 +205,6 @@ def schema(request: HttpRequest):
 
 # Writes first: POST findings/dismiss must not be taken for GET findings/{id} with id "dismiss".
 api.add_router("", write.router)
-api.add_router("", expansions.router)
+api.add_router("", expansion.router)
 api.add_router("", rules.router)
 api.add_router("", read.router)

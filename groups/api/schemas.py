@@ -16,7 +16,8 @@ from ninja import Field, Schema
 from pydantic import AfterValidator, ConfigDict, PlainSerializer, StrictBool, StrictInt, StrictStr, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError, PydanticUseDefault
 
-from groups.domain import detection, expansion
+from groups.domain import detection
+from groups.domain.expansion import plan as expansion
 from groups.domain.group_kinds import GROUP_KINDS, group_kind
 from groups.domain.planning import BACKFILL_UNTIL
 from groups.domain.replay_topics import replay_topic_for

@@ -1,5 +1,5 @@
 """The one fingerprint of what an approval decides (a remediation's preview,
-``groups.domain.approval``; an expansion's plan, ``groups.domain.expansion_job``):
+``groups.domain.approval``; an expansion's plan, ``groups.domain.expansion.job``):
 the hash of the decided values as canonical JSON. A plain hash, not a
 secret: it catches change between what a screen showed and what is
 approved, not forgery. No Django, no Kafka."""

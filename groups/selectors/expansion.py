@@ -1,6 +1,6 @@
 """What an expansion's plan reads (issue 33, item 1): the topic with its
 produce rate, and every group reading it as the last poll stored it, in the
-pure core's types (``groups.domain.expansion``)."""
+pure core's types (``groups.domain.expansion.plan``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import datetime
 
 from django.db.models import QuerySet
 
-from groups.domain.expansion import ProduceRate, ReaderFacts, TopicFacts, produce_rate, sink_problem
+from groups.domain.expansion.plan import ProduceRate, ReaderFacts, TopicFacts, produce_rate, sink_problem
 from groups.models import Finding, GroupTopic, Topic
 
 

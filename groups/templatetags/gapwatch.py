@@ -15,7 +15,7 @@ from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 
 from groups.domain import job_states
-from groups.domain.expansion import OUTCOME_LABELS
+from groups.domain.expansion.plan import OUTCOME_LABELS
 from groups.domain.group_kinds import EARLIEST_BY_DEFAULT, KIND_LABELS, group_kind
 from groups.urgency_text import expiry_short
 from groups.text import detail_rows as text_detail_rows

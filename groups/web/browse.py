@@ -67,7 +67,7 @@ from groups.services.clusters import (
     require_manager,
 )
 from groups.selectors.expansion import expansion_jobs_visible
-from groups.services.expansions import ExpansionNotFound, expansion_plan, expansion_plan_as_dict
+from groups.services.expansion.plan import ExpansionNotFound, expansion_plan, expansion_plan_as_dict
 from groups.services.topic_state import topic_broker_state
 from groups.text import partition_ranges
 from groups.web.charts import (
@@ -253,7 +253,7 @@ def topic_broker_by_id(request: HttpRequest, topic_id: int) -> HttpResponse:
 def _expansion_plan(request: HttpRequest, topic) -> tuple[object | None, str]:
     """The plan of the count the form asked for (``?partitions=N``), or why
     there is none: a dry run, read from stored state plus the broker's verdict
-    through a worker (groups.services.expansions). Nothing changes."""
+    through a worker (groups.services.expansion.plan). Nothing changes."""
     text = request.GET.get("partitions")
     if text is None:
         return None, ""

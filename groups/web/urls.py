@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from groups.web import account, approvals, expansions, exports, jobs, views
+from groups.web import account, approvals, expansion, exports, jobs, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -30,11 +30,11 @@ urlpatterns = [
     path("jobs/<int:job_id>/retry", jobs.job_retry, name="job_retry"),
     path("jobs/<int:job_id>/approve", jobs.job_approve, name="job_approve"),
     path("jobs/<int:job_id>/export.csv", exports.job_export_csv, name="job_export_csv"),
-    path("expansions/", expansions.expansion_list, name="expansions"),
-    path("expansions/<int:job_id>/", expansions.expansion_detail, name="expansion_detail"),
-    path("expansions/<int:job_id>/approve", expansions.expansion_approve_view, name="expansion_approve"),
-    path("expansions/<int:job_id>/refuse", expansions.expansion_refuse_view, name="expansion_refuse"),
-    path("topics/<int:topic_id>/expand", expansions.expansion_request_view, name="expansion_request"),
+    path("expansions/", expansion.expansion_list, name="expansions"),
+    path("expansions/<int:job_id>/", expansion.expansion_detail, name="expansion_detail"),
+    path("expansions/<int:job_id>/approve", expansion.expansion_approve_view, name="expansion_approve"),
+    path("expansions/<int:job_id>/refuse", expansion.expansion_refuse_view, name="expansion_refuse"),
+    path("topics/<int:topic_id>/expand", expansion.expansion_request_view, name="expansion_request"),
     path("account/tokens/", account.tokens, name="account_tokens"),
     path("account/tokens/new", account.token_create, name="account_token_create"),
     path("account/time-zone", account.time_zone_set, name="account_time_zone"),

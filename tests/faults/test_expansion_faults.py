@@ -17,9 +17,9 @@ import signal
 import pytest
 
 from groups.models import Cluster, ConsumerGroup, ExpansionJob
-from groups.services.expansion_jobs import expansion_approve, expansion_request
-from groups.services.expansions import expansion_plan, expansion_plan_as_dict
-from tasks.expansions import partitions_verdict
+from groups.services.expansion.job import expansion_approve, expansion_request
+from groups.services.expansion.plan import expansion_plan, expansion_plan_as_dict
+from tasks.expansion.verdict import partitions_verdict
 from tests.factories import user_with_role
 from tests.harness.workers import start_celery, stop_celery, worker_env
 from tests.harness.kafka_clients import ShareGroupConsumer, set_share_reset, share_reset, wait_until

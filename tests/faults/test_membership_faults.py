@@ -20,9 +20,9 @@ import time
 import pytest
 
 from groups.models import Cluster, ConsumerGroup, ExpansionJob
-from groups.services.expansion_jobs import expansion_approve, expansion_request
-from groups.services.expansions import expansion_plan, expansion_plan_as_dict
-from tasks.expansions import partitions_verdict
+from groups.services.expansion.job import expansion_approve, expansion_request
+from groups.services.expansion.plan import expansion_plan, expansion_plan_as_dict
+from tasks.expansion.verdict import partitions_verdict
 from adapters.kafka import KafkaAdapter
 from tests.factories import user_with_role
 from tests.harness.kafka_clients import GroupConsumer, RateProducer, wait_until

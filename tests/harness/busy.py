@@ -22,10 +22,10 @@ from pathlib import Path
 from controlplane.celery import app
 from groups.models import Cluster, ConsumerGroup, ExpansionJob, RemediationJob
 from groups.services.cadence import tick_counts
-from groups.services.expansion_jobs import expansion_approve, expansion_request
-from groups.services.expansions import expansion_plan, expansion_plan_as_dict
+from groups.services.expansion.job import expansion_approve, expansion_request
+from groups.services.expansion.plan import expansion_plan, expansion_plan_as_dict
 from groups.services.remediation import job_approve
-from tasks.expansions import partitions_verdict
+from tasks.expansion.verdict import partitions_verdict
 from tests.factories import user_with_role
 from tests.harness.kafka_clients import Broker, RateProducer, ShareGroupConsumer, set_share_reset, wait_until
 from tests.harness.workers import start_celery, stop_celery, worker_env

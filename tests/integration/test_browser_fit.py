@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from groups.models import AuditEvent, Finding, RemediationJob
-from groups.services.expansions import _verdict_key
+from groups.services.expansion.plan import _verdict_key
 from groups.services.redis_client import redis_client
 from groups.web.links import group_url, topic_url
 from tests.factories import (

@@ -94,7 +94,7 @@ def requested_topic(transactional_db, settings, monkeypatch):
     """Topic ``orders`` (2 partitions) read by a live group with a hostile id;
     the broker's verdict answered here, tasks captured, not run."""
     from groups.models import Cluster
-    from groups.services import expansion_jobs, expansions
+    from groups.services.expansion import job as expansion_jobs, plan as expansions
 
     settings.FOUR_EYES = True
     cluster = Cluster.objects.create(name="local", bootstrap_servers="127.0.0.1:1")

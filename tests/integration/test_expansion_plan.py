@@ -18,7 +18,7 @@ from confluent_kafka import TopicCollection
 from django.core.management import call_command
 
 from groups.models import AuditEvent, Cluster, ConsumerGroup, RemediationJob, Topic
-from groups.services.expansions import NOT_YET
+from groups.services.expansion.plan import NOT_YET
 from groups.web.links import topic_url
 from tests.factories import NOW, make_group, make_group_topic, user_with_role
 from tests.harness.kafka_clients import GroupConsumer, ShareGroupConsumer, wait_until
@@ -219,7 +219,7 @@ def _accepted(*, name, args, timeout):
     pytest.param("{not json", 400, "the body must be a JSON object", id="body-not-json"),
 ])
 def test_bad_input_is_refused_and_changes_nothing(stored_topic, body, status, error, monkeypatch):
-    from groups.services import expansions
+    from groups.services.expansion import plan as expansions
 
     # The worker's answer is faked at the one crossing to workers (no worker runs here).
     monkeypatch.setattr(expansions, "task_answer", _refused_without_asking)
@@ -252,7 +252,7 @@ def client_for_anonymous():
 
 
 def test_the_page_plans_and_escapes_a_hostile_group_id(stored_topic, monkeypatch):
-    from groups.services import expansions
+    from groups.services.expansion import plan as expansions
 
     monkeypatch.setattr(expansions, "task_answer", _accepted)  # the one crossing to workers; none runs here
     client = client_for(user_with_role("viewer", "viewer"))
@@ -277,7 +277,7 @@ def test_the_request_that_follows_a_plan_waits_on_no_worker(stored_topic, monkey
     """Issue 42, item 2: the broker's verdict the plan was shown with is kept for the request that
     follows it (the job's first step asks the broker again before anything changes): one worker
     round trip for plan and request, not two. A count not asked yet is asked."""
-    from groups.services import expansions
+    from groups.services.expansion import plan as expansions
 
     asked = []
 

@@ -21,7 +21,7 @@ PROTECTED, REPAIRED = "payments.settlement-consumer_eu-west-1-blue", "fraud-dete
 def make_finished_expansion(*, cluster, topic, user, backfill_job: RemediationJob) -> ExpansionJob:
     """Topic raised from 4 to 6 partitions, ended with a loss: one group protected by membership, one
     (a streams group) repaired after with a backfill queued and one waiting for a person, one covered.
-    Steps, decisions and verdicts in the shapes tasks/expansion_job.py stores."""
+    Steps, decisions and verdicts in the shapes tasks/expansion/run.py stores."""
     done_at = (timezone.now() - timedelta(minutes=3)).isoformat()  # with microseconds, as stored
     return ExpansionJob.objects.create(
         cluster=cluster, topic=topic, from_partitions=4, to_partitions=6, requested_by=user,

@@ -472,7 +472,7 @@ def test_an_expansion_plan_without_alter_on_the_topic_shows_the_brokers_refusal_
     the cluster's principal. Without Alter on the topic the broker refuses,
     the plan says which ACL is missing, and the topic keeps its partitions;
     given Alter, the same plan is accepted, and still nothing changes."""
-    from tasks.expansions import partitions_verdict
+    from tasks.expansion.verdict import partitions_verdict
 
     kafka, broker = secure_kafka, Broker(secure_kafka.listeners.plaintext)
     topic = f"exp-acl-{unique}"

@@ -1,4 +1,4 @@
-"""The plan of a guarded expansion (groups/domain/expansion.py), table-driven:
+"""The plan of a guarded expansion (groups/domain/expansion/plan.py), table-driven:
 each case says why its answer is right.
 
 The world: topic ``orders`` with 4 partitions, raised to 8 (4 added), produced
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from groups.domain.expansion import (
+from groups.domain.expansion.plan import (
     BrokerVerdict,
     MissEstimate,
     ProduceRate,

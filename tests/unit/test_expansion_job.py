@@ -1,4 +1,4 @@
-"""The rules of an expansion job (groups/domain/expansion_job.py), table-driven:
+"""The rules of an expansion job (groups/domain/expansion/job.py), table-driven:
 each case says why its answer is right.
 
 The world: ``orders`` raised from 2 to 4 partitions; new partitions 2 and 3,
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from groups.domain.expansion_job import (
+from groups.domain.expansion.job import (
     STEPS,
     GroupFacts,
     PartitionFacts,

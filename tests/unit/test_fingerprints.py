@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from groups.domain.approval import approval_fingerprint
-from groups.domain.expansion_job import plan_fingerprint
+from groups.domain.expansion.job import plan_fingerprint
 from groups.domain.fingerprints import fingerprint
 
 

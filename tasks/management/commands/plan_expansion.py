@@ -16,9 +16,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from groups.selectors.clusters import cluster_named, topic_named
-from groups.services.expansions import expansion_plan_as_dict, expansion_plan_of
+from groups.services.expansion.plan import expansion_plan_as_dict, expansion_plan_of
 from groups.text import text_table
-from tasks.expansions import partitions_verdict
+from tasks.expansion.verdict import partitions_verdict
 
 COLUMNS = ("GROUP", "KIND", "STATE", "MEMBERS", "POLICY", "SOURCE", "OUTCOME", "EXPECTED-MISSED (ESTIMATE)")
 

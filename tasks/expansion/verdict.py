@@ -1,7 +1,7 @@
 """The broker's verdict for an expansion's plan (issue 33, item 1): a worker
 asks CreatePartitions with validate_only, with the cluster's stored
 credentials, for the page, the API or the command that shows the plan
-(``groups.services.expansions``). Nothing on the cluster changes."""
+(``groups.services.expansion.plan``). Nothing on the cluster changes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from celery import shared_task
 
-from groups.domain.expansion import BrokerVerdict
+from groups.domain.expansion.plan import BrokerVerdict
 from groups.models import Cluster
 from groups.selectors.clusters import cluster_find
 from tasks.cluster_client import ClusterUnreachable, cluster_client

@@ -22,14 +22,14 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from redis.exceptions import RedisError
 
-from groups.domain.expansion import (
+from groups.domain.expansion.plan import (
     PROTECTION_LABELS,
     BrokerVerdict,
     ExpansionPlan,
     partitions_problem,
     plan_expansion,
 )
-from groups.domain.expansion_job import plan_fingerprint
+from groups.domain.expansion.job import plan_fingerprint
 from groups.domain.scopes import VIEWER
 from groups.models import Cluster, GroupTopic, Topic
 from groups.selectors.access import scope_of

@@ -17,17 +17,17 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from groups.domain.expansion_job import STEP_LABELS, STEPS
+from groups.domain.expansion.job import STEP_LABELS, STEPS
 from groups.models import ExpansionJob, Topic
 from groups.selectors.expansion import expansion_group_pks, expansion_jobs_visible
 from groups.services.dispatch import QueueUnavailable
-from groups.services.expansion_jobs import (
+from groups.services.expansion.job import (
     ExpansionJobNotFound,
     expansion_approve,
     expansion_refuse,
     expansion_request,
 )
-from groups.services.expansions import ExpansionNotFound
+from groups.services.expansion.plan import ExpansionNotFound
 from groups.services.lifecycle import Conflict
 from groups.text import detail_rows
 from groups.web.links import topic_url

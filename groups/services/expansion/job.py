@@ -5,7 +5,7 @@ protection and repair, the verdicts at the end).
 
 Every status move is a compare-and-set (``job_status.job_status_move``);
 every step leaves an audit row. The job itself runs in
-``tasks/expansion_job.py``.
+``tasks/expansion/run.py``.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from groups.domain.expansion import BrokerVerdict, sink_problem
+from groups.domain.expansion.plan import BrokerVerdict, sink_problem
 from groups.domain.reasons import system_text
 from groups.models import ConsumerGroup, ExpansionJob, Topic
 from groups.services import dispatch
 from groups.services.access import act_detail, approval_refusal, approval_require, approver_require
 from groups.services.audit import audit_record
-from groups.services.expansions import Verdict, expansion_plan, expansion_plan_as_dict
+from groups.services.expansion.plan import Verdict, expansion_plan, expansion_plan_as_dict
 from groups.services.job_status import job_status_move
 from groups.services.lifecycle import Conflict, reason_require
 from groups.services.notifications import notifications_create

@@ -1,5 +1,5 @@
 """The expansion job (issue 33, item 4): one approved plan carried out,
-step by step (``groups.domain.expansion_job.STEPS``), on a worker.
+step by step (``groups.domain.expansion.job.STEPS``), on a worker.
 
 Each step records its completion in the job row before the next starts
 (``expansion_record_step``), so a run after a crash continues at the first
@@ -35,7 +35,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from groups.domain.finding_states import MISSED_DECIDED, PENDING, UNDECIDED
-from groups.domain.expansion_job import (
+from groups.domain.expansion.job import (
     STEPS,
     GroupFacts,
     PartitionFacts,
@@ -47,7 +47,7 @@ from groups.models import ExpansionJob, Finding, RemediationJob
 from groups.selectors.expansion import expansion_findings, expansion_jobs_to_resume
 from groups.selectors.jobs import expansion_job_to_run, job_statuses
 from groups.services.cadence import tick_counts
-from groups.services.expansion_jobs import (
+from groups.services.expansion.job import (
     expansion_finish,
     expansion_holds_run,
     expansion_pass_run,

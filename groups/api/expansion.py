@@ -15,7 +15,7 @@ from groups.api.schemas import (
     PathId,
 )
 from groups.selectors.expansion import expansion_jobs_visible
-from groups.services import expansion_jobs, expansions
+from groups.services.expansion import job as jobs, plan as plans
 
 router = Router()
 ERRORS = {400: Error, 401: Error, 403: Error, 404: Error, 409: Error, 503: Error}
@@ -36,19 +36,19 @@ def plan(request: HttpRequest, payload: ExpansionIn):
         repairs = None if payload.repairs is None else {
             group: {key: value for key, value in choice.dict().items() if value is not None}
             for group, choice in payload.repairs.items()}
-        job = expansion_jobs.expansion_request(user=request.user, cluster=payload.cluster, topic=payload.topic,
+        job = jobs.expansion_request(user=request.user, cluster=payload.cluster, topic=payload.topic,
                                                partitions=payload.partitions, fingerprint=payload.fingerprint,
                                                repairs=repairs)
         return Status(201, expansion_jobs_visible(user=request.user).get(id=job.id))
-    planned = expansions.expansion_plan(user=request.user, cluster=payload.cluster, topic=payload.topic,
+    planned = plans.expansion_plan(user=request.user, cluster=payload.cluster, topic=payload.topic,
                                         partitions=payload.partitions, dry_run=payload.dry_run)
-    return expansions.expansion_plan_as_dict(planned)
+    return plans.expansion_plan_as_dict(planned)
 
 
 def _job(request: HttpRequest, job_id: int):
     job = expansion_jobs_visible(user=request.user).filter(id=job_id).first()
     if job is None:
-        raise expansion_jobs.ExpansionJobNotFound(f"no expansion {job_id}")
+        raise jobs.ExpansionJobNotFound(f"no expansion {job_id}")
     return job
 
 
@@ -64,14 +64,14 @@ def job(request: HttpRequest, job_id: PathId):
              "plan is made again and must be the one requested (409 otherwise, nothing approved); then the job "
              "runs.")
 def approve(request: HttpRequest, job_id: PathId, payload: ExpansionApproveIn):
-    expansion_jobs.expansion_approve(user=request.user, job_id=job_id, fingerprint=payload.fingerprint)
+    jobs.expansion_approve(user=request.user, job_id=job_id, fingerprint=payload.fingerprint)
     return _job(request, job_id)
 
 
 @router.post("expansions/{job_id}/refuse", response={200: ExpansionJobOut, **ERRORS},
              operation_id="expansion_refuse", summary="Refuse a planned expansion, with a reason; nothing changes.")
 def refuse(request: HttpRequest, job_id: PathId, payload: ExpansionRefuseIn):
-    expansion_jobs.expansion_refuse(user=request.user, job_id=job_id, reason=payload.reason)
+    jobs.expansion_refuse(user=request.user, job_id=job_id, reason=payload.reason)
     return _job(request, job_id)
 
 
