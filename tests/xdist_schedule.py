@@ -87,7 +87,7 @@ SECONDS: dict[str, float] = {
     "spark-connect": 607,
     "kafka-fault-clusters": 480,
     "spark-standalone": 261,
-    "chromium": 258,
+    "chromium": 286,
     "secured-broker": 227,
     "spark-process": 128,
     "tests/integration/test_guard.py": 93,
@@ -153,7 +153,7 @@ def pytest_xdist_make_scheduler(config, log):
         def _assign_work_unit(self, node) -> None:
             running = [unit for other, work in self.assigned_work.items() if other is not node
                        for unit, tests in work.items() if not all(tests.values())]
-            heavy_at_once = max(1, len(self.nodes) - 1)
+            heavy_at_once = max(1, min(2, len(self.nodes) - 1))
             self.workqueue.move_to_end(next_unit(list(self.workqueue), running, heavy_at_once=heavy_at_once),
                                        last=False)
             super()._assign_work_unit(node)
