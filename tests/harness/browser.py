@@ -15,6 +15,8 @@ CHROMIUM_ARGS = [
 ]
 # Screenshots a person can look at after a run.
 ARTIFACTS = ROOT / ".gapwatch" / "test-artifacts"
+# The two windows every page is judged at (issue 44): a laptop and a phone.
+VIEWPORTS = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
 def launch(playwright):

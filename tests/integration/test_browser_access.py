@@ -16,9 +16,8 @@ from django.test import override_settings
 from groups.models import ConsumerGroup, Finding, RemediationJob, Topic
 from groups.services import remediation
 from groups.web.links import group_url, topic_url
-from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
+from tests.harness.browser import ARTIFACTS, OPERATOR_PASSWORD, VIEWPORTS, approver_operator, axe_violations, log_in
 
-VIEWPORTS = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 
 @pytest.fixture

@@ -21,11 +21,10 @@ from tests.factories import (
     make_group_topic,
     make_topic,
 )
-from tests.harness.browser import OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
+from tests.harness.browser import OPERATOR_PASSWORD, VIEWPORTS, approver_operator, axe_violations, log_in
 
 pytestmark = pytest.mark.browser
 
-VIEWPORTS = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 # The body's background in each palette (gapwatch.css's and gapwatch-dark.css's --page).
 LIGHT_PAGE, DARK_PAGE = "rgb(246, 247, 249)", "rgb(13, 17, 23)"
 BACKGROUND = "getComputedStyle(document.body).backgroundColor"

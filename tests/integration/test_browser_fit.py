@@ -26,13 +26,12 @@ from tests.factories import (
     make_group_topic,
     make_topic,
 )
-from tests.harness.browser import OPERATOR_PASSWORD, approver_operator, axe_violations, log_in
+from tests.harness.browser import OPERATOR_PASSWORD, VIEWPORTS, approver_operator, axe_violations, log_in
 from tests.integration.test_pages_expansion import PROTECTED, REPAIRED, make_finished_expansion
 
 pytestmark = pytest.mark.browser
 
-DESKTOP = {"width": 1440, "height": 900}
-PHONE = {"width": 390, "height": 844}
+DESKTOP, PHONE = VIEWPORTS["desktop"], VIEWPORTS["phone"]
 LONG_GROUPS = (PROTECTED, REPAIRED)  # the expansion protected the first and repaired the second
 LONG_TOPIC = "payments.settlement-events_v2.eu-west-1"
 
