@@ -12,6 +12,7 @@ import pytest
 from django.db import connection
 
 from groups.models import RemediationJob
+from tasks.job_lock import LOCK_NAMESPACE
 from tests.harness.kafka_clients import wait_until
 from tests.harness.workers import start_celery, stop_celery, worker_env
 from tests.harness.backfills import BIG, Scenario, alive, parquet_rows, run_retry
@@ -236,8 +237,11 @@ def test_a_worker_sigkilled_inside_a_reset_is_recovered_and_the_reset_is_exact(k
 
         def lock_held() -> bool:
             with connection.cursor() as cursor:
-                cursor.execute("select count(*) from pg_locks where locktype = 'advisory' and objid = %s",
-                               [job.id % 2**31])
+                # This database's reset lock of this job: pg_locks lists every database's, and the other
+                # workers' test databases number their jobs from 1 too.
+                cursor.execute("select count(*) from pg_locks where locktype = 'advisory' and database = "
+                               "(select oid from pg_database where datname = current_database()) "
+                               "and classid = %s and objid = %s", [LOCK_NAMESPACE, job.id % 2**31])
                 return cursor.fetchone()[0] > 0
 
         # 60 s timed out in two of three full parallel runs (2026-11-29), never alone: cause not found
