@@ -87,7 +87,12 @@ class ProgressFile:
         self._phases: dict[str, float] = {}
 
     def write(self, phase: str, done: int, **extra) -> None:
+        """``phase`` now, unless the job has left it: a phase left is never
+        written again (a progress tracker's late "writing" once overwrote
+        "staged", and the runner, waiting for "staged", never decided)."""
         with self._lock:  # the progress trackers write from their own threads
+            if phase in self._phases and phase != next(reversed(self._phases)):
+                return
             at = time.time()
             self._phases.setdefault(phase, at)
             write_json(self.path, {"phase": phase, "done": int(done), "total": self.total, "at": at,

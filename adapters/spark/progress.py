@@ -26,7 +26,10 @@ class TaskProgress(threading.Thread):
         self.stopped = threading.Event()
 
     def stop(self) -> None:
+        """No write after this returns (a write under way ends first)."""
         self.stopped.set()
+        if self.is_alive() and self is not threading.current_thread():
+            self.join(timeout=10)
 
     def run(self) -> None:
         last = None

@@ -88,3 +88,20 @@ def test_the_progress_file_keeps_when_each_phase_began(tmp_path):
     progress.write("verifying", 3)
     written = read_json(tmp_path / "progress.json")
     assert written["phases"] == {"writing": began, "verifying": written["at"]}
+
+
+@pytest.mark.parametrize(("writes", "expected"), [
+    ([("writing", 0), ("writing", 5)], ("writing", 5)),
+    # A progress tracker's late write after the job staged: the runner waits for "staged" and must see it.
+    ([("writing", 10), ("verifying", 10), (STAGED, 10), ("writing", 10)], (STAGED, 10)),
+    ([("writing", 3), ("verifying", 10), ("writing", 4)], ("verifying", 10)),
+    ([("starting", 0), ("writing", 2), ("starting", 0)], ("writing", 2)),
+    ([(STAGED, 10), ("done", 10)], ("done", 10)),
+])
+def test_a_phase_the_job_has_left_is_never_written_again(tmp_path, writes, expected):
+    progress = ProgressFile(str(tmp_path / "progress.json"), total=10)
+    for phase, done in writes:
+        progress.write(phase, done)
+    written = read_json(tmp_path / "progress.json")
+    assert (written["phase"], written["done"]) == expected
+    assert list(written["phases"]) == list(dict.fromkeys(phase for phase, _ in writes))
