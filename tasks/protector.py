@@ -182,6 +182,7 @@ def run_protectors(*, stop: Callable[[], bool], clusters: Callable[[], list[int]
                     protector.step()
                 except KafkaUnavailable as error:
                     log.warning("standing protection of cluster %s: %s", protector.cluster.name, error)
+            # The protector's own process (manage.py protect), never a worker: pacing its loop holds none.
             time.sleep(max(0.0, settings.PROTECT_WATCH_MS / 1000 - (time.monotonic() - started)))
     finally:
         for protector in protectors.values():

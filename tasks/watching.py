@@ -70,6 +70,7 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
         slot = started + step * (int((time.monotonic() - started) / step) + 1)
         if slot + took >= started + settings.WATCH_INTERVAL_SECONDS:
             break
+        # Short: up to the next sub-slot (observation_step), inside this tick's own interval on the watch queue.
         time.sleep(max(0.0, slot - time.monotonic()))
         observation = _tick(cluster_id=cluster_id, adapter=adapter)
         took = time.monotonic() - slot

@@ -120,7 +120,7 @@ class ClusterChecks:
             details = self.adapter.describe_topic(topic)
             if details is not None:
                 return details
-            time.sleep(0.2)
+            time.sleep(0.2)  # in the backfill's driver process (tasks/backfill/driver.py), not a worker
         raise KafkaUnavailable(f"replay topic {topic!r} was created but does not show up", stage="backfill")
 
     def _offsets(self, topic: str, partitions: list[int]):
@@ -231,5 +231,5 @@ def _patiently(call: Callable, *, seconds: float = KAFKA_PATIENCE_SECONDS):
         except KafkaUnavailable:
             if time.monotonic() + wait > deadline:
                 raise
-            time.sleep(wait)
+            time.sleep(wait)  # the driver's wait (as above), at most KAFKA_PATIENCE_SECONDS in all
             wait = min(wait * 2, 5.0)

@@ -288,6 +288,7 @@ class BackfillRunner:
                     f"waited {time.monotonic() - started:.0f} s for open transactions, nothing was read: "
                     f"{message}{after}", result=self._result({"kind": self.request.sink}, []))
             self.on_wait(f"waiting for an open transaction to end: {message}")
+            # In the backfill's driver process, not a worker (BACKFILL_DRIVER=worker is the tests' in-process mode).
             time.sleep(min(pause, max(0.0, limit - time.monotonic())))
             pause = min(pause * 2, 2.0)
 

@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 
 from confluent_kafka import (
     Consumer,
@@ -138,6 +139,15 @@ class ReadOffsets:
             return list(self.received[partition])
 
 
+def close_within(close: Callable[[], object], *, seconds: float) -> None:
+    """``close()`` in a thread of its own, waited for ``seconds`` at most: a
+    librdkafka close blocked in C is out of pytest-timeout's reach, and a
+    harness must never hang a run."""
+    closing = threading.Thread(target=close, daemon=True)
+    closing.start()
+    closing.join(timeout=seconds)
+
+
 class ShareGroupConsumer(ReadOffsets):
     """librdkafka's share consumer (confluent-kafka ``ShareConsumer``, KIP-932)
     in share group ``group_id``, polling in a thread; records are acknowledged
@@ -170,9 +180,7 @@ class ShareGroupConsumer(ReadOffsets):
         returned (blocked in librdkafka, where no test time-out reaches)."""
         self._stop.set()
         self._thread.join(timeout=10)
-        closing = threading.Thread(target=self._consumer.close, daemon=True)
-        closing.start()
-        closing.join(timeout=30)
+        close_within(self._consumer.close, seconds=30)
 
 
 class GroupConsumer(ReadOffsets):
@@ -277,9 +285,7 @@ class GroupConsumer(ReadOffsets):
         deleted its topics, and a harness must not hang a run."""
         self._stop.set()
         self._thread.join(timeout=10)
-        closing = threading.Thread(target=self.consumer.close, daemon=True)
-        closing.start()
-        closing.join(timeout=30)
+        close_within(self.consumer.close, seconds=30)
 
 
 def kafka_jars() -> str:
@@ -420,9 +426,7 @@ class WordCountReads:
         returned (blocked in librdkafka, where no test time-out reaches)."""
         self._stop.set()
         self._thread.join(timeout=10)
-        closing = threading.Thread(target=self._consumer.close, daemon=True)
-        closing.start()
-        closing.join(timeout=30)
+        close_within(self._consumer.close, seconds=30)
 
 
 _PRINTED = re.compile(r"Partition:(\d+)\tOffset:(\d+)")

@@ -70,6 +70,8 @@ def test_the_expansion_page_speaks_in_sentences_and_times(approver):
     steps = re.search(r'<ol class="steps">.*?</ol>', body, re.S).group(0)
     assert steps.count('<time datetime="') == 3 and " UTC<" in steps
     assert "<dt>accepted</dt><dd class=\"hostile\">yes</dd>" in steps
+    # Stored values as words, no clock read: the fixture's watch step stored gave_up_after_seconds None, and
+    # its seat joined_after_seconds 3.25 ("after 3.2 s" below).
     assert "<dt>gave up after seconds</dt><dd class=\"hostile\">none</dd>" in steps
     assert "Protected before: a live latest group" in text and "Repaired after: a streams group" in text
     assert "streams (KIP-1071)" in text and "share (KIP-932)" in text
