@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import tests.harness  # noqa: F401 - first: it sets up the environment of the processes the tests start
+
 ROOT = Path(__file__).resolve().parent.parent
 # Playwright's sync API runs an event loop in the test thread.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
