@@ -233,7 +233,7 @@ def server_command(*, master: str, host: str, port: int, jars: list[str], driver
     master binds the driver to loopback and sets its parallelism (a client
     cannot ask a Connect session for it). ``log_config``: the file
     ``LOG_CONFIG`` was written to, for the driver's log4j."""
-    from adapters.spark.session import V1_SOURCES
+    from adapters.spark.session import V1_SOURCES, with_task_retries
 
     conf = {
         **SERVER_CONF,
@@ -254,7 +254,8 @@ def server_command(*, master: str, host: str, port: int, jars: list[str], driver
         # 2.3 GiB after a job). Spark puts these before the cluster's own
         # spark.executor.extraJavaOptions, so an operator's options still win.
         conf["spark.executor.defaultJavaOptions"] = " ".join(EXECUTOR_JVM_OPTIONS)
-    command = [str(Path(spark_home) / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", master,
+    command = [str(Path(spark_home) / "bin" / "spark-submit"), "--class", SERVER_CLASS,
+               "--master", with_task_retries(master),
                "--name", "gapwatch-spark-connect", "--driver-memory", driver_memory, "--jars", ",".join(jars)]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]

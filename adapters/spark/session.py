@@ -13,6 +13,7 @@ repository.
 from __future__ import annotations
 
 import logging
+import re
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,13 +86,31 @@ def connector_jars(jars_dir: Path) -> list[str]:
     return jars
 
 
+# Tries of a task on a local master: Spark's local mode gives each task one
+# (a cluster, spark.task.maxFailures, four), so one task failing once failed
+# the whole job. A CI run saw it: a handler task's Python worker, started on a
+# machine at full load, did not connect back within Spark's fixed 10 s, and
+# the backfill failed while its other task was half-way.
+LOCAL_TASK_TRIES = 2
+
+
+def with_task_retries(master: str) -> str:
+    """``master`` with LOCAL_TASK_TRIES tries a task if it is ``local``,
+    ``local[N]`` or ``local[*]``; any other master (one that names its
+    tries, a cluster) unchanged."""
+    found = re.fullmatch(r"local(?:\[(\*|\d+)\])?", master)
+    if not found:
+        return master
+    return f"local[{found.group(1) or 1},{LOCAL_TASK_TRIES}]"
+
+
 def build_session(*, master: str, app_name: str, jars_dir: Path, driver_memory: str = "768m",
                   extra: dict[str, str] | None = None) -> SparkSession:
     """A session on ``master``. A local master binds the driver to loopback;
     a cluster master (``spark://``, ``yarn``, ``k8s://``) lets Spark pick the
     driver's address, which executors must reach."""
     builder = (
-        SparkSession.builder.master(master)
+        SparkSession.builder.master(with_task_retries(master))
         .appName(app_name)
         .config("spark.jars", ",".join(connector_jars(jars_dir)))
         .config("spark.driver.memory", driver_memory)

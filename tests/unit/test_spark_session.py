@@ -1,10 +1,12 @@
 """Spark's JVM starts in $GAPWATCH_HOME/spark, never in the repository:
 Spark writes run-time files (``spark-warehouse/``, ``derby.log``; 4.0.0 also
-its session ``artifacts/``) under the JVM's working directory. No JVM starts here."""
+its session ``artifacts/``) under the JVM's working directory. No JVM starts here. A local master tries a task twice."""
 
 from __future__ import annotations
 
 import os
+
+import pytest
 
 from pyspark import SparkContext
 
@@ -40,3 +42,19 @@ def test_the_process_goes_back_when_the_jvm_fails_to_start(tmp_path, monkeypatch
     except RuntimeError:
         pass
     assert os.getcwd() == before
+
+
+@pytest.mark.parametrize(("master", "expected"), [
+    ("local", "local[1,2]"),
+    ("local[2]", "local[2,2]"),
+    ("local[12]", "local[12,2]"),
+    ("local[*]", "local[*,2]"),
+    ("local[2,5]", "local[2,5]"),  # names its own tries
+    ("local[*,1]", "local[*,1]"),
+    ("spark://10.0.0.5:7077", "spark://10.0.0.5:7077"),
+    ("yarn", "yarn"),
+    ("k8s://https://k8s:6443", "k8s://https://k8s:6443"),
+    ("local-cluster[2,1,1024]", "local-cluster[2,1,1024]"),
+])
+def test_a_local_master_tries_a_task_twice_and_any_other_is_left_alone(master, expected):
+    assert session.with_task_retries(master) == expected
