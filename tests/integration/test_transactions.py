@@ -17,6 +17,7 @@ from confluent_kafka import Producer
 from django.db import connection
 
 from groups.models import ConsumerGroup, Finding
+from groups.selectors.finding import findings_to_count
 from tasks.celery_tasks import watch_cluster_task
 from tasks.polling import count_missed_records, poll_cluster
 from tests.harness.kafka_clients import GroupConsumer, group_committed, never_consumed, wait_until
@@ -200,7 +201,9 @@ def test_a_missed_range_with_an_aborted_transaction_is_counted_in_records_for_ea
     assert "15 offsets definitely missed [0, 15)" in page and "records: not counted yet" in page
     assert "If latest, as assumed" in page and "conditional, not a bound" in page
 
-    assert count_missed_records(cluster_id=cluster.id, seconds=60) == 1
+    # The broker is shared: another test's finding may be due in this cluster too, so ours is judged.
+    assert row.id in {due.id for due in findings_to_count(cluster_id=cluster.id)}
+    assert count_missed_records(cluster_id=cluster.id, seconds=60) >= 1
     row.refresh_from_db()
     end = row.backfill_end
     after = end - 15 - (end - 15) // 2  # from 15 on: single-record transactions, a marker after each
@@ -209,7 +212,7 @@ def test_a_missed_range_with_an_aborted_transaction_is_counted_in_records_for_ea
     page = client.get(f"/findings/{row.id}/").content.decode()
     assert f"{3 + 4 + after} records in [0, {end}) for this group" in page
     assert f"{3 + 4 + after} read committed, {3 + 5 + 4 + after} read uncommitted" in page
-    assert count_missed_records(cluster_id=cluster.id, seconds=60) == 0, "counted once"
+    assert row.id not in {due.id for due in findings_to_count(cluster_id=cluster.id)}, "counted once"
     # The previews of both repairs say the records once counted: the backfill's total, the reset's row.
     backfill = client.get(f"/findings/backfill?ids={row.id}").content.decode()
     assert f'<strong class="records-total">{3 + 4 + after}</strong> records in them' in backfill
