@@ -30,6 +30,8 @@ REFUSED: JobStatus = "refused"  # the approver refused an expansion (or its requ
 STATUSES: tuple[JobStatus, ...] = (REQUESTED, APPROVED, QUEUED, WAITING, RUNNING, SUCCEEDED, SUCCEEDED_WITH_LOSS,
                                    FAILED, CANCELLED, REFUSED)
 FINISHED: tuple[JobStatus, ...] = (SUCCEEDED, SUCCEEDED_WITH_LOSS, FAILED, CANCELLED, REFUSED)
+# Ended without doing what was planned: a remediation's findings stay open, an expansion's topic is as it was.
+UNDONE: tuple[JobStatus, ...] = (FAILED, CANCELLED, REFUSED)
 
 # What a page says of each status. "done with loss": "succeeded" beside a loss would read as a contradiction.
 STATUS_WORDS: dict[JobStatus, str] = {

@@ -120,6 +120,13 @@ def status_tone(status: str) -> str:
 
 
 @register.filter
+def status_undone(status: str) -> bool:
+    """``{% if job.status|status_undone %}``: the job ended without doing what was planned
+    (``job_states.UNDONE``): its findings stay open."""
+    return status in job_states.UNDONE
+
+
+@register.filter
 def outcome_words(outcome: str) -> str:
     """``{{ decision.outcome|outcome_words }}``: an expansion's outcome for a group, as the plan names it."""
     return OUTCOME_LABELS.get(outcome, key_words(outcome))

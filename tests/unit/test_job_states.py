@@ -22,6 +22,7 @@ from groups.domain.job_states import (
     STATUSES,
     SUCCEEDED,
     SUCCEEDED_WITH_LOSS,
+    UNDONE,
     WAITING,
     active,
     audit_action,
@@ -160,3 +161,20 @@ def test_every_status_has_words_and_the_loss_reads_as_done():
     assert set(STATUS_WORDS) == set(STATUSES)
     assert STATUS_WORDS[SUCCEEDED_WITH_LOSS] == "done with loss", "succeeded beside a loss would contradict itself"
     assert all(STATUS_WORDS[s] == s for s in STATUSES if s != SUCCEEDED_WITH_LOSS), "the others are their name"
+
+
+@pytest.mark.parametrize(("status", "undone", "why"), [
+    (FAILED, True, "it stopped: its findings stay open"),
+    (CANCELLED, True, "cancelled before it ran"),
+    (REFUSED, True, "an expansion refused: its topic is as it was"),
+    (SUCCEEDED, False, "done"),
+    (SUCCEEDED_WITH_LOSS, False, "carried out, its verdicts name the loss"),
+    (REQUESTED, False, "not ended"),
+    (RUNNING, False, "not ended"),
+    ("led", False, "not a status (a substring of 'cancelled' once matched)"),
+])
+def test_undone_statuses_are_the_ends_that_did_not_do_the_plan(status, undone, why):
+    from groups.templatetags.gapwatch import status_undone
+
+    assert status_undone(status) is undone, why
+    assert set(UNDONE) <= set(FINISHED)
