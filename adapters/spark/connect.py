@@ -219,7 +219,9 @@ def first_line(error: BaseException) -> str:
 def local_cores(master: str) -> int:
     """The task slots of ``local``, ``local[N]``, ``local[*]`` (this machine's
     cores) and their ``[N,F]`` forms."""
-    found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master)
+    from adapters.spark.session import LOCAL_MASTER
+
+    found = LOCAL_MASTER.fullmatch(master)
     if not found:
         raise ValueError(f"not a local master: {master!r}")
     if found.group(1) is None:

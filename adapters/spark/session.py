@@ -94,12 +94,16 @@ def connector_jars(jars_dir: Path) -> list[str]:
 LOCAL_TASK_TRIES = 2
 
 
+# ``local``, ``local[N]``, ``local[*]`` and their ``[N,F]`` forms (F: a task's tries).
+LOCAL_MASTER = re.compile(r"local(?:\[(\*|\d+)(?:,(\d+))?\])?")
+
+
 def with_task_retries(master: str) -> str:
     """``master`` with LOCAL_TASK_TRIES tries a task if it is ``local``,
     ``local[N]`` or ``local[*]``; any other master (one that names its
     tries, a cluster) unchanged."""
-    found = re.fullmatch(r"local(?:\[(\*|\d+)\])?", master)
-    if not found:
+    found = LOCAL_MASTER.fullmatch(master)
+    if not found or found.group(2) is not None:
         return master
     return f"local[{found.group(1) or 1},{LOCAL_TASK_TRIES}]"
 
