@@ -70,12 +70,13 @@ def spark_cluster(tmp_path_factory):
 def on_cluster(spark_cluster, settings, monkeypatch, tmp_path):
     """Backfills of this test run in Spark processes of their own on the
     standalone cluster; those processes read the cluster's client settings
-    (SPARK_CONF_DIR)."""
+    (``SparkStandalone.client_env``)."""
     settings.SPARK_MASTER = spark_cluster.url
     settings.SPARK_CONNECT_URL = ""
     settings.BACKFILL_OUTPUT = str(tmp_path / "backfills")
     settings.BACKFILL_TIMEOUT_SECONDS = 300
-    monkeypatch.setenv("SPARK_CONF_DIR", str(spark_cluster.conf_dir))
+    for name, value in spark_cluster.client_env().items():
+        monkeypatch.setenv(name, value)
     spark_cluster.wait_workers(2)
     return spark_cluster
 
@@ -88,7 +89,7 @@ def cluster_server(spark_cluster, tmp_path_factory):
     job processes' (``on_cluster``)."""
     spark_cluster.wait_workers(2)
     server = ConnectServer(tmp_path_factory.mktemp("connect-on-cluster") / "server.log", master=spark_cluster.url,
-                           extra_env={"SPARK_CONF_DIR": str(spark_cluster.conf_dir)})
+                           extra_env=spark_cluster.client_env())
     yield server
     server.stop()
 

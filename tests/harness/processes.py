@@ -350,6 +350,14 @@ class TaskRun(NamedTuple):
     reason: str  # "Success", "ExecutorLostFailure", ...
 
 
+def class_archive_options() -> list[str]:
+    """The ``-XX:SharedArchiveFile`` option of this process's ``SPARK_SUBMIT_OPTS``
+    (scripts/env.sh adds Spark's class archive there when setup made one), for
+    Spark JVMs that spark-submit does not start; none if there is none."""
+    return [option for option in os.environ.get("SPARK_SUBMIT_OPTS", "").split()
+            if option.startswith("-XX:SharedArchiveFile=")]
+
+
 class SparkStandalone:
     """A standalone Spark cluster of the tests' own on loopback: a ``Master``
     and ``workers`` ``Worker``s (1 core and ``memory`` each) started with
@@ -359,11 +367,18 @@ class SparkStandalone:
     Each worker runs in a process group of its own, so ``kill_worker`` takes
     its executors with it, as the loss of a machine would.
 
-    ``conf_dir`` holds the ``spark-defaults.conf`` of the cluster's clients
-    (``SPARK_CONF_DIR``): event logs in ``event_logs`` (which executor ran
-    which task), applications wait for every executor before their first
-    task, and no task waits for a preferred executor, so a short job runs on
-    both workers.
+    ``client_env()`` is the environment of the cluster's clients (a job
+    process, a Connect server): the cluster's client settings as ``spark.*``
+    system properties in ``SPARK_SUBMIT_OPTS``, which a driver's SparkConf
+    reads as it would ``spark-defaults.conf``: event logs in ``event_logs``
+    (which executor ran which task), applications wait for every executor
+    before their first task, and no task waits for a preferred executor, so
+    a short job runs on both workers. No ``SPARK_CONF_DIR``: a configuration
+    folder is the first entry of every Spark JVM's class path, and a class
+    path holding a folder with files in it does not match Spark's class
+    archive (``adapters/spark/class_archive.py``), which the daemons, the
+    executors and the drivers all map (a cluster and a small job cost about
+    17 CPU-seconds instead of 28 without it).
 
     With ``cores`` per worker and ``app_cores`` (``spark.cores.max``) for
     each application, applications share the cluster: 2 and 2 give each one
@@ -377,17 +392,29 @@ class SparkStandalone:
         self.spark_home = Path(pyspark.__file__).parent
         self.workdir, self.memory, self.cores, self.app_cores = workdir, memory, cores, app_cores
         self.logs = GAPWATCH_HOME / "logs" / "spark-standalone"
-        self.conf_dir = workdir / "conf"
         self.event_logs = workdir / "event-logs"
         self.master_port, self.master_webui_port = free_ports(2)
         self.url = f"spark://127.0.0.1:{self.master_port}"
+        # Short-lived JVMs: C1 only starts them in about half the time; the class archive, if any.
+        jvm_options = " ".join(["-XX:TieredStopAtLevel=1", *class_archive_options()])
         self.environment = {
-            **os.environ, "SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_DAEMON_MEMORY": daemon_heap, "SPARK_CONF_DIR": str(self.conf_dir),
-            # Short-lived JVMs: C1 only starts them in about half the time.
-            "SPARK_DAEMON_JAVA_OPTS": "-XX:TieredStopAtLevel=1",
+            **{name: value for name, value in os.environ.items() if name != "SPARK_CONF_DIR"},
+            "SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_DAEMON_MEMORY": daemon_heap, "SPARK_DAEMON_JAVA_OPTS": jvm_options,
             # A killed worker is dropped by the master at once (disconnect); this bounds the rest.
             "SPARK_MASTER_OPTS": "-Dspark.worker.timeout=15",
+        }
+        self.client_conf = {
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": self.event_logs.as_uri(),
+            "spark.eventLog.compress": "false",
+            "spark.eventLog.rolling.enabled": "false",
+            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime": "60s",
+            "spark.locality.wait": "0",
+            "spark.executor.memory": "512m",
+            "spark.executor.extraJavaOptions": jvm_options,
+            **({"spark.cores.max": str(app_cores)} if app_cores else {}),
         }
         self.master: subprocess.Popen | None = None
         self.workers: dict[str, subprocess.Popen] = {}  # worker name -> process
@@ -396,27 +423,20 @@ class SparkStandalone:
         self._started = 0
 
     def start(self) -> "SparkStandalone":
-        for folder in (self.logs, self.conf_dir, self.event_logs):
+        for folder in (self.logs, self.event_logs):
             folder.mkdir(parents=True, exist_ok=True)
-        (self.conf_dir / "spark-defaults.conf").write_text("\n".join([
-            "spark.eventLog.enabled true",
-            f"spark.eventLog.dir {self.event_logs.as_uri()}",
-            "spark.eventLog.compress false",
-            "spark.eventLog.rolling.enabled false",
-            "spark.scheduler.minRegisteredResourcesRatio 1.0",
-            "spark.scheduler.maxRegisteredResourcesWaitingTime 60s",
-            "spark.locality.wait 0",
-            "spark.executor.memory 512m",
-            "spark.executor.extraJavaOptions -XX:TieredStopAtLevel=1",
-            *([f"spark.cores.max {self.app_cores}"] if self.app_cores else []),
-            "",
-        ]))
         self.master = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                   "--port", str(self.master_port), "--webui-port", str(self.master_webui_port))
         for _ in range(self._wanted_workers):
             self.start_worker(wait=False)
         self.wait_workers(self._wanted_workers)
         return self
+
+    def client_env(self) -> dict[str, str]:
+        """What a client of the cluster adds to its environment: ``client_conf``
+        as ``-Dspark.*`` options after this process's ``SPARK_SUBMIT_OPTS``."""
+        properties = " ".join(f'"-D{key}={value}"' for key, value in self.client_conf.items())
+        return {"SPARK_SUBMIT_OPTS": f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} {properties}".strip()}
 
     def _spawn(self, name: str, main_class: str, *args: str) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
