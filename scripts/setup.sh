@@ -128,11 +128,30 @@ setup_stack() {
   local java_helpers=$GAPWATCH_HOME/lib/gapwatch-java helpers_hash
   helpers_hash=$( (java -version 2>&1; cat adapters/kafka/java/gapwatch/*.java; ls "$GAPWATCH_HOME/lib/kafka") |
     sha256sum | cut -c1-16)
-  if [ "$(cat "$java_helpers/.stamp" 2>/dev/null)" != "$helpers_hash" ]; then
+  # In a jar too: the JVM's class path holds the jar (a folder with files on it would not match
+  # the class archive below).
+  if [ "$(cat "$java_helpers/.stamp" 2>/dev/null)" != "$helpers_hash" ] || [ ! -s "$java_helpers.jar" ]; then
     echo "setup: compiling the Java helpers"
-    rm -rf "$java_helpers" && mkdir -p "$java_helpers"
+    rm -rf "$java_helpers" "$java_helpers.jar" && mkdir -p "$java_helpers"
     javac --release 17 -nowarn -cp "$GAPWATCH_HOME/lib/kafka/*" -d "$java_helpers" adapters/kafka/java/gapwatch/*.java
+    jar cf "$java_helpers.jar" -C "$java_helpers" gapwatch
     echo "$helpers_hash" >"$java_helpers/.stamp"
+  fi
+
+  # A class-data-sharing archive of what that JVM loads for a poll's reads
+  # (adapters/kafka/class_archive.py), made again when Java, the jars or the helpers change.
+  local client_archive=$GAPWATCH_HOME/lib/kafka-client.jsa client_hash
+  client_hash=$( (java -version 2>&1; cat "$java_helpers/.stamp"; ls "$GAPWATCH_HOME/lib/kafka") | sha256sum | cut -c1-16)
+  if [ "$(cat "$client_archive.stamp" 2>/dev/null)" != "$client_hash" ]; then
+    echo "setup: writing the Kafka client's class archive"
+    rm -f "$client_archive" "$client_archive.stamp"
+    if "$VENV/bin/python" -m adapters.kafka.class_archive "$client_archive" \
+        >"$GAPWATCH_HOME/lib/kafka-client-archive.log" 2>&1 && [ -s "$client_archive" ]; then
+      echo "$client_hash" >"$client_archive.stamp"
+    else
+      echo "setup: no Kafka client class archive (its JVM starts without it; see $GAPWATCH_HOME/lib/kafka-client-archive.log)" >&2
+      rm -f "$client_archive"
+    fi
   fi
 
   # A class-data-sharing archive of Spark's classes (adapters/spark/class_archive.py),

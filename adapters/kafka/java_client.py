@@ -72,10 +72,11 @@ class JavaClient:
     ``timeout`` (seconds) as its deadline. ``close`` releases the Java
     clients; the JVM stays for the process's next client."""
 
-    def __init__(self, config: ClusterConfig, *, timeout: float = 10.0) -> None:
+    def __init__(self, config: ClusterConfig, *, timeout: float = 10.0, gateway=None) -> None:
+        """``gateway``: a JVM of the caller's (``jvm.start_gateway``); by default, this process's."""
         self._config = config
         self._timeout_ms = int(timeout * 1000)
-        self._gateway = None
+        self._gateway = gateway
         self._admin = None
         self._consumer = None
 

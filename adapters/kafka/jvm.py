@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import glob
 import os
+import subprocess
 import threading
 import time
 from collections import deque
@@ -26,8 +27,11 @@ from pathlib import Path
 
 from py4j.java_gateway import GatewayParameters, JavaGateway, find_jar_path, launch_gateway
 
-# -Xshare:auto uses the JDK's class-data archive when there is one.
-JVM_OPTIONS = ("-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
+# -Xshare:auto uses the JDK's class-data archive when there is one (and ours,
+# class_archive_options). The JVM's own warnings go to stderr: its stdout carries
+# the port and token py4j reads first.
+JVM_OPTIONS = ("-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto",
+               "-Xlog:disable", "-Xlog:all=warning:stderr")
 # The JVM's last lines on stderr, kept to say why it did not start.
 _STDERR_LINES = 20
 
@@ -54,6 +58,24 @@ def java_helpers_dir() -> Path:
     return kafka_jars_dir().parent / "gapwatch-java"
 
 
+def java_helpers_jar() -> Path:
+    """The same classes in one jar, which setup.sh makes beside them: the class
+    path holds the jar, since a class path with a non-empty folder on it
+    cannot use a class archive."""
+    return java_helpers_dir().with_suffix(".jar")
+
+
+def class_archive() -> Path:
+    """The class-data-sharing archive setup.sh writes (``adapters.kafka.class_archive``)."""
+    return kafka_jars_dir().parent / "kafka-client.jsa"
+
+
+def class_archive_options() -> tuple[str, ...]:
+    """The JVM options that map ``class_archive()``, if setup wrote it."""
+    archive = class_archive()
+    return (f"-XX:SharedArchiveFile={archive}",) if archive.is_file() else ()
+
+
 def _py4j_jar() -> str:
     """py4j's own jar: installed beside the package, or the copy in PySpark's jars."""
     found = find_jar_path()
@@ -74,20 +96,23 @@ def java_gateway() -> JavaGateway:
         if _gateway is not None and _owner_pid == os.getpid():
             return _gateway
         # A gateway inherited through fork belongs to the parent: leave it alone.
-        _gateway, _owner_pid = _start(), os.getpid()
+        _gateway, _owner_pid = start_gateway(extra_options=class_archive_options()), os.getpid()
         return _gateway
 
 
-def _start() -> JavaGateway:
+def start_gateway(*, extra_options: tuple[str, ...] = ()) -> JavaGateway:
+    """A new JVM and its gateway, with ``extra_options`` after ``JVM_OPTIONS``;
+    not this process's gateway (``java_gateway``): the caller stops it."""
     global last_start_seconds
     jars = kafka_jars_dir()
     if not (jars / f"kafka-clients-{_client_version(jars)}.jar").exists():
         raise JvmUnavailable(f"Kafka's client jars are missing in {jars} (run scripts/setup.sh)")
+    helpers = java_helpers_jar() if java_helpers_jar().is_file() else java_helpers_dir()
     started = time.monotonic()
     stderr: deque[str] = deque(maxlen=_STDERR_LINES)
     try:
         port, token, process = launch_gateway(
-            jarpath=_py4j_jar(), classpath=f"{jars}/*:{java_helpers_dir()}", javaopts=list(JVM_OPTIONS),
+            jarpath=_py4j_jar(), classpath=f"{jars}/*:{helpers}", javaopts=[*JVM_OPTIONS, *extra_options],
             die_on_exit=True,
             enable_auth=True, return_proc=True, redirect_stderr=stderr,
         )
@@ -114,7 +139,7 @@ def gateway_discard(gateway: JavaGateway) -> None:
     with _lock:
         if _gateway is gateway:
             _gateway = None
-    _shutdown(gateway)
+    stop_gateway(gateway)
 
 
 def gateway_shutdown() -> None:
@@ -123,15 +148,26 @@ def gateway_shutdown() -> None:
     with _lock:
         gateway, _gateway = (_gateway, None) if _owner_pid == os.getpid() else (None, None)
     if gateway is not None:
-        _shutdown(gateway)
+        stop_gateway(gateway)
 
 
-def _shutdown(gateway: JavaGateway) -> None:
+def stop_gateway(gateway: JavaGateway, *, exit_timeout: float = 0) -> None:
+    """Shut ``gateway`` down and close its JVM's stdin, which ends the JVM
+    (``--die-on-broken-pipe``); a JVM still running ``exit_timeout`` seconds
+    later (one writing a class archive as it exits takes about one) is killed."""
     process = gateway.java_process
     try:
         gateway.shutdown()
     except Exception:  # noqa: BLE001 - a JVM that is already gone
         pass
-    if process is not None and process.poll() is None:
+    if process is None:
+        return
+    try:
+        if process.stdin is not None:
+            process.stdin.close()
+        process.wait(timeout=exit_timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    if process.poll() is None:
         process.kill()
         process.wait(timeout=10)
