@@ -232,6 +232,24 @@ setup_tests() {
     echo "$releases_hash" >"$releases_dir/.stamp"
   fi
 
+  # Class-data-sharing archives of the tests' KRaft nodes and Kafka's console tools
+  # (tests/harness/class_archives.py), written from one broker's run; again when Java,
+  # the jars or the module change.
+  local test_archives=$GAPWATCH_HOME/lib/kafka-test-archives test_archives_hash
+  test_archives_hash=$( (java -version 2>&1; ls "$GAPWATCH_HOME/lib/kafka"; cat tests/harness/class_archives.py) |
+    sha256sum | cut -c1-16)
+  if [ "$(cat "$test_archives/.stamp" 2>/dev/null)" != "$test_archives_hash" ]; then
+    echo "setup: writing the class archives of the tests' Kafka JVMs"
+    rm -rf "$test_archives"
+    if "$VENV/bin/python" -m tests.harness.class_archives >"$GAPWATCH_HOME/lib/kafka-test-archives.log" 2>&1; then
+      echo "$test_archives_hash" >"$test_archives/.stamp"
+    else
+      echo "setup: no class archives for the tests' Kafka JVMs (they start without them; see" \
+        "$GAPWATCH_HOME/lib/kafka-test-archives.log)" >&2
+      rm -rf "$test_archives"
+    fi
+  fi
+
   if [ "${SKIP_KEYCLOAK:-0}" != 1 ]; then
     local keycloak_dir=$GAPWATCH_HOME/keycloak keycloak_java keycloak_hash keycloak_built
     keycloak_java=$(java_21_home)

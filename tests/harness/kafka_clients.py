@@ -23,6 +23,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from tests.harness.class_archives import KAFKA_LIBS, java_options
+
 # What a test writes lands once and in order: librdkafka's producer is not
 # idempotent by default, and a retry after a timeout under load (or a leader
 # change) can write a batch twice and shift every later offset.
@@ -290,8 +292,7 @@ class GroupConsumer(ReadOffsets):
 
 def kafka_jars() -> str:
     """The class path of the broker's jars, which hold Kafka's own command-line clients."""
-    home = os.environ.get("GAPWATCH_HOME") or os.path.join(os.path.dirname(__file__), "..", "..", ".gapwatch")
-    return os.path.join(home, "lib", "kafka", "*")
+    return f"{KAFKA_LIBS}/*"
 
 
 def _stop(process: subprocess.Popen, *, grace: float) -> None:
@@ -467,8 +468,8 @@ class _PrintingJavaTool(_PrintingClient):
     def __init__(self, tool: str, bootstrap: str, group_id: str, topic: str, *, refresh_ms: int,
                  properties: tuple[str, ...] = ()) -> None:
         command = [
-            "java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", kafka_jars(),
-            f"org.apache.kafka.tools.consumer.{tool}",
+            "java", *java_options("tools"), "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-cp", kafka_jars(), f"org.apache.kafka.tools.consumer.{tool}",
             "--bootstrap-server", bootstrap, "--topic", topic, "--group", group_id,
             *(arg for prop in properties for arg in ("--command-property", prop)),
             "--command-property", f"metadata.max.age.ms={refresh_ms}",
@@ -551,7 +552,8 @@ def kafka_tool(*args: str, timeout: float = 60.0) -> str:
     """One of Kafka's command-line tools (a class in the broker's jars, run
     with ``args``); its standard output. Fails the test with its output when
     it exits non-zero."""
-    command = ["java", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", kafka_jars(), *args]
+    command = ["java", *java_options("tools"), "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-cp", kafka_jars(), *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{args[0]} exited {done.returncode}: {done.stdout}{done.stderr}"
     return done.stdout

@@ -31,6 +31,7 @@ import pyspark
 import redis
 from confluent_kafka.admin import AdminClient
 
+from tests.harness.class_archives import java_options
 from tests.harness.kafka_clients import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,8 +145,8 @@ class KafkaCluster:
     def _java(self, *args: str) -> list[str]:
         logging = (f"-Dlog4j.configuration={(self.workdir / 'log4j.properties').as_uri()}" if self.log4j1
                    else f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}")
-        return ["java", "-Xms64m", f"-Xmx{self.heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                logging, "-cp", f"{self.libs}/*", *args]
+        return ["java", *java_options("broker", self.libs), "-Xms64m", f"-Xmx{self.heap}", "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1", logging, "-cp", f"{self.libs}/*", *args]
 
     def _write_config(self, node_id: int) -> Path:
         index = node_id - 1

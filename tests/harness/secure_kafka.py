@@ -46,6 +46,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from tests.harness.class_archives import java_options
 from tests.harness.processes import _die_with_parent, free_ports, random_cluster_id
 from tests.harness.kafka_clients import wait_until
 from tests.harness.keycloak import AUDIENCE, Keycloak
@@ -124,7 +125,8 @@ class SecureKafka:
     def _java(self, *args: str) -> list[str]:
         # Kafka 4 fetches no OAuth URL that this system property does not list.
         allowed = [f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={self.oauth.jwks_url}"] if self.oauth else []
-        return ["java", "-Xms64m", f"-Xmx{HEAP}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *allowed,
+        return ["java", *java_options("broker", self.libs), "-Xms64m", f"-Xmx{HEAP}", "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1", *allowed,
                 f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}", "-cp", f"{self.libs}/*", *args]
 
     def _write_files(self) -> Path:
