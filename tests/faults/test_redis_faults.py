@@ -16,7 +16,7 @@ from django.db import connection
 from groups.models import AuditEvent, RemediationJob
 from groups.services.tokens import api_token_create
 from tests.factories import make_cluster, make_finding, make_generation, make_group, make_topic, user_with_role
-from tests.harness.processes import RedisServer, free_ports
+from tests.harness.processes import RedisServer, end_processes, free_ports
 from tests.harness.kafka_clients import wait_until
 
 
@@ -127,5 +127,4 @@ def test_beat_publishes_again_when_redis_returns(redis_server, tmp_path):
         client = redis.Redis.from_url(redis_server.url, socket_connect_timeout=1)
         wait_until(lambda: client.llen("celery") > 0, timeout=60, what="beat to publish again", retry_on=(Exception,))
     finally:
-        beat.terminate()
-        beat.wait(timeout=30)
+        end_processes([beat])

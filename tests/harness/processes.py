@@ -15,6 +15,7 @@ import base64
 import ctypes
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -76,15 +77,43 @@ def descendants(pid: int, children: dict[int, list[int]]) -> list[int]:
     return found
 
 
+# Servers get ports below the kernel's ephemeral range (ip_local_port_range), where
+# no outgoing connection takes its local port: a server stopped and started again on
+# its port (a Redis or a Kafka node of a fault test) found it taken by a client's
+# connection in a CI run, and never came back.
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+SERVER_PORTS = 10_000
+
+
+def server_port_range() -> range:
+    """The ``SERVER_PORTS`` ports just below the ephemeral range."""
+    try:
+        first_ephemeral = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first_ephemeral = 32768  # Linux's default
+    return range(max(1024, first_ephemeral - SERVER_PORTS), first_ephemeral)
+
+
 def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports nothing listens on, picked at random in
+    ``server_port_range()``."""
     sockets, ports = [], []
-    for _ in range(count):
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        sockets.append(probe)
-        ports.append(probe.getsockname()[1])
-    for probe in sockets:
-        probe.close()
+    try:
+        for port in random.sample(server_port_range(), len(server_port_range())):
+            if len(ports) == count:
+                break
+            probe = socket.socket()
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                probe.close()
+                continue
+            sockets.append(probe)
+            ports.append(port)
+    finally:
+        for probe in sockets:
+            probe.close()
+    assert len(ports) == count, f"only {len(ports)} free ports in {server_port_range()}"
     return ports
 
 
