@@ -380,7 +380,7 @@ class TaskRun(NamedTuple):
     reason: str  # "Success", "ExecutorLostFailure", ...
 
 
-def class_archive_options() -> list[str]:
+def spark_archive_options() -> list[str]:
     """The ``-XX:SharedArchiveFile`` option of this process's ``SPARK_SUBMIT_OPTS``
     (scripts/env.sh adds Spark's class archive there when setup made one), for
     Spark JVMs that spark-submit does not start; none if there is none."""
@@ -426,7 +426,7 @@ class SparkStandalone:
         self.master_port, self.master_webui_port = free_ports(2)
         self.url = f"spark://127.0.0.1:{self.master_port}"
         # Short-lived JVMs: C1 only starts them in about half the time; the class archive, if any.
-        jvm_options = " ".join(["-XX:TieredStopAtLevel=1", *class_archive_options()])
+        jvm_options = " ".join(["-XX:TieredStopAtLevel=1", *spark_archive_options()])
         self.environment = {
             **{name: value for name, value in os.environ.items() if name != "SPARK_CONF_DIR"},
             "SPARK_HOME": str(self.spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
