@@ -30,8 +30,8 @@ from py4j.java_gateway import GatewayParameters, JavaGateway, find_jar_path, lau
 # -Xshare:auto uses the JDK's class-data archive when there is one (and ours,
 # class_archive_options). The JVM's own warnings go to stderr: its stdout carries
 # the port and token py4j reads first.
-JVM_OPTIONS = ("-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto",
-               "-Xlog:disable", "-Xlog:all=warning:stderr")
+WARNINGS_TO_STDERR = ("-Xlog:disable", "-Xlog:all=warning:stderr")
+JVM_OPTIONS = ("-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", *WARNINGS_TO_STDERR)
 # The JVM's last lines on stderr, kept to say why it did not start.
 _STDERR_LINES = 20
 

@@ -12,6 +12,8 @@ worker, and the cluster's job processes run on the other."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from groups.domain.planning import BackfillRange
@@ -19,6 +21,7 @@ from groups.models import RemediationJob
 from tasks.backfill import runner as backfill
 from tasks.backfill.runner import BackfillRequest, run_backfill
 from tests.integration import spark_handlers
+from tests.harness.processes import spark_archive_options
 from tests.harness.backfills import (
     K,
     Scenario,
@@ -109,3 +112,16 @@ def test_a_handler_runs_on_the_clusters_executors_from_the_shipped_code(
     assert all("gapwatch-job-code.zip/" in origin for _, _, origin in lines), lines[0]
     assert set(by_worker) == set(spark_cluster.workers) and min(by_worker.values()) > 0, by_worker
     handled.unlink()
+
+
+def test_the_clusters_jvms_map_sparks_class_archive(spark_cluster, cluster_server):
+    """The master, the workers and a client (the Connect server on the cluster)
+    map the archive: a SPARK_CONF_DIR with files on their class path made
+    every one of them refuse it."""
+    (option,) = spark_archive_options()  # scripts/env.sh adds it once set-up wrote the archive
+    archive = option.split("=", 1)[1]
+    jvms = [spark_cluster.master, *spark_cluster.workers.values()]
+    pids = [process.pid for process in jvms if process.poll() is None] + [cluster_server.pid]
+    assert len(pids) >= 3
+    for pid in pids:
+        assert archive in Path(f"/proc/{pid}/maps").read_text(), f"JVM {pid} did not map {archive}"

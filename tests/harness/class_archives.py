@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from adapters.kafka.jvm import WARNINGS_TO_STDERR
+
 ROOT = Path(__file__).resolve().parents[2]
 GAPWATCH_HOME = Path(os.environ.get("GAPWATCH_HOME", ROOT / ".gapwatch"))
 KAFKA_LIBS = GAPWATCH_HOME / "lib" / "kafka"
@@ -40,7 +42,7 @@ def java_options(kind: str, libs: Path | str = KAFKA_LIBS) -> list[str]:
     archive = archive_of(kind)
     if Path(libs).resolve() != KAFKA_LIBS.resolve() or not archive.is_file():
         return []
-    return [f"-XX:SharedArchiveFile={archive}", "-Xlog:disable", "-Xlog:all=warning:stderr"]
+    return [f"-XX:SharedArchiveFile={archive}", *WARNINGS_TO_STDERR]
 
 
 def write() -> None:

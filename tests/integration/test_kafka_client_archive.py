@@ -68,3 +68,14 @@ def test_a_jvm_that_cannot_use_an_archive_starts_and_reads_as_usual(tmp_path, br
         assert f"unarchived-{unique}" in topic_names(gateway, broker.bootstrap)
     finally:
         jvm.stop_gateway(gateway)
+
+
+def test_the_processs_own_jvm_maps_the_archive_set_up_wrote(broker, unique):
+    assert jvm.class_archive().is_file(), "scripts/setup.sh writes it"
+    broker.create_topic(f"own-{unique}", partitions=1)
+    gateway = jvm.java_gateway()
+    try:
+        assert mapped(gateway, jvm.class_archive())
+        assert f"own-{unique}" in topic_names(gateway, broker.bootstrap)
+    finally:
+        jvm.gateway_shutdown()
