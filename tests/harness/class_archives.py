@@ -55,6 +55,10 @@ def write() -> None:
     from tests.harness.processes import KafkaCluster
 
     ARCHIVES.mkdir(parents=True, exist_ok=True)
+    # The JVMs below must not map the archives they replace: Java refuses to
+    # write an archive on top of a mapped one of its kind and does not start.
+    for kind in KINDS:
+        archive_of(kind).unlink(missing_ok=True)
     written = {kind: ARCHIVES / f".{kind}-{os.getpid()}.jsa" for kind in KINDS}
 
     class ArchivingCluster(KafkaCluster):
