@@ -13,7 +13,7 @@
 #  3. .venv with the project and the guard (redone when pyproject.toml changes).
 #  4. Gapwatch's Java helpers (javac) and a class-data-sharing archive of Spark's classes.
 # The tests:
-#  1. Debian packages: Chromium, slapd and ldap-utils, npm, prometheus (promtool),
+#  1. Debian packages: Chromium's headless shell, slapd and ldap-utils, npm, prometheus (promtool),
 #     kcat, and golang-go when no Go is found.
 #  2. With Maven: Kafka Streams (WordCountDemo), the older brokers of the release
 #     matrix, and Keycloak with the Java 21+ it needs, built once (SKIP_KEYCLOAK=1: no Keycloak).
@@ -189,8 +189,9 @@ java_21_home() {
 
 setup_tests() {
   local need=()
-  # The browser tests (Playwright drives the system's Chromium).
-  [ "${SKIP_BROWSER:-0}" = 1 ] || command -v chromium >/dev/null || need+=(chromium)
+  # The browser tests: Playwright drives the system's Chromium, its headless shell (the browser without
+  # its desktop parts: about half the CPU of the full build in the browser tests, bench/RESULTS.md).
+  [ "${SKIP_BROWSER:-0}" = 1 ] || command -v chromium-headless-shell >/dev/null || need+=(chromium-headless-shell)
   # The single-reader reference of the backfill benchmark (bench/backfill_bench.py).
   command -v kcat >/dev/null || need+=(kcat)
   # npm installs axe-core, which the browser tests inject into every page (third_party/npm).

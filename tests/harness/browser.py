@@ -4,11 +4,15 @@ context and page), one place for screenshots, and one way to log in."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 from tests.conftest import ROOT
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# Chromium's headless shell (Debian's chromium-headless-shell, which set-up installs): the browser without
+# its desktop parts, the build Playwright itself runs headless. GAPWATCH_CHROMIUM names another binary.
+CHROMIUM = (os.environ.get("GAPWATCH_CHROMIUM") or shutil.which("chromium-headless-shell")
+            or shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--disable-quic",
