@@ -54,19 +54,31 @@ def expansion_list(request: HttpRequest) -> HttpResponse:
     return render(request, "groups/expansions.html", {"page": page})
 
 
-@login_required
-@require_GET
-def expansion_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+def _expansion_context(request: HttpRequest, job_id: int) -> dict:
     job = get_object_or_404(expansion_jobs_visible(user=request.user), id=job_id)
     steps = [{"name": name, "label": STEP_LABELS[name], **_step_done(job.steps.get(name))} for name in STEPS]
     pks = expansion_group_pks(cluster_id=job.cluster_id, group_ids=job.decisions)
     groups = [{"group_id": group_id, "pk": pks.get(group_id), "decision": decision, "verdict": job.verdicts.get(group_id)}
               for group_id, decision in sorted(job.decisions.items())]
-    return render(request, "groups/expansion_detail.html", {
+    return {
         "job": job, "steps": steps, "groups": groups, "active": job.status in ExpansionJob.ACTIVE,
         "awaiting_approval": job.status == ExpansionJob.Status.REQUESTED,
-        "plan_groups": {g["group"]: g for g in job.plan.get("groups", [])},
-    })
+    }
+
+
+@login_required
+@require_GET
+def expansion_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    """One expansion; its steps, groups and verdicts refresh in place while it is active (live.js, as a
+    job's page: no reload, so a reason being typed or the keyboard's place is never lost)."""
+    return render(request, "groups/expansion_detail.html", _expansion_context(request, job_id))
+
+
+@login_required
+@require_GET
+def expansion_live(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The expansion page without its frame, for its live refresh."""
+    return render(request, "groups/_expansion.html", _expansion_context(request, job_id))
 
 
 def _step_done(done: dict | None) -> dict:

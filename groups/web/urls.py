@@ -32,6 +32,7 @@ urlpatterns = [
     path("jobs/<int:job_id>/export.csv", exports.job_export_csv, name="job_export_csv"),
     path("expansions/", expansion.expansion_list, name="expansions"),
     path("expansions/<int:job_id>/", expansion.expansion_detail, name="expansion_detail"),
+    path("expansions/<int:job_id>/live", expansion.expansion_live, name="expansion_live"),
     path("expansions/<int:job_id>/approve", expansion.expansion_approve_view, name="expansion_approve"),
     path("expansions/<int:job_id>/refuse", expansion.expansion_refuse_view, name="expansion_refuse"),
     path("topics/<int:topic_id>/expand", expansion.expansion_request_view, name="expansion_request"),

@@ -83,3 +83,28 @@ def test_the_expansion_page_speaks_in_sentences_and_times(approver):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and HOSTILE_GROUP_ID not in body
     listing = client_for(approver).get("/expansions/").content.decode()
     assert "<td>done with loss</td>" in listing and "Done With Loss" not in listing
+
+
+def test_an_active_expansions_page_refreshes_its_live_part_in_place_never_reloads(approver):
+    """A page that reloaded itself every 2 s (a meta refresh) wiped a refusal reason being typed, sent
+    the keyboard back to the top, and raced a browser test's own navigation; the live part is fetched
+    instead (live.js, which leaves it alone while focus is inside), and ends when the job does."""
+    cluster = make_cluster("prod-eu-west-1")
+    topic = make_topic(cluster, "orders", partition_count=4)
+    job = ExpansionJob.objects.create(cluster=cluster, topic=topic, from_partitions=4, to_partitions=6,
+                                      requested_by=approver, status=ExpansionJob.Status.REQUESTED,
+                                      plan={"broker_verdict": {"accepted": True, "reason": "would raise"}},
+                                      plan_fingerprint="cd" * 32)
+    client = client_for(approver)
+    page = client.get(f"/expansions/{job.id}/").content.decode()
+    assert 'http-equiv="refresh"' not in page
+    assert f'<div id="expansion" data-live-url="/expansions/{job.id}/live" data-live-every="2000">' in page
+    live = client.get(f"/expansions/{job.id}/live").content.decode()
+    assert 'data-status="requested"' in live and 'id="approve-expansion"' in live
+    assert "data-live-done" not in live and "<html" not in live
+
+    ExpansionJob.objects.filter(id=job.id).update(status=ExpansionJob.Status.SUCCEEDED)
+    page = client.get(f"/expansions/{job.id}/").content.decode()
+    assert "data-live-url" not in page.split('<div id="expansion"', 1)[1].split(">", 1)[0]
+    assert "data-live-done" in client.get(f"/expansions/{job.id}/live").content.decode()
+    assert client.get("/expansions/999999/live").status_code == 404
