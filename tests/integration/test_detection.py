@@ -4,6 +4,7 @@ polled by the real adapter and written to the real database (no mocks)."""
 from __future__ import annotations
 
 import socket
+from datetime import timedelta
 
 import pytest
 from django.test import override_settings
@@ -31,7 +32,7 @@ def wait_for_commits(cluster, topic, group_id, partitions, at_least: dict[int, i
 
 @pytest.mark.django_db(transaction=True)
 def test_a_latest_group_misses_exactly_what_was_written_before_it_picked_the_new_partitions_up(
-    broker, cluster, unique
+    broker, cluster, unique, settings
 ):
     topic, group_id = f"orders-{unique}", f"latest-{unique}"
     broker.create_topic(topic, 2)
@@ -68,9 +69,13 @@ def test_a_latest_group_misses_exactly_what_was_written_before_it_picked_the_new
         [member] = ConsumerGroup.objects.get(group_id=group_id).members
         assert member["client_id"] == f"{group_id}-client"
         assert sorted(tuple(pair) for pair in member["assignment"]) == [(topic, p) for p in range(4)]
-        # It reads only what is produced after it took its start position.
-        wait_until(lambda: produce_one_each(broker, topic, [2, 3]) and consumer.count(2) and consumer.count(3),
-                   interval=0.5, what="the group to read the new partitions")
+        # It reads only what is produced after it took its start position. The time index's estimate
+        # needs a message written at or after pickup_before + PICKUP_GRACE_MS, so the messages are
+        # written from then on (a consumer that read one written sooner left the index none to find).
+        written_from = max(r.pickup_before for r in findings(topic, group_id).values()) + timedelta(
+            milliseconds=settings.PICKUP_GRACE_MS)
+        wait_until(lambda: timezone.now() >= written_from and produce_one_each(broker, topic, [2, 3])
+                   and consumer.count(2) and consumer.count(3), interval=0.5, what="the group to read the new partitions")
         wait_until(lambda: poll(cluster) and all(
             r.committed_offset == r.high_watermark for r in findings(topic, group_id).values()
         ), interval=0.5, what="the group to commit up to the end")
