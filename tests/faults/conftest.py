@@ -24,6 +24,20 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.get_closest_marker("kills_a_spark_worker") is not None)
 
 
+@pytest.fixture(autouse=True)
+def _celery_queues_start_empty():
+    """A worker a fault test starts runs that test's messages only. The tests
+    before it on this xdist worker share its Redis database (tests/xdist_isolation.py)
+    and leave messages there: jobs approved with no worker running, polls of
+    every cluster sent by a beat stopped before its workers. A worker with one
+    slot ran such a poll on the test's own clusters, one of them frozen
+    (``pause_node``), and was held for KAFKA_TIMEOUT_SECONDS (60 s) before it
+    took the test's job."""
+    from controlplane.celery import app
+
+    app.control.purge()
+
+
 @pytest.fixture(scope="session")
 def _kafka1_cluster(tmp_path_factory):
     cluster = KafkaCluster(tmp_path_factory.mktemp("kafka1"), nodes=1).start()
