@@ -143,3 +143,40 @@ def test_poll_now_names_an_unknown_cluster(transactional_db):
 
     with pytest.raises(CommandError, match="no cluster named 'nope'"):
         call_command("poll_now", "--cluster", "nope")
+
+
+def admin_threads() -> int:
+    """Live network threads of Kafka's Java Admin clients in this process's JVM."""
+    from adapters.kafka.jvm import java_gateway
+
+    threads = java_gateway().jvm.java.lang.Thread.getAllStackTraces().keySet().toArray()
+    return sum(1 for thread in threads if str(thread.getName()).startswith("kafka-admin-client-thread"))
+
+
+def test_a_forgotten_clusters_client_closes_its_java_admin_and_the_next_poll_makes_a_new_one(
+    transactional_db, kafka_bootstrap
+):
+    """The poll keeps one client per cluster; a failed request (or a change of
+    the cluster's settings) drops it. Dropped is not closed: Kafka's Java Admin
+    keeps its network thread, reconnecting to the cluster, until ``close``; an
+    outage dropped one a tick, every tick."""
+    from tasks.polling import cluster_adapter, forget_adapter
+
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    assert poll_cluster(cluster_id=cluster.id).ok  # its topic ids and group reads go through the Java Admin
+    before = admin_threads()
+    assert before >= 1
+    kept = cluster_adapter(cluster)
+    assert poll_cluster(cluster_id=cluster.id).ok and cluster_adapter(cluster) is kept
+    assert admin_threads() == before  # kept between polls: no new Admin
+
+    forget_adapter(cluster.id)
+    wait_until(lambda: admin_threads() == before - 1, timeout=10, what="the forgotten Admin's thread to end")
+    assert cluster_adapter(cluster) is not kept
+    assert poll_cluster(cluster_id=cluster.id).ok
+    assert admin_threads() == before
+
+    cluster.bootstrap_servers = f"localhost:{kafka_bootstrap.rsplit(':', 1)[1]}"  # its settings change
+    cluster.save()
+    assert poll_cluster(cluster_id=cluster.id).ok
+    wait_until(lambda: admin_threads() == before, timeout=10, what="the old settings' Admin to be closed")
