@@ -59,7 +59,9 @@ def celery_worker_thread(transactional_db):
     from celery.contrib.testing.worker import start_worker
 
     from controlplane.celery import app
+    from tests.harness.workers import empty_queues
 
+    empty_queues()  # the tests before this one left messages for no worker
     with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False, shutdown_timeout=30) as worker:
         yield worker
 

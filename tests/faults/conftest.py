@@ -7,6 +7,7 @@ import pytest
 from tests.harness.processes import KafkaCluster, SparkStandalone
 from tests.harness.connect import ConnectServer
 from tests.harness.kafka_clients import wait_until
+from tests.harness.workers import empty_queues
 
 
 def pytest_configure(config):
@@ -26,16 +27,8 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(autouse=True)
 def _celery_queues_start_empty():
-    """A worker a fault test starts runs that test's messages only. The tests
-    before it on this xdist worker share its Redis database (tests/xdist_isolation.py)
-    and leave messages there: jobs approved with no worker running, polls of
-    every cluster sent by a beat stopped before its workers. A worker with one
-    slot ran such a poll on the test's own clusters, one of them frozen
-    (``pause_node``), and was held for KAFKA_TIMEOUT_SECONDS (60 s) before it
-    took the test's job."""
-    from controlplane.celery import app
-
-    app.control.purge()
+    """A worker a fault test starts runs that test's messages only (``empty_queues``)."""
+    empty_queues()
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,20 @@ def worker_env(**extra: str) -> dict[str, str]:
     }
 
 
+def empty_queues() -> None:
+    """Drop every message waiting in this xdist worker's Celery queues, before
+    a test starts workers of its own. The tests before it share its Redis
+    database (tests/xdist_isolation.py) and leave messages there: jobs
+    approved with no worker running, polls and watcher ticks of every cluster
+    sent by a beat stopped before its workers. A worker runs those first, on
+    the test's own clusters: one with a single slot was held for
+    KAFKA_TIMEOUT_SECONDS (60 s) by a poll of a cluster whose broker the test
+    had frozen, before it took the test's job."""
+    from controlplane.celery import app
+
+    app.control.purge()
+
+
 def start_celery(args: list[str], env: dict, log) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "celery", "-A", "controlplane", *args], cwd=ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
