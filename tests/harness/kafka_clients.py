@@ -654,7 +654,13 @@ class RateProducer:
         next_at = time.monotonic()
         while not self._stop.is_set():
             for partition in list(self.partitions):
-                self._produce(partition)
+                try:
+                    self._produce(partition)
+                except KafkaException as error:
+                    # A topic created a moment ago: librdkafka's first metadata of it can still lack
+                    # a partition (a full run's producer stopped on one); the next tick writes it.
+                    if error.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+                        raise
             if self._adding:
                 self._open()
             self.producer.poll(0)
