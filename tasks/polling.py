@@ -45,22 +45,20 @@ def cluster_adapter(cluster: Cluster) -> KafkaAdapter:
     config = cluster.cluster_config()
     key = (cluster.id, config, settings.KAFKA_TIMEOUT_SECONDS, settings.KAFKA_MAX_IN_FLIGHT)
     if key not in _ADAPTERS:
-        forget_adapter(cluster.id)  # the cluster's settings changed
+        for stale in [k for k in _ADAPTERS if k[0] == cluster.id]:
+            del _ADAPTERS[stale]  # the cluster's settings changed
         _ADAPTERS[key] = kafka_client(config)
     return _ADAPTERS[key]
 
 
-def forget_adapter(cluster_id: int | None = None) -> None:
-    """Drop and close the cluster's cached client (every cluster's: None),
-    after a failed request or a change of its settings. librdkafka's admin
-    client does not always recover from a whole-cluster outage (after a
+def forget_adapter(cluster_id: int) -> None:
+    """Drop the cluster's cached client after a failed request. librdkafka's
+    admin client does not always recover from a whole-cluster outage (after a
     restart, DescribeConsumerGroups kept timing out on the old client for
     minutes, while a new client answered at once), so the next observation
-    starts with a new one. Closed, not only dropped: Kafka's Java client keeps
-    its network thread, and retries its connections, until it is closed, so a
-    dropped one outlived every observation of an outage."""
-    for key in [k for k in _ADAPTERS if cluster_id is None or k[0] == cluster_id]:
-        _ADAPTERS.pop(key).close()
+    starts with a new one."""
+    for key in [k for k in _ADAPTERS if k[0] == cluster_id]:
+        del _ADAPTERS[key]
 
 
 def poll_cluster(
