@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from django.core.management import CommandError, call_command
 
 from groups.models import Cluster, ConsumerGroup, Finding, RemediationJob
@@ -46,8 +47,13 @@ def test_a_streams_group_is_listed_with_its_members_and_commits_and_its_reset_wa
 
         # The reset's plan is taken now, and a job fails if a commit moved since its plan: first let the
         # application commit all it read of partition 0 (a full run planned "no commit", then it committed 5).
-        wait_until(lambda: committed_through_end(kafka_bootstrap, cluster, application, topic),
-                   what="the application to commit partition 0 up to its end")
+        ends = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": f"{application}-watermarks"})
+        try:
+            with JavaAdmin(cluster.cluster_config()) as admin:
+                wait_until(lambda: committed_through_end(ends, admin, application, topic),
+                           what="the application to commit partition 0 up to its end")
+        finally:
+            ends.close()
         # A reset waits while the application runs: confluent-kafka would call the group Dead and empty.
         with pytest.raises(CommandError, match=f"is waiting: group {application} has 1 active member"):
             call_command(*reset, stdout=io.StringIO())
@@ -154,15 +160,9 @@ def test_an_exactly_once_streams_application_is_a_streams_group_with_its_transac
     assert all(positions[(topic, p)] > 0 for p in (0, 1)), positions
 
 
-def committed_through_end(bootstrap: str, cluster: Cluster, application: str, topic: str) -> bool:
-    """Whether the streams group's commit on ``topic`` partition 0 is its high watermark."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{application}-watermarks"})
-    try:
-        _, end = reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-    finally:
-        reader.close()
-    with JavaAdmin(cluster.cluster_config()) as admin:
-        (group,) = admin.read_streams([application])
+def committed_through_end(ends: Consumer, admin: JavaAdmin, application: str, topic: str) -> bool:
+    """Whether the streams group's commit on ``topic`` partition 0 is its high
+    watermark (``ends``: a consumer for watermarks only, ``admin``: the cluster's)."""
+    _, end = ends.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    (group,) = admin.read_streams([application])
     return group.committed.get((topic, 0)) == end
