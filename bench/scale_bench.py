@@ -100,9 +100,8 @@ def jvm_pids() -> list[int]:
 def measure_polls(cluster: Cluster, bootstrap: str, polls: int) -> dict:
     poll_cluster(cluster_id=cluster.id)  # warm-up: the first poll writes every row and starts the JVM
     poll_cluster(cluster_id=cluster.id)
-    adapter = cluster_adapter(cluster)
     rows, cli = [], []
-    with PeakRss() as rss:
+    with cluster_adapter(cluster) as adapter, PeakRss() as rss:
         for _ in range(polls):
             wall, cpu = time.monotonic(), time.process_time()
             summary = poll_cluster(cluster_id=cluster.id)

@@ -48,6 +48,10 @@ def cluster_client(cluster: Cluster | None) -> Iterator[KafkaAdapter]:
             raise LookupError("the cluster no longer exists")
         config = cluster.cluster_config()
         secrets = config.secrets
-        yield kafka_client(config)
+        client = kafka_client(config)
+        try:
+            yield client
+        finally:
+            client.close()  # a Java Admin it made lives until closed
     except (LookupError, SecretUnreadable, KafkaUnavailable) as error:
         raise ClusterUnreachable(secret_redact(str(error), *secrets)) from None

@@ -24,6 +24,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from celery import current_app
@@ -114,7 +115,7 @@ class CeleryParts:
 
 
 def answer_part(*, cluster_id: int, kind: str, key: str, payload: dict[str, Any],
-                adapter_for: Callable[[Cluster], KafkaAdapter], forget: Callable[[int], None]) -> bool:
+                adapter_for: Callable[[Cluster], AbstractContextManager[KafkaAdapter]], forget: Callable[[int], None]) -> bool:
     """The ``gapwatch.poll_part`` task's work: claim the part (False when the
     poll's worker or another worker has it), read it, answer through Redis.
     A failed read drops the worker's client (``forget``), as a failed poll does."""
@@ -123,7 +124,8 @@ def answer_part(*, cluster_id: int, kind: str, key: str, payload: dict[str, Any]
     if not client.set(f"{key}:claim", "worker", nx=True, ex=ttl):
         return False
     started = time.monotonic()
-    answer = read_part(adapter_for(cluster_get(cluster_id=cluster_id)), kind, payload)
+    with adapter_for(cluster_get(cluster_id=cluster_id)) as adapter:
+        answer = read_part(adapter, kind, payload)
     if "error" in answer:
         forget(cluster_id)
     pipe = client.pipeline()

@@ -5,9 +5,11 @@ write, then run the poll's follow-ups. Used by the Celery task and by
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Collection
-from dataclasses import replace
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -38,27 +40,69 @@ log = logging.getLogger(__name__)
 
 # One adapter per cluster and settings in each worker process: the watcher ticks
 # every second, and a new admin client would connect and bootstrap every time.
-_ADAPTERS: dict[tuple, KafkaAdapter] = {}
+# A dropped one is closed once nobody holds it: a threads-pool worker shares it
+# among its threads, and closing it under one aborts that thread's requests.
+@dataclass
+class _Kept:
+    adapter: KafkaAdapter
+    holders: int = 0
+    dropped: bool = False
 
 
-def cluster_adapter(cluster: Cluster) -> KafkaAdapter:
+_ADAPTERS: dict[tuple, _Kept] = {}
+_ADAPTERS_LOCK = threading.Lock()
+
+
+@contextmanager
+def cluster_adapter(cluster: Cluster) -> Iterator[KafkaAdapter]:
+    """The worker's client of ``cluster``, held for the ``with`` block."""
     config = cluster.cluster_config()
     key = (cluster.id, config, settings.KAFKA_TIMEOUT_SECONDS, settings.KAFKA_MAX_IN_FLIGHT)
-    if key not in _ADAPTERS:
-        for stale in [k for k in _ADAPTERS if k[0] == cluster.id]:
-            del _ADAPTERS[stale]  # the cluster's settings changed
-        _ADAPTERS[key] = kafka_client(config)
-    return _ADAPTERS[key]
+    with _ADAPTERS_LOCK:
+        kept = _ADAPTERS.get(key)
+        idle = []
+        if kept is None:
+            idle = _drop(cluster.id)  # the cluster's settings changed
+            kept = _ADAPTERS[key] = _Kept(kafka_client(config))
+        kept.holders += 1
+    _close(idle)
+    try:
+        yield kept.adapter
+    finally:
+        with _ADAPTERS_LOCK:
+            kept.holders -= 1
+            idle = [kept] if kept.dropped and not kept.holders else []
+        _close(idle)
 
 
-def forget_adapter(cluster_id: int) -> None:
-    """Drop the cluster's cached client after a failed request. librdkafka's
-    admin client does not always recover from a whole-cluster outage (after a
-    restart, DescribeConsumerGroups kept timing out on the old client for
-    minutes, while a new client answered at once), so the next observation
-    starts with a new one."""
-    for key in [k for k in _ADAPTERS if k[0] == cluster_id]:
-        del _ADAPTERS[key]
+def forget_adapter(cluster_id: int | None = None) -> None:
+    """Drop the cluster's cached client (every cluster's: None) after a failed
+    request. librdkafka's admin client does not always recover from a
+    whole-cluster outage (after a restart, DescribeConsumerGroups kept timing
+    out on the old client for minutes, while a new client answered at once),
+    so the next observation starts with a new one. The dropped client is
+    closed when its last holder lets go: Kafka's Java client keeps its network
+    thread, retrying its connections, until it is closed, so a client only
+    dropped outlived every observation of an outage."""
+    with _ADAPTERS_LOCK:
+        idle = _drop(cluster_id)
+    _close(idle)
+
+
+def _drop(cluster_id: int | None) -> list[_Kept]:
+    """Under the lock: remove the cluster's clients; those nobody holds."""
+    idle = []
+    for key in [k for k in _ADAPTERS if cluster_id is None or k[0] == cluster_id]:
+        kept = _ADAPTERS.pop(key)
+        kept.dropped = True
+        if not kept.holders:
+            idle.append(kept)
+    return idle
+
+
+def _close(idle: list[_Kept]) -> None:
+    for kept in idle:
+        kept.adapter.close()
 
 
 def poll_cluster(
@@ -83,7 +127,10 @@ def poll_cluster(
     """
     inputs = inputs or observation_inputs(cluster_id=cluster_id, likely_due_before=likely_due_before())
     cluster, known_counts = inputs.cluster, inputs.known_counts
-    adapter = adapter or cluster_adapter(cluster)
+    if adapter is None:
+        with cluster_adapter(cluster) as held:
+            return poll_cluster(cluster_id=cluster_id, adapter=held, topics=topics, groups=groups,
+                                every_share_and_streams_group=every_share_and_streams_group, inputs=inputs)
     started = time.monotonic()
     # Share and streams groups: every one the cluster lists on a full read of
     # the groups, the stored ones among the named readers otherwise; none
@@ -207,16 +254,17 @@ def count_missed_records(*, cluster_id: int, seconds: float) -> int:
     cluster = cluster_find(cluster_id=cluster_id)
     if cluster is None:
         return 0
-    adapter, deadline, stored = cluster_adapter(cluster), time.monotonic() + seconds, 0
-    for row in findings_to_count(cluster_id=cluster_id):
-        if time.monotonic() > deadline:
-            break
-        try:
-            read = adapter.count_records(topic=row.topic.name, partition=row.partition, start=row.backfill_start,
-                                         end=row.backfill_end, deadline=deadline)
-        except KafkaUnavailable as error:
-            log.warning("the records of finding %s are left for the next poll's count: %s", row.id, error)
-            break
-        stored += finding_record_count_write(finding_id=row.id, counted=CountedRange(
-            read.start, read.end, read.read_committed, read.read_uncommitted))
-    return stored
+    deadline, stored = time.monotonic() + seconds, 0
+    with cluster_adapter(cluster) as adapter:
+        for row in findings_to_count(cluster_id=cluster_id):
+            if time.monotonic() > deadline:
+                break
+            try:
+                read = adapter.count_records(topic=row.topic.name, partition=row.partition, start=row.backfill_start,
+                                             end=row.backfill_end, deadline=deadline)
+            except KafkaUnavailable as error:
+                log.warning("the records of finding %s are left for the next poll's count: %s", row.id, error)
+                break
+            stored += finding_record_count_write(finding_id=row.id, counted=CountedRange(
+                read.start, read.end, read.read_committed, read.read_uncommitted))
+        return stored

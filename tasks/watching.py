@@ -56,27 +56,27 @@ def watch_cluster(*, cluster_id: int, started: float | None = None) -> dict:
     """
     started = time.monotonic() if started is None else started
     inputs = observation_inputs(cluster_id=cluster_id, likely_due_before=likely_due_before())
-    adapter = cluster_adapter(inputs.cluster)
-    begun = time.monotonic()
-    first = _tick(cluster_id=cluster_id, adapter=adapter, inputs=inputs)
-    took = time.monotonic() - begun
-    step = observation_step()
-    later, watched = [], first.get("watched")
-    while watched:
-        # The next slot still ahead (an observation that ran long skips the
-        # slots it overran), and only if an observation as long as the last
-        # one ends before the interval does: the next tick waits at most a
-        # step for the lock, then skips and leaves a whole interval unobserved.
-        slot = started + step * (int((time.monotonic() - started) / step) + 1)
-        if slot + took >= started + settings.WATCH_INTERVAL_SECONDS:
-            break
-        # Short: up to the next sub-slot (observation_step), inside this tick's own interval on the watch queue.
-        time.sleep(max(0.0, slot - time.monotonic()))
-        observation = _tick(cluster_id=cluster_id, adapter=adapter)
-        took = time.monotonic() - slot
-        later.append(observation.get("observed", []))
-        watched = observation.get("watched")
-    return {**first, "later": later} if later else first
+    with cluster_adapter(inputs.cluster) as adapter:  # held through the tick's sub-slots
+        begun = time.monotonic()
+        first = _tick(cluster_id=cluster_id, adapter=adapter, inputs=inputs)
+        took = time.monotonic() - begun
+        step = observation_step()
+        later, watched = [], first.get("watched")
+        while watched:
+            # The next slot still ahead (an observation that ran long skips the
+            # slots it overran), and only if an observation as long as the last
+            # one ends before the interval does: the next tick waits at most a
+            # step for the lock, then skips and leaves a whole interval unobserved.
+            slot = started + step * (int((time.monotonic() - started) / step) + 1)
+            if slot + took >= started + settings.WATCH_INTERVAL_SECONDS:
+                break
+            # Short: up to the next sub-slot (observation_step), inside this tick's own interval on the watch queue.
+            time.sleep(max(0.0, slot - time.monotonic()))
+            observation = _tick(cluster_id=cluster_id, adapter=adapter)
+            took = time.monotonic() - slot
+            later.append(observation.get("observed", []))
+            watched = observation.get("watched")
+        return {**first, "later": later} if later else first
 
 
 def _tick(*, cluster_id: int, adapter: KafkaAdapter, inputs: ObservationInputs | None = None) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -26,6 +27,19 @@ def _quick_password_hashes():
 
     with override_settings(PASSWORD_HASHERS=["tests.factories.QuickPBKDF2PasswordHasher"]):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _cached_kafka_clients_dropped():
+    """After each test, the Kafka clients the poll keeps in this process (one
+    per cluster, ``tasks.polling.cluster_adapter``) are dropped, and closed
+    once nobody holds them: the test's clusters went with its rows, and a kept
+    client of a deleted cluster kept its Java Admin's thread, and librdkafka's,
+    reconnecting to brokers the test had stopped, for the rest of the run."""
+    yield
+    polling = sys.modules.get("tasks.polling")
+    if polling is not None:
+        polling.forget_adapter()
 
 
 @pytest.fixture

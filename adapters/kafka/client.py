@@ -107,6 +107,11 @@ class KafkaClient:
         # SASL login): a request only fails with "transport failure" or a time-out.
         self._reported = _LastReported()
 
+    def close(self) -> None:
+        """Let go of the clients made so far: librdkafka's end when the last
+        reference to them goes (a request after ``close`` makes new ones)."""
+        self._admin, self._offsets_readers = None, {}
+
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:

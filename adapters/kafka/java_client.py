@@ -80,12 +80,15 @@ class JavaClient:
         self._admin = None
         self._consumer = None
 
-    def close(self) -> None:
+    def close(self, *, grace: float | None = None) -> None:
+        """``grace``: seconds the Java clients' requests in flight get to end
+        (by default the request timeout)."""
+        grace_ms = self._timeout_ms if grace is None else int(grace * 1000)
         clients, self._consumer, self._admin = (self._consumer, self._admin), None, None
         for client in clients:
             if client is not None:
                 try:
-                    client.close(self._jvm.java.time.Duration.ofMillis(self._timeout_ms))
+                    client.close(self._jvm.java.time.Duration.ofMillis(grace_ms))
                 except Py4JError:
                     pass  # the JVM is gone, and the client with it
 

@@ -25,7 +25,8 @@ from django.utils import timezone
 from controlplane.celery import app
 from groups.models import Cluster, ConsumerGroup, Finding, GroupTopic, PartitionGeneration, Topic
 from tasks.celery_tasks import poll_cluster_task, poll_lock_key
-from tasks.polling import cluster_adapter, poll_cluster
+from tasks.cluster_client import kafka_client
+from tasks.polling import poll_cluster
 from tasks.poll_parts import CeleryParts
 from tests.harness.clusters import QUIET
 from tests.harness.workers import start_celery, stop_celery, worker_env
@@ -184,7 +185,7 @@ def test_a_part_whose_worker_is_killed_mid_read_is_read_again_by_the_polls_worke
     populate(kafka3.bootstrap, unique)
     worker = part_workers("parts-held")
     cluster = Cluster.objects.create(name=f"held-{unique}", bootstrap_servers=kafka3.bootstrap)
-    adapter = cluster_adapter(cluster)
+    adapter = kafka_client(cluster.cluster_config())
     parts = None
     held = _database()
     try:
@@ -259,7 +260,7 @@ def test_no_worker_but_the_polls_reads_every_part_itself(kafka3, unique, setting
     them claimed)."""
     populate(kafka3.bootstrap, unique)
     cluster = Cluster.objects.create(name=f"alone-{unique}", bootstrap_servers=kafka3.bootstrap)
-    adapter = cluster_adapter(cluster)
+    adapter = kafka_client(cluster.cluster_config())
     parts = CeleryParts(cluster_id=cluster.id, adapter=adapter)
     snapshot = adapter.snapshot(cluster=cluster.name, now=timezone.now(), parts=parts, part_count=PARTS)
     assert (parts.read_here, parts.answered_elsewhere, parts.retaken) == (2 * PARTS, 0, 0)

@@ -143,3 +143,44 @@ def test_poll_now_names_an_unknown_cluster(transactional_db):
 
     with pytest.raises(CommandError, match="no cluster named 'nope'"):
         call_command("poll_now", "--cluster", "nope")
+
+
+def admin_threads() -> set[int]:
+    """Ids of the live network threads of Kafka's Java Admin clients in this
+    process's JVM (one per client; their names are all the same)."""
+    from adapters.kafka.jvm import java_gateway
+
+    threads = java_gateway().jvm.java.lang.Thread.getAllStackTraces().keySet().toArray()
+    return {int(t.getId()) for t in threads if str(t.getName()).startswith("kafka-admin-client-thread")}
+
+
+def test_a_dropped_clusters_client_closes_its_java_admin_once_nobody_holds_it(transactional_db, kafka_bootstrap):
+    """The poll keeps one client per cluster and worker; a failed request (or a
+    change of the cluster's settings) drops it. Dropped is not closed: Kafka's
+    Java Admin keeps its network thread, reconnecting to the cluster, until
+    ``close``, and an outage dropped one a watcher tick. Closed under a holder
+    (another thread of a threads-pool worker), it would abort that holder's
+    requests: so it is closed when the last holder lets go."""
+    from tasks.polling import cluster_adapter, forget_adapter
+
+    cluster = Cluster.objects.create(name="local", bootstrap_servers=kafka_bootstrap)
+    with cluster_adapter(cluster) as kept:
+        assert poll_cluster(cluster_id=cluster.id).ok  # topic ids and group reads go through the Java Admin
+        with cluster_adapter(cluster) as again:
+            assert again is kept  # kept between polls
+        ours = admin_threads()
+        assert ours, "the poll made a Java Admin"
+
+        forget_adapter(cluster.id)  # another holder's request failed
+        kept.finalized_features()  # still ours to use, on the same Java Admin
+        assert admin_threads() == ours, "the held client's Java Admin was closed under its holder"
+        with cluster_adapter(cluster) as fresh:
+            assert fresh is not kept  # the next holder gets a new client
+    wait_until(lambda: not admin_threads() & ours, timeout=10, what="the dropped client's Admin to be closed")
+
+    assert poll_cluster(cluster_id=cluster.id).ok
+    ours = admin_threads()
+    cluster.bootstrap_servers = f"localhost:{kafka_bootstrap.rsplit(':', 1)[1]}"  # its settings change
+    cluster.save()
+    assert poll_cluster(cluster_id=cluster.id).ok
+    wait_until(lambda: not admin_threads() & ours, timeout=10, what="the old settings' Admin to be closed")

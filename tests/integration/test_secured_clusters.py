@@ -38,6 +38,7 @@ from groups.services.remediation import job_request
 from tasks import connection
 from adapters.spark.spec import KafkaSecrets
 from tasks.celery_tasks import run_remediation_job
+from tasks.cluster_client import kafka_client
 from tasks.polling import cluster_adapter, poll_cluster
 from tests.harness.backfills import K as BACKFILL_K
 from tests.harness.backfills import Scenario, replayed_rows, run_job
@@ -391,14 +392,14 @@ def test_an_oauth_token_is_refreshed_before_it_expires_and_a_disabled_client_is_
     try:
         broker.create_topic(topic, 1)
         poll(cluster)
-        adapter = cluster_adapter(cluster)
-
-        # 1. Three tokens, each fetched before the one before it expired, one client all along.
-        wait_until(lambda: poll(cluster) and len(kafka.keycloak.client_logins(client_id)) >= 3, timeout=60,
-                   interval=0.25, what="the client's token to be refreshed twice")
-        issued = kafka.keycloak.client_logins(client_id)
-        assert all(later - earlier < TOKEN_SECONDS * 1000 for earlier, later in zip(issued, issued[1:])), issued
-        assert cluster_adapter(cluster) is adapter, "the same client refreshed its token"
+        with cluster_adapter(cluster) as adapter:
+            # 1. Three tokens, each fetched before the one before it expired, one client all along.
+            wait_until(lambda: poll(cluster) and len(kafka.keycloak.client_logins(client_id)) >= 3, timeout=60,
+                       interval=0.25, what="the client's token to be refreshed twice")
+            issued = kafka.keycloak.client_logins(client_id)
+            assert all(later - earlier < TOKEN_SECONDS * 1000 for earlier, later in zip(issued, issued[1:])), issued
+            with cluster_adapter(cluster) as polled_with:
+                assert polled_with is adapter, "the same client refreshed its token"
 
         # 2. Revoked: an authentication error, not an empty cluster.
         kafka.keycloak.set_client_enabled(client_id, False)
@@ -455,7 +456,7 @@ def test_a_replay_topic_backfill_needs_create_and_write_on_it_and_says_so(
                 assert replayed_rows(broker, scenario.topic, replay) == [], "nothing replayed"
 
         kafka.grant(f"User:{principal}", replay_acls(replay))
-        adapter = cluster_adapter(cluster)
+        adapter = kafka_client(cluster.cluster_config())
         wait_until(lambda: adapter.describe_topic(replay).may_write, what="the Write ACL to apply")
         job = run_job(scenario.request_job(approver, "kafka").id)
         assert job.status == RemediationJob.Status.SUCCEEDED, (job.status_reason, job.error)
