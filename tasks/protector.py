@@ -111,18 +111,23 @@ class Protector:
         seen = self.clock()
         seated = set(self.seats.seated())
         offsets = {(topic, p): 0 for p in new}
-        committed: dict[str, float] = {}
+        committing = []
         for group_id in sorted(g for g, t in self.targets.items() if topic in t.topics):
             if group_id not in seated:
                 log.warning("standing protection: partitions %s of %r added while group %r has no seat (%s): "
                             "its findings and the rule's repair take over", new, topic, group_id,
                             self.targets[group_id].problem or self.seats.why_not_seated(group_id))
-                continue
-            why = self.seats.commit(group_id, offsets, within=settings.EXPANSION_COMMIT_SECONDS)
-            if why:
-                log.warning("standing protection of %r on %r failed: %s", group_id, topic, why)
-                continue
-            committed[group_id] = self.clock() - seen
+            else:
+                committing.append(group_id)
+        began = self.clock() - seen
+        commits = self.seats.commit_each({group_id: offsets for group_id in committing},
+                                         within=settings.EXPANSION_COMMIT_SECONDS)
+        committed: dict[str, float] = {}
+        for group_id, commit in commits.items():
+            if commit.why:
+                log.warning("standing protection of %r on %r failed: %s", group_id, topic, commit.why)
+            else:
+                committed[group_id] = began + commit.after
         for group_id, took in committed.items():
             self._judge(group_id, topic, topic_id, new, took)
 

@@ -12,7 +12,7 @@ asks who holds them, and leaves:
     with Membership(config, client_id=...) as seats:
         refused = seats.join(groups, within=60)   # {group: why not}
         ...add the partitions...
-        seats.commit(group, offsets)              # "" or why not
+        seats.commit_each({group: offsets})       # {group: SeatCommit(why="" or why not, after=s)}
         seats.holders(group, topic, partitions)   # {partition: member}
     # every seat has left (LeaveGroup), on every path
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
@@ -72,6 +73,15 @@ class SeatRequest:
     group_id: str
     protocol: str
     assignor: str = ""
+
+
+@dataclass(frozen=True)
+class SeatCommit:
+    """One group's commit through its seat: ``why`` it failed ("" it did not),
+    ``after`` seconds from the start of ``commit_each`` to its end."""
+
+    why: str
+    after: float
 
 
 def _seat_problem(request: SeatRequest) -> str:
@@ -259,6 +269,26 @@ class Membership(KafkaClient):
             if time.monotonic() >= deadline:
                 return f"the commit did not go through within {within:g} s: {last}"
             self._serve(seat, 0.05)
+
+    def commit_each(self, offsets: Mapping[str, Mapping[tuple[str, int], int]], *,
+                    within: float) -> dict[str, SeatCommit]:
+        """``commit`` through every group's seat at once, one thread a seat
+        (each polls only its own client). The commits race the groups' pickup
+        (a KIP-848 member is handed a new partition at its next heartbeat), so
+        none waits behind another group's retries: committed one after
+        another, the last group's commit came about 0.4 s after the first on a
+        busy machine, and its member held the partitions by then."""
+        if not offsets:
+            return {}
+        started = time.monotonic()
+
+        def commit(group_id: str) -> SeatCommit:
+            why = self.commit(group_id, offsets[group_id], within=within)
+            return SeatCommit(why=why, after=time.monotonic() - started)
+
+        with ThreadPoolExecutor(max_workers=len(offsets), thread_name_prefix="seat-commit") as pool:
+            running = {group_id: pool.submit(commit, group_id) for group_id in offsets}
+            return {group_id: future.result() for group_id, future in running.items()}
 
     def holders(self, group_id: str, topic: str, partitions: Sequence[int]) -> dict[int, str]:
         """Which of ``partitions`` a member of the group other than the seat

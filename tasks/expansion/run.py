@@ -254,11 +254,12 @@ class ExpansionRunner:
                         self._fall_back(group_id, f"the protection lost the race on partition(s) {sorted(held)}: "
                                                   f"{sorted(set(held.values()))[:3]} held them before this run could "
                                                   "commit (the run that added them stopped first)")
-            # Every group's commit first (they race the groups' pickup), then each judged.
-            failed = {group_id: seats.commit(group_id, {(self.topic, p): starts[p] for p in new},
-                                             within=settings.EXPANSION_COMMIT_SECONDS) for group_id in committing}
+            # Every group's commit at once (they race the groups' pickup), then each judged.
+            offsets = {(self.topic, p): starts[p] for p in new}
+            commits = seats.commit_each({group_id: offsets for group_id in committing},
+                                        within=settings.EXPANSION_COMMIT_SECONDS)
             for group_id in committing:
-                self._judge_seated(seats, group_id, new, starts, client_id, failed[group_id])
+                self._judge_seated(seats, group_id, new, starts, client_id, commits[group_id].why)
             left = seats.leave()
         for group_id in seated:
             expansion_record_decision(job_id=self.job_id, group_id=group_id, audit="left",
