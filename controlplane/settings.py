@@ -56,6 +56,9 @@ POLL_INTERVAL_SECONDS = env_int("POLL_INTERVAL_SECONDS", 10, minimum=1)
 KAFKA_TIMEOUT_SECONDS = env_int("KAFKA_TIMEOUT_SECONDS", 10, minimum=1)
 # Committed-offset fetches in flight at once (the client fetches one group per call).
 KAFKA_MAX_IN_FLIGHT = env_int("KAFKA_MAX_IN_FLIGHT", 32, minimum=1)
+# A worker closes its kept client of a cluster no poll or tick used for this
+# long (a deleted or disabled cluster's): its connections and threads go.
+KAFKA_CLIENT_IDLE_SECONDS = env_int("KAFKA_CLIENT_IDLE_SECONDS", 600, minimum=1)
 # A cluster's CA or client certificate that expires within this many days is
 # shown on the clusters page (gapwatch_cluster_certificates_expiring in /metrics).
 CERTIFICATE_EXPIRY_WARNING_DAYS = env_int("CERTIFICATE_EXPIRY_WARNING_DAYS", 30, minimum=0)

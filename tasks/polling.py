@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -42,11 +42,14 @@ log = logging.getLogger(__name__)
 # every second, and a new admin client would connect and bootstrap every time.
 # A dropped one is closed once nobody holds it: a threads-pool worker shares it
 # among its threads, and closing it under one aborts that thread's requests.
+# One nobody used for KAFKA_CLIENT_IDLE_SECONDS (a deleted or disabled
+# cluster's) is dropped at the next use of any.
 @dataclass
 class _Kept:
     adapter: KafkaAdapter
     holders: int = 0
     dropped: bool = False
+    used_at: float = field(default_factory=time.monotonic)
 
 
 _ADAPTERS: dict[tuple, _Kept] = {}
@@ -59,10 +62,10 @@ def cluster_adapter(cluster: Cluster) -> Iterator[KafkaAdapter]:
     config = cluster.cluster_config()
     key = (cluster.id, config, settings.KAFKA_TIMEOUT_SECONDS, settings.KAFKA_MAX_IN_FLIGHT)
     with _ADAPTERS_LOCK:
+        idle = _drop_unused(before=time.monotonic() - settings.KAFKA_CLIENT_IDLE_SECONDS)
         kept = _ADAPTERS.get(key)
-        idle = []
         if kept is None:
-            idle = _drop(cluster.id)  # the cluster's settings changed
+            idle += _drop(cluster.id)  # the cluster's settings changed
             kept = _ADAPTERS[key] = _Kept(kafka_client(config))
         kept.holders += 1
     _close(idle)
@@ -71,6 +74,7 @@ def cluster_adapter(cluster: Cluster) -> Iterator[KafkaAdapter]:
     finally:
         with _ADAPTERS_LOCK:
             kept.holders -= 1
+            kept.used_at = time.monotonic()
             idle = [kept] if kept.dropped and not kept.holders else []
         _close(idle)
 
@@ -98,6 +102,15 @@ def _drop(cluster_id: int | None) -> list[_Kept]:
         if not kept.holders:
             idle.append(kept)
     return idle
+
+
+def _drop_unused(*, before: float) -> list[_Kept]:
+    """Under the lock: remove the clients nobody holds or used since ``before``
+    (a deleted or disabled cluster's; the next poll of one makes a new client)."""
+    unused = [key for key, kept in _ADAPTERS.items() if not kept.holders and kept.used_at < before]
+    for key in unused:
+        _ADAPTERS[key].dropped = True
+    return [_ADAPTERS.pop(key) for key in unused]
 
 
 def _close(idle: list[_Kept]) -> None:

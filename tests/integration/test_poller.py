@@ -187,3 +187,30 @@ def test_a_dropped_clusters_client_closes_its_java_admin_once_nobody_holds_it(tr
     cluster.save()
     assert poll_cluster(cluster_id=cluster.id).ok
     wait_until(lambda: not admin_threads() & ours, timeout=10, what="the old settings' Admin to be closed")
+
+
+def test_a_client_nobody_used_for_a_while_is_closed_and_one_in_use_is_kept(
+    transactional_db, kafka_bootstrap, settings
+):
+    """A worker keeps a client of every cluster it polled; one of a cluster
+    that is no longer polled (deleted, disabled) is closed after
+    KAFKA_CLIENT_IDLE_SECONDS, at the next use of another cluster's."""
+    from tasks.polling import cluster_adapter
+
+    settings.KAFKA_CLIENT_IDLE_SECONDS = 3
+    gone = Cluster.objects.create(name="gone", bootstrap_servers=kafka_bootstrap)
+    kept = Cluster.objects.create(name="kept", bootstrap_servers=kafka_bootstrap)
+    others = admin_threads()
+    assert poll_cluster(cluster_id=gone.id).ok
+    ours = admin_threads() - others
+    assert ours, "the poll made a Java Admin"
+    with cluster_adapter(kept) as first:
+        pass
+    gone.delete()
+
+    def polled_and_closed() -> bool:
+        assert poll_cluster(cluster_id=kept.id).ok
+        return not admin_threads() & ours
+    wait_until(polled_and_closed, timeout=30, what="the unused cluster's client to be closed")
+    with cluster_adapter(kept) as again:
+        assert again is first, "a client used within the idle time is kept"
