@@ -115,7 +115,8 @@ class CeleryParts:
 
 
 def answer_part(*, cluster_id: int, kind: str, key: str, payload: dict[str, Any],
-                adapter_for: Callable[[Cluster], AbstractContextManager[KafkaAdapter]], forget: Callable[[int], None]) -> bool:
+                adapter_for: Callable[[Cluster], AbstractContextManager[KafkaAdapter]],
+                forget: Callable[[int], None]) -> bool:
     """The ``gapwatch.poll_part`` task's work: claim the part (False when the
     poll's worker or another worker has it), read it, answer through Redis.
     A failed read drops the worker's client (``forget``), as a failed poll does."""
