@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -62,10 +62,11 @@ def cluster_adapter(cluster: Cluster) -> Iterator[KafkaAdapter]:
     config = cluster.cluster_config()
     key = (cluster.id, config, settings.KAFKA_TIMEOUT_SECONDS, settings.KAFKA_MAX_IN_FLIGHT)
     with _ADAPTERS_LOCK:
-        idle = _drop_unused(before=time.monotonic() - settings.KAFKA_CLIENT_IDLE_SECONDS)
+        unused_since = time.monotonic() - settings.KAFKA_CLIENT_IDLE_SECONDS
+        idle = _drop(lambda _, other: not other.holders and other.used_at < unused_since)
         kept = _ADAPTERS.get(key)
         if kept is None:
-            idle += _drop(cluster.id)  # the cluster's settings changed
+            idle += _drop(lambda other, _: other[0] == cluster.id)  # the cluster's settings changed
             kept = _ADAPTERS[key] = _Kept(kafka_client(config))
         kept.holders += 1
     _close(idle)
@@ -89,28 +90,20 @@ def forget_adapter(cluster_id: int | None = None) -> None:
     thread, retrying its connections, until it is closed, so a client only
     dropped outlived every observation of an outage."""
     with _ADAPTERS_LOCK:
-        idle = _drop(cluster_id)
+        idle = _drop(lambda key, _: cluster_id is None or key[0] == cluster_id)
     _close(idle)
 
 
-def _drop(cluster_id: int | None) -> list[_Kept]:
-    """Under the lock: remove the cluster's clients; those nobody holds."""
+def _drop(match: Callable[[tuple, _Kept], bool]) -> list[_Kept]:
+    """Under the lock: remove the clients ``match(key, kept)`` picks; returns
+    those nobody holds (to close now; a held one is closed by its last holder)."""
     idle = []
-    for key in [k for k in _ADAPTERS if cluster_id is None or k[0] == cluster_id]:
+    for key in [key for key, kept in _ADAPTERS.items() if match(key, kept)]:
         kept = _ADAPTERS.pop(key)
         kept.dropped = True
         if not kept.holders:
             idle.append(kept)
     return idle
-
-
-def _drop_unused(*, before: float) -> list[_Kept]:
-    """Under the lock: remove the clients nobody holds or used since ``before``
-    (a deleted or disabled cluster's; the next poll of one makes a new client)."""
-    unused = [key for key, kept in _ADAPTERS.items() if not kept.holders and kept.used_at < before]
-    for key in unused:
-        _ADAPTERS[key].dropped = True
-    return [_ADAPTERS.pop(key) for key in unused]
 
 
 def _close(idle: list[_Kept]) -> None:
