@@ -35,7 +35,7 @@ from groups.domain.membership import protector_client_id
 from groups.selectors.clusters import cluster_get
 from groups.selectors.protection import ProtectTarget, protect_cluster_ids, protect_targets, rule_with_id
 from groups.services.protections import protections_record
-from adapters.kafka import KafkaUnavailable, Membership, SeatRequest
+from adapters.kafka import KafkaUnavailable, Membership, SeatCommit, SeatRequest
 from tasks.cluster_client import kafka_client
 
 log = logging.getLogger(__name__)
@@ -121,33 +121,31 @@ class Protector:
                 committing.append(group_id)
         began = self.clock() - seen
         commits = self.seats.commit_each({group_id: offsets for group_id in committing},
-                                         within=settings.EXPANSION_COMMIT_SECONDS)
-        committed: dict[str, float] = {}
+                                         within=settings.EXPANSION_COMMIT_SECONDS,
+                                         read_back=self.adapter.committed_offsets)
         for group_id, commit in commits.items():
             if commit.why:
                 log.warning("standing protection of %r on %r failed: %s", group_id, topic, commit.why)
             else:
-                committed[group_id] = began + commit.after
-        for group_id, took in committed.items():
-            self._judge(group_id, topic, topic_id, new, took)
+                self._judge(group_id, topic, topic_id, new, began + commit.after, commit)
 
-    def _judge(self, group_id: str, topic: str, topic_id: str, new: list[int], took: float) -> None:
-        """Won where no member of the group held the partition after the commit and it read back."""
+    def _judge(self, group_id: str, topic: str, topic_id: str, new: list[int], took: float,
+               commit: SeatCommit) -> None:
+        """Won where no member of the group held the partition right after the commit and it read back
+        (``commit_each`` read both at once)."""
         at = timezone.now().isoformat(timespec="milliseconds")
-        try:
-            held = self.seats.holders(group_id, topic, new)
-            read = self.adapter.committed_offsets(group_id=group_id, partitions=[(topic, p) for p in new])
-        except KafkaUnavailable as error:
-            log.warning("standing protection of %r on %r: not judged: %s", group_id, topic, error)
-            held, read = {p: "not known (the broker did not answer)" for p in new}, {}
+        if commit.unjudged:
+            log.warning("standing protection of %r on %r: not judged: %s", group_id, topic, commit.unjudged)
         commits = {}
         for p in new:
-            won = p not in held and read.get((topic, p)) == 0
+            key = (topic, p)
+            held = "not known (the broker did not answer)" if commit.unjudged else commit.held.get(key)
+            won = held is None and commit.read.get(key) == 0
             words = (f"Gapwatch's standing seat ({self.seats.client_id}) committed offset 0, the log start, "
                      f"{took:.3f} s after it saw the partition (judged at {at}), while no member of the group held "
                      "it: whoever takes it starts there (a committed offset wins over auto.offset.reset)" if won else
                      f"Gapwatch's standing seat committed offset 0 {took:.3f} s after it saw the partition, but "
-                     f"{held.get(p, 'the read-back')!r} disagreed: a member held it already and may have started "
+                     f"{held or 'the read-back'!r} disagreed: a member held it already and may have started "
                      "at latest")
             commits[p] = {"offset": 0, "won": won, "words": words}
             self.done.append((group_id, topic, p, won, took))

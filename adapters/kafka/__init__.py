@@ -10,7 +10,7 @@ from adapters.kafka.adapter import (
     KafkaUnavailable,
     TopicDetails,
 )
-from adapters.kafka.membership import Membership, SeatRequest
+from adapters.kafka.membership import Membership, SeatCommit, SeatRequest
 
 __all__ = ["AccessRefused", "ClusterConfig", "GroupNotEmpty", "GroupStatus", "KafkaAdapter", "KafkaUnavailable",
-           "Membership", "SeatRequest", "TopicDetails"]
+           "Membership", "SeatCommit", "SeatRequest", "TopicDetails"]

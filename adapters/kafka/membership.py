@@ -27,7 +27,7 @@ holds only the anchor's partition meanwhile.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -37,7 +37,7 @@ from confluent_kafka.admin import NewTopic
 from groups.domain.cluster_config import ClusterConfig
 from groups.domain.membership import seat_problem
 from adapters.kafka.client import WAIT_GRACE_SECONDS, KafkaClient, group_from
-from adapters.kafka.errors import COORDINATOR_BUSY, TOPIC_GONE, describe_error, error_code
+from adapters.kafka.errors import COORDINATOR_BUSY, TOPIC_GONE, KafkaUnavailable, describe_error, error_code
 
 CLASSIC_SESSION_MS = 10_000
 CLASSIC_MAX_POLL_MS = 30_000
@@ -78,10 +78,18 @@ class SeatRequest:
 @dataclass(frozen=True)
 class SeatCommit:
     """One group's commit through its seat: ``why`` it failed ("" it did not),
-    ``after`` seconds from the start of ``commit_each`` to its end."""
+    ``after`` seconds from the start of ``commit_each`` to its end. After a
+    commit that went through, what the broker said at once, in the commit's
+    own thread: ``held``, each committed partition a member of the group
+    other than the seat held (by client id), and ``read``, the group's
+    committed offsets read back (``read_back``); ``unjudged`` why those could
+    not be read ("" they were)."""
 
     why: str
     after: float
+    held: Mapping[tuple[str, int], str] = field(default_factory=dict)
+    read: Mapping[tuple[str, int], int | None] = field(default_factory=dict)
+    unjudged: str = ""
 
 
 def _seat_problem(request: SeatRequest) -> str:
@@ -270,21 +278,44 @@ class Membership(KafkaClient):
                 return f"the commit did not go through within {within:g} s: {last}"
             self._serve(seat, 0.05)
 
-    def commit_each(self, offsets: Mapping[str, Mapping[tuple[str, int], int]], *,
-                    within: float) -> dict[str, SeatCommit]:
+    def commit_each(self, offsets: Mapping[str, Mapping[tuple[str, int], int]], *, within: float,
+                    read_back: Callable[..., Mapping[tuple[str, int], int | None]]) -> dict[str, SeatCommit]:
         """``commit`` through every group's seat at once, one thread a seat
-        (each polls only its own client). The commits race the groups' pickup
-        (a KIP-848 member is handed a new partition at its next heartbeat), so
-        none waits behind another group's retries: committed one after
-        another, the last group's commit came about 0.4 s after the first on a
-        busy machine, and its member held the partitions by then."""
+        (each polls only its own client), each commit that went through
+        judged in its thread at once: which members hold the partitions now
+        (``holders``), and the group's commits read back
+        (``read_back(group_id=..., partitions=[...])``, a KafkaAdapter's
+        ``committed_offsets``).
+
+        The commits race the groups' pickup (a KIP-848 member is handed a new
+        partition at its next heartbeat), so none waits behind another group's
+        retries: committed one after another, the last group's commit came
+        about 0.4 s after the first on a busy machine, and its member held the
+        partitions by then. A member that holds a partition when the check
+        reads may have taken it before the commit or after it (then it starts
+        at the commit): only a check made at once keeps that doubt short;
+        judged one group after another, the fourth was read 0.8 s after the
+        first on a slow machine, and a KIP-848 member handed the partitions
+        after its commit counted as a lost race."""
         if not offsets:
             return {}
         started = time.monotonic()
 
         def commit(group_id: str) -> SeatCommit:
-            why = self.commit(group_id, offsets[group_id], within=within)
-            return SeatCommit(why=why, after=time.monotonic() - started)
+            wanted = offsets[group_id]
+            why = self.commit(group_id, wanted, within=within)
+            after = time.monotonic() - started
+            if why:
+                return SeatCommit(why=why, after=after)
+            held: dict[tuple[str, int], str] = {}
+            try:
+                for topic in sorted({topic for topic, _ in wanted}):
+                    mine = sorted(p for t, p in wanted if t == topic)
+                    held.update({(topic, p): who for p, who in self.holders(group_id, topic, mine).items()})
+                read = read_back(group_id=group_id, partitions=sorted(wanted))
+            except KafkaUnavailable as error:
+                return SeatCommit(why="", after=after, unjudged=str(error))
+            return SeatCommit(why="", after=after, held=held, read=read)
 
         with ThreadPoolExecutor(max_workers=len(offsets), thread_name_prefix="seat-commit") as pool:
             running = {group_id: pool.submit(commit, group_id) for group_id in offsets}

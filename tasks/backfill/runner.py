@@ -131,6 +131,10 @@ class BackfillFailed(Exception):
         self.reason = reason
         self.error = error or reason
         self.result = result or {}
+        if error and error != reason:
+            # Shown under the traceback (a test's failure, a worker's log): a failed job's own words, as the
+            # job stores them (secrets redacted by the caller); its reason alone said "exit code 1".
+            self.add_note(error[-2000:])
 
 
 @dataclass(frozen=True)

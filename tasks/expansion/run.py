@@ -61,7 +61,7 @@ from groups.services.expansion.job import (
 from groups.services.preapproved import NotCountedYet, queue_preapproved_backfill, sound_range_offsets
 from tasks.job_lock import EXPANSION_NAMESPACE, job_lock, job_lock_free
 from groups.domain.membership import protector_client_id
-from adapters.kafka import AccessRefused, GroupNotEmpty, KafkaAdapter, KafkaUnavailable, Membership, SeatRequest
+from adapters.kafka import AccessRefused, GroupNotEmpty, KafkaAdapter, KafkaUnavailable, Membership, SeatCommit, SeatRequest
 from adapters.kafka.java_admin import JavaAdmin
 from tasks.cluster_client import java_client, kafka_client
 
@@ -256,10 +256,12 @@ class ExpansionRunner:
                                                   "commit (the run that added them stopped first)")
             # Every group's commit at once (they race the groups' pickup), then each judged.
             offsets = {(self.topic, p): starts[p] for p in new}
+            began = timezone.now()
             commits = seats.commit_each({group_id: offsets for group_id in committing},
-                                        within=settings.EXPANSION_COMMIT_SECONDS)
+                                        within=settings.EXPANSION_COMMIT_SECONDS,
+                                        read_back=self.adapter.committed_offsets)
             for group_id in committing:
-                self._judge_seated(seats, group_id, new, starts, client_id, commits[group_id].why)
+                self._judge_seated(group_id, new, starts, client_id, commits[group_id], began)
             left = seats.leave()
         for group_id in seated:
             expansion_record_decision(job_id=self.job_id, group_id=group_id, audit="left",
@@ -267,26 +269,27 @@ class ExpansionRunner:
                                                   **({"leave_error": left[group_id]} if left.get(group_id) else {})})
         return {**added, "seated": seated, "not_seated": sorted(refused)}
 
-    def _judge_seated(self, seats: Membership, group_id: str, new: list[int], starts: dict[int, int],
-                      client_id: str, why: str) -> None:
-        """Judge one group's commit of each new partition's log start (``why``:
-        its failure, "" none) from the broker: won where it read back and no
-        member of the group held the partition right after the commit."""
-        if why:
-            self._fall_back(group_id, f"Gapwatch joined but its commit failed: {why}")
+    def _judge_seated(self, group_id: str, new: list[int], starts: dict[int, int], client_id: str,
+                      commit: SeatCommit, began: datetime) -> None:
+        """Judge one group's commit of each new partition's log start from
+        what the broker said right after it (``commit_each``): won where it
+        read back and no member of the group held the partition then."""
+        if commit.why:
+            self._fall_back(group_id, f"Gapwatch joined but its commit failed: {commit.why}")
             return
-        at = timezone.now().isoformat(timespec="milliseconds")
-        held = seats.holders(group_id, self.topic, new)
-        read = self.adapter.committed_offsets(group_id=group_id, partitions=[(self.topic, p) for p in new])
+        at = (began + timedelta(seconds=commit.after)).isoformat(timespec="milliseconds")
         commits = {}
         for p in new:
-            offset = starts[p]
-            if p in held:
+            offset, key = starts[p], (self.topic, p)
+            if commit.unjudged:
                 won, words = False, (f"Gapwatch committed offset {offset} at {at} as a member ({client_id}), but "
-                                     f"{held[p]!r} held the partition already: it may have started at latest")
-            elif read[(self.topic, p)] != offset:
+                                     f"who held the partition could not be read: {commit.unjudged}")
+            elif key in commit.held:
                 won, words = False, (f"Gapwatch committed offset {offset} at {at} as a member ({client_id}), but "
-                                     f"the group's commit read back {read[(self.topic, p)]}")
+                                     f"{commit.held[key]!r} held the partition already: it may have started at latest")
+            elif commit.read.get(key) != offset:
+                won, words = False, (f"Gapwatch committed offset {offset} at {at} as a member ({client_id}), but "
+                                     f"the group's commit read back {commit.read.get(key)}")
             else:
                 won, words = True, (f"Gapwatch, as a member of the group ({client_id}), committed offset {offset}, "
                                     f"the log start, at {at}, while no member of the group held the partition: "
@@ -294,7 +297,10 @@ class ExpansionRunner:
             commits[p] = {"offset": offset, "won": won, "words": words}
         expansion_record_protection(job_id=self.job_id, group_id=group_id, commits=commits)
         lost = [p for p in new if not commits[p]["won"]]
-        if lost:
+        if lost and commit.unjudged:
+            self._fall_back(group_id, f"the protection of partition(s) {lost} could not be judged (who held them "
+                                      f"was not read: {commit.unjudged})")
+        elif lost:
             self._fall_back(group_id, f"the protection lost the race on partition(s) {lost} (a member held them "
                                       "before Gapwatch's commit)")
 
