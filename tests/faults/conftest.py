@@ -8,6 +8,14 @@ from tests.harness.processes import KafkaCluster, SparkStandalone
 from tests.harness.connect import ConnectServer
 from tests.harness.kafka_clients import wait_until
 from tests.harness.workers import empty_queues
+from tests.xdist_schedule import unit_of
+
+# The fault tests' Kafka clusters running now, stopped when this worker's next test belongs to another unit
+# of work (tests/xdist_schedule.py): their unit is over, and an idle KRaft node costs about 1 CPU second
+# a minute (2-3 on a slow host; measured beside a 3-node cluster), for the rest of the run otherwise. Their
+# data stays: a later test that asks for one starts its nodes again (``heal``), as in a one-process run,
+# where the unit's modules do not follow one another.
+_RESTING_AFTER_THE_UNIT: dict[int, KafkaCluster] = {}
 
 
 def pytest_configure(config):
@@ -23,6 +31,21 @@ def pytest_collection_modifyitems(items):
     # Connect server on it: once the killed worker's job ends, the master gives the server's
     # lost executor to the surviving worker, and the server keeps both executors there.
     items.sort(key=lambda item: item.get_closest_marker("kills_a_spark_worker") is not None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    result = yield
+    if _RESTING_AFTER_THE_UNIT and (nextitem is None or unit_of(nextitem.nodeid) != unit_of(item.nodeid)):
+        for cluster in _RESTING_AFTER_THE_UNIT.values():
+            cluster.rest()
+        _RESTING_AFTER_THE_UNIT.clear()
+    return result
+
+
+def _healed(cluster: KafkaCluster) -> KafkaCluster:
+    _RESTING_AFTER_THE_UNIT[id(cluster)] = cluster
+    return cluster.heal()
 
 
 @pytest.fixture(autouse=True)
@@ -50,14 +73,14 @@ def kafka1(_kafka1_cluster):
     """A single-node KRaft broker of the fault tests' own (not the shared
     broker of `make test`), whole when the test starts: the tests that stop,
     kill or freeze it share it, each on topics and groups of its own."""
-    return _kafka1_cluster.heal()
+    return _healed(_kafka1_cluster)
 
 
 @pytest.fixture
 def kafka3(_kafka3_cluster):
     """Three KRaft nodes (broker and controller each), replication factor 3,
     every node running when the test starts; shared like ``kafka1``."""
-    return _kafka3_cluster.heal()
+    return _healed(_kafka3_cluster)
 
 
 @pytest.fixture(scope="session")

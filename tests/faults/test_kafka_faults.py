@@ -9,7 +9,7 @@ import threading
 
 import pytest
 import redis
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from django.db import connection
 
@@ -214,3 +214,26 @@ def test_a_reset_meeting_a_dead_broker_waits_and_completes_exactly_when_it_retur
     admin = AdminClient({"bootstrap.servers": kafka1.bootstrap, **QUIET})
     answer = admin.list_consumer_group_offsets([request])[group_id].result(timeout=30)
     assert [tp.offset for tp in answer.topic_partitions] == [0], "partition 2 reset to its log start"
+
+
+def test_a_fault_cluster_rested_after_its_unit_starts_again_with_its_records(kafka1, unique):
+    """The fault tests' clusters stop when their unit of work ends on a
+    worker (tests/faults/conftest.py) and start again, records kept, for a
+    later test that asks for one."""
+    broker = Broker(kafka1.bootstrap)
+    topic = f"rested-{unique}"
+    consumer = None
+    try:
+        broker.create_topic(topic, 1)
+        broker.produce(topic, 0, 3)
+        kafka1.rest()
+        assert kafka1.processes == {}, "a node still runs"
+        consumer = Consumer({"bootstrap.servers": kafka1.heal().bootstrap, "group.id": f"rested-{unique}",
+                             "enable.auto.commit": False})
+        # Its partition is served again once the node leads it: a moment after it registered.
+        wait_until(lambda: consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5) == (0, 3),
+                   timeout=60, what="the rested node's records served again", retry_on=(Exception,))
+    finally:
+        if consumer is not None:
+            consumer.close()
+        broker.close()
