@@ -134,7 +134,8 @@ class BackfillFailed(Exception):
         if error and error != reason:
             # Shown under the traceback (a test's failure, a worker's log): a failed job's own words, as the
             # job stores them (secrets redacted by the caller); its reason alone said "exit code 1".
-            self.add_note(error[-2000:])
+            # Java puts an exception's message first and its stack after: both ends of a long one.
+            self.add_note(error if len(error) <= 3000 else f"{error[:2000]}\n…\n{error[-1000:]}")
 
 
 @dataclass(frozen=True)

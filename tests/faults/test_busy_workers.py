@@ -62,7 +62,9 @@ def test_waiting_expansions_and_a_killed_jobs_worker_never_stop_the_watch(broker
     # local runs saw 29 ticks in 36 s with a p95 delay of 1.68 s, and 16 in 35 s with one gap of
     # 6.4 s while JVMs started beside it), not the bench's cadence target: a waiting job that held
     # the watch's worker would hold it for the whole wait, 30 s here.
-    assert len(pulse.ticks) >= 0.4 * pulse.span, f"{len(pulse.ticks)} ticks in {pulse.span:.1f}s"
+    # At least one tick each 10 s on average, as the longest gap below allows (a host at half its
+    # usual speed saw 26 ticks in 109 s); a stalled watch shows as a gap of the whole wait.
+    assert len(pulse.ticks) >= pulse.span / 10, f"{len(pulse.ticks)} ticks in {pulse.span:.1f}s"
     # How late each tick came after the one before was due again, as the bench reports it.
     late = pulse.delays(pulse.ticks, 1.0, start)
     assert max(late) <= 10, pulse.summary(start, 1.0, pulse.ticks)

@@ -102,6 +102,10 @@ def test_join_add_commit_leave_makes_every_kind_of_group_read_the_new_partitions
             assert {group: (dict(c.held), c.unjudged) for group, c in commits.items()} \
                 == {group: ({}, "") for group in commits}, commits
             assert {group: dict(c.read) for group, c in commits.items()} == {group: new for group in commits}, commits
+            # The groups without a seat show the loss only if they take the new partitions after these
+            # records (on a slow host, java-sticky once took them first and read them all from offset 0).
+            unseated = [kind for kind in ("control", "java-sticky")
+                        if not seats.holders(f"{kind}-{unique}", topic, [2, 3])]
             for partition in (2, 3):
                 broker.produce(topic, partition, WRITTEN_BEFORE_PICKUP)
             left = seats.leave()
@@ -115,9 +119,12 @@ def test_join_add_commit_leave_makes_every_kind_of_group_read_the_new_partitions
         print(f"\nfirst offsets read on the new partitions: {first}")
         assert {kind: first[kind] for kind in protected if kind != "java-sticky"} \
             == {kind: (0, 0) for kind in protected if kind != "java-sticky"}, first
-        # Without a seat, the same records are lost to a latest group, and to Java's sticky one.
-        assert min(first["control"]) >= WRITTEN_BEFORE_PICKUP, first
-        assert min(first["java-sticky"]) >= WRITTEN_BEFORE_PICKUP, first
+        # Without a seat, the same records are lost to a latest group, and to Java's sticky one (each that
+        # held neither new partition before they were written).
+        print(f"groups without a seat that took the new partitions after the records: {unseated}")
+        assert "control" in unseated or "java-sticky" in unseated, "both groups without a seat took them early"
+        assert {kind: min(first[kind]) >= WRITTEN_BEFORE_PICKUP for kind in unseated} \
+            == {kind: True for kind in unseated}, first
     finally:
         producer.stop()
         for client in clients.values():
