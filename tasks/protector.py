@@ -142,7 +142,7 @@ class Protector:
             held = "not known (the broker did not answer)" if commit.unjudged else commit.held.get(key)
             won = held is None and commit.read.get(key) == 0
             words = (f"Gapwatch's standing seat ({self.seats.client_id}) committed offset 0, the log start, "
-                     f"{took:.3f} s after it saw the partition (judged at {at}), while no member of the group held "
+                     f"{took:.3f} s after it saw the partition (recorded at {at}; judged right after the commit), while no member of the group held "
                      "it: whoever takes it starts there (a committed offset wins over auto.offset.reset)" if won else
                      f"Gapwatch's standing seat committed offset 0 {took:.3f} s after it saw the partition, but "
                      f"{held or 'the read-back'!r} disagreed: a member held it already and may have started "

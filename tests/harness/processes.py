@@ -145,6 +145,15 @@ def _port_open(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _ended_or_killed(process: subprocess.Popen) -> None:
+    """Wait up to a minute for a node asked to stop, then kill its process group."""
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
 class KafkaCluster:
     """``nodes`` combined broker+controller KRaft nodes with a static quorum,
     from the local broker's jars (``$GAPWATCH_HOME/lib/kafka``) or, with
@@ -261,11 +270,7 @@ class KafkaCluster:
         if process is None or process.poll() is not None:
             return
         os.killpg(process.pid, signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
+        _ended_or_killed(process)
 
     def pause_node(self, node_id: int) -> None:
         os.killpg(self.processes[node_id].pid, signal.SIGSTOP)
@@ -293,12 +298,8 @@ class KafkaCluster:
         for process in running.values():
             os.killpg(process.pid, signal.SIGCONT)  # a paused node could not stop
             os.killpg(process.pid, signal.SIGTERM)
-        for node_id, process in running.items():
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
+        for process in running.values():
+            _ended_or_killed(process)
         self.processes.clear()
 
     def close(self) -> None:
