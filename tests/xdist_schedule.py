@@ -10,6 +10,10 @@ its workers.
   ``--dist loadgroup`` ignores its marks on pytest 9.2: pytest-xdist#1386).
 - Units go out longest first (``SECONDS``, measured), so both workers
   finish at about the same time.
+- A worker that crashes (a native abort, a kill) fails the test it was
+  running, once; the rest of its unit goes back to the queue and a new
+  worker takes it (``--max-worker-restart``, the Makefile). xdist's own
+  scheduler would hand the crashed test out again, to crash again.
 - A worker about to start a unit that starts JVMs of its own (``HEAVY``:
   brokers, Spark, Keycloak) while all the other workers but one run such a
   unit takes the longest light unit instead, if one is left: one worker
@@ -142,6 +146,20 @@ def next_unit(queue: list[str], others_running: list[str], *, heavy_at_once: int
     return queue[0]
 
 
+def after_crash(workload: dict[str, dict[str, bool]]) -> tuple[str | None, dict[str, dict[str, bool]]]:
+    """A crashed worker's workload (unit -> test -> done): the test it was
+    running (its first one not done, as xdist sends them in order), or
+    None if it had finished all; and what is left to run, the crashed test
+    not among it (each unit that still has a test to run, a copy)."""
+    pending = [nodeid for tests in workload.values() for nodeid, done in tests.items() if not done]
+    if not pending:
+        return None, {}
+    crashed = pending[0]
+    left = {unit: {nodeid: done or nodeid == crashed for nodeid, done in tests.items()}
+            for unit, tests in workload.items()}
+    return crashed, {unit: tests for unit, tests in left.items() if not all(tests.values())}
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
@@ -157,6 +175,15 @@ def pytest_xdist_make_scheduler(config, log):
             self.workqueue.move_to_end(next_unit(list(self.workqueue), running, heavy_at_once=heavy_at_once),
                                        last=False)
             super()._assign_work_unit(node)
+
+        def remove_node(self, node) -> str | None:
+            crashed, left = after_crash(self.assigned_work.pop(node))
+            if crashed is None:
+                return None
+            self.workqueue.update(left)
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return crashed
 
         def schedule(self) -> None:
             if self.collection is None and self.collection_is_completed and self._check_nodes_have_same_collection():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.xdist_schedule import HEAVY, SECONDS, UNITS, next_unit, unit_of, units_in_order
+from tests.xdist_schedule import HEAVY, SECONDS, UNITS, after_crash, next_unit, unit_of, units_in_order
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,3 +66,69 @@ def test_every_module_it_names_exists():
     """A renamed module would silently leave its unit (and start its server on both workers)."""
     missing = [module for modules in UNITS.values() for module in modules if not (ROOT / module).is_file()]
     assert missing == []
+
+
+def test_after_a_crash_the_running_test_is_not_handed_out_again_and_the_rest_of_its_unit_is():
+    workload = {
+        "kafka-fault-clusters": {"tests/faults/test_kafka_faults.py::test_1": True,
+                                 "tests/faults/test_kafka_faults.py::test_2": False,
+                                 "tests/faults/test_worker_faults.py::test_3": False},
+        "tests/integration/test_api.py": {"tests/integration/test_api.py::test_4": False},
+        "tests/unit/test_core.py": {"tests/unit/test_core.py::test_5": True},
+    }
+    crashed, left = after_crash(workload)
+    assert crashed == "tests/faults/test_kafka_faults.py::test_2"
+    assert left == {
+        "kafka-fault-clusters": {"tests/faults/test_kafka_faults.py::test_1": True,
+                                 "tests/faults/test_kafka_faults.py::test_2": True,
+                                 "tests/faults/test_worker_faults.py::test_3": False},
+        "tests/integration/test_api.py": {"tests/integration/test_api.py::test_4": False},
+    }
+    assert workload["kafka-fault-clusters"]["tests/faults/test_kafka_faults.py::test_2"] is False, "a copy"
+    assert after_crash({"u": {"a::t": False}}) == ("a::t", {})
+    assert after_crash({"u": {"a::t": True}}) == (None, {})
+    assert after_crash({}) == (None, {})
+
+
+CRASHING = '''
+import os
+from pathlib import Path
+
+RAN = Path(__file__).with_name("ran.txt")
+
+
+def note(name):
+    with RAN.open("a") as ran:
+        ran.write(name + "\\n")
+
+
+def test_before():
+    note("before")
+
+
+def test_crashes():
+    note("crashes")
+    os.abort()
+
+
+def test_after():
+    note("after")
+'''
+
+
+def test_a_run_whose_worker_crashes_fails_that_test_once_and_runs_every_other(tmp_path):
+    """A real run of three xdist workers (the Makefile's options) in which one worker aborts."""
+    (tmp_path / "test_crash.py").write_text(CRASHING)
+    for name in ("test_other_a.py", "test_other_b.py"):
+        (tmp_path / name).write_text("def test_one():\n    pass\n\n\ndef test_two():\n    pass\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    env = {key: value for key, value in os.environ.items() if key not in ("DJANGO_SETTINGS_MODULE", "PYTEST_ADDOPTS")}
+    env["PYTHONPATH"] = str(ROOT)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "3", "--max-worker-restart=3", "-p", "tests.xdist_schedule",
+         "-p", "no:django", "-p", "no:cacheprovider", "-q", "-rf", str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert sorted((tmp_path / "ran.txt").read_text().split()) == ["after", "before", "crashes"], run.stdout
+    assert "1 failed, 6 passed" in run.stdout, run.stdout
+    assert "FAILED test_crash.py::test_crashes" in run.stdout, run.stdout
