@@ -90,8 +90,10 @@ def connector_jars(jars_dir: Path) -> list[str]:
 # (a cluster, spark.task.maxFailures, four), so one task failing once failed
 # the whole job. A CI run saw it: a handler task's Python worker, started on a
 # machine at full load, did not connect back within Spark's fixed 10 s, and
-# the backfill failed while its other task was half-way.
-LOCAL_TASK_TRIES = 2
+# the backfill failed while its other task was half-way. Two tries were not
+# enough on a host at half its speed (a later CI run: both workers missed the
+# 10 s); four, as a cluster gives.
+LOCAL_TASK_TRIES = 4
 
 
 # ``local``, ``local[N]``, ``local[*]`` and their ``[N,F]`` forms (F: a task's tries).

@@ -61,7 +61,7 @@ def test_the_server_command_runs_sparks_own_connect_server_with_the_jars_and_cac
     command = connect.server_command(master="local[2]", host="127.0.0.1", port=15099, jars=["/j/a.jar", "/j/b.jar"],
                                      driver_memory="1g", spark_home="/spark")
     assert command[:3] == ["/spark/bin/spark-submit", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
-    assert command[command.index("--master") + 1] == "local[2,2]"  # a task is tried twice
+    assert command[command.index("--master") + 1] == "local[2,4]"  # a task is tried four times, as on a cluster
     assert command[command.index("--jars") + 1] == "/j/a.jar,/j/b.jar"
     assert command[command.index("--driver-memory") + 1] == "1g"
     conf = conf_of(command)

@@ -45,10 +45,10 @@ def test_the_process_goes_back_when_the_jvm_fails_to_start(tmp_path, monkeypatch
 
 
 @pytest.mark.parametrize(("master", "expected"), [
-    ("local", "local[1,2]"),
-    ("local[2]", "local[2,2]"),
-    ("local[12]", "local[12,2]"),
-    ("local[*]", "local[*,2]"),
+    ("local", "local[1,4]"),
+    ("local[2]", "local[2,4]"),
+    ("local[12]", "local[12,4]"),
+    ("local[*]", "local[*,4]"),
     ("local[2,5]", "local[2,5]"),  # names its own tries
     ("local[*,1]", "local[*,1]"),
     ("spark://10.0.0.5:7077", "spark://10.0.0.5:7077"),
@@ -56,5 +56,5 @@ def test_the_process_goes_back_when_the_jvm_fails_to_start(tmp_path, monkeypatch
     ("k8s://https://k8s:6443", "k8s://https://k8s:6443"),
     ("local-cluster[2,1,1024]", "local-cluster[2,1,1024]"),
 ])
-def test_a_local_master_tries_a_task_twice_and_any_other_is_left_alone(master, expected):
+def test_a_local_master_tries_a_task_four_times_and_any_other_is_left_alone(master, expected):
     assert session.with_task_retries(master) == expected
