@@ -20,6 +20,10 @@ from tasks.polling import poll_cluster
 from tests.harness.kafka_clients import Broker, GroupConsumer, Ticker, group_committed, wait_until
 from tests.harness.pickups import SCENARIOS, Driver, Outcome, run_scenarios
 
+# The fixture runs 25 scenarios, a dozen JVM clients among them, and waits on
+# their decisions (up to run_scenarios' decide_timeout after the change).
+pytestmark = pytest.mark.timeout(900)
+
 
 def watch(cluster_id: int) -> None:
     try:
