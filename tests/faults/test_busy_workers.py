@@ -12,7 +12,8 @@ and a new one started: the jobs go on, and every job ends.
 
 Judged from the watch's own pulse (groups.services.cadence) over the jobs'
 wait, as properties of what ran, not as a time the test waits: the watch
-never stops (ticks keep arriving, none more than 10 s late) and full
+never stops (ticks keep arriving, no gap as long as a job's wait, and the
+watch's worker takes no job) and full
 polls never miss two intervals in a row on average. Before issue 42 the same
 load left 1 tick and 0 polls in 7 minutes. How close the cadence stays to an
 idle watch's (beat's 1 s schedule reaches a worker 27-29 times in 30 s with
@@ -29,12 +30,13 @@ import pytest
 
 from groups.models import Cluster, ExpansionJob, RemediationJob
 from tests.harness.backfills import BIG
-from tests.harness.busy import POLL_SECONDS, run_busy
+from tests.harness.busy import POLL_SECONDS, gap_log, run_busy, tasks_received, watch_log_of
 from tests.harness.scenarios import poll
 
 pytestmark = pytest.mark.timeout(600)
 
-WATCH_GIVES_UP_SECONDS = 30
+# How long each expansion waits for its new partitions: the time a job that held the watch would stop it.
+WATCH_GIVES_UP_SECONDS = 60
 
 
 @pytest.mark.django_db(transaction=True)
@@ -55,19 +57,26 @@ def test_waiting_expansions_and_a_killed_jobs_worker_never_stop_the_watch(broker
         [attempt] = backfill.result["attempts"]
         assert attempt["outcome"] == "published" and attempt["runner_pid"] != os.getpid()
         assert backfill.result["delivered"] == backfill.result["expected"] == 2 * BIG
+    # The watch's worker took the watch's tasks and nothing else (its log, at INFO): no job ran in it.
+    watch_log = watch_log_of(tmp_path / "workers.log")
+    watch_tasks = {name for name, route in settings.CELERY_TASK_ROUTES.items()
+                   if route["queue"] == settings.WATCH_QUEUE}
+    took = tasks_received(watch_log)
+    assert "gapwatch.watch_cluster" in took and took <= watch_tasks, took
     assert pulse.span > WATCH_GIVES_UP_SECONDS / 2, f"the window is the jobs' wait: {pulse.span:.1f}s"
     # Ticks kept coming: one is due a second, and one still queued after its interval expires,
     # so a stalled watch shows as missing arrivals and long gaps (a stopped one: none at all).
-    # Bounds for a watch that never stopped on a machine the suite's other workers load (two full
-    # local runs saw 29 ticks in 36 s with a p95 delay of 1.68 s, and 16 in 35 s with one gap of
-    # 6.4 s while JVMs started beside it), not the bench's cadence target: a waiting job that held
-    # the watch's worker would hold it for the whole wait, 30 s here.
-    # At least one tick each 10 s on average, as the longest gap below allows (a host at half its
-    # usual speed saw 26 ticks in 109 s); a stalled watch shows as a gap of the whole wait.
+    # A waiting job that held the watch's worker would hold it for its whole wait, WATCH_GIVES_UP_SECONDS:
+    # no gap may be that long. How close the cadence stays to one a second is a speed, the busy bench's
+    # (quiet local runs of the suite saw 29 ticks in 36 s with a p95 delay of 1.68 s; clean clones on a host
+    # at half its usual speed, with Spark drivers starting beside the watch, gaps of 18, 37 and 46 s).
+    # At least one tick each 10 s on average (that host saw 26 in 109 s and 45 in 114 s).
     assert len(pulse.ticks) >= pulse.span / 10, f"{len(pulse.ticks)} ticks in {pulse.span:.1f}s"
-    # How late each tick came after the one before was due again, as the bench reports it.
+    # How late each tick came after the one before was due again, as the bench reports it; on failure,
+    # what the watch's worker logged in the longest gap.
     late = pulse.delays(pulse.ticks, 1.0, start)
-    assert max(late) <= 10, pulse.summary(start, 1.0, pulse.ticks)
+    assert max(late) < WATCH_GIVES_UP_SECONDS, (pulse.summary(start, 1.0, pulse.ticks) + "\n"
+                                                + gap_log(watch_log, pulse.ticks, start))
     # A tick that found a full poll holding the cluster's lock skips (the poll observes everything).
     assert pulse.ticks_ran + pulse.ticks_skipped >= len(pulse.ticks)
     assert pulse.polls_total >= pulse.span / (2 * POLL_SECONDS), pulse.summary(start, POLL_SECONDS, pulse.polls)

@@ -13,10 +13,12 @@ from the cluster row, sampled while the jobs wait."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import statistics
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from controlplane.celery import app
@@ -49,6 +51,45 @@ def share_group_that_left(broker: Broker, cluster: Cluster, topic: str, group_id
     wait_until(lambda: poll(cluster) and ConsumerGroup.objects.filter(
         group_id=group_id, group_topics__topic__name=topic, member_count=0).exists(), interval=0.5,
         what=f"a poll to see {group_id}, empty, reading {topic}")
+
+
+# Celery's own format ("[2026-11-30 06:49:40,959: INFO/MainProcess] ...") and Django's
+# ("2026-11-30 06:49:40,959 INFO ...").
+CELERY_LOG_TIME = re.compile(r"^\[?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})[: ]")
+
+
+def watch_log_of(log_path: Path) -> Path:
+    """Where ``run_busy`` keeps the watch worker's own log, beside ``log_path``."""
+    return log_path.with_name(f"watch-{log_path.name}")
+
+
+# "Task gapwatch.watch_cluster[3f1c...] received", as a worker logs each task it takes, at INFO.
+TASK_RECEIVED = re.compile(r"Task ([\w.]+)\[[^\]]+\] received")
+
+
+def tasks_received(log_path: Path) -> set[str]:
+    """The names of the tasks a worker logging at INFO to ``log_path`` took."""
+    return set(TASK_RECEIVED.findall(log_path.read_text(errors="replace")))
+
+
+def gap_log(log_path: Path, times: list[float], start: float, *, most: int = 60) -> str:
+    """The lines of a worker's log stamped inside the longest gap between
+    ``times`` (epoch seconds, from ``start``), at most ``most``: what the
+    watch ran, or that it logged nothing, while no tick arrived."""
+    edges = [start, *times]
+    if len(edges) < 2:
+        return "no gap: no tick"
+    begin, end = max(zip(edges, edges[1:]), key=lambda pair: pair[1] - pair[0])
+    lines = []
+    for line in log_path.read_text(errors="replace").splitlines():
+        found = CELERY_LOG_TIME.match(line)
+        if found:
+            moment = datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()  # local time, as logged
+            if begin <= moment <= end:
+                lines.append(line[:300])
+    shown = lines[:most // 2] + (["..."] if len(lines) > most else []) + lines[-(most // 2):] if len(lines) > most \
+        else lines
+    return f"the longest gap, {end - begin:.1f} s: {len(lines)} log lines\n" + "\n".join(shown)
 
 
 def nearest_rank(values: list[float], q: float) -> float:
@@ -125,8 +166,11 @@ def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log
                      BACKFILL_OUTPUT=str(backfill_output or log_path.parent / "backfills"), SPARK_MASTER="local[1]",
                      JOB_RECOVERY_SECONDS="2")
     log = open(log_path, "ab")  # noqa: SIM115 - shared by the processes below
-    watch = start_celery(["worker", "-Q", "watch", "--pool", "threads", "--concurrency", "4",
-                          "-n", f"watch-{tag}@%h"], env, log)
+    # The watch's worker logs at INFO to a file of its own (watch_log_of): each task's arrival and end, to
+    # tell what it ran, and what it did in a gap (gap_log).
+    watch_log = open(watch_log_of(log_path), "ab")  # noqa: SIM115 - closed with the other
+    watch = start_celery(["worker", "-Q", "watch", "--pool", "threads", "--concurrency", "4", "-l", "INFO",
+                          "-n", f"watch-{tag}@%h"], env, watch_log)
     jobs_worker = start_celery(["worker", "-Q", "celery", "--pool", "threads", "--concurrency", "2",
                                 "-n", f"jobs-{tag}@%h"], env, log)
     beat = start_celery(["beat", "--pidfile=", "-S", "django_celery_beat.schedulers:DatabaseScheduler"], env, log)
@@ -189,6 +233,7 @@ def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log
             stop_celery(process)
         app.control.purge()
         log.close()
+        watch_log.close()
     pulse.ticks = [a for a in ended["arrivals"] if a > start]
     pulse.span = (pulse.ticks[-1] if pulse.ticks else time.time()) - start
     pulse.ticks_ran, pulse.ticks_skipped = ended["ran"] - begun["ran"], ended["skipped"] - begun["skipped"]
