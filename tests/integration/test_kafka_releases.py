@@ -41,6 +41,9 @@ K = 25  # records written to the new partition before the group can pick it up
 # to see the partition unowned first (at 3 s the 3.7.2 group once took it before any observation;
 # at 8 s a full poll of the busy main broker in a clean-clone run came too late once).
 REFRESH_MS = 15000
+# The refresh may still come first (a host at half its speed lost it in a clean-clone run): that run
+# of the race is left, and the scenario starts again on a new topic and group, at most this often.
+RACES = 3
 
 
 def test_every_release_of_the_matrix_has_its_expectations():
@@ -81,17 +84,33 @@ def release_broker(release_bootstrap):
     broker.close()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_the_watcher_brackets_a_latest_groups_loss_and_a_reset_repairs_it(release_broker, unique, approver):
-    broker, topic, group_id = release_broker, f"rel-{unique}", f"rel-latest-{unique}"
-    cluster = Cluster.objects.create(name=f"rel-{unique}", bootstrap_servers=broker.bootstrap)
-    broker.create_topic(topic, 2)
-    consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest", refresh_ms=REFRESH_MS)
-    try:
+def raised_before_the_pickup(broker: Broker, cluster: Cluster, unique: str) -> tuple[str, str, GroupConsumer]:
+    """A latest group reading a topic of 2 partitions that is raised to 3, K
+    records written to partition 2, and a watcher tick that saw partition 2
+    with them and no owner (its finding's H_k): the topic, the group, and its
+    consumer. A run whose group took partition 2 before that tick is left
+    and started again with a new topic and group (RACES)."""
+    for race in range(RACES):
+        topic, group_id = f"rel-{unique}-{race}", f"rel-latest-{unique}-{race}"
+        broker.create_topic(topic, 2)
+        consumer = start_consuming_group(broker, cluster, topic, group_id, offset_reset="latest",
+                                         refresh_ms=REFRESH_MS)
         broker.raise_partitions(topic, 3)
         broker.produce(topic, 2, K)
         watch_cluster_task(cluster.id)  # the partition with K records and no owner: the lower bound
+        first = findings(topic, group_id).get(2)
+        if first is not None and first.pre_pickup_high_watermark is not None:
+            return topic, group_id, consumer
+        consumer.close()
+    raise AssertionError(f"the group's own refresh took partition 2 before the watcher's first look {RACES} times")
 
+
+@pytest.mark.django_db(transaction=True)
+def test_the_watcher_brackets_a_latest_groups_loss_and_a_reset_repairs_it(release_broker, unique, approver):
+    broker = release_broker
+    cluster = Cluster.objects.create(name=f"rel-{unique}", bootstrap_servers=broker.bootstrap)
+    topic, group_id, consumer = raised_before_the_pickup(broker, cluster, unique)
+    try:
         # The watcher observes while the group picks partition 2 up on its own refresh;
         # a record a tick until the group has read from it and committed.
         def decided():
