@@ -87,8 +87,7 @@ def gap_log(log_path: Path, times: list[float], start: float, *, most: int = 60)
             moment = datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()  # local time, as logged
             if begin <= moment <= end:
                 lines.append(line[:300])
-    shown = lines[:most // 2] + (["..."] if len(lines) > most else []) + lines[-(most // 2):] if len(lines) > most \
-        else lines
+    shown = lines if len(lines) <= most else [*lines[:most // 2], "...", *lines[-(most // 2):]]
     return f"the longest gap, {end - begin:.1f} s: {len(lines)} log lines\n" + "\n".join(shown)
 
 
