@@ -55,7 +55,12 @@ def kafka_bootstrap() -> str:
 
 @pytest.fixture
 def celery_worker_thread(transactional_db):
-    """A real Celery worker (threads) consuming from the real Redis broker."""
+    """A real Celery worker (threads) consuming from the real Redis broker.
+
+    Its tasks have ended before the test's database is flushed: Celery's
+    test worker stops with a cold shutdown, which leaves the thread pool's
+    running tasks running, and one still writing (a job's check after the
+    test's last poll) once deadlocked with the flush's TRUNCATE."""
     from celery.contrib.testing.worker import start_worker
 
     from controlplane.celery import app
@@ -64,6 +69,7 @@ def celery_worker_thread(transactional_db):
     empty_queues()  # the tests before this one left messages for no worker
     with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False, shutdown_timeout=30) as worker:
         yield worker
+    worker.pool.executor.shutdown(wait=True, cancel_futures=True)
 
 
 @pytest.fixture(scope="session")
