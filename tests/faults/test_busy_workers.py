@@ -30,7 +30,15 @@ import pytest
 
 from groups.models import Cluster, ExpansionJob, RemediationJob
 from tests.harness.backfills import BIG
-from tests.harness.busy import POLL_SECONDS, gap_log, run_busy, tasks_received, watch_log_of
+from tests.harness.busy import (
+    POLL_SECONDS,
+    gap_log,
+    longest_gap,
+    run_busy,
+    task_seconds,
+    tasks_received,
+    watch_log_of,
+)
 from tests.harness.scenarios import poll
 
 pytestmark = pytest.mark.timeout(600)
@@ -66,17 +74,20 @@ def test_waiting_expansions_and_a_killed_jobs_worker_never_stop_the_watch(broker
     assert pulse.span > WATCH_GIVES_UP_SECONDS / 2, f"the window is the jobs' wait: {pulse.span:.1f}s"
     # Ticks kept coming: one is due a second, and one still queued after its interval expires,
     # so a stalled watch shows as missing arrivals and long gaps (a stopped one: none at all).
-    # A waiting job that held the watch's worker would hold it for its whole wait, WATCH_GIVES_UP_SECONDS:
-    # no gap may be that long. How close the cadence stays to one a second is a speed, the busy bench's
-    # (quiet local runs of the suite saw 29 ticks in 36 s with a p95 delay of 1.68 s; clean clones on a host
-    # at half its usual speed, with Spark drivers starting beside the watch, gaps of 18, 37 and 46 s).
-    # At least one tick each 10 s on average (that host saw 26 in 109 s and 45 in 114 s).
+    # At least one tick each 10 s on average (a host at half its usual speed saw 26 in 109 s and 45 in 114 s).
     assert len(pulse.ticks) >= pulse.span / 10, f"{len(pulse.ticks)} ticks in {pulse.span:.1f}s"
-    # How late each tick came after the one before was due again, as the bench reports it; on failure,
-    # what the watch's worker logged in the longest gap.
-    late = pulse.delays(pulse.ticks, 1.0, start)
-    assert max(late) < WATCH_GIVES_UP_SECONDS, (pulse.summary(start, 1.0, pulse.ticks) + "\n"
-                                                + gap_log(watch_log, pulse.ticks, start))
+    # A waiting job that held the watch would hold it for its whole wait, WATCH_GIVES_UP_SECONDS: a watch
+    # task blocked behind it would run that long. None did (the worker's log gives each task's time).
+    slowest = max(task_seconds(watch_log), key=lambda task: task[1])
+    assert slowest[1] < WATCH_GIVES_UP_SECONDS, f"{slowest}: " + gap_log(watch_log, pulse.ticks, start)
+    # How long the gaps between ticks are is the machine's speed as much as the watch's (clean clones saw
+    # gaps of 18, 37, 46 and 62 s as three test workers started JVMs on two cores): the busy bench's to
+    # measure. A gap as long as a job's wait must be the watch running slowly, not a watch held or idle:
+    # its worker took and finished watch tasks inside it.
+    seconds, lines = longest_gap(watch_log, pulse.ticks, start)
+    if seconds >= WATCH_GIVES_UP_SECONDS:
+        assert tasks_received(lines) and task_seconds(lines), (pulse.summary(start, 1.0, pulse.ticks) + "\n"
+                                                               + gap_log(watch_log, pulse.ticks, start))
     # A tick that found a full poll holding the cluster's lock skips (the poll observes everything).
     assert pulse.ticks_ran + pulse.ticks_skipped >= len(pulse.ticks)
     assert pulse.polls_total >= pulse.span / (2 * POLL_SECONDS), pulse.summary(start, POLL_SECONDS, pulse.polls)

@@ -67,18 +67,31 @@ def watch_log_of(log_path: Path) -> Path:
 TASK_RECEIVED = re.compile(r"Task ([\w.]+)\[[^\]]+\] received")
 
 
-def tasks_received(log_path: Path) -> set[str]:
-    """The names of the tasks a worker logging at INFO to ``log_path`` took."""
-    return set(TASK_RECEIVED.findall(log_path.read_text(errors="replace")))
+def _text(log: Path | list[str]) -> str:
+    return "\n".join(log) if isinstance(log, list) else log.read_text(errors="replace")
 
 
-def gap_log(log_path: Path, times: list[float], start: float, *, most: int = 60) -> str:
-    """The lines of a worker's log stamped inside the longest gap between
-    ``times`` (epoch seconds, from ``start``), at most ``most``: what the
-    watch ran, or that it logged nothing, while no tick arrived."""
+def tasks_received(log: Path | list[str]) -> set[str]:
+    """The names of the tasks a worker logging at INFO (to the file ``log``, or in its lines) took."""
+    return set(TASK_RECEIVED.findall(_text(log)))
+
+
+# "Task gapwatch.watch_cluster[3f1c...] succeeded in 8.42s: ...", as a worker logs each task's end, at INFO.
+TASK_SUCCEEDED = re.compile(r"Task ([\w.]+)\[[^\]]+\] succeeded in ([0-9.]+)s")
+
+
+def task_seconds(log: Path | list[str]) -> list[tuple[str, float]]:
+    """Each task a worker logging at INFO (to the file ``log``, or in its lines) finished, with how long it ran."""
+    return [(name, float(seconds)) for name, seconds in TASK_SUCCEEDED.findall(_text(log))]
+
+
+def longest_gap(log_path: Path, times: list[float], start: float) -> tuple[float, list[str]]:
+    """The longest gap between ``times`` (epoch seconds, from ``start``) and
+    the lines of a worker's log stamped inside it: what the watch ran, or
+    that it logged nothing, while no tick arrived."""
     edges = [start, *times]
     if len(edges) < 2:
-        return "no gap: no tick"
+        return 0.0, []
     begin, end = max(zip(edges, edges[1:]), key=lambda pair: pair[1] - pair[0])
     lines = []
     for line in log_path.read_text(errors="replace").splitlines():
@@ -87,8 +100,14 @@ def gap_log(log_path: Path, times: list[float], start: float, *, most: int = 60)
             moment = datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()  # local time, as logged
             if begin <= moment <= end:
                 lines.append(line[:300])
+    return end - begin, lines
+
+
+def gap_log(log_path: Path, times: list[float], start: float, *, most: int = 60) -> str:
+    """``longest_gap`` in words, at most ``most`` of its lines."""
+    seconds, lines = longest_gap(log_path, times, start)
     shown = lines if len(lines) <= most else [*lines[:most // 2], "...", *lines[-(most // 2):]]
-    return f"the longest gap, {end - begin:.1f} s: {len(lines)} log lines\n" + "\n".join(shown)
+    return f"the longest gap, {seconds:.1f} s: {len(lines)} log lines\n" + "\n".join(shown)
 
 
 def nearest_rank(values: list[float], q: float) -> float:
