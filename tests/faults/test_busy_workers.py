@@ -78,7 +78,9 @@ def test_waiting_expansions_and_a_killed_jobs_worker_never_stop_the_watch(broker
     assert len(pulse.ticks) >= pulse.span / 10, f"{len(pulse.ticks)} ticks in {pulse.span:.1f}s"
     # A waiting job that held the watch would hold it for its whole wait, WATCH_GIVES_UP_SECONDS: a watch
     # task blocked behind it would run that long. None did (the worker's log gives each task's time).
-    slowest = max(task_seconds(watch_log), key=lambda task: task[1])
+    finished = task_seconds(watch_log)
+    assert finished, "the watch's worker finished no task: " + gap_log(watch_log, pulse.ticks, start)
+    slowest = max(finished, key=lambda task: task[1])
     assert slowest[1] < WATCH_GIVES_UP_SECONDS, f"{slowest}: " + gap_log(watch_log, pulse.ticks, start)
     # How long the gaps between ticks are is the machine's speed as much as the watch's (clean clones saw
     # gaps of 18, 37, 46 and 62 s as three test workers started JVMs on two cores): the busy bench's to
