@@ -98,7 +98,8 @@ def test_partitions_added_behind_gapwatchs_back_are_read_from_the_start(transact
         for partition in (2, 3):
             broker.produce(topic, partition, WRITTEN_AT_ONCE)
         producer.add([2, 3])
-        wait_until(lambda: len(guard.protector.done) == 10 or guard.error, timeout=60,
+        # As long as the seats' wait: a clean clone on a host at half its speed timed out at 60 s once.
+        wait_until(lambda: len(guard.protector.done) == 10 or guard.error, timeout=120,
                    what="the protector to commit both new partitions of every group")
         assert guard.error is None, guard.error
         first = {}
