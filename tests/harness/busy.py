@@ -105,6 +105,8 @@ def longest_gap(log_path: Path, times: list[float], start: float) -> tuple[float
 
 def gap_log(log_path: Path, times: list[float], start: float, *, most: int = 60) -> str:
     """``longest_gap`` in words, at most ``most`` of its lines."""
+    if not times:
+        return "no gap: no tick"
     seconds, lines = longest_gap(log_path, times, start)
     shown = lines if len(lines) <= most else [*lines[:most // 2], "...", *lines[-(most // 2):]]
     return f"the longest gap, {seconds:.1f} s: {len(lines)} log lines\n" + "\n".join(shown)
