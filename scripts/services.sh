@@ -97,10 +97,10 @@ stop_redis() {
   rm -f "$pid"
 }
 
-# The local broker compiles with C1 only and collects with the serial GC: a
-# development broker is not throughput-bound, and on a 2-core machine C2 spent
-# 33 of its 74 CPU s in five test modules (40.6 s on compiler threads in all;
-# with C1 only the broker used 22.8 s for the same modules; bench/RESULTS.md).
+# The local broker compiles with C1 only and collects with the serial GC, as
+# the tests' own brokers do: a development broker is not throughput-bound, and
+# it starts on half the CPU (4-5 s against 8-9). Over a whole test run it uses
+# about as much CPU a second either way (bench/RESULTS.md, thirteenth session).
 kafka_java() {
   local libs=$GAPWATCH_HOME/lib/kafka
   [ -d "$libs" ] || die "Kafka jars are missing in $libs (run scripts/setup.sh)"
