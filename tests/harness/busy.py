@@ -29,7 +29,7 @@ from groups.services.expansion.plan import expansion_plan, expansion_plan_as_dic
 from groups.services.remediation import job_approve
 from tasks.expansion.verdict import partitions_verdict
 from tests.factories import user_with_role
-from tests.harness.kafka_clients import Broker, RateProducer, ShareGroupConsumer, set_share_reset, wait_until
+from tests.harness.kafka_clients import Broker, RateProducer, ShareGroupConsumer, set_share_reset, stop_all, wait_until
 from tests.harness.workers import start_celery, stop_celery, worker_env
 
 POLL_SECONDS = 3
@@ -245,8 +245,7 @@ def run_busy(broker: Broker, cluster: Cluster, *, expansions: int, tag: str, log
         ended = tick_counts(cluster_id=cluster.id)
         pulse.polls_total = Cluster.objects.get(id=cluster.id).polls_total - polls_before
     finally:
-        for producer in producers:
-            producer.stop()
+        stop_all(producers)
         # Beat first, then the workers, then what beat sent meanwhile: a poll of every cluster left
         # in the queue would run in the next test's worker, on its clusters.
         for process in [beat, *(p for p in processes if p is not beat)]:

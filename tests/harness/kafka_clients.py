@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from confluent_kafka import (
     Consumer,
@@ -669,10 +669,25 @@ class RateProducer:
             if pause > 0:
                 time.sleep(pause)
 
-    def stop(self) -> None:
+    def halt(self) -> None:
+        """Stops writing; ``stop`` then waits for the thread and flushes what is queued."""
         self._stop.set()
+
+    def stop(self) -> None:
+        self.halt()
         self._thread.join(timeout=10)
         self.producer.flush(30)
+
+
+def stop_all(producers: Iterable[RateProducer]) -> None:
+    """Stops every producer's writing first, then each one (``stop``). Stopped one
+    after another, the others kept writing through each one's flush: on a busy
+    host the broker's answers slowed to seconds, and 25 producers took 120 s."""
+    producers = list(producers)
+    for producer in producers:
+        producer.halt()
+    for producer in producers:
+        producer.stop()
 
 
 def token(partition: int, number: int) -> str:
@@ -703,7 +718,7 @@ class TransactionalRateProducer(RateProducer):
         super().__init__(bootstrap, topic, rate=rate, partitions=partitions)
 
     def stop(self) -> None:
-        self._stop.set()
+        self.halt()
         self._thread.join(timeout=10)
         try:
             self.producer.flush(30)

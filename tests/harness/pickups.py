@@ -32,6 +32,7 @@ from tests.harness.kafka_clients import (
     TransactionalRateProducer,
     group_committed,
     never_consumed,
+    stop_all,
     wait_until,
 )
 
@@ -360,8 +361,7 @@ def run_scenarios(broker: Broker, cluster, scenarios: Iterable[Scenario], *, dri
         for o in pending:
             o.notes.append(f"not decided within {decide_timeout:.0f}s")
     finally:
-        for producer in producers.values():
-            producer.stop()
+        stop_all(producers.values())
         for client in clients.values():
             client.close()
         for o in outcomes:
