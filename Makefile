@@ -49,7 +49,7 @@ XDIST_OPTS = $(if $(filter 0,$(PYTEST_WORKERS)),,--max-worker-restart=3)
 #
 # PYTHONDONTWRITEBYTECODE= : the tests write bytecode even where the shell says not to
 # (this machine's does). Otherwise every process of a run (pytest's workers,
-# ~30 Celery workers and beats, ~40 backfill drivers, manage.py) compiled the
+# 29 Celery workers and beats, 35 backfill drivers, manage.py) compiled the
 # project's modules again, and pytest rewrote every test module again: with
 # the bytecode written, collecting the suite took 7 CPU s rather than 16, and
 # importing Django and the tasks 2.25 rather than 2.9 (bench/RESULTS.md).
