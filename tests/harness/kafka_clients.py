@@ -679,6 +679,9 @@ class RateProducer:
     def stop(self) -> None:
         self.halt()
         self._thread.join(timeout=10)
+        self._flush()
+
+    def _flush(self) -> None:
         self.producer.flush(30)
 
 
@@ -720,9 +723,7 @@ class TransactionalRateProducer(RateProducer):
                                  "transactional.id": f"{topic}-tx-{uuid.uuid4().hex[:6]}"}
         super().__init__(bootstrap, topic, rate=rate, partitions=partitions)
 
-    def stop(self) -> None:
-        self.halt()
-        self._thread.join(timeout=10)
+    def _flush(self) -> None:
         try:
             self.producer.flush(30)
         except KafkaException as error:  # a producer a fatal error ended: said in ``errors``, not raised
