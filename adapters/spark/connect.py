@@ -216,6 +216,9 @@ def first_line(error: BaseException) -> str:
 # -- the server ----------------------------------------------------------------------------------
 
 
+PYTHON_WORKER_MODULE = "adapters.spark.python_worker"
+
+
 def local_cores(master: str) -> int:
     """The task slots of ``local``, ``local[N]``, ``local[*]`` (this machine's
     cores) and their ``[N,F]`` forms."""
@@ -250,6 +253,9 @@ def server_command(*, master: str, host: str, port: int, jars: list[str], driver
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
         conf["spark.default.parallelism"] = str(local_cores(master))
+        # Its Python workers run here, with this project on their path (main): ours connects back before
+        # importing pyspark, inside Spark's fixed 10 s (adapters/spark/python_worker.py).
+        conf["spark.python.worker.module"] = PYTHON_WORKER_MODULE
     else:
         # A cluster's executors live as long as the server: they give memory back
         # as its driver does (issue 35: a standalone cluster's two executors kept

@@ -115,6 +115,15 @@ def test_a_cluster_master_lets_spark_choose_the_drivers_address():
     assert command[command.index("--master") + 1] == "spark://10.0.0.5:7077"
 
 
+def test_only_a_local_masters_python_workers_connect_back_before_importing_pyspark():
+    local = conf_of(connect.server_command(master="local[2]", host="127.0.0.1", port=15002, jars=["/j/a.jar"],
+                                           driver_memory="1g", spark_home="/spark"))
+    assert local["spark.python.worker.module"] == "adapters.spark.python_worker"
+    cluster = conf_of(connect.server_command(master="spark://10.0.0.5:7077", host="0.0.0.0", port=15002,
+                                             jars=["/j/a.jar"], driver_memory="2g", spark_home="/spark"))
+    assert "spark.python.worker.module" not in cluster, "a cluster's executors do not have this project"
+
+
 def test_a_cluster_masters_executors_give_memory_back_as_the_driver_does():
     command = connect.server_command(master="spark://10.0.0.5:7077", host="0.0.0.0", port=15002, jars=["/j/a.jar"],
                                      driver_memory="2g", spark_home="/spark")
