@@ -215,6 +215,7 @@ def handler_settled(handled: Path) -> int:
 def test_a_job_whose_connect_server_dies_runs_again_in_its_own_process(
     broker, unique, approver, backfill_settings, enqueued, monkeypatch, tmp_path
 ):
+    usual = backfill.RECORDS_PER_TASK
     monkeypatch.setattr(backfill, "RECORDS_PER_TASK", 500)  # 120 tasks: seconds of work to kill the server in
     monkeypatch.setattr(backfill, "TASKS_PER_CORE", 1_000)  # not capped
     server = ConnectServer(tmp_path / "server.log")
@@ -226,6 +227,9 @@ def test_a_job_whose_connect_server_dies_runs_again_in_its_own_process(
     def kill_server_mid_run() -> None:
         try:
             wait_for_connect_attempt(job.id)
+            # The server's attempt has its spec (120 tasks); the one in a process, made after the kill,
+            # needs no seconds of work: the usual few tasks.
+            monkeypatch.setattr(backfill, "RECORDS_PER_TASK", usual)
             server.stop()  # SIGKILL to the server's JVM: a crash, as the OOM killer would
             killed.append(server.pid)
         finally:
